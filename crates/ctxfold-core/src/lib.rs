@@ -1,0 +1,17 @@
+//! The pure core of ctxfold.
+//!
+//! A conversation is an append-only log of [`Record`]s. This crate holds the
+//! event model ([`record`]), the overlay records ([`compaction`]) and the turn
+//! and step index ([`log`]). It does no file or network I/O and has no async
+//! code: storage, formats, providers and the command line live in other
+//! crates and depend on this one, never the other way round.
+
+#![warn(missing_docs)]
+
+pub mod compaction;
+pub mod log;
+pub mod record;
+
+pub use compaction::{Compaction, CompactionReset};
+pub use log::{Counts, Log, Step};
+pub use record::{Body, Kind, Object, Record, RecordError, RecordWarning};

@@ -1,0 +1,383 @@
+//! A loaded conversation: its records in `seq` order, indexed by turn and
+//! step.
+//!
+//! Turn rule (SPEC §2): a `turn_start` opens a new turn only if the current
+//! turn already holds a conversation event; events before the first
+//! `turn_start` form an implicit turn 0. Records that are not conversation
+//! events (config deltas, overlays, system prompts, unknown types) belong to
+//! the turn they were appended in but never make a turn "hold an event".
+
+use serde::Serialize;
+
+use crate::record::{Body, Kind, Record};
+
+/// A conversation log with its turn index.
+#[derive(Debug, Clone, Default)]
+pub struct Log {
+    records: Vec<Record>,
+    /// Turn of each record, 0-based, parallel to `records`.
+    turn_of: Vec<u32>,
+    /// Index into `records` of the first record of each turn.
+    turn_starts: Vec<usize>,
+    /// Whether the current (last) turn holds a conversation event.
+    current_holds_event: bool,
+    /// Whether any turn exists (a `turn_start` or conversation event seen).
+    any_turn: bool,
+}
+
+/// Counts of what a log holds, in SPEC §2's vocabulary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// All records.
+    pub records: usize,
+    /// Turns, by the implicit-turn-0 rule.
+    pub turns: usize,
+    /// `turn_start` records.
+    pub turn_start: usize,
+    /// User messages.
+    pub user: usize,
+    /// Assistant messages.
+    pub assistant: usize,
+    /// Reasoning blocks.
+    pub reasoning: usize,
+    /// Tool calls.
+    pub tool_call: usize,
+    /// Tool results.
+    pub tool_result: usize,
+    /// Tool results with `is_error`.
+    pub tool_errors: usize,
+    /// Structured answers.
+    pub structured: usize,
+    /// Inquiry requests.
+    pub inquiry_request: usize,
+    /// Inquiry responses.
+    pub inquiry_response: usize,
+    /// Config deltas.
+    pub config_delta: usize,
+    /// Compaction records.
+    pub compaction: usize,
+    /// Conversation events: turn starts, messages, reasoning, tool calls and
+    /// results, structured answers and inquiry events.
+    pub conversation_events: usize,
+}
+
+/// A step: one model call's output inside a turn (assistant text, reasoning,
+/// tool calls) and the results of those calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    /// Turn, 0-based.
+    pub turn: u32,
+    /// Index of the step's first record.
+    pub start: usize,
+    /// Index one past the step's last record.
+    pub end: usize,
+    /// Whether every tool call in the step has its result.
+    pub closed: bool,
+}
+
+/// Whether a record makes its turn "hold an event" for the turn rule.
+fn is_turn_event(body: &Body) -> bool {
+    body.is_model_visible()
+}
+
+impl Log {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Index `records`, which must be in append order.
+    pub fn from_records(records: Vec<Record>) -> Self {
+        let mut log = Log {
+            records: Vec::with_capacity(records.len()),
+            turn_of: Vec::with_capacity(records.len()),
+            ..Log::default()
+        };
+        for r in records {
+            log.push(r);
+        }
+        log
+    }
+
+    /// Append one record, updating the index in constant time.
+    pub fn push(&mut self, record: Record) {
+        let idx = self.records.len();
+        match &record.body {
+            Body::TurnStart => {
+                if self.current_holds_event {
+                    self.turn_starts.push(idx);
+                    self.current_holds_event = false;
+                } else if !self.any_turn {
+                    self.turn_starts.push(0);
+                }
+                self.any_turn = true;
+            }
+            body if is_turn_event(body) => {
+                if !self.any_turn {
+                    self.turn_starts.push(0);
+                    self.any_turn = true;
+                }
+                self.current_holds_event = true;
+            }
+            _ => {}
+        }
+        self.turn_of
+            .push(self.turn_starts.len().saturating_sub(1) as u32);
+        self.records.push(record);
+    }
+
+    /// The records, in append order.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Give the records back.
+    pub fn into_records(self) -> Vec<Record> {
+        self.records
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the log holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The `seq` the next appended record gets.
+    pub fn next_seq(&self) -> u64 {
+        self.records.last().map_or(0, |r| r.seq + 1)
+    }
+
+    /// Number of turns (0 when the log has no conversation event nor
+    /// `turn_start`).
+    pub fn turn_count(&self) -> usize {
+        self.turn_starts.len()
+    }
+
+    /// Turn (0-based) of the record at `idx`.
+    pub fn turn_of(&self, idx: usize) -> u32 {
+        self.turn_of[idx]
+    }
+
+    /// The record indices of turn `turn` (0-based), as a half-open range.
+    pub fn turn_range(&self, turn: u32) -> Option<std::ops::Range<usize>> {
+        let t = turn as usize;
+        let start = *self.turn_starts.get(t)?;
+        let end = self
+            .turn_starts
+            .get(t + 1)
+            .copied()
+            .unwrap_or(self.records.len());
+        Some(start..end)
+    }
+
+    /// The steps of turn `turn`, in order.
+    pub fn steps(&self, turn: u32) -> Vec<Step> {
+        let Some(range) = self.turn_range(turn) else {
+            return Vec::new();
+        };
+        let mut steps = Vec::new();
+        let mut current: Option<(usize, usize)> = None; // (start, open calls)
+        let mut last_in_step = 0;
+        let mut seen_result = false;
+        let mut open: Vec<&str> = Vec::new();
+        for idx in range {
+            let body = &self.records[idx].body;
+            if body.is_assistant_side() {
+                // A model call's output after results (or after a user
+                // message) is a new call: a new step.
+                if current.is_some() && seen_result {
+                    let (start, _) = current.take().unwrap_or_default();
+                    steps.push(Step {
+                        turn,
+                        start,
+                        end: last_in_step + 1,
+                        closed: open.is_empty(),
+                    });
+                    open.clear();
+                }
+                if current.is_none() {
+                    current = Some((idx, 0));
+                    seen_result = false;
+                }
+                if let Body::ToolCall { id, .. } = body {
+                    open.push(id);
+                }
+                last_in_step = idx;
+            } else if let Body::ToolResult { id, .. } = body {
+                if current.is_some() {
+                    open.retain(|c| c != id);
+                    seen_result = true;
+                    last_in_step = idx;
+                }
+            } else if matches!(body, Body::User { .. }) {
+                if let Some((start, _)) = current.take() {
+                    steps.push(Step {
+                        turn,
+                        start,
+                        end: last_in_step + 1,
+                        closed: open.is_empty(),
+                    });
+                    open.clear();
+                }
+            }
+        }
+        if let Some((start, _)) = current {
+            steps.push(Step {
+                turn,
+                start,
+                end: last_in_step + 1,
+                closed: open.is_empty(),
+            });
+        }
+        steps
+    }
+
+    /// What the log holds, counted.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts {
+            records: self.records.len(),
+            turns: self.turn_count(),
+            ..Counts::default()
+        };
+        for r in &self.records {
+            match r.kind() {
+                Kind::TurnStart => c.turn_start += 1,
+                Kind::User => c.user += 1,
+                Kind::Assistant => c.assistant += 1,
+                Kind::Reasoning => c.reasoning += 1,
+                Kind::ToolCall => c.tool_call += 1,
+                Kind::ToolResult => {
+                    c.tool_result += 1;
+                    if matches!(r.body, Body::ToolResult { is_error: true, .. }) {
+                        c.tool_errors += 1;
+                    }
+                }
+                Kind::Structured => c.structured += 1,
+                Kind::InquiryRequest => c.inquiry_request += 1,
+                Kind::InquiryResponse => c.inquiry_response += 1,
+                Kind::ConfigDelta => c.config_delta += 1,
+                Kind::Compaction => c.compaction += 1,
+                Kind::System | Kind::CompactionReset | Kind::Other => {}
+            }
+        }
+        c.conversation_events = c.turn_start
+            + c.user
+            + c.assistant
+            + c.reasoning
+            + c.tool_call
+            + c.tool_result
+            + c.structured
+            + c.inquiry_request
+            + c.inquiry_response;
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(seq: u64, body: Body) -> Record {
+        Record::new(seq, "", body)
+    }
+    fn user(s: &str) -> Body {
+        Body::User {
+            content: s.into(),
+            author: None,
+        }
+    }
+    fn call(id: &str) -> Body {
+        Body::ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: json!({}),
+        }
+    }
+    fn result(id: &str) -> Body {
+        Body::ToolResult {
+            id: id.into(),
+            content: "ok".into(),
+            is_error: false,
+        }
+    }
+
+    fn build(bodies: Vec<Body>) -> Log {
+        Log::from_records(
+            bodies
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| rec(i as u64, b))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn implicit_turn_zero_and_leading_turn_start_do_not_double_count() {
+        // Events before the first turn_start form turn 0.
+        let log = build(vec![user("a"), Body::TurnStart, user("b")]);
+        assert_eq!(log.turn_count(), 2);
+        assert_eq!(log.turn_of(0), 0);
+        assert_eq!(log.turn_of(2), 1);
+        // A turn_start on an empty turn does not open another one; a config
+        // delta does not make the turn hold an event.
+        let delta = Body::Other {
+            kind: "config_delta".into(),
+            fields: Default::default(),
+        };
+        let log = build(vec![delta, Body::TurnStart, user("a"), Body::TurnStart, Body::TurnStart]);
+        assert_eq!(log.turn_count(), 2);
+        assert_eq!(log.turn_of(0), 0);
+        assert_eq!(log.turn_of(2), 0);
+        assert_eq!(log.turn_of(4), 1);
+    }
+
+    #[test]
+    fn empty_log_has_no_turns() {
+        assert_eq!(Log::new().turn_count(), 0);
+    }
+
+    #[test]
+    fn steps_split_at_model_calls_and_know_if_closed() {
+        let log = build(vec![
+            Body::TurnStart,
+            user("go"),
+            Body::Reasoning { content: "r".into() },
+            call("1"),
+            call("2"),
+            result("1"),
+            result("2"),
+            Body::Assistant { content: "done?".into() },
+            call("3"),
+        ]);
+        let steps = log.steps(0);
+        assert_eq!(steps.len(), 2);
+        assert_eq!((steps[0].start, steps[0].end, steps[0].closed), (2, 7, true));
+        assert_eq!((steps[1].start, steps[1].end, steps[1].closed), (7, 9, false));
+    }
+
+    #[test]
+    fn counts_classify_every_kind() {
+        let log = build(vec![
+            Body::TurnStart,
+            user("go"),
+            call("1"),
+            Body::ToolResult {
+                id: "1".into(),
+                content: "boom".into(),
+                is_error: true,
+            },
+            Body::Other {
+                kind: "inquiry_request".into(),
+                fields: Default::default(),
+            },
+        ]);
+        let c = log.counts();
+        assert_eq!((c.records, c.turns, c.tool_errors, c.inquiry_request), (5, 1, 1, 1));
+        assert_eq!(c.conversation_events, 5);
+    }
+}

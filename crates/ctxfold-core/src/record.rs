@@ -1,0 +1,549 @@
+//! One line of the log: a [`Record`] with its sequence number, timestamp and
+//! typed [`Body`].
+//!
+//! Records are parsed from a JSON object (`serde_json::Map`) and written back
+//! as one. Fields this version does not know are kept in [`Record::extra`],
+//! and records of a type it does not know are kept whole in
+//! [`Body::Other`], so a log written by a newer ctxfold survives a round trip
+//! through an older one unchanged.
+
+use serde_json::{Map, Value};
+
+use crate::compaction::{Compaction, CompactionReset};
+
+/// A JSON object, in the order its keys were read.
+pub type Object = Map<String, Value>;
+
+/// One record of a conversation log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Position in append order: 0, 1, 2, …
+    pub seq: u64,
+    /// When the record was written, as text. Kept verbatim: imported
+    /// transcripts use their own timestamp formats and must round-trip.
+    pub ts: String,
+    /// What the record is.
+    pub body: Body,
+    /// Opaque per-event data: provider signatures, reported usage, …
+    pub metadata: Option<Object>,
+    /// Fields of a known record type that this version does not know.
+    pub extra: Object,
+}
+
+/// The typed content of a [`Record`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// Opens a turn (see [`crate::log::Log`] for the turn rule).
+    TurnStart,
+    /// A user message.
+    User {
+        /// The message text.
+        content: String,
+        /// Who wrote it, when not the person at the keyboard.
+        author: Option<String>,
+    },
+    /// Assistant text.
+    Assistant {
+        /// The text.
+        content: String,
+    },
+    /// Assistant thinking text; provider signatures live in metadata.
+    Reasoning {
+        /// The thinking text.
+        content: String,
+    },
+    /// A tool call made by the assistant.
+    ToolCall {
+        /// Call id, matched by the result.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments: a JSON object (any JSON value is kept).
+        arguments: Value,
+    },
+    /// The result of a tool call.
+    ToolResult {
+        /// Id of the call this answers.
+        id: String,
+        /// Result text.
+        content: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+    /// A structured (JSON) assistant answer.
+    Structured {
+        /// The answer.
+        data: Value,
+    },
+    /// A system (or developer) prompt carried by an imported transcript.
+    /// Not part of any turn; never compacted.
+    System {
+        /// The prompt text.
+        content: String,
+    },
+    /// An overlay record that folds a range out of the view.
+    Compaction(Box<Compaction>),
+    /// An overlay record that revokes (or restores) compactions.
+    CompactionReset(CompactionReset),
+    /// Any other record, kept verbatim: config deltas, inquiry events,
+    /// bookkeeping, and types this version does not know.
+    Other {
+        /// The record's `type`.
+        kind: String,
+        /// Every field but `seq`, `ts`, `type`, in their original order.
+        fields: Object,
+    },
+}
+
+/// The coarse class of a record, used for counting and filtering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// `turn_start`
+    TurnStart,
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    /// `reasoning`
+    Reasoning,
+    /// `tool_call`
+    ToolCall,
+    /// `tool_result`
+    ToolResult,
+    /// `structured`
+    Structured,
+    /// `system`
+    System,
+    /// `compaction`
+    Compaction,
+    /// `compaction_reset`
+    CompactionReset,
+    /// `config_delta`
+    ConfigDelta,
+    /// `inquiry_request`
+    InquiryRequest,
+    /// `inquiry_response`
+    InquiryResponse,
+    /// Anything else.
+    Other,
+}
+
+impl Body {
+    /// The `type` string written for this body.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Body::TurnStart => "turn_start",
+            Body::User { .. } => "user",
+            Body::Assistant { .. } => "assistant",
+            Body::Reasoning { .. } => "reasoning",
+            Body::ToolCall { .. } => "tool_call",
+            Body::ToolResult { .. } => "tool_result",
+            Body::Structured { .. } => "structured",
+            Body::System { .. } => "system",
+            Body::Compaction(_) => "compaction",
+            Body::CompactionReset(_) => "compaction_reset",
+            Body::Other { kind, .. } => kind,
+        }
+    }
+
+    /// The coarse class of this body.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Body::TurnStart => Kind::TurnStart,
+            Body::User { .. } => Kind::User,
+            Body::Assistant { .. } => Kind::Assistant,
+            Body::Reasoning { .. } => Kind::Reasoning,
+            Body::ToolCall { .. } => Kind::ToolCall,
+            Body::ToolResult { .. } => Kind::ToolResult,
+            Body::Structured { .. } => Kind::Structured,
+            Body::System { .. } => Kind::System,
+            Body::Compaction(_) => Kind::Compaction,
+            Body::CompactionReset(_) => Kind::CompactionReset,
+            Body::Other { kind, .. } => match kind.as_str() {
+                "config_delta" => Kind::ConfigDelta,
+                "inquiry_request" => Kind::InquiryRequest,
+                "inquiry_response" => Kind::InquiryResponse,
+                _ => Kind::Other,
+            },
+        }
+    }
+
+    /// Whether the model sees this event (before any compaction).
+    pub fn is_model_visible(&self) -> bool {
+        matches!(
+            self,
+            Body::User { .. }
+                | Body::Assistant { .. }
+                | Body::Reasoning { .. }
+                | Body::ToolCall { .. }
+                | Body::ToolResult { .. }
+                | Body::Structured { .. }
+        )
+    }
+
+    /// Whether this is output of a model call (the content of a step).
+    pub fn is_assistant_side(&self) -> bool {
+        matches!(
+            self,
+            Body::Assistant { .. }
+                | Body::Reasoning { .. }
+                | Body::ToolCall { .. }
+                | Body::Structured { .. }
+        )
+    }
+}
+
+impl Record {
+    /// A record with no metadata and no extra fields.
+    pub fn new(seq: u64, ts: impl Into<String>, body: Body) -> Self {
+        Record {
+            seq,
+            ts: ts.into(),
+            body,
+            metadata: None,
+            extra: Object::new(),
+        }
+    }
+
+    /// The coarse class of this record.
+    pub fn kind(&self) -> Kind {
+        self.body.kind()
+    }
+}
+
+/// Why a JSON object could not be read as a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The line was not a JSON object.
+    #[error("expected a JSON object")]
+    NotAnObject,
+    /// A required field is missing or has the wrong JSON type.
+    #[error("field `{field}`: expected {expected}")]
+    Field {
+        /// The field name.
+        field: &'static str,
+        /// What was expected there.
+        expected: &'static str,
+    },
+}
+
+/// What reading a record found worth telling the user, short of an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordWarning {
+    /// A record of a known type had a malformed field: kept verbatim as
+    /// [`Body::Other`] so nothing is lost.
+    KeptVerbatim {
+        /// The record's type.
+        kind: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for RecordWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordWarning::KeptVerbatim { kind, reason } => {
+                write!(f, "`{kind}` record kept verbatim: {reason}")
+            }
+        }
+    }
+}
+
+/// Check, without consuming anything, that `fields` hold what a body of type
+/// `kind` needs. Parsing after a successful check cannot fail, so a
+/// malformed record is kept whole.
+fn check_fields(kind: &str, fields: &Object) -> Result<(), RecordError> {
+    fn string(fields: &Object, field: &'static str, required: bool) -> Result<(), RecordError> {
+        match fields.get(field) {
+            Some(Value::String(_)) => Ok(()),
+            None | Some(Value::Null) if !required => Ok(()),
+            _ => Err(RecordError::Field {
+                field,
+                expected: "a string",
+            }),
+        }
+    }
+    match kind {
+        "user" => {
+            string(fields, "content", true)?;
+            string(fields, "author", false)
+        }
+        "assistant" | "reasoning" | "system" => string(fields, "content", true),
+        "tool_call" => {
+            string(fields, "id", true)?;
+            string(fields, "name", true)
+        }
+        "tool_result" => {
+            string(fields, "id", true)?;
+            string(fields, "content", true)?;
+            match fields.get("is_error") {
+                None | Some(Value::Null) | Some(Value::Bool(_)) => Ok(()),
+                Some(_) => Err(RecordError::Field {
+                    field: "is_error",
+                    expected: "true or false",
+                }),
+            }
+        }
+        "compaction" => Compaction::check_fields(fields),
+        "compaction_reset" => CompactionReset::check_fields(fields),
+        _ => Ok(()),
+    }
+}
+
+fn take_string(obj: &mut Object, field: &str) -> String {
+    match obj.shift_remove(field) {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn take_opt_string(obj: &mut Object, field: &str) -> Option<String> {
+    match obj.shift_remove(field) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Move the typed body out of `fields` (which exclude `seq`, `ts`, `type`,
+/// `metadata`), after [`check_fields`] accepted them. What is left in
+/// `fields` is the record's `extra`.
+fn take_body(kind: &str, fields: &mut Object) -> Body {
+    match kind {
+        "turn_start" => Body::TurnStart,
+        "user" => {
+            let content = take_string(fields, "content");
+            let author = take_opt_string(fields, "author");
+            if fields.get("author") == Some(&Value::Null) {
+                fields.shift_remove("author");
+            }
+            Body::User { content, author }
+        }
+        "assistant" => Body::Assistant {
+            content: take_string(fields, "content"),
+        },
+        "reasoning" => Body::Reasoning {
+            content: take_string(fields, "content"),
+        },
+        "system" => Body::System {
+            content: take_string(fields, "content"),
+        },
+        "tool_call" => Body::ToolCall {
+            id: take_string(fields, "id"),
+            name: take_string(fields, "name"),
+            arguments: fields
+                .shift_remove("arguments")
+                .unwrap_or(Value::Object(Object::new())),
+        },
+        "tool_result" => Body::ToolResult {
+            id: take_string(fields, "id"),
+            content: take_string(fields, "content"),
+            is_error: matches!(fields.shift_remove("is_error"), Some(Value::Bool(true))),
+        },
+        "structured" => Body::Structured {
+            data: fields.shift_remove("data").unwrap_or(Value::Null),
+        },
+        "compaction" => Body::Compaction(Box::new(Compaction::take_fields(fields))),
+        "compaction_reset" => Body::CompactionReset(CompactionReset::take_fields(fields)),
+        other => Body::Other {
+            kind: other.to_owned(),
+            fields: std::mem::take(fields),
+        },
+    }
+}
+
+impl Record {
+    /// Read a record from a JSON object.
+    ///
+    /// A record of a known type whose fields are malformed is not refused:
+    /// it is kept verbatim as [`Body::Other`] and a warning says why, since
+    /// nothing the user had may be lost. Only a missing or non-numeric `seq`
+    /// or a missing `type` is an error.
+    pub fn from_object(mut obj: Object) -> Result<(Record, Option<RecordWarning>), RecordError> {
+        let seq = match obj.shift_remove("seq") {
+            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or_default(),
+            _ => {
+                return Err(RecordError::Field {
+                    field: "seq",
+                    expected: "a non-negative integer",
+                });
+            }
+        };
+        let ts = match obj.shift_remove("ts") {
+            Some(Value::String(s)) => s,
+            None | Some(Value::Null) => String::new(),
+            Some(_) => {
+                return Err(RecordError::Field {
+                    field: "ts",
+                    expected: "a string",
+                });
+            }
+        };
+        let kind = match obj.shift_remove("type") {
+            Some(Value::String(s)) => s,
+            _ => {
+                return Err(RecordError::Field {
+                    field: "type",
+                    expected: "a string naming the record type",
+                });
+            }
+        };
+        let metadata = match obj.shift_remove("metadata") {
+            Some(Value::Object(m)) => Some(m),
+            None => None,
+            Some(other) => {
+                // Keep a non-object metadata as an extra field, unchanged.
+                obj.insert("metadata".to_owned(), other);
+                None
+            }
+        };
+        let (body, extra, warning) = Self::body_from_fields(&kind, obj);
+        Ok((
+            Record {
+                seq,
+                ts,
+                body,
+                metadata,
+                extra,
+            },
+            warning,
+        ))
+    }
+
+    /// Parse `fields` as a body of type `kind`, falling back to a verbatim
+    /// [`Body::Other`] with a warning when the fields are malformed.
+    /// Returns the body and the fields left over (the record's `extra`).
+    pub fn body_from_fields(kind: &str, mut fields: Object) -> (Body, Object, Option<RecordWarning>) {
+        if let Err(e) = check_fields(kind, &fields) {
+            let warning = RecordWarning::KeptVerbatim {
+                kind: kind.to_owned(),
+                reason: e.to_string(),
+            };
+            let body = Body::Other {
+                kind: kind.to_owned(),
+                fields,
+            };
+            return (body, Object::new(), Some(warning));
+        }
+        let body = take_body(kind, &mut fields);
+        (body, fields, None)
+    }
+
+    /// The record as a JSON object: `seq`, `ts`, `type`, the body's fields,
+    /// the extra fields, then `metadata`.
+    pub fn to_object(&self) -> Object {
+        let mut obj = Object::new();
+        obj.insert("seq".into(), Value::from(self.seq));
+        obj.insert("ts".into(), Value::String(self.ts.clone()));
+        obj.insert("type".into(), Value::String(self.body.type_name().to_owned()));
+        self.body.write_fields(&mut obj);
+        for (k, v) in &self.extra {
+            obj.insert(k.clone(), v.clone());
+        }
+        if let Some(m) = &self.metadata {
+            obj.insert("metadata".into(), Value::Object(m.clone()));
+        }
+        obj
+    }
+}
+
+impl Body {
+    /// Write this body's fields (not `type`) into `obj`.
+    pub fn write_fields(&self, obj: &mut Object) {
+        match self {
+            Body::TurnStart => {}
+            Body::User { content, author } => {
+                obj.insert("content".into(), Value::String(content.clone()));
+                if let Some(a) = author {
+                    obj.insert("author".into(), Value::String(a.clone()));
+                }
+            }
+            Body::Assistant { content } | Body::Reasoning { content } | Body::System { content } => {
+                obj.insert("content".into(), Value::String(content.clone()));
+            }
+            Body::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                obj.insert("id".into(), Value::String(id.clone()));
+                obj.insert("name".into(), Value::String(name.clone()));
+                obj.insert("arguments".into(), arguments.clone());
+            }
+            Body::ToolResult {
+                id,
+                content,
+                is_error,
+            } => {
+                obj.insert("id".into(), Value::String(id.clone()));
+                obj.insert("content".into(), Value::String(content.clone()));
+                obj.insert("is_error".into(), Value::Bool(*is_error));
+            }
+            Body::Structured { data } => {
+                obj.insert("data".into(), data.clone());
+            }
+            Body::Compaction(c) => c.write_fields(obj),
+            Body::CompactionReset(r) => r.write_fields(obj),
+            Body::Other { fields, .. } => {
+                for (k, v) in fields {
+                    obj.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Object {
+        match v {
+            Value::Object(m) => m,
+            _ => panic!("not an object"),
+        }
+    }
+
+    #[test]
+    fn known_event_round_trips_with_extra_fields_and_metadata() {
+        let input = obj(json!({
+            "seq": 3, "ts": "t", "type": "tool_call", "id": "c1", "name": "read",
+            "arguments": {"path": "a.rs"}, "future_field": [1, 2],
+            "metadata": {"sig": "x"}
+        }));
+        let (rec, warn) = Record::from_object(input.clone()).unwrap();
+        assert!(warn.is_none());
+        assert_eq!(rec.kind(), Kind::ToolCall);
+        assert_eq!(rec.extra.get("future_field"), Some(&json!([1, 2])));
+        assert_eq!(Value::Object(rec.to_object()), Value::Object(input));
+    }
+
+    #[test]
+    fn unknown_type_is_kept_verbatim_in_order() {
+        let input = obj(json!({"seq": 0, "ts": "t", "type": "hologram", "z": 1, "a": {"b": 2}}));
+        let (rec, warn) = Record::from_object(input.clone()).unwrap();
+        assert!(warn.is_none());
+        assert_eq!(rec.kind(), Kind::Other);
+        let out = rec.to_object();
+        assert_eq!(
+            serde_json::to_string(&out).unwrap(),
+            serde_json::to_string(&input).unwrap()
+        );
+    }
+
+    #[test]
+    fn malformed_known_record_is_kept_with_a_warning() {
+        let input = obj(json!({"seq": 1, "ts": "t", "type": "user", "content": 42}));
+        let (rec, warn) = Record::from_object(input.clone()).unwrap();
+        assert!(matches!(warn, Some(RecordWarning::KeptVerbatim { .. })));
+        assert_eq!(rec.kind(), Kind::Other);
+        assert_eq!(Value::Object(rec.to_object()), Value::Object(input));
+    }
+
+    #[test]
+    fn missing_seq_is_an_error_naming_the_field() {
+        let err = Record::from_object(obj(json!({"type": "user", "content": "hi"}))).unwrap_err();
+        assert_eq!(err.to_string(), "field `seq`: expected a non-negative integer");
+    }
+}
