@@ -272,7 +272,10 @@ mod tests {
         let rec = Record::new(9, "2026-11-30T00:00:00Z", Body::Compaction(Box::new(c)));
         let obj = rec.to_object();
         assert_eq!(obj["tool_calls"], json!("strip-responses"));
-        assert_eq!(obj["summary"]["provenance"], json!({"kind": "supplied", "author": "assistant"}));
+        assert_eq!(
+            obj["summary"]["provenance"],
+            json!({"kind": "supplied", "author": "assistant"})
+        );
         let (back, warn) = Record::from_object(obj).unwrap();
         assert!(warn.is_none());
         assert_eq!(back, rec);
@@ -281,7 +284,8 @@ mod tests {
     #[test]
     fn reset_targets_all_or_list() {
         for targets in [json!("all"), json!([3, 7])] {
-            let input = json!({"seq": 10, "ts": "t", "type": "compaction_reset", "targets": targets});
+            let input =
+                json!({"seq": 10, "ts": "t", "type": "compaction_reset", "targets": targets});
             let Value::Object(obj) = input.clone() else {
                 unreachable!()
             };

@@ -14,4 +14,4 @@ pub mod record;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, Log, Step};
-pub use record::{Body, Kind, Object, Record, RecordError, RecordWarning};
+pub use record::{Body, Kind, LineError, Object, Record, RecordError, RecordWarning};

@@ -3,9 +3,12 @@
 //!
 //! Turn rule (SPEC §2): a `turn_start` opens a new turn only if the current
 //! turn already holds a conversation event; events before the first
-//! `turn_start` form an implicit turn 0. Records that are not conversation
-//! events (config deltas, overlays, system prompts, unknown types) belong to
-//! the turn they were appended in but never make a turn "hold an event".
+//! `turn_start` form an implicit turn 0. Conversation events are the
+//! `turn_start` itself, messages, reasoning, tool calls and results,
+//! structured answers and inquiry events (so two `turn_start`s in a row make
+//! two turns, as JP counts them). Other records (config deltas, overlays,
+//! system prompts, unknown types) belong to the turn they were appended in
+//! but never make a turn "hold an event".
 
 use serde::Serialize;
 
@@ -75,9 +78,14 @@ pub struct Step {
     pub closed: bool,
 }
 
-/// Whether a record makes its turn "hold an event" for the turn rule.
-fn is_turn_event(body: &Body) -> bool {
+/// Whether a record is a conversation event, which makes its turn "hold an
+/// event" for the turn rule.
+fn is_conversation_event(body: &Body) -> bool {
     body.is_model_visible()
+        || matches!(
+            body.kind(),
+            Kind::TurnStart | Kind::InquiryRequest | Kind::InquiryResponse
+        )
 }
 
 impl Log {
@@ -102,24 +110,16 @@ impl Log {
     /// Append one record, updating the index in constant time.
     pub fn push(&mut self, record: Record) {
         let idx = self.records.len();
-        match &record.body {
-            Body::TurnStart => {
-                if self.current_holds_event {
-                    self.turn_starts.push(idx);
-                    self.current_holds_event = false;
-                } else if !self.any_turn {
-                    self.turn_starts.push(0);
-                }
+        if is_conversation_event(&record.body) {
+            if !self.any_turn {
+                // The first conversation event opens turn 0, which also
+                // holds whatever came before it.
+                self.turn_starts.push(0);
                 self.any_turn = true;
+            } else if matches!(record.body, Body::TurnStart) && self.current_holds_event {
+                self.turn_starts.push(idx);
             }
-            body if is_turn_event(body) => {
-                if !self.any_turn {
-                    self.turn_starts.push(0);
-                    self.any_turn = true;
-                }
-                self.current_holds_event = true;
-            }
-            _ => {}
+            self.current_holds_event = true;
         }
         self.turn_of
             .push(self.turn_starts.len().saturating_sub(1) as u32);
@@ -329,11 +329,22 @@ mod tests {
             kind: "config_delta".into(),
             fields: Default::default(),
         };
-        let log = build(vec![delta, Body::TurnStart, user("a"), Body::TurnStart, Body::TurnStart]);
-        assert_eq!(log.turn_count(), 2);
+        let log = build(vec![delta.clone(), Body::TurnStart, user("a")]);
+        assert_eq!(log.turn_count(), 1);
+        assert_eq!(log.turn_of(2), 0);
+        // A turn_start is itself an event: two in a row make two turns.
+        let log = build(vec![
+            delta,
+            Body::TurnStart,
+            user("a"),
+            Body::TurnStart,
+            Body::TurnStart,
+        ]);
+        assert_eq!(log.turn_count(), 3);
         assert_eq!(log.turn_of(0), 0);
         assert_eq!(log.turn_of(2), 0);
-        assert_eq!(log.turn_of(4), 1);
+        assert_eq!(log.turn_of(3), 1);
+        assert_eq!(log.turn_of(4), 2);
     }
 
     #[test]
@@ -346,18 +357,28 @@ mod tests {
         let log = build(vec![
             Body::TurnStart,
             user("go"),
-            Body::Reasoning { content: "r".into() },
+            Body::Reasoning {
+                content: "r".into(),
+            },
             call("1"),
             call("2"),
             result("1"),
             result("2"),
-            Body::Assistant { content: "done?".into() },
+            Body::Assistant {
+                content: "done?".into(),
+            },
             call("3"),
         ]);
         let steps = log.steps(0);
         assert_eq!(steps.len(), 2);
-        assert_eq!((steps[0].start, steps[0].end, steps[0].closed), (2, 7, true));
-        assert_eq!((steps[1].start, steps[1].end, steps[1].closed), (7, 9, false));
+        assert_eq!(
+            (steps[0].start, steps[0].end, steps[0].closed),
+            (2, 7, true)
+        );
+        assert_eq!(
+            (steps[1].start, steps[1].end, steps[1].closed),
+            (7, 9, false)
+        );
     }
 
     #[test]
@@ -377,7 +398,10 @@ mod tests {
             },
         ]);
         let c = log.counts();
-        assert_eq!((c.records, c.turns, c.tool_errors, c.inquiry_request), (5, 1, 1, 1));
+        assert_eq!(
+            (c.records, c.turns, c.tool_errors, c.inquiry_request),
+            (5, 1, 1, 1)
+        );
         assert_eq!(c.conversation_events, 5);
     }
 }

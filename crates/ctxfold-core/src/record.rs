@@ -413,7 +413,10 @@ impl Record {
     /// Parse `fields` as a body of type `kind`, falling back to a verbatim
     /// [`Body::Other`] with a warning when the fields are malformed.
     /// Returns the body and the fields left over (the record's `extra`).
-    pub fn body_from_fields(kind: &str, mut fields: Object) -> (Body, Object, Option<RecordWarning>) {
+    pub fn body_from_fields(
+        kind: &str,
+        mut fields: Object,
+    ) -> (Body, Object, Option<RecordWarning>) {
         if let Err(e) = check_fields(kind, &fields) {
             let warning = RecordWarning::KeptVerbatim {
                 kind: kind.to_owned(),
@@ -435,7 +438,10 @@ impl Record {
         let mut obj = Object::new();
         obj.insert("seq".into(), Value::from(self.seq));
         obj.insert("ts".into(), Value::String(self.ts.clone()));
-        obj.insert("type".into(), Value::String(self.body.type_name().to_owned()));
+        obj.insert(
+            "type".into(),
+            Value::String(self.body.type_name().to_owned()),
+        );
         self.body.write_fields(&mut obj);
         for (k, v) in &self.extra {
             obj.insert(k.clone(), v.clone());
@@ -458,7 +464,9 @@ impl Body {
                     obj.insert("author".into(), Value::String(a.clone()));
                 }
             }
-            Body::Assistant { content } | Body::Reasoning { content } | Body::System { content } => {
+            Body::Assistant { content }
+            | Body::Reasoning { content }
+            | Body::System { content } => {
                 obj.insert("content".into(), Value::String(content.clone()));
             }
             Body::ToolCall {
@@ -490,6 +498,42 @@ impl Body {
                 }
             }
         }
+    }
+}
+
+/// Why one line of a JSONL log could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// Not valid JSON.
+    #[error("invalid JSON at column {column}: {message}")]
+    Json {
+        /// 1-based column.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// Valid JSON, but not a record.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+impl Record {
+    /// Read a record from one line of a JSONL log.
+    pub fn from_json_line(line: &str) -> Result<(Record, Option<RecordWarning>), LineError> {
+        let value: Value = serde_json::from_str(line).map_err(|e| LineError::Json {
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        match value {
+            Value::Object(obj) => Ok(Record::from_object(obj)?),
+            _ => Err(RecordError::NotAnObject.into()),
+        }
+    }
+
+    /// The record as one line of JSON, without the newline.
+    pub fn to_json_line(&self) -> String {
+        // A map of strings and JSON values always serializes.
+        serde_json::to_string(&self.to_object()).unwrap_or_default()
     }
 }
 
@@ -544,6 +588,9 @@ mod tests {
     #[test]
     fn missing_seq_is_an_error_naming_the_field() {
         let err = Record::from_object(obj(json!({"type": "user", "content": "hi"}))).unwrap_err();
-        assert_eq!(err.to_string(), "field `seq`: expected a non-negative integer");
+        assert_eq!(
+            err.to_string(),
+            "field `seq`: expected a non-negative integer"
+        );
     }
 }

@@ -1,0 +1,330 @@
+//! Transcript formats: read a transcript into ctxfold records and write
+//! records back out.
+//!
+//! | format | module | on disk |
+//! | --- | --- | --- |
+//! | ctxfold | [`ctxfold`] | `events.jsonl`, one record a line (a file, or a conversation folder holding it) |
+//! | JP | [`jp`] | a folder with `events.json`, `metadata.json` and maybe `base_config.json` |
+//! | OpenAI chat | [`openai`] | a JSON file: `{"messages": [...]}` (a request body) or a bare array |
+//! | Anthropic messages | [`anthropic`] | a JSON file: `{"system": ..., "messages": [...]}` or a bare array |
+//!
+//! Import never modifies its source. What a format holds that ctxfold's
+//! records do not (JP's metadata file, a request's `model` and `tools`) is
+//! kept in [`Transcript::extras`] so export can give it back.
+
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use ctxfold_core::{Object, Record};
+use serde_json::Value;
+
+pub mod anthropic;
+pub mod ctxfold;
+pub mod jp;
+pub mod openai;
+
+/// A transcript format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// ctxfold's own JSONL log.
+    Ctxfold,
+    /// A JP conversation folder.
+    Jp,
+    /// OpenAI chat completions `messages`.
+    Openai,
+    /// Anthropic `messages`.
+    Anthropic,
+}
+
+impl Format {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [Format; 4] = [
+        Format::Ctxfold,
+        Format::Jp,
+        Format::Openai,
+        Format::Anthropic,
+    ];
+
+    /// The name users type.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Ctxfold => "ctxfold",
+            Format::Jp => "jp",
+            Format::Openai => "openai",
+            Format::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = FormatError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| FormatError::UnknownFormat(s.to_owned()))
+    }
+}
+
+/// A transcript read from a file, as ctxfold records.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transcript {
+    /// The records, `seq` 0, 1, 2, … in order.
+    pub records: Vec<Record>,
+    /// A title, where the format has one.
+    pub title: Option<String>,
+    /// Format data that is not a record, keyed by format name (`"jp"`,
+    /// `"openai"`, `"anthropic"`), kept so export can give it back.
+    pub extras: Object,
+    /// What was kept but not understood, for the user to read.
+    pub warnings: Vec<String>,
+}
+
+/// Why a transcript could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A file is not valid JSON.
+    #[error("{}:{line}:{column}: invalid JSON: {message}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// A file is valid JSON but not the expected shape.
+    #[error("{}: not a {format} transcript: {detail}", path.display())]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// The format it was read as.
+        format: Format,
+        /// What was expected, and where.
+        detail: String,
+    },
+    /// `auto` could not tell the format.
+    #[error("{}: cannot tell the transcript format ({detail}); name it with --input-format ctxfold|jp|openai|anthropic", path.display())]
+    Undetected {
+        /// The file.
+        path: PathBuf,
+        /// What was seen.
+        detail: String,
+    },
+    /// A format name that does not exist.
+    #[error("unknown transcript format `{0}`: expected auto, ctxfold, jp, openai or anthropic")]
+    UnknownFormat(String),
+}
+
+impl FormatError {
+    /// A [`FormatError::Json`] for `path` from a serde_json error.
+    pub fn json(path: &Path, e: &serde_json::Error) -> Self {
+        FormatError::Json {
+            path: path.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        }
+    }
+
+    /// A [`FormatError::Shape`].
+    pub fn shape(path: &Path, format: Format, detail: impl Into<String>) -> Self {
+        FormatError::Shape {
+            path: path.to_owned(),
+            format,
+            detail: detail.into(),
+        }
+    }
+
+    /// A [`FormatError::Io`].
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        FormatError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// Read a whole file as text.
+pub(crate) fn read_text(path: &Path) -> Result<String, FormatError> {
+    std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))
+}
+
+/// Read a whole file as one JSON value.
+pub(crate) fn read_json(path: &Path) -> Result<Value, FormatError> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| FormatError::json(path, &e))
+}
+
+/// Write `bytes` to `path`, creating parent folders. Writes a temporary
+/// file and renames it, so an interrupted export never leaves half a file
+/// where a good one was.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| FormatError::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| FormatError::io(path, e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| FormatError::io(path, e))?;
+    tmp.persist(path)
+        .map_err(|e| FormatError::io(path, e.error))?;
+    Ok(())
+}
+
+/// Tell the format of the transcript at `path` from what it holds.
+pub fn detect(path: &Path) -> Result<Format, FormatError> {
+    if path.is_dir() {
+        if path.join("events.json").is_file() {
+            return Ok(Format::Jp);
+        }
+        if path.join("events.jsonl").is_file() {
+            return Ok(Format::Ctxfold);
+        }
+        return Err(FormatError::Undetected {
+            path: path.to_owned(),
+            detail: "a folder with neither events.json (JP) nor events.jsonl (ctxfold)".into(),
+        });
+    }
+    if !path.exists() {
+        return Err(FormatError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder"),
+        ));
+    }
+    if path.file_name().is_some_and(|n| n == "events.json") {
+        return Ok(Format::Jp);
+    }
+    let text = read_text(path)?;
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(FormatError::Undetected {
+            path: path.to_owned(),
+            detail: "the file is empty".into(),
+        });
+    }
+    // JSONL: the first line alone is an object with `seq` and `type`.
+    if let Some(first) = trimmed.lines().next()
+        && let Ok(Value::Object(o)) = serde_json::from_str::<Value>(first)
+        && o.contains_key("seq")
+        && o.contains_key("type")
+    {
+        return Ok(Format::Ctxfold);
+    }
+    let value: Value = serde_json::from_str(&text).map_err(|e| FormatError::json(path, &e))?;
+    detect_value(&value).ok_or_else(|| FormatError::Undetected {
+        path: path.to_owned(),
+        detail: "JSON that is neither OpenAI nor Anthropic messages nor a JP event list".into(),
+    })
+}
+
+/// Tell the format of a parsed JSON transcript.
+fn detect_value(value: &Value) -> Option<Format> {
+    let messages = match value {
+        Value::Array(a) => a,
+        Value::Object(o) => match o.get("messages") {
+            Some(Value::Array(a)) => {
+                if o.get("system").is_some() {
+                    return Some(Format::Anthropic);
+                }
+                a
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let mut saw_message = false;
+    for m in messages {
+        let Value::Object(m) = m else { return None };
+        if m.contains_key("type") && m.contains_key("timestamp") && !m.contains_key("role") {
+            return Some(Format::Jp);
+        }
+        match m.get("role").and_then(Value::as_str) {
+            Some("system" | "developer" | "tool") => return Some(Format::Openai),
+            Some(_) => saw_message = true,
+            None => return None,
+        }
+        if m.contains_key("tool_calls") || m.contains_key("reasoning_content") {
+            return Some(Format::Openai);
+        }
+        if let Some(Value::Array(blocks)) = m.get("content") {
+            for b in blocks {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking") => {
+                        return Some(Format::Anthropic);
+                    }
+                    Some("image_url" | "input_audio") => return Some(Format::Openai),
+                    _ => {}
+                }
+            }
+        }
+    }
+    // Plain user/assistant text is valid in both; OpenAI is the common case.
+    saw_message.then_some(Format::Openai)
+}
+
+/// Read the transcript at `path`; `format` `None` means detect it.
+pub fn import(path: &Path, format: Option<Format>) -> Result<Transcript, FormatError> {
+    let format = match format {
+        Some(f) => f,
+        None => detect(path)?,
+    };
+    match format {
+        Format::Ctxfold => ctxfold::import(path),
+        Format::Jp => jp::import(path),
+        Format::Openai => {
+            let v = read_json(path)?;
+            openai::from_json(&v).map_err(|d| FormatError::shape(path, Format::Openai, d))
+        }
+        Format::Anthropic => {
+            let v = read_json(path)?;
+            anthropic::from_json(&v).map_err(|d| FormatError::shape(path, Format::Anthropic, d))
+        }
+    }
+}
+
+/// Write `transcript` to `path` in `format`. JP writes a folder; the others
+/// write one file.
+pub fn export(transcript: &Transcript, format: Format, path: &Path) -> Result<(), FormatError> {
+    match format {
+        Format::Ctxfold => ctxfold::export(&transcript.records, path),
+        Format::Jp => jp::export(transcript, path),
+        Format::Openai => {
+            let v = openai::to_json(&transcript.records, &transcript.extras);
+            write_json_file(path, &v)
+        }
+        Format::Anthropic => {
+            let v = anthropic::to_json(&transcript.records, &transcript.extras);
+            write_json_file(path, &v)
+        }
+    }
+}
+
+fn write_json_file(path: &Path, v: &Value) -> Result<(), FormatError> {
+    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| FormatError::json(path, &e))?;
+    bytes.push(b'\n');
+    write_file(path, &bytes)
+}

@@ -1,0 +1,674 @@
+//! JP conversations: a folder with `events.json` (a JSON array of records),
+//! `metadata.json` and, in the newer layout, `base_config.json`. In the
+//! legacy layout the first record is a config delta that holds the base
+//! config inline.
+//!
+//! | JP record | ctxfold record |
+//! | --- | --- |
+//! | `turn_start` | `turn_start` |
+//! | `chat_request {content}` | `user` |
+//! | `chat_response {message}` | `assistant` |
+//! | `chat_response {reasoning, metadata}` | `reasoning` |
+//! | `chat_response {data}` | `structured` |
+//! | `tool_call_request {id, name, arguments}` | `tool_call` |
+//! | `tool_call_response {id, content, is_error}` | `tool_result` |
+//! | `compaction {from_turn, to_turn, summary, reasoning, tool_calls}` | `compaction` |
+//! | `config_delta`, `inquiry_request`, `inquiry_response` | kept, same type, fields verbatim |
+//! | anything else, or a record that cannot be understood | `jp_record`, the whole JP object verbatim, with a warning |
+//!
+//! JP stores tool arguments (every string, recursively), tool results and
+//! metadata strings base64-encoded. Import decodes them; a value that is not
+//! base64 (or not UTF-8 once decoded) stays as it is. Values that do not
+//! re-encode to the same bytes with the standard alphabet (URL-safe, no
+//! padding, not base64 at all) get a hint in the record's `extra["jp"]` so
+//! export writes them back exactly. Export of an imported conversation
+//! reproduces `events.json` byte for byte.
+//!
+//! ctxfold records JP cannot hold are left out of an export: `system`
+//! prompts (JP keeps them in config), `compaction_reset` records (JP has no
+//! undo record; revoked compactions are left out instead), and records that
+//! came from other formats.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use ctxfold_core::compaction::{
+    Compaction, Provenance, ReasoningPolicy, Source, Summary, ToolPolicy,
+};
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use crate::{Format, FormatError, Transcript, read_json, write_file};
+
+/// Key of the hints object in a record's `extra`.
+const HINTS: &str = "jp";
+/// Kind of a record kept whole because it was not understood.
+const JP_RECORD: &str = "jp_record";
+/// JP record types kept under their own names, fields verbatim.
+const KEPT_TYPES: [&str; 3] = ["config_delta", "inquiry_request", "inquiry_response"];
+
+/// How a base64 string was written, when not standard and padded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Standard,
+    UrlSafe,
+    NoPad,
+    UrlSafeNoPad,
+    /// Not base64: the value is kept as it is.
+    Raw,
+}
+
+impl Encoding {
+    fn name(self) -> &'static str {
+        match self {
+            Encoding::Standard => "standard",
+            Encoding::UrlSafe => "url",
+            Encoding::NoPad => "nopad",
+            Encoding::UrlSafeNoPad => "url_nopad",
+            Encoding::Raw => "raw",
+        }
+    }
+    fn from_name(s: &str) -> Encoding {
+        match s {
+            "url" => Encoding::UrlSafe,
+            "nopad" => Encoding::NoPad,
+            "url_nopad" => Encoding::UrlSafeNoPad,
+            "raw" => Encoding::Raw,
+            _ => Encoding::Standard,
+        }
+    }
+    fn encode(self, text: &str) -> String {
+        match self {
+            Encoding::Standard => STANDARD.encode(text),
+            Encoding::UrlSafe => URL_SAFE.encode(text),
+            Encoding::NoPad => STANDARD_NO_PAD.encode(text),
+            Encoding::UrlSafeNoPad => URL_SAFE_NO_PAD.encode(text),
+            Encoding::Raw => text.to_owned(),
+        }
+    }
+}
+
+/// Decode one JP base64 string: the text and how it was written.
+fn decode(s: &str) -> (String, Encoding) {
+    let tries: [(&base64::engine::GeneralPurpose, Encoding); 4] = [
+        (&STANDARD, Encoding::Standard),
+        (&URL_SAFE, Encoding::UrlSafe),
+        (&STANDARD_NO_PAD, Encoding::NoPad),
+        (&URL_SAFE_NO_PAD, Encoding::UrlSafeNoPad),
+    ];
+    for (engine, enc) in tries {
+        if let Ok(bytes) = engine.decode(s)
+            && let Ok(text) = String::from_utf8(bytes)
+            && engine.encode(&text) == s
+        {
+            return (text, enc);
+        }
+    }
+    (s.to_owned(), Encoding::Raw)
+}
+
+fn pointer_push(base: &str, key: &str) -> String {
+    format!("{base}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
+/// Decode every string in `v` in place, noting non-standard encodings.
+fn decode_tree(v: &mut Value, pointer: &str, hints: &mut Object) {
+    match v {
+        Value::String(s) => {
+            let (text, enc) = decode(s);
+            if enc != Encoding::Standard {
+                hints.insert(pointer.to_owned(), Value::String(enc.name().into()));
+            }
+            *s = text;
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                decode_tree(item, &format!("{pointer}/{i}"), hints);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map.iter_mut() {
+                decode_tree(item, &pointer_push(pointer, k), hints);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Encode every string in `v` in place, as the hints say.
+fn encode_tree(v: &mut Value, pointer: &str, hints: Option<&Object>) {
+    match v {
+        Value::String(s) => {
+            let enc = hints
+                .and_then(|h| h.get(pointer))
+                .and_then(Value::as_str)
+                .map_or(Encoding::Standard, Encoding::from_name);
+            *s = enc.encode(s);
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                encode_tree(item, &format!("{pointer}/{i}"), hints);
+            }
+        }
+        Value::Object(map) => {
+            for (k, item) in map.iter_mut() {
+                encode_tree(item, &pointer_push(pointer, k), hints);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn events_path(path: &Path) -> (PathBuf, PathBuf) {
+    if path.is_dir() {
+        (path.to_owned(), path.join("events.json"))
+    } else {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned();
+        (dir, path.to_owned())
+    }
+}
+
+/// Read a JP conversation from its folder (or its `events.json`).
+pub fn import(path: &Path) -> Result<Transcript, FormatError> {
+    let (dir, events_file) = events_path(path);
+    let events = match read_json(&events_file)? {
+        Value::Array(a) => a,
+        other => {
+            return Err(FormatError::shape(
+                &events_file,
+                Format::Jp,
+                format!(
+                    "expected a JSON array of JP events, found {}",
+                    json_kind(&other)
+                ),
+            ));
+        }
+    };
+    let mut t = Transcript::default();
+    let mut jp = Object::new();
+    let meta_file = dir.join("metadata.json");
+    if meta_file.is_file() {
+        let meta = read_json(&meta_file)?;
+        t.title = meta.get("title").and_then(Value::as_str).map(str::to_owned);
+        jp.insert("metadata".into(), meta);
+    } else {
+        t.warnings.push(format!(
+            "{}: missing; no title imported",
+            meta_file.display()
+        ));
+    }
+    let base_file = dir.join("base_config.json");
+    if base_file.is_file() {
+        jp.insert("base_config".into(), read_json(&base_file)?);
+    }
+    t.extras.insert(HINTS.into(), Value::Object(jp));
+
+    t.records.reserve(events.len());
+    for (i, ev) in events.into_iter().enumerate() {
+        let (mut rec, warning) = import_record(i as u64, ev);
+        if let Some(w) = warning {
+            t.warnings
+                .push(format!("{}: event {i}: {w}", events_file.display()));
+        }
+        rec.seq = i as u64;
+        t.records.push(rec);
+    }
+    Ok(t)
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Keep a JP value whole, as a `jp_record`.
+fn verbatim(seq: u64, value: Value) -> Record {
+    let mut fields = Object::new();
+    fields.insert("value".into(), value);
+    Record::new(
+        seq,
+        String::new(),
+        Body::Other {
+            kind: JP_RECORD.into(),
+            fields,
+        },
+    )
+}
+
+fn import_record(seq: u64, ev: Value) -> (Record, Option<String>) {
+    let Value::Object(obj) = ev else {
+        let w = format!(
+            "expected an object, found {}; kept as it is",
+            json_kind(&ev)
+        );
+        return (verbatim(seq, ev), Some(w));
+    };
+    let keys_order_type_first = obj.keys().next().is_some_and(|k| k == "type");
+    let ty = obj.get("type").and_then(Value::as_str).map(str::to_owned);
+    let ts_ok = matches!(obj.get("timestamp"), Some(Value::String(_)));
+    let Some(ty) = ty.filter(|_| ts_ok) else {
+        let w = "no `type` and `timestamp` strings; kept as it is".to_owned();
+        return (verbatim(seq, Value::Object(obj)), Some(w));
+    };
+    let original = obj.clone();
+    match convert(seq, &ty, obj, keys_order_type_first) {
+        Ok(rec) => (rec, None),
+        Err(why) => (
+            verbatim(seq, Value::Object(original)),
+            Some(format!("`{ty}` record {why}; kept as it is")),
+        ),
+    }
+}
+
+fn take_str(obj: &mut Object, key: &str) -> Result<String, String> {
+    match obj.shift_remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(format!("has no `{key}` string")),
+    }
+}
+
+/// Turn one JP object into a ctxfold record, or say what is wrong with it.
+fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Record, String> {
+    let ts = take_str(&mut obj, "timestamp")?;
+    obj.shift_remove("type");
+    let mut hints = Object::new();
+    let kept = KEPT_TYPES.contains(&ty);
+    let mut metadata = match if kept {
+        None
+    } else {
+        obj.shift_remove("metadata")
+    } {
+        None => None,
+        Some(mut m @ Value::Object(_)) => {
+            decode_tree(&mut m, "/metadata", &mut hints);
+            match m {
+                Value::Object(m) => Some(m),
+                _ => None,
+            }
+        }
+        Some(_) => return Err("has a `metadata` that is not an object".into()),
+    };
+    let body = match ty {
+        "turn_start" => Body::TurnStart,
+        "chat_request" => Body::User {
+            content: take_str(&mut obj, "content")?,
+            author: None,
+        },
+        "chat_response" => {
+            if obj.contains_key("message") {
+                Body::Assistant {
+                    content: take_str(&mut obj, "message")?,
+                }
+            } else if obj.contains_key("reasoning") {
+                Body::Reasoning {
+                    content: take_str(&mut obj, "reasoning")?,
+                }
+            } else if let Some(data) = obj.shift_remove("data") {
+                Body::Structured { data }
+            } else {
+                return Err("has none of `message`, `reasoning`, `data`".into());
+            }
+        }
+        "tool_call_request" => {
+            let id = take_str(&mut obj, "id")?;
+            let name = take_str(&mut obj, "name")?;
+            let mut arguments = obj.shift_remove("arguments").ok_or("has no `arguments`")?;
+            decode_tree(&mut arguments, "/arguments", &mut hints);
+            Body::ToolCall {
+                id,
+                name,
+                arguments,
+            }
+        }
+        "tool_call_response" => {
+            let id = take_str(&mut obj, "id")?;
+            let mut content = Value::String(take_str(&mut obj, "content")?);
+            decode_tree(&mut content, "/content", &mut hints);
+            let is_error = match obj.shift_remove("is_error") {
+                Some(Value::Bool(b)) => b,
+                None => false,
+                Some(_) => return Err("has an `is_error` that is not a boolean".into()),
+            };
+            Body::ToolResult {
+                id,
+                content: match content {
+                    Value::String(s) => s,
+                    _ => String::new(),
+                },
+                is_error,
+            }
+        }
+        "compaction" => {
+            let original = obj.clone();
+            let c = compaction_from_jp(&mut obj)?;
+            // Mapping JP's record is lossy (it has no provenance); keep the
+            // original so an unchanged compaction is written back exactly.
+            hints.insert("original".into(), Value::Object(original));
+            obj.clear();
+            Body::Compaction(Box::new(c))
+        }
+        kept if KEPT_TYPES.contains(&kept) => Body::Other {
+            kind: kept.to_owned(),
+            fields: std::mem::take(&mut obj),
+        },
+        _ => return Err("is of a type ctxfold does not know".into()),
+    };
+    if type_first {
+        hints.insert("type_first".into(), Value::Bool(true));
+    }
+    let mut rec = Record::new(seq, ts, body);
+    if let Body::Other { .. } = rec.body {
+        // A kept record's fields are all verbatim in the body: the hints go
+        // in its metadata, which JP's kept records do not have.
+        if !hints.is_empty() {
+            let mut m = Object::new();
+            m.insert(HINTS.into(), Value::Object(hints));
+            rec.metadata = Some(m);
+        }
+        return Ok(rec);
+    }
+    // Fields JP has that the mapping does not name: kept, written back.
+    rec.extra = obj;
+    if !hints.is_empty() {
+        rec.extra.insert(HINTS.into(), Value::Object(hints));
+    }
+    rec.metadata = metadata.take();
+    Ok(rec)
+}
+
+fn compaction_from_jp(obj: &mut Object) -> Result<Compaction, String> {
+    let turn = |v: Option<Value>, key: &str| -> Result<u32, String> {
+        v.as_ref()
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("has no `{key}` turn number"))
+    };
+    let from = turn(obj.shift_remove("from_turn"), "from_turn")?;
+    let to = turn(obj.shift_remove("to_turn"), "to_turn")?;
+    let mut c = Compaction::new(from, to, Source::User);
+    match obj.shift_remove("summary") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(mut s)) => {
+            let text = take_str(&mut s, "summary")?;
+            c.summary = Some(Summary {
+                text,
+                provenance: Provenance::Derived {
+                    summarizer: "jp".into(),
+                    version: None,
+                    instructions: None,
+                    method: None,
+                },
+            });
+        }
+        Some(_) => return Err("has a `summary` that is not {\"summary\": text}".into()),
+    }
+    match obj.shift_remove("reasoning") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "strip" => c.reasoning = Some(ReasoningPolicy::Strip),
+        Some(_) => return Err("has a `reasoning` other than \"strip\"".into()),
+    }
+    match obj.shift_remove("tool_calls") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(t)) => {
+            let on = |k: &str| {
+                t.get(k)
+                    .is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false)))
+            };
+            c.tool_calls = match t.get("policy").and_then(Value::as_str) {
+                Some("omit") => Some(ToolPolicy::Omit),
+                Some("strip") => match (on("request"), on("response")) {
+                    (true, false) => Some(ToolPolicy::StripRequests),
+                    (false, true) => Some(ToolPolicy::StripResponses),
+                    _ => Some(ToolPolicy::Strip),
+                },
+                _ => return Err("has a `tool_calls.policy` other than strip or omit".into()),
+            };
+        }
+        Some(_) => return Err("has a `tool_calls` that is not an object".into()),
+    }
+    Ok(c)
+}
+
+fn compaction_to_jp(c: &Compaction) -> Object {
+    let mut o = Object::new();
+    o.insert("from_turn".into(), Value::from(c.from_turn));
+    o.insert("to_turn".into(), Value::from(c.to_turn));
+    if let Some(s) = &c.summary {
+        let mut inner = Object::new();
+        inner.insert("summary".into(), Value::String(s.text.clone()));
+        o.insert("summary".into(), Value::Object(inner));
+    }
+    if c.reasoning.is_some() {
+        o.insert("reasoning".into(), Value::String("strip".into()));
+    }
+    if let Some(p) = c.tool_calls {
+        let mut t = Object::new();
+        let (policy, req, resp) = match p {
+            ToolPolicy::Omit => ("omit", None, None),
+            ToolPolicy::Strip => ("strip", Some(true), Some(true)),
+            ToolPolicy::StripRequests => ("strip", Some(true), Some(false)),
+            ToolPolicy::StripResponses => ("strip", Some(false), Some(true)),
+        };
+        t.insert("policy".into(), Value::String(policy.into()));
+        if let (Some(a), Some(b)) = (req, resp) {
+            t.insert("request".into(), Value::Bool(a));
+            t.insert("response".into(), Value::Bool(b));
+        }
+        o.insert("tool_calls".into(), Value::Object(t));
+    }
+    o
+}
+
+/// Seqs of the compactions revoked by `compaction_reset` records, as the
+/// log stands at its end.
+fn revoked(records: &[Record]) -> HashSet<u64> {
+    use ctxfold_core::compaction::ResetTargets;
+    let mut revoked = HashSet::new();
+    let mut seen = Vec::new();
+    for r in records {
+        match &r.body {
+            Body::Compaction(_) => seen.push(r.seq),
+            Body::CompactionReset(reset) => {
+                let targets: Vec<u64> = match &reset.targets {
+                    ResetTargets::All(_) => seen.clone(),
+                    ResetTargets::Some(v) => v.clone(),
+                };
+                for t in targets {
+                    if reset.restore {
+                        revoked.remove(&t);
+                    } else {
+                        revoked.insert(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    revoked
+}
+
+/// The JP object for one record, or `None` when JP cannot hold it.
+fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
+    let hints = match &rec.body {
+        Body::Other { .. } => rec.metadata.as_ref().and_then(|m| m.get(HINTS)),
+        _ => rec.extra.get(HINTS),
+    }
+    .and_then(Value::as_object);
+    let (ty, mut fields): (&str, Object) = match &rec.body {
+        Body::TurnStart => ("turn_start", Object::new()),
+        Body::User { content, .. } => ("chat_request", one("content", content)),
+        Body::Assistant { content } => ("chat_response", one("message", content)),
+        Body::Reasoning { content } => ("chat_response", one("reasoning", content)),
+        Body::Structured { data } => {
+            let mut o = Object::new();
+            o.insert("data".into(), data.clone());
+            ("chat_response", o)
+        }
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let mut args = arguments.clone();
+            encode_tree(&mut args, "/arguments", hints);
+            let mut o = one("id", id);
+            o.insert("name".into(), Value::String(name.clone()));
+            o.insert("arguments".into(), args);
+            ("tool_call_request", o)
+        }
+        Body::ToolResult {
+            id,
+            content,
+            is_error,
+        } => {
+            let mut c = Value::String(content.clone());
+            encode_tree(&mut c, "/content", hints);
+            let mut o = one("id", id);
+            o.insert("content".into(), c);
+            o.insert("is_error".into(), Value::Bool(*is_error));
+            ("tool_call_response", o)
+        }
+        Body::Compaction(c) => {
+            if revoked.contains(&rec.seq) {
+                return None;
+            }
+            let original = hints
+                .and_then(|h| h.get("original"))
+                .and_then(Value::as_object);
+            let fields = match original {
+                Some(o) if compaction_from_jp(&mut o.clone()).ok().as_ref() == Some(c) => o.clone(),
+                _ => compaction_to_jp(c),
+            };
+            ("compaction", fields)
+        }
+        Body::Other { kind, fields } if KEPT_TYPES.contains(&kind.as_str()) => {
+            (kind.as_str(), fields.clone())
+        }
+        Body::Other { kind, fields } if kind == JP_RECORD => {
+            return fields.get("value").cloned();
+        }
+        Body::System { .. } | Body::CompactionReset(_) | Body::Other { .. } => return None,
+    };
+    for (k, v) in &rec.extra {
+        if k != HINTS {
+            fields.insert(k.clone(), v.clone());
+        }
+    }
+    if let (Some(m), false) = (&rec.metadata, matches!(rec.body, Body::Other { .. })) {
+        let mut m = Value::Object(m.clone());
+        encode_tree(&mut m, "/metadata", hints);
+        fields.insert("metadata".into(), m);
+    }
+    let type_first = hints
+        .and_then(|h| h.get("type_first"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut out = Object::new();
+    let ts = Value::String(rec.ts.clone());
+    let ty = Value::String(ty.to_owned());
+    if type_first {
+        out.insert("type".into(), ty);
+        out.insert("timestamp".into(), ts);
+    } else {
+        out.insert("timestamp".into(), ts);
+        out.insert("type".into(), ty);
+    }
+    out.extend(fields);
+    Some(Value::Object(out))
+}
+
+fn one(key: &str, value: &str) -> Object {
+    let mut o = Object::new();
+    o.insert(key.into(), Value::String(value.to_owned()));
+    o
+}
+
+/// The JP `events.json` array for `records`.
+pub fn events_json(records: &[Record]) -> Value {
+    let revoked = revoked(records);
+    Value::Array(
+        records
+            .iter()
+            .filter_map(|r| export_record(r, &revoked))
+            .collect(),
+    )
+}
+
+/// Write a JP conversation folder at `path`: `events.json`, `metadata.json`
+/// and, when the conversation had one, `base_config.json`.
+pub fn export(t: &Transcript, path: &Path) -> Result<(), FormatError> {
+    let jp = t.extras.get(HINTS).and_then(Value::as_object);
+    write_pretty(&path.join("events.json"), &events_json(&t.records))?;
+    let metadata = match jp.and_then(|j| j.get("metadata")) {
+        Some(m) => m.clone(),
+        None => {
+            let mut m = Object::new();
+            if let Some(title) = &t.title {
+                m.insert("title".into(), Value::String(title.clone()));
+            }
+            let last = t.records.iter().rev().find(|r| !r.ts.is_empty());
+            if let Some(r) = last {
+                m.insert("last_activated_at".into(), Value::String(r.ts.clone()));
+            }
+            Value::Object(m)
+        }
+    };
+    write_pretty(&path.join("metadata.json"), &metadata)?;
+    if let Some(base) = jp.and_then(|j| j.get("base_config")) {
+        write_pretty(&path.join("base_config.json"), base)?;
+    }
+    Ok(())
+}
+
+/// JP writes pretty JSON (two-space indent) with a final newline.
+fn write_pretty(path: &Path, v: &Value) -> Result<(), FormatError> {
+    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| FormatError::json(path, &e))?;
+    bytes.push(b'\n');
+    write_file(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_accepts_both_alphabets_and_keeps_what_is_not_base64() {
+        assert_eq!(decode("aGVsbG8=").0, "hello");
+        assert!(decode("aGVsbG8=").1 == Encoding::Standard);
+        // "??>" encodes to "Pz8+" (standard) and "Pz8-" (URL-safe).
+        let (text, enc) = decode("Pz8-");
+        assert_eq!(text, "??>");
+        assert!(enc == Encoding::UrlSafe);
+        let (text, enc) = decode("not base64!");
+        assert_eq!(text, "not base64!");
+        assert!(enc == Encoding::Raw);
+        for enc in [
+            Encoding::UrlSafe,
+            Encoding::NoPad,
+            Encoding::UrlSafeNoPad,
+            Encoding::Raw,
+        ] {
+            let s = enc.encode("??>x");
+            assert_eq!(
+                decode(&s).0,
+                if enc == Encoding::Raw {
+                    s.clone()
+                } else {
+                    "??>x".into()
+                }
+            );
+        }
+    }
+}
