@@ -92,8 +92,9 @@ pub struct Transcript {
 /// Why a transcript could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
-    /// A file could not be read or written.
-    #[error("{}: {source}", path.display())]
+    /// A file could not be read or written. (The system's reason is the
+    /// error's source, so chains print it once.)
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -101,7 +102,7 @@ pub enum FormatError {
         source: std::io::Error,
     },
     /// A file is not valid JSON.
-    #[error("{}:{line}:{column}: invalid JSON: {message}", path.display())]
+    #[error("{}: invalid JSON: {message}", path.display())]
     Json {
         /// The file.
         path: PathBuf,
@@ -113,7 +114,7 @@ pub enum FormatError {
         message: String,
     },
     /// A file is valid JSON but not the expected shape.
-    #[error("{}: not a {format} transcript: {detail}", path.display())]
+    #[error("{}: not a valid {format} transcript: {detail}", path.display())]
     Shape {
         /// The file.
         path: PathBuf,

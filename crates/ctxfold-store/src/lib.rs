@@ -1,0 +1,80 @@
+//! Storage for ctxfold: the workspace folder, one folder per conversation,
+//! the append-only `events.jsonl` log and the `meta.json` file.
+//!
+//! This is the embedded default backend. It depends on the core for the
+//! record model and on nothing above it.
+
+#![warn(missing_docs)]
+
+use std::path::{Path, PathBuf};
+
+pub mod event_log;
+pub mod meta;
+pub mod workspace;
+
+pub use event_log::{EventLog, Loaded, TornTail};
+pub use meta::{ConversationMeta, ImportSource};
+pub use workspace::{Conversation, Workspace};
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file could not be read or written. (The system's reason is the
+    /// error's source, so chains print it once.)
+    #[error("{}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A file holds something that is not what ctxfold wrote.
+    #[error("{}{}: {detail}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// What was expected.
+        detail: String,
+    },
+    /// No conversation has that id.
+    #[error("no conversation `{id}` in {}; `ctxfold conversation ls` lists them", workspace.display())]
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// The workspace searched.
+        workspace: PathBuf,
+    },
+    /// An id prefix matches several conversations.
+    #[error("`{id}` matches several conversations: {}; give more of the id", matches.join(", "))]
+    Ambiguous {
+        /// The prefix.
+        id: String,
+        /// The ids it matches.
+        matches: Vec<String>,
+    },
+    /// No id given and no active conversation.
+    #[error("no conversation given and none is active; name one, or `ctxfold conversation use ID`")]
+    NoActive,
+    /// No XDG data directory for the global workspace.
+    #[error(
+        "no workspace here (no .ctxfold/ above the current directory) and no data directory for the global one; run `ctxfold init`"
+    )]
+    NoDataDir,
+}
+
+impl StoreError {
+    /// A [`StoreError::Io`].
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// The current time as RFC 3339 text, as ctxfold stamps its records.
+pub fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}

@@ -1,0 +1,322 @@
+//! `ctxfold init` and `ctxfold conversation …`.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use ctxfold_core::{Log, Object, Record};
+use ctxfold_formats::{Format, Transcript};
+use ctxfold_store::{Conversation, ImportSource, Workspace};
+use serde_json::{Value, json};
+
+use crate::cli::ConversationCommand;
+use crate::render::{self, Printer};
+
+fn current_dir() -> anyhow::Result<std::path::PathBuf> {
+    std::env::current_dir().context("cannot read the current directory")
+}
+
+fn workspace() -> anyhow::Result<Workspace> {
+    Ok(Workspace::find(&current_dir()?)?)
+}
+
+pub fn init(out: &Printer) -> anyhow::Result<()> {
+    let (ws, created) = Workspace::init(&current_dir()?)?;
+    let root = ws.root().display().to_string();
+    out.emit(&json!({"workspace": root, "created": created}), || {
+        if created {
+            format!("created workspace {root}")
+        } else {
+            format!("workspace {root} already exists; nothing changed")
+        }
+    })
+}
+
+pub fn run(cmd: ConversationCommand, out: &Printer) -> anyhow::Result<()> {
+    let ws = workspace()?;
+    match cmd {
+        ConversationCommand::Ls => ls(&ws, out),
+        ConversationCommand::Show(a) => show(&ws, a.id.as_deref(), out),
+        ConversationCommand::Print(a) => print(&ws, a.id.as_deref(), out),
+        ConversationCommand::Import { path, input_format } => {
+            import(&ws, &path, input_format.format(), out)
+        }
+        ConversationCommand::Export {
+            id,
+            output_format,
+            output,
+        } => export(
+            &ws,
+            id.as_deref(),
+            output_format.into(),
+            output.as_deref(),
+            out,
+        ),
+        ConversationCommand::Append { id, input } => append(&ws, id.as_deref(), &input, out),
+        ConversationCommand::Use { id } => {
+            let mut c = ws.get(&id)?;
+            ws.set_active(&mut c)?;
+            let id = c.meta.id;
+            out.emit(&json!({"active": id}), || {
+                format!("active conversation: {id}")
+            })
+        }
+        ConversationCommand::Rm { id } => {
+            let c = ws.get(&id)?;
+            let dest = ws.remove(&c)?;
+            let id = c.meta.id;
+            let dest = dest.display().to_string();
+            out.emit(&json!({"removed": id, "moved_to": dest}), || {
+                format!("moved conversation {id} to {dest}")
+            })
+        }
+    }
+}
+
+/// Load a conversation's log, printing warnings (torn tail, …) to stderr.
+fn load(c: &Conversation) -> anyhow::Result<Log> {
+    let loaded = c.log().load()?;
+    render::warn_all(&loaded.warnings);
+    Ok(Log::from_records(loaded.records))
+}
+
+fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
+    let list = ws.list()?;
+    let active = ws.active();
+    let json = Value::Array(
+        list.iter()
+            .map(|c| {
+                json!({
+                    "id": c.meta.id,
+                    "title": c.meta.title,
+                    "created_at": c.meta.created_at,
+                    "last_used_at": c.meta.last_used_at,
+                    "active": active.as_deref() == Some(c.meta.id.as_str()),
+                })
+            })
+            .collect(),
+    );
+    out.emit(&json, || {
+        if list.is_empty() {
+            return "no conversations; `ctxfold conversation import FILE` adds one".into();
+        }
+        let mut s = String::new();
+        for c in &list {
+            let mark = if active.as_deref() == Some(c.meta.id.as_str()) {
+                "*"
+            } else {
+                " "
+            };
+            let title = c.meta.title.as_deref().unwrap_or("(untitled)");
+            s.push_str(&format!("{mark} {}  {title}\n", c.meta.id));
+        }
+        s
+    })
+}
+
+fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let log = load(&c)?;
+    let counts = log.counts();
+    let json = json!({
+        "id": c.meta.id,
+        "title": c.meta.title,
+        "created_at": c.meta.created_at,
+        "last_used_at": c.meta.last_used_at,
+        "imported_from": c.meta.imported_from,
+        "path": c.dir.display().to_string(),
+        "counts": counts,
+    });
+    out.emit(&json, || {
+        let m = &c.meta;
+        let mut s = format!(
+            "{}  {}\n  created {}, last used {}\n",
+            m.id,
+            m.title.as_deref().unwrap_or("(untitled)"),
+            m.created_at,
+            m.last_used_at
+        );
+        if let Some(src) = &m.imported_from {
+            s.push_str(&format!("  imported from {} ({})\n", src.path, src.format));
+        }
+        s.push_str(&format!(
+            "  {} records, {} turns: {} user, {} assistant, {} reasoning, {} tool calls, {} tool results ({} errors)\n",
+            counts.records,
+            counts.turns,
+            counts.user,
+            counts.assistant,
+            counts.reasoning,
+            counts.tool_call,
+            counts.tool_result,
+            counts.tool_errors
+        ));
+        s.push_str(&format!(
+            "  also {} inquiry events, {} config deltas, {} compactions\n",
+            counts.inquiry_request + counts.inquiry_response,
+            counts.config_delta,
+            counts.compaction
+        ));
+        s
+    })
+}
+
+fn print(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let log = load(&c)?;
+    if out.is_json() {
+        let records: Vec<Value> = log
+            .records()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut o = r.to_object();
+                o.insert("turn".into(), json!(log.turn_of(i) + 1));
+                Value::Object(o)
+            })
+            .collect();
+        return out.emit(&Value::Array(records), String::new);
+    }
+    out.emit(&Value::Null, || render::transcript_text(&log))
+}
+
+fn import(
+    ws: &Workspace,
+    path: &Path,
+    format: Option<Format>,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let format = match format {
+        Some(f) => f,
+        None => ctxfold_formats::detect(path)?,
+    };
+    let t = ctxfold_formats::import(path, Some(format))?;
+    render::warn_all(&t.warnings);
+    let source = ImportSource {
+        format: format.name().to_owned(),
+        path: std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_owned())
+            .display()
+            .to_string(),
+    };
+    let n = t.records.len();
+    let mut c = ws.create(t.title, Some(source), t.extras, t.records)?;
+    ws.set_active(&mut c)?;
+    let id = c.meta.id.clone();
+    out.emit(
+        &json!({"id": id, "records": n, "format": format.name()}),
+        || id.clone(),
+    )
+}
+
+fn export(
+    ws: &Workspace,
+    id: Option<&str>,
+    format: Format,
+    output: Option<&Path>,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let log = load(&c)?;
+    let t = Transcript {
+        records: log.into_records(),
+        title: c.meta.title.clone(),
+        extras: c.meta.extras.clone(),
+        warnings: Vec::new(),
+    };
+    match output {
+        Some(path) => {
+            ctxfold_formats::export(&t, format, path)?;
+            let p = path.display().to_string();
+            out.emit(
+                &json!({"id": c.meta.id, "format": format.name(), "path": p}),
+                || format!("wrote {p} ({format})"),
+            )
+        }
+        None if format == Format::Jp => {
+            bail!("a JP conversation is a folder: name it with -o PATH")
+        }
+        None => {
+            // Write to a temporary file and copy, so every format has one
+            // writer; transcripts are small next to the log.
+            let dir = tempfile::tempdir()?;
+            let file = dir.path().join("out");
+            ctxfold_formats::export(&t, format, &file)?;
+            let bytes = std::fs::read(&file)?;
+            std::io::stdout().lock().write_all(&bytes)?;
+            Ok(())
+        }
+    }
+}
+
+fn append(ws: &Workspace, id: Option<&str>, input: &Path, out: &Printer) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let reader: Box<dyn BufRead> = if input == Path::new("-") {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(input).with_context(|| input.display().to_string())?;
+        Box::new(std::io::BufReader::new(f))
+    };
+    let name = input.display().to_string();
+    // Records are parsed as they arrive and streamed into the log, so a
+    // long input is never held whole in memory.
+    let mut error = None;
+    let mut warnings = Vec::new();
+    let records = reader
+        .lines()
+        .enumerate()
+        .map_while(|(i, line)| {
+            let parsed = line
+                .map_err(anyhow::Error::from)
+                .and_then(|l| parse_append_line(&l).map_err(anyhow::Error::msg));
+            match parsed {
+                Ok(Some((rec, w))) => {
+                    if let Some(w) = w {
+                        warnings.push(format!("{name}:{}: {w}", i + 1));
+                    }
+                    Some(Some(rec))
+                }
+                Ok(None) => Some(None),
+                Err(e) => {
+                    error = Some(anyhow::anyhow!("{name}:{}: {e}", i + 1));
+                    None
+                }
+            }
+        })
+        .flatten();
+    let range = c.log().append(records)?;
+    render::warn_all(&warnings);
+    let n = range.end - range.start;
+    if let Some(e) = error {
+        return Err(e.context(format!(
+            "stopped there; the {n} records before it were appended"
+        )));
+    }
+    out.emit(
+        &json!({"id": c.meta.id, "appended": n, "first_seq": range.start}),
+        || format!("appended {n} records to {}", c.meta.id),
+    )
+}
+
+/// One input line for `append`: a ctxfold record whose `seq` may be left
+/// out (the log assigns it). Blank lines are skipped.
+fn parse_append_line(
+    line: &str,
+) -> Result<Option<(Record, Option<ctxfold_core::RecordWarning>)>, String> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut obj: Object = match serde_json::from_str(line) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => return Err("expected a JSON object (one ctxfold record)".into()),
+        Err(e) => return Err(format!("invalid JSON: {e}")),
+    };
+    if !obj.contains_key("seq") {
+        obj.insert("seq".into(), json!(0));
+    }
+    if !obj.contains_key("ts") {
+        obj.insert("ts".into(), json!(ctxfold_store::now()));
+    }
+    Record::from_object(obj)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,111 @@
+//! How commands print: text for people, JSON for programs.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use ctxfold_core::{Body, Log};
+use serde_json::Value;
+
+use crate::cli::OutputFormat;
+
+/// Prints a command's result in the chosen format.
+pub struct Printer {
+    format: OutputFormat,
+}
+
+impl Printer {
+    pub fn new(format: OutputFormat) -> Self {
+        Printer { format }
+    }
+
+    pub fn is_json(&self) -> bool {
+        self.format == OutputFormat::Json
+    }
+
+    /// Print `json` in JSON mode, `text` otherwise.
+    pub fn emit(&self, json: &Value, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+        let mut stdout = std::io::stdout().lock();
+        if self.is_json() {
+            serde_json::to_writer_pretty(&mut stdout, json)?;
+            writeln!(stdout)?;
+        } else {
+            let t = text();
+            stdout.write_all(t.as_bytes())?;
+            if !t.is_empty() && !t.ends_with('\n') {
+                writeln!(stdout)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Print warnings to standard error.
+pub fn warn_all(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// A conversation as text: a header per turn (1-based), one block per event.
+pub fn transcript_text(log: &Log) -> String {
+    let mut out = String::new();
+    let mut current_turn = None;
+    for (idx, rec) in log.records().iter().enumerate() {
+        let turn = log.turn_of(idx);
+        let visible = rec.body.is_model_visible() || matches!(rec.body, Body::TurnStart);
+        if visible && current_turn != Some(turn) {
+            current_turn = Some(turn);
+            let _ = writeln!(out, "\n━━ turn {} ━━", turn + 1);
+        }
+        match &rec.body {
+            Body::TurnStart => {}
+            Body::User { content, author } => {
+                let who = author.as_deref().unwrap_or("user");
+                let _ = writeln!(out, "[{who}]\n{}", content.trim_end());
+            }
+            Body::Assistant { content } => {
+                let _ = writeln!(out, "[assistant]\n{}", content.trim_end());
+            }
+            Body::Reasoning { content } => {
+                let _ = writeln!(out, "[reasoning]\n{}", content.trim_end());
+            }
+            Body::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                let _ = writeln!(out, "[tool call {name} {id}]\n{arguments}");
+            }
+            Body::ToolResult {
+                id,
+                content,
+                is_error,
+            } => {
+                let status = if *is_error { "error" } else { "ok" };
+                let _ = writeln!(out, "[tool result {id}: {status}]\n{}", content.trim_end());
+            }
+            Body::Structured { data } => {
+                let _ = writeln!(out, "[structured]\n{data}");
+            }
+            Body::System { content } => {
+                let _ = writeln!(out, "[system]\n{}", content.trim_end());
+            }
+            Body::Compaction(c) => {
+                let _ = writeln!(
+                    out,
+                    "[compaction of turns {}-{}, record {}]",
+                    c.from_turn + 1,
+                    c.to_turn + 1,
+                    rec.seq
+                );
+            }
+            Body::CompactionReset(_) => {
+                let _ = writeln!(out, "[compaction reset, record {}]", rec.seq);
+            }
+            Body::Other { kind, .. } => {
+                let _ = writeln!(out, "[{kind}, record {}]", rec.seq);
+            }
+        }
+    }
+    out
+}

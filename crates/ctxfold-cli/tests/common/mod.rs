@@ -1,0 +1,103 @@
+//! Runs the real `ctxfold` binary in a scratch workspace.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ctxfold");
+
+/// A temporary folder with a `.ctxfold/` workspace, isolated from the
+/// user's own (HOME and XDG folders point inside it).
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let s = Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let out = s.run(&["init"]);
+        assert!(out.status.success(), "init failed: {}", stderr(&out));
+        s
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn command(&self) -> Command {
+        command_in(self.dir.path())
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
+    }
+
+    /// Run, require success, return stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "ctxfold {args:?} failed: {}",
+            stderr(&out)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Run with `--format json`, require success, parse stdout.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        a.push("--format");
+        a.push("json");
+        serde_json::from_str(&self.ok(&a)).unwrap()
+    }
+
+    /// Import a transcript, return the new conversation's id.
+    pub fn import(&self, path: &Path) -> String {
+        let v = self.json(&["conversation", "import", path.to_str().unwrap()]);
+        v["id"].as_str().unwrap().to_owned()
+    }
+
+    /// The conversation's log file.
+    pub fn events_file(&self, id: &str) -> PathBuf {
+        self.path()
+            .join(".ctxfold/conversations")
+            .join(id)
+            .join("events.jsonl")
+    }
+}
+
+/// `ctxfold` run in `dir`, with HOME and the XDG folders inside it.
+pub fn command_in(dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("xdg-data"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg-config"));
+    c
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn corpus() -> PathBuf {
+    let dir = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
+        PathBuf::from,
+    );
+    assert!(dir.is_dir(), "corpus not found at {}", dir.display());
+    dir
+}
+
+pub fn corpus_conversations() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 15);
+    dirs
+}

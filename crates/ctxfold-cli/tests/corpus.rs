@@ -1,0 +1,88 @@
+//! The JP corpus through the real command line: import, show, export.
+
+mod common;
+
+use common::{Scratch, corpus, corpus_conversations};
+use serde_json::Value;
+
+#[test]
+fn show_counts_equal_stats_json_for_every_corpus_conversation() {
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus().join("STATS.json")).unwrap())
+            .unwrap();
+    let s = Scratch::new();
+    for dir in corpus_conversations() {
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        let id = s.import(&dir);
+        let shown = s.json(&["conversation", "show", &id]);
+        let want = stats[name].as_object().unwrap();
+        assert!(!want.is_empty());
+        for (key, value) in want {
+            assert_eq!(&shown["counts"][key], value, "{name}: {key}");
+        }
+        assert_eq!(shown["id"], id);
+    }
+}
+
+#[test]
+fn export_after_import_reproduces_every_corpus_conversation() {
+    let s = Scratch::new();
+    for dir in corpus_conversations() {
+        let id = s.import(&dir);
+        let out = s.path().join("export").join(&id);
+        s.ok(&[
+            "conversation",
+            "export",
+            &id,
+            "--output-format",
+            "jp",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        for file in ["events.json", "metadata.json", "base_config.json"] {
+            let original = dir.join(file);
+            if original.exists() {
+                assert_eq!(
+                    std::fs::read(&original).unwrap(),
+                    std::fs::read(out.join(file)).unwrap(),
+                    "{}/{file}",
+                    dir.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ctxfold_export_imports_back_to_the_same_records() {
+    let s = Scratch::new();
+    let dir = corpus_conversations().remove(1);
+    let id = s.import(&dir);
+    let file = s.path().join("copy.jsonl");
+    s.ok(&["c", "export", &id, "-o", file.to_str().unwrap()]);
+    let id2 = s.import(&file);
+    let a = s.json(&["c", "print", &id]);
+    let b = s.json(&["c", "print", &id2]);
+    assert_eq!(a, b);
+    assert!(a.as_array().unwrap().len() > 10);
+}
+
+#[test]
+fn import_makes_the_conversation_active_and_use_switches() {
+    let s = Scratch::new();
+    let dirs = corpus_conversations();
+    let a = s.import(&dirs[0]);
+    let b = s.import(&dirs[1]);
+    assert_eq!(s.json(&["c", "show"])["id"], b);
+    // A unique prefix of the id is enough.
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    s.ok(&["c", "use", &a[..common + 1]]);
+    assert_eq!(s.json(&["c", "show"])["id"], a);
+    let listed = s.json(&["c", "ls"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    // rm moves to the trash: nothing is deleted.
+    let removed = s.json(&["c", "rm", &a]);
+    let moved = std::path::PathBuf::from(removed["moved_to"].as_str().unwrap());
+    assert!(moved.join("events.jsonl").is_file());
+    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), 1);
+}

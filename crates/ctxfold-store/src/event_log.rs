@@ -1,0 +1,329 @@
+//! One conversation's `events.jsonl`: append-only, one record a line.
+//!
+//! - Appending costs time proportional to what is appended: the next `seq`
+//!   comes from the file's last line, read backwards from the end.
+//! - Writers are serialized by an advisory lock on a `lock` file beside the
+//!   log (exclusive for appends, shared for loads), so two processes never
+//!   interleave or lose records.
+//! - A crash in the middle of an append leaves at most one incomplete last
+//!   line. Loading moves it aside to `events.jsonl.torn` (appended, never
+//!   overwritten) and reports it; the rest loads.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use ctxfold_core::Record;
+
+use crate::StoreError;
+
+/// File name of the log inside a conversation folder.
+pub const EVENTS_FILE: &str = "events.jsonl";
+/// File name of the side file that keeps torn tails.
+pub const TORN_FILE: &str = "events.jsonl.torn";
+const LOCK_FILE: &str = "lock";
+
+/// The log of one conversation, by its folder.
+#[derive(Debug, Clone)]
+pub struct EventLog {
+    dir: PathBuf,
+}
+
+/// What loading a log found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Every complete record, in file order.
+    pub records: Vec<Record>,
+    /// What the user should know: torn tails set aside, lines kept but not
+    /// understood.
+    pub warnings: Vec<String>,
+    /// The torn tail that was set aside, if any.
+    pub torn: Option<TornTail>,
+}
+
+/// An incomplete last line that a load moved to the side file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset in `events.jsonl` where it started.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// Where it was kept.
+    pub kept_in: PathBuf,
+}
+
+/// Holds the advisory lock until dropped.
+struct Lock(File);
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+impl EventLog {
+    /// The log in conversation folder `dir` (which need not exist yet).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        EventLog { dir: dir.into() }
+    }
+
+    /// Path of `events.jsonl`.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(EVENTS_FILE)
+    }
+
+    fn lock(&self, exclusive: bool) -> Result<Lock, StoreError> {
+        let path = self.dir.join(LOCK_FILE);
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let r = if exclusive { f.lock() } else { f.lock_shared() };
+        r.map_err(|e| StoreError::io(&path, e))?;
+        Ok(Lock(f))
+    }
+
+    /// Load every complete record. An incomplete last line is set aside and
+    /// reported; a complete line that is not a record is skipped with a
+    /// warning (it stays in the file, untouched).
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let path = self.path();
+        let scan = {
+            let _guard = self.lock(false)?;
+            scan(&path)?
+        };
+        let mut loaded = Loaded {
+            records: scan.records,
+            warnings: scan.warnings,
+            torn: None,
+        };
+        if let Some((offset, len)) = scan.torn {
+            let _guard = self.lock(true)?;
+            // Another process may have repaired it meanwhile: check again.
+            if let Some(torn) = self.set_aside_torn_tail(offset, len)? {
+                loaded.warnings.push(format!(
+                    "{}: incomplete last line ({} bytes at offset {}) moved to {}",
+                    path.display(),
+                    torn.len,
+                    torn.offset,
+                    torn.kept_in.display()
+                ));
+                loaded.torn = Some(torn);
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// Move the bytes from `offset` to the end of the file to the side file
+    /// and cut them off, if the file still ends with exactly those
+    /// `len` bytes unterminated. Caller holds the exclusive lock.
+    fn set_aside_torn_tail(&self, offset: u64, len: u64) -> Result<Option<TornTail>, StoreError> {
+        let path = self.path();
+        let mut f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let size = f.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        if size != offset + len {
+            return Ok(None);
+        }
+        let mut tail = Vec::with_capacity(len as usize);
+        f.seek(SeekFrom::Start(offset))
+            .and_then(|_| f.read_to_end(&mut tail))
+            .map_err(|e| StoreError::io(&path, e))?;
+        if tail.is_empty() || tail.ends_with(b"\n") {
+            return Ok(None);
+        }
+        let side = self.dir.join(TORN_FILE);
+        let mut s = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&side)
+            .map_err(|e| StoreError::io(&side, e))?;
+        tail.push(b'\n');
+        s.write_all(&tail)
+            .and_then(|_| s.sync_data())
+            .map_err(|e| StoreError::io(&side, e))?;
+        // Only once the tail is safe in the side file is it cut off.
+        f.set_len(offset)
+            .and_then(|_| f.sync_data())
+            .map_err(|e| StoreError::io(&path, e))?;
+        Ok(Some(TornTail {
+            offset,
+            len,
+            kept_in: side,
+        }))
+    }
+
+    /// Append records, giving them the next `seq` numbers (whatever `seq`
+    /// they carry). Returns the `seq` of the first and one past the last.
+    ///
+    /// Records go through a buffer to the file and are synced to disk at
+    /// the end; a crash part way keeps every record fully written before it.
+    pub fn append(
+        &self,
+        records: impl IntoIterator<Item = Record>,
+    ) -> Result<std::ops::Range<u64>, StoreError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let _guard = self.lock(true)?;
+        let path = self.path();
+        let next = self.prepare_tail()?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let mut w = BufWriter::with_capacity(64 * 1024, file);
+        let mut seq = next;
+        for mut r in records {
+            r.seq = seq;
+            seq += 1;
+            w.write_all(r.to_json_line().as_bytes())
+                .and_then(|_| w.write_all(b"\n"))
+                .map_err(|e| StoreError::io(&path, e))?;
+        }
+        let file = w
+            .into_inner()
+            .map_err(|e| StoreError::io(&path, e.into_error()))?;
+        file.sync_data().map_err(|e| StoreError::io(&path, e))?;
+        Ok(next..seq)
+    }
+
+    /// Make the file end with a complete line and return the next `seq`.
+    /// Caller holds the exclusive lock. Reads only the last line.
+    fn prepare_tail(&self) -> Result<u64, StoreError> {
+        let path = self.path();
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let size = f.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        let (start, last) = read_last_line(&mut f, size).map_err(|e| StoreError::io(&path, e))?;
+        if last.is_empty() {
+            return Ok(0);
+        }
+        let terminated = last.ends_with(b"\n");
+        let parsed = std::str::from_utf8(&last)
+            .ok()
+            .and_then(|s| Record::from_json_line(s.trim_end_matches('\n')).ok());
+        match (parsed, terminated) {
+            (Some((r, _)), true) => Ok(r.seq + 1),
+            (Some((r, _)), false) => {
+                // Complete record, newline lost: finish the line.
+                let mut a = OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| StoreError::io(&path, e))?;
+                a.write_all(b"\n").map_err(|e| StoreError::io(&path, e))?;
+                Ok(r.seq + 1)
+            }
+            (None, false) => {
+                self.set_aside_torn_tail(start, size - start)?;
+                drop(f);
+                self.prepare_tail()
+            }
+            (None, true) => Err(StoreError::BadLine {
+                path,
+                line: None,
+                detail: "the last line is not a ctxfold record; refusing to append after it".into(),
+            }),
+        }
+    }
+}
+
+/// Read the last line of a file of `size` bytes (with its newline, if any)
+/// and where it starts, reading backwards in chunks.
+fn read_last_line(f: &mut File, size: u64) -> std::io::Result<(u64, Vec<u8>)> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut pos = size;
+    // Skip the final newline when looking for the previous one.
+    let skip = 1;
+    loop {
+        let from = pos.saturating_sub(CHUNK);
+        let mut buf = vec![0; (pos - from) as usize];
+        f.seek(SeekFrom::Start(from))?;
+        f.read_exact(&mut buf)?;
+        buf.extend_from_slice(&tail);
+        tail = buf;
+        let search_end = tail.len().saturating_sub(skip);
+        if let Some(i) = tail[..search_end].iter().rposition(|&b| b == b'\n') {
+            let line = tail.split_off(i + 1);
+            return Ok((size - line.len() as u64, line));
+        }
+        if from == 0 {
+            return Ok((0, tail));
+        }
+        pos = from;
+    }
+}
+
+struct Scan {
+    records: Vec<Record>,
+    warnings: Vec<String>,
+    /// Offset and length of an incomplete last line.
+    torn: Option<(u64, u64)>,
+}
+
+fn scan(path: &Path) -> Result<Scan, StoreError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Scan {
+                records: Vec::new(),
+                warnings: Vec::new(),
+                torn: None,
+            });
+        }
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut out = Scan {
+        records: Vec::new(),
+        warnings: Vec::new(),
+        torn: None,
+    };
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| StoreError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let terminated = buf.ends_with(b"\n");
+        let text = std::str::from_utf8(if terminated { &buf[..n - 1] } else { &buf });
+        let parsed = match text {
+            Ok(t) if t.trim().is_empty() => {
+                offset += n as u64;
+                continue;
+            }
+            Ok(t) => Record::from_json_line(t).map_err(|e| e.to_string()),
+            Err(_) => Err("not UTF-8".to_owned()),
+        };
+        match parsed {
+            Ok((rec, warning)) => {
+                if let Some(w) = warning {
+                    out.warnings
+                        .push(format!("{}:{line_no}: {w}", path.display()));
+                }
+                out.records.push(rec);
+            }
+            Err(_) if !terminated => out.torn = Some((offset, n as u64)),
+            Err(e) => out.warnings.push(format!(
+                "{}:{line_no}: skipped, not a ctxfold record ({e}); the line stays in the file",
+                path.display()
+            )),
+        }
+        offset += n as u64;
+    }
+    Ok(out)
+}
