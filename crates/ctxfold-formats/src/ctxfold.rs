@@ -33,7 +33,9 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
                 }
                 t.records.push(rec);
             }
-            Err(_) if i + 1 == lines.len() && !ends_clean => {
+            // An unterminated last line after good records is a torn
+            // append; alone, it is simply not a ctxfold log.
+            Err(_) if i + 1 == lines.len() && !ends_clean && !t.records.is_empty() => {
                 t.warnings.push(format!(
                     "{}:{}: incomplete last line ({} bytes) left out",
                     file.display(),
