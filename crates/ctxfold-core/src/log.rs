@@ -207,22 +207,22 @@ impl Log {
                     open.push(id);
                 }
                 last_in_step = idx;
-            } else if let Body::ToolResult { id, .. } = body {
-                if current.is_some() {
-                    open.retain(|c| c != id);
-                    seen_result = true;
-                    last_in_step = idx;
-                }
-            } else if matches!(body, Body::User { .. }) {
-                if let Some((start, _)) = current.take() {
-                    steps.push(Step {
-                        turn,
-                        start,
-                        end: last_in_step + 1,
-                        closed: open.is_empty(),
-                    });
-                    open.clear();
-                }
+            } else if let Body::ToolResult { id, .. } = body
+                && current.is_some()
+            {
+                open.retain(|c| c != id);
+                seen_result = true;
+                last_in_step = idx;
+            } else if matches!(body, Body::User { .. })
+                && let Some((start, _)) = current.take()
+            {
+                steps.push(Step {
+                    turn,
+                    start,
+                    end: last_in_step + 1,
+                    closed: open.is_empty(),
+                });
+                open.clear();
             }
         }
         if let Some((start, _)) = current {

@@ -40,6 +40,7 @@ use ctxfold_core::compaction::{
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
+use crate::chat::describe;
 use crate::{Format, FormatError, Transcript, read_json, write_file};
 
 /// Key of the hints object in a record's `extra`.
@@ -185,7 +186,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
                 Format::Jp,
                 format!(
                     "expected a JSON array of JP events, found {}",
-                    json_kind(&other)
+                    describe(&other)
                 ),
             ));
         }
@@ -222,17 +223,6 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     Ok(t)
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Keep a JP value whole, as a `jp_record`.
 fn verbatim(seq: u64, value: Value) -> Record {
     let mut fields = Object::new();
@@ -249,10 +239,7 @@ fn verbatim(seq: u64, value: Value) -> Record {
 
 fn import_record(seq: u64, ev: Value) -> (Record, Option<String>) {
     let Value::Object(obj) = ev else {
-        let w = format!(
-            "expected an object, found {}; kept as it is",
-            json_kind(&ev)
-        );
+        let w = format!("expected an object, found {}; kept as it is", describe(&ev));
         return (verbatim(seq, ev), Some(w));
     };
     let keys_order_type_first = obj.keys().next().is_some_and(|k| k == "type");

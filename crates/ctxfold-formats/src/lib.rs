@@ -22,6 +22,7 @@ use ctxfold_core::{Object, Record};
 use serde_json::Value;
 
 pub mod anthropic;
+mod chat;
 pub mod ctxfold;
 pub mod jp;
 pub mod openai;

@@ -1,0 +1,508 @@
+//! Anthropic `messages`.
+//!
+//! # Import
+//!
+//! The input is a request body (an object with `messages` and maybe
+//! `system`) or a bare array of messages. The other top-level keys of a body
+//! (`model`, `max_tokens`, `tools`, …) are kept in
+//! [`Transcript::extras`]`["anthropic"]`: the body in its key order with
+//! `system` and `messages` as `null` placeholders marking their positions
+//! (nothing is kept when there are no other keys).
+//!
+//! - `system` becomes one `system` record first. An array of blocks gives
+//!   its text blocks joined with "\n"; the array is kept in metadata
+//!   `anthropic_system` and written back while the text is unchanged.
+//! - User content: a string or a `text` block is a `user` record;
+//!   `tool_result` a `tool_result` record (`content` a string, or its text
+//!   blocks joined with "\n" with the block array kept in metadata
+//!   `anthropic_content`; `is_error` when `true`).
+//! - Assistant content: a string or a `text` block is an `assistant` record;
+//!   `thinking` a `reasoning` record with its signature in metadata
+//!   `anthropic_thinking_signature` (the key JP uses); `tool_use` a
+//!   `tool_call` whose `arguments` are the `input`.
+//! - Any other block (`image`, `document`, `redacted_thinking`, server tool
+//!   blocks, …) is kept whole as an `anthropic_block` record with fields
+//!   `role` and `block`.
+//! - Turns: a user message holding text opens a turn, with a `turn_start`
+//!   before its first block that is not a tool result, unless the last
+//!   model-visible record is a user message. So tool results answering the
+//!   previous step stay in its turn, and text sent with them (an interrupt)
+//!   starts the next one.
+//! - Unmapped keys of a block (`cache_control`, `citations`, an explicit
+//!   `is_error: false`, …) are kept in the record's metadata
+//!   `anthropic_block_fields`; unmapped keys of a message go into `extra` of
+//!   its first record, as for OpenAI (listed in `anthropic_message_keys`, or
+//!   in `anthropic_message_fields` when the record uses the name).
+//! - Content shape: a user message is written as a plain string when it is
+//!   one plain text block, an assistant message as a block array; metadata
+//!   `anthropic_string_content` on the first record records an input that
+//!   did otherwise.
+//! - A message with an empty block array makes no record: a warning says
+//!   so. The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//!
+//! # Export
+//!
+//! System records become the top-level `system` (joined with "\n\n" when
+//! there are several, wherever they were). The other records become blocks,
+//! and consecutive blocks of one role merge into one message, so the output
+//! alternates user and assistant strictly (tool results followed by user
+//! text become one user message `[tool_result…, text]`). A structured answer
+//! is written as a text block of its JSON. Reasoning without a signature is
+//! left out: Anthropic rejects an unsigned thinking block (one imported
+//! unsigned, metadata `anthropic_unsigned`, is written back as it was). Not
+//! written: `turn_start`, overlays, other records except `anthropic_block`,
+//! a user record's `author`.
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use crate::Transcript;
+use crate::chat::{
+    Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
+    message_keys, meta, set_meta, split_request, text_parts,
+};
+
+const PREFIX: &str = "anthropic";
+const SIGNATURE: &str = "anthropic_thinking_signature";
+const BLOCK: &str = "anthropic_block";
+const BLOCK_FIELDS: &str = "anthropic_block_fields";
+const STRING_CONTENT: &str = "anthropic_string_content";
+
+/// Read Anthropic messages (a request body with `messages`, or a bare
+/// array). The error says what was expected and where.
+pub fn from_json(v: &Value) -> Result<Transcript, String> {
+    let (messages, body) = split_request(v)?;
+    let mut t = Transcript::default();
+    let mut out = Records::default();
+    if let Some(body) = body {
+        if let Some(kept) = kept_body(body, &["system", "messages"]) {
+            t.extras.insert(PREFIX.into(), Value::Object(kept));
+        }
+        match body.get("system") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => {
+                out.push(Body::System { content: s.clone() });
+            }
+            Some(Value::Array(blocks)) => {
+                let idx = out.push(Body::System {
+                    content: text_parts(blocks),
+                });
+                set_meta(
+                    &mut out.records[idx],
+                    "anthropic_system",
+                    Value::Array(blocks.clone()),
+                );
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`system`: expected a string or an array of text blocks, found {}",
+                    describe(other)
+                ));
+            }
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        read_message(&mut out, &mut t.warnings, i, m)?;
+    }
+    t.records = out.records;
+    Ok(t)
+}
+
+fn read_message(
+    out: &mut Records,
+    warnings: &mut Vec<String>,
+    i: usize,
+    m: &Value,
+) -> Result<(), String> {
+    let Value::Object(m) = m else {
+        return Err(format!(
+            "messages[{i}]: expected a message object, found {}",
+            describe(m)
+        ));
+    };
+    let role = match m.get("role") {
+        Some(Value::String(r)) => r.as_str(),
+        Some(other) => {
+            return Err(format!(
+                "messages[{i}]: `role` is {}, not a string; expected user or assistant",
+                describe(other)
+            ));
+        }
+        None => {
+            return Err(format!(
+                "messages[{i}]: missing `role`; expected user or assistant"
+            ));
+        }
+    };
+    let user = match role {
+        "user" => true,
+        "assistant" => false,
+        "system" => {
+            return Err(format!(
+                "messages[{i}]: unknown role `system`; expected user or assistant (the system prompt goes in the top-level `system`)"
+            ));
+        }
+        other => {
+            return Err(format!(
+                "messages[{i}]: unknown role `{other}`; expected user or assistant"
+            ));
+        }
+    };
+    let first = match m.get("content") {
+        Some(Value::String(s)) => {
+            let idx = if user {
+                out.open_turn();
+                out.push(Body::User {
+                    content: s.clone(),
+                    author: None,
+                })
+            } else {
+                let idx = out.push(Body::Assistant { content: s.clone() });
+                set_meta(&mut out.records[idx], STRING_CONTENT, Value::Bool(true));
+                idx
+            };
+            Some(idx)
+        }
+        Some(Value::Array(blocks)) => {
+            let mut typed = Vec::with_capacity(blocks.len());
+            for (j, b) in blocks.iter().enumerate() {
+                match b {
+                    Value::Object(o) if o.get("type").is_some_and(Value::is_string) => {
+                        let ty = o.get("type").and_then(Value::as_str).unwrap_or_default();
+                        typed.push((j, o, ty));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "messages[{i}].content[{j}]: expected a content block (an object with a `type` string), found {}",
+                            describe(b)
+                        ));
+                    }
+                }
+            }
+            let mut turn_pending = user && typed.iter().any(|(_, _, ty)| *ty == "text");
+            let mut first = None;
+            for (j, b, ty) in typed {
+                if turn_pending && ty != "tool_result" {
+                    out.open_turn();
+                    turn_pending = false;
+                }
+                let idx = read_block(out, i, j, user, b, ty)?;
+                first.get_or_insert(idx);
+            }
+            if let (true, [Value::Object(b)], Some(idx)) = (user, blocks.as_slice(), first)
+                && is_plain_text(b)
+            {
+                set_meta(&mut out.records[idx], STRING_CONTENT, Value::Bool(false));
+            }
+            first
+        }
+        None => {
+            return Err(format!(
+                "messages[{i}]: missing `content`; expected a string or an array of content blocks"
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "messages[{i}].content: expected a string or an array of content blocks, found {}",
+                describe(other)
+            ));
+        }
+    };
+    match first {
+        Some(idx) => keep_message_keys(
+            &mut out.records[idx],
+            leftovers(m, &["role", "content"]),
+            PREFIX,
+        ),
+        None => warnings.push(format!(
+            "messages[{i}]: {role} message with no content blocks left out"
+        )),
+    }
+    Ok(())
+}
+
+/// Read block `j` of message `i`; returns the index of its record.
+fn read_block(
+    out: &mut Records,
+    i: usize,
+    j: usize,
+    user: bool,
+    b: &Object,
+    ty: &str,
+) -> Result<usize, String> {
+    let at = format!("messages[{i}].content[{j}]");
+    let string = |field: &str| match b.get(field) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(format!("{at}: a `{ty}` block needs a `{field}` string")),
+    };
+    let mut consumed = vec!["type"];
+    let idx = match (user, ty) {
+        (true, "text") => {
+            consumed.push("text");
+            out.push(Body::User {
+                content: string("text")?,
+                author: None,
+            })
+        }
+        (true, "tool_result") => {
+            consumed.extend(["tool_use_id", "content"]);
+            let id = string("tool_use_id")?;
+            let (content, original) = match b.get("content") {
+                None | Some(Value::Null) => (String::new(), Some(Value::Null)),
+                Some(Value::String(s)) => (s.clone(), None),
+                Some(Value::Array(a)) => (text_parts(a), Some(Value::Array(a.clone()))),
+                Some(other) => {
+                    return Err(format!(
+                        "{at}.content: expected a string or an array of content blocks, found {}",
+                        describe(other)
+                    ));
+                }
+            };
+            let is_error = match b.get("is_error") {
+                Some(Value::Bool(true)) => {
+                    consumed.push("is_error");
+                    true
+                }
+                // An explicit `false` stays an unmapped key, so it is
+                // written back.
+                None | Some(Value::Bool(false)) => false,
+                Some(other) => {
+                    return Err(format!(
+                        "{at}.is_error: expected true or false, found {}",
+                        describe(other)
+                    ));
+                }
+            };
+            let idx = out.push(Body::ToolResult {
+                id,
+                content,
+                is_error,
+            });
+            if let Some(original) = original {
+                set_meta(&mut out.records[idx], "anthropic_content", original);
+            }
+            idx
+        }
+        (false, "text") => {
+            consumed.push("text");
+            out.push(Body::Assistant {
+                content: string("text")?,
+            })
+        }
+        (false, "thinking") => {
+            consumed.push("thinking");
+            let content = string("thinking")?;
+            let idx = out.push(Body::Reasoning { content });
+            match b.get("signature") {
+                Some(Value::String(sig)) => {
+                    consumed.push("signature");
+                    set_meta(&mut out.records[idx], SIGNATURE, Value::String(sig.clone()));
+                }
+                _ => set_meta(
+                    &mut out.records[idx],
+                    "anthropic_unsigned",
+                    Value::Bool(true),
+                ),
+            }
+            idx
+        }
+        (false, "tool_use") => {
+            consumed.extend(["id", "name", "input"]);
+            let id = string("id")?;
+            let name = string("name")?;
+            let Some(input) = b.get("input") else {
+                return Err(format!("{at}: a `tool_use` block needs an `input`"));
+            };
+            out.push(Body::ToolCall {
+                id,
+                name,
+                arguments: input.clone(),
+            })
+        }
+        _ => {
+            let mut fields = Object::new();
+            fields.insert(
+                "role".into(),
+                (if user { "user" } else { "assistant" }).into(),
+            );
+            fields.insert("block".into(), Value::Object(b.clone()));
+            return Ok(out.push(Body::Other {
+                kind: BLOCK.into(),
+                fields,
+            }));
+        }
+    };
+    let rest = leftovers(b, &consumed);
+    if !rest.is_empty() {
+        set_meta(&mut out.records[idx], BLOCK_FIELDS, Value::Object(rest));
+    }
+    Ok(idx)
+}
+
+/// A text block with nothing but `type` and `text`.
+fn is_plain_text(b: &Object) -> bool {
+    b.len() == 2
+        && b.get("type").and_then(Value::as_str) == Some("text")
+        && b.get("text").is_some_and(Value::is_string)
+}
+
+/// Write records as Anthropic messages.
+pub fn to_json(records: &[Record], extras: &Object) -> Value {
+    let systems: Vec<&Record> = records
+        .iter()
+        .filter(|r| matches!(r.body, Body::System { .. }))
+        .collect();
+    let system = match systems.as_slice() {
+        [] => None,
+        [r] => {
+            let text = system_text(r);
+            match meta(r, "anthropic_system") {
+                Some(Value::Array(blocks)) if text_parts(blocks) == text => {
+                    Some(Value::Array(blocks.clone()))
+                }
+                _ => Some(Value::String(text.to_owned())),
+            }
+        }
+        many => Some(Value::String(
+            many.iter()
+                .map(|r| system_text(r))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )),
+    };
+
+    let mut grouped: Vec<(&str, Vec<Value>, &Record)> = Vec::new();
+    for r in records {
+        let Some((role, block)) = block_of(r) else {
+            continue;
+        };
+        match grouped.last_mut() {
+            Some((last, blocks, _)) if *last == role => blocks.push(block),
+            _ => grouped.push((role, vec![block], r)),
+        }
+    }
+    let messages = grouped
+        .into_iter()
+        .map(|(role, mut blocks, first)| {
+            let as_string = match blocks.as_slice() {
+                [Value::Object(b)] if is_plain_text(b) => match meta(first, STRING_CONTENT) {
+                    Some(Value::Bool(s)) => *s,
+                    _ => role == "user",
+                },
+                _ => false,
+            };
+            let content = if as_string {
+                blocks
+                    .pop()
+                    .and_then(|b| b.get("text").cloned())
+                    .unwrap_or_default()
+            } else {
+                Value::Array(blocks)
+            };
+            let mut msg = Object::new();
+            msg.insert("role".into(), role.into());
+            msg.insert("content".into(), content);
+            fill_in(&mut msg, message_keys(first, PREFIX));
+            Value::Object(msg)
+        })
+        .collect();
+
+    let kept = extras.get(PREFIX).and_then(Value::as_object);
+    build_request(
+        kept,
+        &[
+            ("system", system),
+            ("messages", Some(Value::Array(messages))),
+        ],
+    )
+}
+
+fn system_text(r: &Record) -> &str {
+    match &r.body {
+        Body::System { content } => content,
+        _ => "",
+    }
+}
+
+/// The role and content block a record is written as, if any.
+fn block_of(r: &Record) -> Option<(&str, Value)> {
+    let mut b = Object::new();
+    let role = match &r.body {
+        Body::User { content, .. } => {
+            b.insert("type".into(), "text".into());
+            b.insert("text".into(), Value::String(content.clone()));
+            "user"
+        }
+        Body::ToolResult {
+            id,
+            content,
+            is_error,
+        } => {
+            b.insert("type".into(), "tool_result".into());
+            b.insert("tool_use_id".into(), Value::String(id.clone()));
+            match meta(r, "anthropic_content") {
+                Some(Value::Null) if content.is_empty() => {}
+                Some(orig @ Value::Array(a)) if text_parts(a) == *content => {
+                    b.insert("content".into(), orig.clone());
+                }
+                _ => {
+                    b.insert("content".into(), Value::String(content.clone()));
+                }
+            }
+            if *is_error {
+                b.insert("is_error".into(), Value::Bool(true));
+            }
+            "user"
+        }
+        Body::Assistant { content } => {
+            b.insert("type".into(), "text".into());
+            b.insert("text".into(), Value::String(content.clone()));
+            "assistant"
+        }
+        Body::Structured { data } => {
+            b.insert("type".into(), "text".into());
+            b.insert(
+                "text".into(),
+                Value::String(serde_json::to_string(data).unwrap_or_default()),
+            );
+            "assistant"
+        }
+        Body::Reasoning { content } => {
+            b.insert("type".into(), "thinking".into());
+            b.insert("thinking".into(), Value::String(content.clone()));
+            match meta(r, SIGNATURE) {
+                Some(Value::String(sig)) => {
+                    b.insert("signature".into(), Value::String(sig.clone()));
+                }
+                _ if meta(r, "anthropic_unsigned") == Some(&Value::Bool(true)) => {}
+                _ => return None,
+            }
+            "assistant"
+        }
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            b.insert("type".into(), "tool_use".into());
+            b.insert("id".into(), Value::String(id.clone()));
+            b.insert("name".into(), Value::String(name.clone()));
+            b.insert("input".into(), arguments.clone());
+            "assistant"
+        }
+        Body::Other { kind, fields } if kind == BLOCK => {
+            let role = match fields.get("role").and_then(Value::as_str) {
+                Some("user") => "user",
+                Some("assistant") => "assistant",
+                _ => return None,
+            };
+            let block = fields.get("block").filter(|b| b.is_object())?;
+            return Some((role, block.clone()));
+        }
+        _ => return None,
+    };
+    if let Some(Value::Object(rest)) = meta(r, BLOCK_FIELDS) {
+        fill_in(&mut b, rest.clone());
+    }
+    Some((role, Value::Object(b)))
+}

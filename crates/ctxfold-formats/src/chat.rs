@@ -1,0 +1,201 @@
+//! Helpers shared by the chat-message formats (OpenAI and Anthropic):
+//! building records with the turn rule, keeping a request's other keys, and
+//! the metadata keys that let export give back what import read.
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+/// Records under construction: `seq` 0, 1, 2, …, empty `ts`, and the turn
+/// rule for imported messages.
+#[derive(Default)]
+pub(crate) struct Records {
+    pub(crate) records: Vec<Record>,
+    last_visible_user: bool,
+}
+
+impl Records {
+    /// Append a record; returns its index.
+    pub(crate) fn push(&mut self, body: Body) -> usize {
+        if body.is_model_visible() {
+            self.last_visible_user = matches!(body, Body::User { .. });
+        }
+        let idx = self.records.len();
+        self.records.push(Record::new(idx as u64, "", body));
+        idx
+    }
+
+    /// Open a turn for a user message: a `turn_start` unless the last
+    /// model-visible record is a user message (an interrupt reply).
+    pub(crate) fn open_turn(&mut self) {
+        if !self.last_visible_user {
+            self.push(Body::TurnStart);
+        }
+    }
+}
+
+/// The `messages` array of a transcript and the body object around it, if
+/// any.
+pub(crate) fn split_request(v: &Value) -> Result<(&[Value], Option<&Object>), String> {
+    const EXPECTED: &str = "expected a request object with `messages` or an array of messages";
+    match v {
+        Value::Array(a) => Ok((a, None)),
+        Value::Object(o) => match o.get("messages") {
+            Some(Value::Array(a)) => Ok((a, Some(o))),
+            Some(other) => Err(format!(
+                "`messages`: expected an array of messages, found {}",
+                describe(other)
+            )),
+            None => Err(format!("{EXPECTED}, found an object without `messages`")),
+        },
+        other => Err(format!("{EXPECTED}, found {}", describe(other))),
+    }
+}
+
+/// The request body to keep for export: every key in order, with the keys
+/// export rebuilds (`placeholders`) set to `null`. `None` when there is
+/// nothing else.
+pub(crate) fn kept_body(o: &Object, placeholders: &[&str]) -> Option<Object> {
+    if o.keys().all(|k| placeholders.contains(&k.as_str())) {
+        return None;
+    }
+    Some(
+        o.iter()
+            .map(|(k, v)| {
+                let v = if placeholders.contains(&k.as_str()) {
+                    Value::Null
+                } else {
+                    v.clone()
+                };
+                (k.clone(), v)
+            })
+            .collect(),
+    )
+}
+
+/// A request body: the kept keys in order with `fills` at their
+/// placeholders (a `None` fill leaves its key out); fills without a
+/// placeholder come first.
+pub(crate) fn build_request(kept: Option<&Object>, fills: &[(&str, Option<Value>)]) -> Value {
+    let mut out = Object::new();
+    for (k, v) in fills {
+        if let Some(v) = v
+            && !kept.is_some_and(|o| o.contains_key(*k))
+        {
+            out.insert((*k).to_owned(), v.clone());
+        }
+    }
+    for (k, v) in kept.into_iter().flatten() {
+        match fills.iter().find(|(f, _)| f == k) {
+            Some((_, Some(fill))) => {
+                out.insert(k.clone(), fill.clone());
+            }
+            Some((_, None)) => {}
+            None => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// The keys of `o` not in `consumed`, in order.
+pub(crate) fn leftovers(o: &Object, consumed: &[&str]) -> Object {
+    o.iter()
+        .filter(|(k, _)| !consumed.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Keep a message's unmapped `keys` on `r`: in `extra` under their own
+/// names, listed in metadata `{prefix}_message_keys`; names the record uses
+/// itself (or already has in `extra`) go to metadata `{prefix}_message_fields`.
+pub(crate) fn keep_message_keys(r: &mut Record, keys: Object, prefix: &str) {
+    if keys.is_empty() {
+        return;
+    }
+    let mut own = Object::new();
+    r.body.write_fields(&mut own);
+    let mut listed = Vec::new();
+    let mut fields = Object::new();
+    for (k, v) in keys {
+        let taken = matches!(k.as_str(), "seq" | "ts" | "type" | "metadata")
+            || own.contains_key(&k)
+            || r.extra.contains_key(&k);
+        if taken {
+            fields.insert(k, v);
+        } else {
+            listed.push(Value::String(k.clone()));
+            r.extra.insert(k, v);
+        }
+    }
+    if !listed.is_empty() {
+        set_meta(r, &format!("{prefix}_message_keys"), Value::Array(listed));
+    }
+    if !fields.is_empty() {
+        set_meta(
+            r,
+            &format!("{prefix}_message_fields"),
+            Value::Object(fields),
+        );
+    }
+}
+
+/// The message keys [`keep_message_keys`] kept on `r`.
+pub(crate) fn message_keys(r: &Record, prefix: &str) -> Object {
+    let mut out = Object::new();
+    if let Some(Value::Array(listed)) = meta(r, &format!("{prefix}_message_keys")) {
+        for k in listed.iter().filter_map(Value::as_str) {
+            if let Some(v) = r.extra.get(k) {
+                out.insert(k.to_owned(), v.clone());
+            }
+        }
+    }
+    if let Some(Value::Object(fields)) = meta(r, &format!("{prefix}_message_fields")) {
+        for (k, v) in fields {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// Add the keys of `from` that `to` does not have yet.
+pub(crate) fn fill_in(to: &mut Object, from: Object) {
+    for (k, v) in from {
+        to.entry(k).or_insert(v);
+    }
+}
+
+/// A metadata value of `r`.
+pub(crate) fn meta<'a>(r: &'a Record, key: &str) -> Option<&'a Value> {
+    r.metadata.as_ref()?.get(key)
+}
+
+/// Set a metadata value of `r`.
+pub(crate) fn set_meta(r: &mut Record, key: &str, v: Value) {
+    r.metadata
+        .get_or_insert_with(Object::new)
+        .insert(key.to_owned(), v);
+}
+
+/// The text parts (`{"type": "text", "text": …}`) of a content array,
+/// joined with "\n".
+pub(crate) fn text_parts(parts: &[Value]) -> String {
+    parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a JSON value is, for error messages.
+pub(crate) fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

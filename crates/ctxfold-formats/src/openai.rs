@@ -1,0 +1,497 @@
+//! OpenAI chat completions `messages`.
+//!
+//! # Import
+//!
+//! The input is a request body (an object with `messages`) or a bare array
+//! of messages. The other top-level keys of a body (`model`, `tools`, …) are
+//! kept in [`Transcript::extras`]`["openai"]`: the body in its key order with
+//! `messages` as a `null` placeholder marking its position, so export gives
+//! the body back as it was (nothing is kept when `messages` is the only key).
+//!
+//! | message | records |
+//! | --- | --- |
+//! | `system`, `developer` | `system`; a developer message has `"role": "developer"` in the record's `extra` |
+//! | `user` | `turn_start` when the last model-visible record is not a user message (so also before the first), then `user` |
+//! | `assistant` | `reasoning` from a non-empty `reasoning_content`, `assistant` from a non-empty `content`, one `tool_call` per `tool_calls[i]`; an `assistant` with empty text when that makes nothing |
+//! | `tool` | `tool_result` with `is_error: false` (the format has no error flag) |
+//!
+//! - Content as an array of parts: the record's text is the text parts
+//!   joined with "\n"; the array is kept in metadata `openai_content` and
+//!   written back while the text is unchanged. The same key keeps a content
+//!   the default export would not write (`null` where `""` would be written,
+//!   `""` beside tool calls); a missing `content` sets `openai_no_content`.
+//! - `function.arguments` is a JSON string, parsed into the call's
+//!   `arguments`. Text that does not parse is kept as a JSON string with
+//!   metadata `openai_raw_arguments: true`; text that parses but is not what
+//!   serde_json writes for the value (spaces, number spelling) is kept in
+//!   metadata `openai_arguments_text`. Either way export writes the original.
+//! - Message keys this module does not map (`name`, `refusal`, an empty
+//!   `tool_calls`, …) go into `extra` of the first record made from the
+//!   message, their names listed in metadata `openai_message_keys`: export
+//!   writes back only listed keys, so extra fields from another format never
+//!   leak into a request. A key the record itself uses (a tool call's `name`,
+//!   `type`, …) goes into metadata `openai_message_fields` instead. Unmapped
+//!   keys of a tool call go to `openai_tool_call_fields`, of its `function`
+//!   to `openai_function_fields`.
+//! - An assistant message right after another one gets metadata
+//!   `openai_message_start: true` on its first record, since export joins
+//!   consecutive assistant output into one message otherwise.
+//! - The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//!
+//! # Export
+//!
+//! `{"messages": [...]}` plus the kept body keys. System records become
+//! `system` (or `developer`) messages, user records `user` messages, tool
+//! results `tool` messages. Consecutive assistant-side records (reasoning,
+//! text, tool calls, structured answers) form one assistant message: texts
+//! joined with "\n\n" (a structured answer as its JSON text) in `content`
+//! (`null` when there is no text but there are tool calls), reasoning joined
+//! in `reasoning_content` (absent when none), calls in `tool_calls`. Not
+//! written: `turn_start` (turns follow from user messages), overlays, other
+//! records (e.g. Anthropic image or redacted thinking blocks), a user
+//! record's `author`, and a tool result's `is_error` (re-import reads
+//! `false`).
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use crate::Transcript;
+use crate::chat::{
+    Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
+    message_keys, meta, set_meta, split_request, text_parts,
+};
+
+const PREFIX: &str = "openai";
+const ROLES: &str = "expected system, developer, user, assistant or tool";
+
+/// Read OpenAI chat messages (a request body with `messages`, or a bare
+/// array). The error says what was expected and where.
+pub fn from_json(v: &Value) -> Result<Transcript, String> {
+    let (messages, body) = split_request(v)?;
+    let mut t = Transcript::default();
+    if let Some(kept) = body.and_then(|o| kept_body(o, &["messages"])) {
+        t.extras.insert(PREFIX.into(), Value::Object(kept));
+    }
+    let mut out = Records::default();
+    let mut prev_assistant = false;
+    for (i, m) in messages.iter().enumerate() {
+        prev_assistant = read_message(&mut out, i, m, prev_assistant)?;
+    }
+    t.records = out.records;
+    Ok(t)
+}
+
+/// The text of a message's `content` and the value it was read from
+/// (`None` when the key was missing).
+struct Content<'a> {
+    text: String,
+    original: Option<&'a Value>,
+}
+
+impl<'a> Content<'a> {
+    fn read(i: usize, m: &'a Object) -> Result<Self, String> {
+        let original = m.get("content");
+        let text = match original {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => text_parts(parts),
+            Some(other) => {
+                return Err(format!(
+                    "messages[{i}].content: expected a string, an array of content parts or null, found {}",
+                    describe(other)
+                ));
+            }
+        };
+        Ok(Content { text, original })
+    }
+
+    /// Keep the original content on `r` when export would not write it as
+    /// `default`.
+    fn keep(&self, r: &mut Record, default: Value) {
+        match self.original {
+            None => set_meta(r, "openai_no_content", Value::Bool(true)),
+            Some(orig) if *orig != default => set_meta(r, "openai_content", orig.clone()),
+            Some(_) => {}
+        }
+    }
+}
+
+/// Read message `i`; returns whether it was an assistant message.
+fn read_message(
+    out: &mut Records,
+    i: usize,
+    m: &Value,
+    prev_assistant: bool,
+) -> Result<bool, String> {
+    let Value::Object(m) = m else {
+        return Err(format!(
+            "messages[{i}]: expected a message object, found {}",
+            describe(m)
+        ));
+    };
+    let role = match m.get("role") {
+        Some(Value::String(r)) => r.as_str(),
+        Some(other) => {
+            return Err(format!(
+                "messages[{i}]: `role` is {}, not a string; {ROLES}",
+                describe(other)
+            ));
+        }
+        None => return Err(format!("messages[{i}]: missing `role`; {ROLES}")),
+    };
+    let content = Content::read(i, m)?;
+    match role {
+        "system" | "developer" => {
+            let idx = out.push(Body::System {
+                content: content.text.clone(),
+            });
+            let r = &mut out.records[idx];
+            if role == "developer" {
+                r.extra
+                    .insert("role".into(), Value::String("developer".into()));
+            }
+            content.keep(r, Value::String(content.text.clone()));
+            keep_message_keys(r, leftovers(m, &["role", "content"]), PREFIX);
+        }
+        "user" => {
+            out.open_turn();
+            let idx = out.push(Body::User {
+                content: content.text.clone(),
+                author: None,
+            });
+            let r = &mut out.records[idx];
+            content.keep(r, Value::String(content.text.clone()));
+            keep_message_keys(r, leftovers(m, &["role", "content"]), PREFIX);
+        }
+        "tool" => {
+            let id = match m.get("tool_call_id") {
+                Some(Value::String(s)) => s.clone(),
+                _ => {
+                    return Err(format!(
+                        "messages[{i}]: a tool message needs a `tool_call_id` string"
+                    ));
+                }
+            };
+            let idx = out.push(Body::ToolResult {
+                id,
+                content: content.text.clone(),
+                is_error: false,
+            });
+            let r = &mut out.records[idx];
+            content.keep(r, Value::String(content.text.clone()));
+            keep_message_keys(
+                r,
+                leftovers(m, &["role", "tool_call_id", "content"]),
+                PREFIX,
+            );
+        }
+        "assistant" => read_assistant(out, i, m, &content, prev_assistant)?,
+        other => return Err(format!("messages[{i}]: unknown role `{other}`; {ROLES}")),
+    }
+    Ok(role == "assistant")
+}
+
+fn read_assistant(
+    out: &mut Records,
+    i: usize,
+    m: &Object,
+    content: &Content<'_>,
+    prev_assistant: bool,
+) -> Result<(), String> {
+    let mut consumed = vec!["role", "content"];
+    let calls: &[Value] = match m.get("tool_calls") {
+        Some(Value::Array(a)) if !a.is_empty() => {
+            consumed.push("tool_calls");
+            a
+        }
+        // An empty or null `tool_calls` is kept as an unmapped key.
+        None | Some(Value::Null) | Some(Value::Array(_)) => &[],
+        Some(other) => {
+            return Err(format!(
+                "messages[{i}].tool_calls: expected an array of tool calls, found {}",
+                describe(other)
+            ));
+        }
+    };
+    let calls = calls
+        .iter()
+        .enumerate()
+        .map(|(j, c)| read_tool_call(i, j, c))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let start = out.records.len();
+    if let Some(Value::String(r)) = m.get("reasoning_content")
+        && !r.is_empty()
+    {
+        consumed.push("reasoning_content");
+        out.push(Body::Reasoning { content: r.clone() });
+    }
+    let mut text_idx = None;
+    if !content.text.is_empty() {
+        text_idx = Some(out.push(Body::Assistant {
+            content: content.text.clone(),
+        }));
+    }
+    let has_calls = !calls.is_empty();
+    for (body, meta) in calls {
+        let idx = out.push(body);
+        if !meta.is_empty() {
+            out.records[idx].metadata = Some(meta);
+        }
+    }
+    if out.records.len() == start {
+        text_idx = Some(out.push(Body::Assistant {
+            content: content.text.clone(),
+        }));
+    }
+    let default = if text_idx.is_some() {
+        Value::String(content.text.clone())
+    } else if has_calls {
+        Value::Null
+    } else {
+        Value::String(String::new())
+    };
+    content.keep(&mut out.records[text_idx.unwrap_or(start)], default);
+    let first = &mut out.records[start];
+    if prev_assistant {
+        set_meta(first, "openai_message_start", Value::Bool(true));
+    }
+    keep_message_keys(first, leftovers(m, &consumed), PREFIX);
+    Ok(())
+}
+
+/// Read `messages[i].tool_calls[j]` into a tool call body and its metadata.
+fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), String> {
+    let at = format!("messages[{i}].tool_calls[{j}]");
+    let Value::Object(c) = c else {
+        return Err(format!(
+            "{at}: expected a tool call object, found {}",
+            describe(c)
+        ));
+    };
+    let Some(Value::String(id)) = c.get("id") else {
+        return Err(format!("{at}: missing `id` (a string)"));
+    };
+    let Some(Value::Object(f)) = c.get("function") else {
+        return Err(format!(
+            "{at}: missing `function` (an object with `name` and `arguments`)"
+        ));
+    };
+    let Some(Value::String(name)) = f.get("name") else {
+        return Err(format!("{at}.function: missing `name` (a string)"));
+    };
+    let Some(Value::String(text)) = f.get("arguments") else {
+        return Err(format!(
+            "{at}.function: missing `arguments` (a JSON string)"
+        ));
+    };
+    let mut meta = Object::new();
+    let arguments = match serde_json::from_str::<Value>(text) {
+        Ok(v) => {
+            if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
+                meta.insert("openai_arguments_text".into(), Value::String(text.clone()));
+            }
+            v
+        }
+        Err(_) => {
+            meta.insert("openai_raw_arguments".into(), Value::Bool(true));
+            Value::String(text.clone())
+        }
+    };
+    let mut call_fields = leftovers(c, &["id", "type", "function"]);
+    match c.get("type") {
+        Some(Value::String(t)) if t == "function" => {}
+        None => {}
+        Some(other) => {
+            call_fields.insert("type".into(), other.clone());
+        }
+    }
+    if !call_fields.is_empty() {
+        meta.insert("openai_tool_call_fields".into(), Value::Object(call_fields));
+    }
+    let function_fields = leftovers(f, &["name", "arguments"]);
+    if !function_fields.is_empty() {
+        meta.insert(
+            "openai_function_fields".into(),
+            Value::Object(function_fields),
+        );
+    }
+    let body = Body::ToolCall {
+        id: id.clone(),
+        name: name.clone(),
+        arguments,
+    };
+    Ok((body, meta))
+}
+
+/// Write records as OpenAI chat messages.
+pub fn to_json(records: &[Record], extras: &Object) -> Value {
+    let mut messages = Vec::new();
+    let mut group: Vec<&Record> = Vec::new();
+    let flush = |group: &mut Vec<&Record>, messages: &mut Vec<Value>| {
+        if !group.is_empty() {
+            messages.push(assistant_message(group));
+            group.clear();
+        }
+    };
+    for r in records {
+        match &r.body {
+            b if b.is_assistant_side() => {
+                if meta(r, "openai_message_start") == Some(&Value::Bool(true)) {
+                    flush(&mut group, &mut messages);
+                }
+                group.push(r);
+            }
+            Body::System { content } => {
+                flush(&mut group, &mut messages);
+                let role = match r.extra.get("role") {
+                    Some(Value::String(d)) if d == "developer" => "developer",
+                    _ => "system",
+                };
+                let mut msg = Object::new();
+                msg.insert("role".into(), role.into());
+                insert_content(&mut msg, &[r], content, Value::String(content.clone()));
+                fill_in(&mut msg, message_keys(r, PREFIX));
+                messages.push(Value::Object(msg));
+            }
+            Body::User { content, .. } => {
+                flush(&mut group, &mut messages);
+                let mut msg = Object::new();
+                msg.insert("role".into(), "user".into());
+                insert_content(&mut msg, &[r], content, Value::String(content.clone()));
+                fill_in(&mut msg, message_keys(r, PREFIX));
+                messages.push(Value::Object(msg));
+            }
+            Body::ToolResult { id, content, .. } => {
+                flush(&mut group, &mut messages);
+                let mut msg = Object::new();
+                msg.insert("role".into(), "tool".into());
+                msg.insert("tool_call_id".into(), Value::String(id.clone()));
+                insert_content(&mut msg, &[r], content, Value::String(content.clone()));
+                fill_in(&mut msg, message_keys(r, PREFIX));
+                messages.push(Value::Object(msg));
+            }
+            Body::TurnStart => flush(&mut group, &mut messages),
+            // Overlays and other records are not messages.
+            _ => {}
+        }
+    }
+    flush(&mut group, &mut messages);
+    let kept = extras.get(PREFIX).and_then(Value::as_object);
+    build_request(kept, &[("messages", Some(Value::Array(messages)))])
+}
+
+/// One assistant message from the records of one step.
+fn assistant_message(group: &[&Record]) -> Value {
+    let mut texts = Vec::new();
+    let mut reasoning = Vec::new();
+    let mut calls = Vec::new();
+    for r in group {
+        match &r.body {
+            Body::Assistant { content } => texts.push(content.clone()),
+            Body::Structured { data } => {
+                texts.push(serde_json::to_string(data).unwrap_or_default())
+            }
+            Body::Reasoning { content } => reasoning.push(content.as_str()),
+            Body::ToolCall {
+                id,
+                name,
+                arguments,
+            } => calls.push(tool_call(r, id, name, arguments)),
+            _ => {}
+        }
+    }
+    let text = texts.join("\n\n");
+    let default = if !texts.is_empty() {
+        Value::String(text.clone())
+    } else if !calls.is_empty() {
+        Value::Null
+    } else {
+        Value::String(String::new())
+    };
+    let mut msg = Object::new();
+    msg.insert("role".into(), "assistant".into());
+    insert_content(&mut msg, group, &text, default);
+    if !reasoning.is_empty() {
+        msg.insert(
+            "reasoning_content".into(),
+            Value::String(reasoning.join("\n\n")),
+        );
+    }
+    if !calls.is_empty() {
+        msg.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(first) = group.first() {
+        fill_in(&mut msg, message_keys(first, PREFIX));
+    }
+    Value::Object(msg)
+}
+
+fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> Value {
+    let mut function = Object::new();
+    function.insert("name".into(), Value::String(name.to_owned()));
+    function.insert(
+        "arguments".into(),
+        Value::String(arguments_text(r, arguments)),
+    );
+    if let Some(Value::Object(f)) = meta(r, "openai_function_fields") {
+        fill_in(&mut function, f.clone());
+    }
+    let mut call = Object::new();
+    call.insert("id".into(), Value::String(id.to_owned()));
+    call.insert("type".into(), "function".into());
+    call.insert("function".into(), Value::Object(function));
+    if let Some(Value::Object(fields)) = meta(r, "openai_tool_call_fields") {
+        for (k, v) in fields {
+            call.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(call)
+}
+
+/// The `function.arguments` text of a call: the original text when import
+/// kept it and it still says the same, else the compact JSON.
+fn arguments_text(r: &Record, arguments: &Value) -> String {
+    if meta(r, "openai_raw_arguments") == Some(&Value::Bool(true))
+        && let Value::String(s) = arguments
+    {
+        return s.clone();
+    }
+    if let Some(Value::String(t)) = meta(r, "openai_arguments_text")
+        && serde_json::from_str::<Value>(t).ok().as_ref() == Some(arguments)
+    {
+        return t.clone();
+    }
+    serde_json::to_string(arguments).unwrap_or_default()
+}
+
+/// Insert `content` into `msg`: the original content import kept (on the
+/// first of `records` that has one) while its text is still `text`, else
+/// `default`; nothing when the message had no `content` and `text` is empty.
+fn insert_content(msg: &mut Object, records: &[&Record], text: &str, default: Value) {
+    for r in records {
+        if meta(r, "openai_no_content") == Some(&Value::Bool(true)) {
+            if text.is_empty() {
+                return;
+            }
+            break;
+        }
+        if let Some(orig) = meta(r, "openai_content") {
+            if content_text(orig) == text {
+                msg.insert("content".into(), orig.clone());
+                return;
+            }
+            break;
+        }
+    }
+    msg.insert("content".into(), default);
+}
+
+/// The text a content value holds.
+fn content_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => text_parts(parts),
+        _ => String::new(),
+    }
+}
