@@ -8,8 +8,11 @@
 
 #![warn(missing_docs)]
 
+pub mod bounds;
 pub mod compaction;
 pub mod log;
+pub mod planner;
+pub mod projection;
 pub mod record;
 
 pub use compaction::{Compaction, CompactionReset};

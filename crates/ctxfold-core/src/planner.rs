@@ -1,0 +1,563 @@
+//! The planner: turns rules into compaction records (SPEC §5).
+//!
+//! A [`Rule`] says which turns and how. Planning resolves its bounds to
+//! absolute positions against the log as it was when the run began (several
+//! rules in one run all see the same log), applies `keep_first` and
+//! `keep_last`, grows a derived summary to the union of the summaries it
+//! overlaps, refuses a supplied summary that partly overlaps one, and bakes
+//! the per-tool hints from config into `tool_overrides`.
+//!
+//! Generating summary text is not the planner's job: a [`Planned`] that
+//! needs a derived summary says so, with the exact range a summarizer must
+//! read, and the caller fills the text in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::bounds::{Bound, BoundError, Clock, Keep};
+use crate::compaction::{
+    Compaction, Provenance, ReasoningPolicy, Source, Summary, ToolOverride, ToolPolicy,
+    truncate_note,
+};
+use crate::log::Log;
+use crate::projection::{compaction_status, covered_indices};
+use crate::record::Body;
+
+/// Which turns to compact and how.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rule {
+    /// Start bound (default: the first turn).
+    pub from: Option<Bound>,
+    /// End bound (default: the last turn).
+    pub to: Option<Bound>,
+    /// Turns kept at the start.
+    pub keep_first: Option<Keep>,
+    /// Turns kept at the end.
+    pub keep_last: Option<Keep>,
+    /// Reasoning policy.
+    pub reasoning: Option<ReasoningPolicy>,
+    /// Tool policy.
+    pub tool_calls: Option<ToolPolicy>,
+    /// Summarize the range instead.
+    pub summary: Option<SummaryRequest>,
+}
+
+/// How a rule's summary is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SummaryRequest {
+    /// Derive it with a summarizer from the raw events.
+    Derive {
+        /// `provider/model`, or `None` for the default summarizer.
+        model: Option<String>,
+        /// Instructions for a model summarizer.
+        instructions: Option<String>,
+    },
+    /// Text written by a person or the assistant.
+    Supplied {
+        /// The summary.
+        text: String,
+        /// Who wrote it.
+        author: Source,
+    },
+}
+
+impl Rule {
+    /// The built-in rule: keep first 1, keep last 3, strip reasoning and tools.
+    pub fn builtin() -> Rule {
+        Rule {
+            keep_first: Some(Keep::Count(1)),
+            keep_last: Some(Keep::Count(3)),
+            reasoning: Some(ReasoningPolicy::Strip),
+            tool_calls: Some(ToolPolicy::Strip),
+            ..Rule::default()
+        }
+    }
+
+    /// Whether the rule does anything at all.
+    pub fn has_policy(&self) -> bool {
+        self.reasoning.is_some() || self.tool_calls.is_some() || self.summary.is_some()
+    }
+}
+
+/// Per-tool compaction hints from config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolHints {
+    /// `[tools.NAME] compaction = …`
+    pub per_tool: BTreeMap<String, ToolOverride>,
+    /// `[tools."*"] compaction = …`: every tool without its own hint.
+    pub default: Option<ToolOverride>,
+}
+
+/// What planning needs besides the rules.
+#[derive(Debug, Clone, Default)]
+pub struct PlanContext {
+    /// The current time, for duration bounds.
+    pub now: Option<jiff::Timestamp>,
+    /// Per-tool hints, baked into `tool_overrides`.
+    pub hints: ToolHints,
+    /// Who is compacting.
+    pub source: Source,
+    /// Why (truncated to 200 characters).
+    pub note: Option<String>,
+    /// Defer activation until this turn index (the assistant's tool).
+    pub deferred_until_turn: Option<u32>,
+}
+
+/// One compaction the planner made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The record to append. For a derived summary, `summary` is `None`
+    /// until the caller fills it in.
+    pub compaction: Compaction,
+    /// Covered record indices, inclusive: what a summarizer must read.
+    pub range: (usize, usize),
+    /// Set when a derived summary must still be generated.
+    pub derive: Option<(Option<String>, Option<String>)>,
+    /// The turns (0-based) the rule asked for, when a summary overlap grew
+    /// the range beyond them.
+    pub grown_from: Option<(u32, u32)>,
+    /// Which rule (index) made it.
+    pub rule: usize,
+}
+
+/// A rule that produced nothing, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Which rule (index).
+    pub rule: usize,
+    /// Why, for people.
+    pub reason: String,
+}
+
+/// The result of planning a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    /// Compactions to append, in rule order.
+    pub planned: Vec<Planned>,
+    /// Rules that had nothing to do.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Why a run could not be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// A bound could not be resolved.
+    #[error("rule {rule}: {source}")]
+    Bound {
+        /// Which rule (1-based).
+        rule: usize,
+        /// What was wrong.
+        source: BoundError,
+    },
+    /// A supplied summary partly overlaps an existing one.
+    #[error(
+        "rule {rule}: the supplied summary of turns {}–{} partly overlaps the summary of turns {}–{}; a written summary cannot be widened, so cover all of those turns or none",
+        new.0 + 1, new.1 + 1, existing.0 + 1, existing.1 + 1
+    )]
+    SuppliedOverlap {
+        /// Which rule (1-based).
+        rule: usize,
+        /// The new summary's turns (0-based).
+        new: (u32, u32),
+        /// The existing summary's turns (0-based).
+        existing: (u32, u32),
+    },
+    /// The rule has no policy.
+    #[error(
+        "rule {rule} says what to compact but not how: give it reasoning, tool_calls or a summary"
+    )]
+    NoPolicy {
+        /// Which rule (1-based).
+        rule: usize,
+    },
+}
+
+/// Plan `rules` against `log`. Every rule sees the log as it was when the
+/// run began.
+pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanError> {
+    let clock = Clock { now: ctx.now };
+    let mut out = Plan::default();
+    let summaries = existing_summaries(log);
+    for (n, rule) in rules.iter().enumerate() {
+        let bound_err = |source| PlanError::Bound {
+            rule: n + 1,
+            source,
+        };
+        if !rule.has_policy() {
+            return Err(PlanError::NoPolicy { rule: n + 1 });
+        }
+        let turns = log.turn_count() as i64;
+        let mut start = match &rule.from {
+            Some(b) => b.resolve_start(log, clock).map_err(bound_err)?,
+            None => 0,
+        };
+        let mut end = match &rule.to {
+            Some(b) => b.resolve_end(log, clock).map_err(bound_err)?,
+            None => turns - 1,
+        };
+        if let Some(k) = &rule.keep_first {
+            start = start.max(k.first_not_kept(log).map_err(bound_err)?);
+        }
+        if let Some(k) = &rule.keep_last {
+            end = end.min(k.last_not_kept(log, clock).map_err(bound_err)?);
+        }
+        end = end.min(turns - 1);
+        if start > end || start < 0 || end < 0 {
+            out.skipped.push(Skipped {
+                rule: n,
+                reason: if turns == 0 {
+                    "the conversation has no turns".into()
+                } else {
+                    format!("no turns left to compact in a conversation of {turns} turns")
+                },
+            });
+            continue;
+        }
+        let (from_turn, to_turn) = (start as u32, end as u32);
+        let (Some(lo_r), Some(hi_r)) = (log.turn_range(from_turn), log.turn_range(to_turn)) else {
+            continue;
+        };
+        match region(log, (lo_r.start, hi_r.end - 1), rule, ctx, &summaries, n)? {
+            Some(p) => out.planned.push(p),
+            None => out.skipped.push(Skipped {
+                rule: n,
+                reason: format!(
+                    "turns {}–{} hold nothing the model sees",
+                    from_turn + 1,
+                    to_turn + 1
+                ),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Plan one rule's policies over exact record indices `lo..=hi`, which may
+/// end inside a turn at a step boundary (automatic compaction within a
+/// turn). The rule's bounds are ignored.
+pub fn plan_region(
+    log: &Log,
+    range: (usize, usize),
+    rule: &Rule,
+    ctx: &PlanContext,
+) -> Result<Option<Planned>, PlanError> {
+    if !rule.has_policy() {
+        return Err(PlanError::NoPolicy { rule: 1 });
+    }
+    region(log, range, rule, ctx, &existing_summaries(log), 0)
+}
+
+/// Index ranges of the summaries in force.
+fn existing_summaries(log: &Log) -> Vec<(usize, usize, bool)> {
+    let (active, _) = compaction_status(log);
+    active
+        .iter()
+        .filter_map(|&i| match &log.records()[i].body {
+            Body::Compaction(c) if c.summary.is_some() => {
+                covered_indices(log, c).map(|(lo, hi)| (lo, hi, true))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn region(
+    log: &Log,
+    (mut lo, mut hi): (usize, usize),
+    rule: &Rule,
+    ctx: &PlanContext,
+    summaries: &[(usize, usize, bool)],
+    n: usize,
+) -> Result<Option<Planned>, PlanError> {
+    let records = log.records();
+    if !records[lo..=hi].iter().any(|r| r.body.is_model_visible()) {
+        return Ok(None);
+    }
+    let asked = (log.turn_of(lo), log.turn_of(hi));
+    let mut grown_from = None;
+    match &rule.summary {
+        Some(SummaryRequest::Derive { .. }) => {
+            // Summaries cannot be sliced: grow to the union, until stable.
+            loop {
+                let mut grew = false;
+                for &(slo, shi, _) in summaries {
+                    if slo <= hi && lo <= shi && (slo < lo || shi > hi) {
+                        lo = lo.min(slo);
+                        hi = hi.max(shi);
+                        grew = true;
+                    }
+                }
+                if !grew {
+                    break;
+                }
+                grown_from = Some(asked);
+            }
+        }
+        Some(SummaryRequest::Supplied { .. }) => {
+            for &(slo, shi, _) in summaries {
+                let overlaps = slo <= hi && lo <= shi;
+                let nested = (slo >= lo && shi <= hi) || (lo >= slo && hi <= shi);
+                if overlaps && !nested {
+                    return Err(PlanError::SuppliedOverlap {
+                        rule: n + 1,
+                        new: asked,
+                        existing: (log.turn_of(slo), log.turn_of(shi)),
+                    });
+                }
+            }
+        }
+        None => {}
+    }
+    let mut c = Compaction::new(log.turn_of(lo), log.turn_of(hi), ctx.source);
+    c.from_seq = Some(records[lo].seq);
+    c.to_seq = Some(records[hi].seq);
+    c.reasoning = rule.reasoning;
+    c.tool_calls = rule.tool_calls;
+    c.note = ctx.note.as_deref().map(truncate_note);
+    c.deferred_until_turn = ctx.deferred_until_turn;
+    let mut derive = None;
+    match &rule.summary {
+        Some(SummaryRequest::Supplied { text, author }) => {
+            c.summary = Some(Summary {
+                text: text.clone(),
+                provenance: Provenance::Supplied { author: *author },
+            });
+        }
+        Some(SummaryRequest::Derive {
+            model,
+            instructions,
+        }) => derive = Some((model.clone(), instructions.clone())),
+        None => {}
+    }
+    if rule.tool_calls.is_some() {
+        c.tool_overrides = bake_hints(log, (lo, hi), &ctx.hints);
+    }
+    Ok(Some(Planned {
+        compaction: c,
+        range: (lo, hi),
+        derive,
+        grown_from,
+        rule: n,
+    }))
+}
+
+/// The per-tool overrides for a range: every tool with its own hint, and
+/// the `*` hint for every other tool called in the range. Only rules with a
+/// tool policy get them: a reasoning-only rule leaves tools alone.
+fn bake_hints(
+    log: &Log,
+    (lo, hi): (usize, usize),
+    hints: &ToolHints,
+) -> BTreeMap<String, ToolOverride> {
+    let mut out = hints.per_tool.clone();
+    if let Some(default) = hints.default {
+        let called: BTreeSet<&str> = log.records()[lo..=hi]
+            .iter()
+            .filter_map(|r| match &r.body {
+                Body::ToolCall { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        for name in called {
+            out.entry(name.to_owned()).or_insert(default);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Body, Record};
+    use serde_json::json;
+
+    fn log(turns: u32) -> Log {
+        let mut recs = Vec::new();
+        let mut push = |b: Body| {
+            let seq = recs.len() as u64;
+            recs.push(Record::new(seq, "2026-01-01T00:00:00Z", b));
+        };
+        for t in 0..turns {
+            push(Body::TurnStart);
+            push(Body::User {
+                content: format!("q{t}"),
+                author: None,
+            });
+            push(Body::ToolCall {
+                id: format!("c{t}"),
+                name: if t % 2 == 0 { "read" } else { "grep" }.into(),
+                arguments: json!({}),
+            });
+            push(Body::ToolResult {
+                id: format!("c{t}"),
+                content: "out".into(),
+                is_error: false,
+            });
+            push(Body::Assistant {
+                content: format!("a{t}"),
+            });
+        }
+        Log::from_records(recs)
+    }
+
+    fn with(mut l: Log, c: Compaction) -> Log {
+        let seq = l.next_seq();
+        l.push(Record::new(seq, "t", Body::Compaction(Box::new(c))));
+        l
+    }
+
+    #[test]
+    fn builtin_rule_keeps_first_one_and_last_three() {
+        let l = log(10);
+        let p = plan(&l, &[Rule::builtin()], &PlanContext::default()).unwrap();
+        let c = &p.planned[0].compaction;
+        assert_eq!((c.from_turn, c.to_turn), (1, 6));
+        assert_eq!(c.from_seq, Some(5));
+        assert_eq!(c.to_seq, Some(34));
+    }
+
+    #[test]
+    fn short_conversation_has_nothing_to_compact() {
+        let p = plan(&log(3), &[Rule::builtin()], &PlanContext::default()).unwrap();
+        assert!(p.planned.is_empty());
+        assert_eq!(p.skipped.len(), 1);
+    }
+
+    #[test]
+    fn rules_in_one_run_see_the_log_as_it_began() {
+        let l = with(log(10), {
+            let mut c = Compaction::new(0, 2, Source::User);
+            c.reasoning = Some(ReasoningPolicy::Strip);
+            c
+        });
+        let rule = Rule {
+            from: Some(Bound::LastCompaction),
+            tool_calls: Some(ToolPolicy::Omit),
+            ..Rule::default()
+        };
+        let p = plan(&l, &[rule.clone(), rule], &PlanContext::default()).unwrap();
+        assert_eq!(p.planned.len(), 2);
+        for planned in &p.planned {
+            assert_eq!(planned.compaction.from_turn, 3);
+        }
+    }
+
+    #[test]
+    fn derived_summary_grows_to_the_union_until_stable() {
+        let mut l = log(10);
+        for (a, b) in [(1, 3), (5, 6)] {
+            let mut c = Compaction::new(a, b, Source::User);
+            c.summary = Some(Summary {
+                text: "s".into(),
+                provenance: Provenance::Supplied {
+                    author: Source::User,
+                },
+            });
+            l = with(l, c);
+        }
+        let rule = Rule {
+            from: Some(Bound::Turn(3)), // turn index 2: inside 1..=3
+            to: Some(Bound::Turn(6)),   // turn index 5: inside 5..=6
+            summary: Some(SummaryRequest::Derive {
+                model: None,
+                instructions: None,
+            }),
+            ..Rule::default()
+        };
+        let p = plan(&l, &[rule], &PlanContext::default()).unwrap();
+        let planned = &p.planned[0];
+        assert_eq!(
+            (planned.compaction.from_turn, planned.compaction.to_turn),
+            (1, 6)
+        );
+        assert_eq!(planned.grown_from, Some((2, 5)));
+        assert!(planned.derive.is_some());
+    }
+
+    #[test]
+    fn supplied_summary_partly_overlapping_is_refused_naming_turns() {
+        let mut c = Compaction::new(1, 3, Source::User);
+        c.summary = Some(Summary {
+            text: "s".into(),
+            provenance: Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        let l = with(log(10), c);
+        let rule = |from, to| Rule {
+            from: Some(Bound::Turn(from)),
+            to: Some(Bound::Turn(to)),
+            summary: Some(SummaryRequest::Supplied {
+                text: "mine".into(),
+                author: Source::User,
+            }),
+            ..Rule::default()
+        };
+        let err = plan(&l, &[rule(3, 6)], &PlanContext::default()).unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::SuppliedOverlap {
+                rule: 1,
+                new: (2, 5),
+                existing: (1, 3)
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains("turns 3–6 partly overlaps the summary of turns 2–4")
+        );
+        // Nesting either way is fine.
+        assert!(plan(&l, &[rule(1, 8)], &PlanContext::default()).is_ok());
+        assert!(plan(&l, &[rule(3, 3)], &PlanContext::default()).is_ok());
+    }
+
+    #[test]
+    fn hints_are_baked_only_for_tool_rules_and_star_expands_to_called_tools() {
+        let l = log(6);
+        let ctx = PlanContext {
+            hints: ToolHints {
+                per_tool: BTreeMap::from([("search".to_owned(), ToolOverride::StripResponses)]),
+                default: Some(ToolOverride::Keep),
+            },
+            ..PlanContext::default()
+        };
+        let tools = Rule {
+            tool_calls: Some(ToolPolicy::Strip),
+            ..Rule::default()
+        };
+        let p = plan(&l, &[tools], &ctx).unwrap();
+        let o = &p.planned[0].compaction.tool_overrides;
+        assert_eq!(o.get("search"), Some(&ToolOverride::StripResponses));
+        assert_eq!(o.get("read"), Some(&ToolOverride::Keep));
+        assert_eq!(o.get("grep"), Some(&ToolOverride::Keep));
+        let reasoning = Rule {
+            reasoning: Some(ReasoningPolicy::Strip),
+            ..Rule::default()
+        };
+        let p = plan(&l, &[reasoning], &ctx).unwrap();
+        assert!(p.planned[0].compaction.tool_overrides.is_empty());
+    }
+
+    #[test]
+    fn a_rule_without_policy_is_an_error() {
+        let err = plan(&log(3), &[Rule::default()], &PlanContext::default()).unwrap_err();
+        assert_eq!(err, PlanError::NoPolicy { rule: 1 });
+    }
+
+    #[test]
+    fn region_can_end_inside_a_turn() {
+        let l = log(3);
+        let rule = Rule {
+            tool_calls: Some(ToolPolicy::Strip),
+            ..Rule::default()
+        };
+        // Records 6..=8: turn 1's user, call, result (the step ends at 8).
+        let p = plan_region(&l, (6, 8), &rule, &PlanContext::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (p.compaction.from_seq, p.compaction.to_seq),
+            (Some(6), Some(8))
+        );
+        assert_eq!((p.compaction.from_turn, p.compaction.to_turn), (1, 1));
+    }
+}

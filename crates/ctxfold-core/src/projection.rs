@@ -1,0 +1,577 @@
+//! The projection: `project(log) -> View`, the model's view of a log with
+//! every active compaction applied (SPEC §4).
+//!
+//! It is a pure function of the log. For each model-visible event and each
+//! content kind (reasoning, tool calls, summary) the winning compaction is
+//! the latest-appended active one whose range covers the event and that has
+//! an opinion on that kind. Summaries beat mechanical policies. Tool calls
+//! and their results are decided together, at the call.
+//!
+//! Cost: one pass over the records with a sweep line. Compactions enter a
+//! max-heap (by append order) when the pass reaches their first record and
+//! are dropped lazily once it passes their last, so the cost is
+//! O(events + compactions × log compactions), with no scan of all
+//! compactions per event. The view borrows records from the log; stripped
+//! arguments and one-line results are computed only when rendered.
+
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::compaction::{Compaction, ReasoningPolicy, ResetTargets, ToolOverride, ToolPolicy};
+use crate::log::Log;
+use crate::record::{Body, Record};
+
+/// Argument strings up to this many characters survive `strip-requests`:
+/// paths, flags, short queries.
+pub const KEEP_ARGUMENT_CHARS: usize = 120;
+
+/// The model's view of a log.
+#[derive(Debug)]
+pub struct View<'a> {
+    /// What the model sees, in order.
+    pub items: Vec<Item<'a>>,
+    /// Model-visible events that are not in the view, and why.
+    pub dropped: Vec<Dropped>,
+    /// The compactions in force, by index of their record in the log.
+    pub active: Vec<usize>,
+    /// Compactions present but not in force, and why.
+    pub inactive: Vec<(usize, Inactive)>,
+}
+
+/// Why a compaction is not in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Inactive {
+    /// A `compaction_reset` revoked it.
+    Revoked,
+    /// Its `deferred_until_turn` has not been reached.
+    Deferred,
+    /// Its range lies outside the log.
+    OutOfBounds,
+}
+
+/// One element of the view.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A raw event, unchanged.
+    Event {
+        /// Index of the record in the log.
+        index: usize,
+        /// The record.
+        record: &'a Record,
+    },
+    /// A tool call whose long argument values are replaced by placeholders
+    /// (see [`strip_arguments`]).
+    StrippedCall {
+        /// Index of the record in the log.
+        index: usize,
+        /// The call.
+        record: &'a Record,
+    },
+    /// A tool result replaced by one line (see [`stripped_result_line`]).
+    StrippedResult {
+        /// Index of the record in the log.
+        index: usize,
+        /// The result.
+        record: &'a Record,
+        /// The tool's name, from its call.
+        tool: &'a str,
+    },
+    /// A summary standing for a run of events: rendered as a user message
+    /// naming the turns, then an assistant message with the text.
+    Summary {
+        /// Index of the first event it stands for.
+        first: usize,
+        /// Index of the last event it stands for.
+        last: usize,
+        /// First and last turn (0-based) of those events.
+        turns: (u32, u32),
+        /// Index of the compaction record that holds the text.
+        compaction: usize,
+        /// The summary text.
+        text: &'a str,
+    },
+    /// A user message put first because the view would otherwise start with
+    /// the assistant. Stands for no event.
+    Preamble,
+}
+
+/// A model-visible event left out of the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    /// Index of the record in the log.
+    pub index: usize,
+    /// Why.
+    pub reason: DropReason,
+}
+
+/// Why an event was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DropReason {
+    /// `reasoning = strip` of the compaction at this index.
+    ReasoningStripped {
+        /// Index of the compaction record.
+        compaction: usize,
+    },
+    /// `omit` of the compaction at this index (call and result together).
+    Omitted {
+        /// Index of the compaction record.
+        compaction: usize,
+    },
+    /// A call without its result or a result without its call (in the raw
+    /// log, or because its partner was folded away).
+    Unpaired,
+}
+
+/// The user message that introduces a summary.
+pub fn summary_preamble(turns: (u32, u32)) -> String {
+    if turns.0 == turns.1 {
+        format!(
+            "[The text that follows summarizes turn {} of this conversation, which was compacted.]",
+            turns.0 + 1
+        )
+    } else {
+        format!(
+            "[The text that follows summarizes turns {}–{} of this conversation, which were compacted.]",
+            turns.0 + 1,
+            turns.1 + 1
+        )
+    }
+}
+
+/// The user message put first when the view would start with the assistant.
+pub const PREAMBLE: &str = "[Earlier parts of this conversation were compacted.]";
+
+impl Item<'_> {
+    /// The indices of the raw events this item stands for.
+    pub fn origin(&self) -> std::ops::RangeInclusive<usize> {
+        match *self {
+            Item::Event { index, .. }
+            | Item::StrippedCall { index, .. }
+            | Item::StrippedResult { index, .. } => index..=index,
+            Item::Summary { first, last, .. } => first..=last,
+            #[allow(clippy::reversed_empty_ranges)]
+            Item::Preamble => 1..=0,
+        }
+    }
+}
+
+/// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
+/// placeholder that says how much was removed.
+pub fn strip_arguments(args: &Value) -> Value {
+    match args {
+        Value::String(s) => {
+            let n = s.chars().count();
+            if n > KEEP_ARGUMENT_CHARS {
+                Value::String(format!("[{n} characters removed by compaction]"))
+            } else {
+                args.clone()
+            }
+        }
+        Value::Array(a) => Value::Array(a.iter().map(strip_arguments).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), strip_arguments(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The one line that replaces a stripped tool result.
+pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String {
+    let outcome = if is_error { "failed" } else { "succeeded" };
+    format!(
+        "[{tool} {outcome}; its output ({} characters) was removed by compaction]",
+        content.chars().count()
+    )
+}
+
+/// A compaction in force, resolved to record indices.
+struct Span<'a> {
+    /// Append order: the compaction record's index (later wins).
+    order: usize,
+    lo: usize,
+    hi: usize,
+    c: &'a Compaction,
+}
+
+/// Max-heap entries: (append order, last covered index).
+type Heap = BinaryHeap<(usize, usize)>;
+
+/// The winner covering `i` in `heap`, dropping expired entries on top.
+fn top(heap: &mut Heap, i: usize) -> Option<usize> {
+    while let Some(&(order, hi)) = heap.peek() {
+        if hi >= i {
+            return Some(order);
+        }
+        heap.pop();
+    }
+    None
+}
+
+/// The first index whose record has `seq >= seq`.
+fn index_of_seq(records: &[Record], seq: u64) -> usize {
+    records.partition_point(|r| r.seq < seq)
+}
+
+/// The inclusive index range a compaction covers, if any.
+pub fn covered_indices(log: &Log, c: &Compaction) -> Option<(usize, usize)> {
+    let records = log.records();
+    let lo = match c.from_seq {
+        Some(s) => index_of_seq(records, s),
+        None => log.turn_range(c.from_turn)?.start,
+    };
+    let hi = match c.to_seq {
+        Some(s) => index_of_seq(records, s.saturating_add(1)).checked_sub(1)?,
+        None => {
+            let last = (log.turn_count() as u32).checked_sub(1)?;
+            log.turn_range(c.to_turn.min(last))?.end.checked_sub(1)?
+        }
+    };
+    (lo <= hi && lo < records.len()).then_some((lo, hi))
+}
+
+/// Which compaction records are in force, and which are not and why.
+pub fn compaction_status(log: &Log) -> (Vec<usize>, Vec<(usize, Inactive)>) {
+    let records = log.records();
+    let mut revoked: HashSet<u64> = HashSet::new();
+    let mut seen: Vec<u64> = Vec::new();
+    for r in records {
+        match &r.body {
+            Body::Compaction(_) => seen.push(r.seq),
+            Body::CompactionReset(reset) => {
+                let targets: &[u64] = match &reset.targets {
+                    ResetTargets::All(_) => &seen,
+                    ResetTargets::Some(v) => v,
+                };
+                for &t in targets {
+                    if reset.restore {
+                        revoked.remove(&t);
+                    } else {
+                        revoked.insert(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let highest_turn = (log.turn_count() as u32).saturating_sub(1);
+    let mut active = Vec::new();
+    let mut inactive = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let Body::Compaction(c) = &r.body else {
+            continue;
+        };
+        if revoked.contains(&r.seq) {
+            inactive.push((i, Inactive::Revoked));
+        } else if c.deferred_until_turn.is_some_and(|t| highest_turn < t) {
+            inactive.push((i, Inactive::Deferred));
+        } else if covered_indices(log, c).is_none() {
+            inactive.push((i, Inactive::OutOfBounds));
+        } else {
+            active.push(i);
+        }
+    }
+    (active, inactive)
+}
+
+/// What the pass decided for a pending tool call, until its result comes.
+struct Pending {
+    /// Position of the call's item in `items`, if it is in the view.
+    item: Option<usize>,
+    name_index: usize,
+    /// The pair's fate: `None` keep, or a policy to apply to the result.
+    fate: CallFate,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CallFate {
+    Keep,
+    StripResponse,
+    Omitted(usize),
+    /// The call went into a summary; its result must not stand alone.
+    Folded,
+}
+
+/// Project `log`: apply every compaction in force. See the module docs.
+pub fn project(log: &Log) -> View<'_> {
+    let records = log.records();
+    let (active, inactive) = compaction_status(log);
+
+    let mut spans: Vec<Span<'_>> = active
+        .iter()
+        .filter_map(|&i| {
+            let Body::Compaction(c) = &records[i].body else {
+                return None;
+            };
+            let (lo, hi) = covered_indices(log, c)?;
+            Some(Span {
+                order: i,
+                lo,
+                hi,
+                c,
+            })
+        })
+        .collect();
+    spans.sort_by_key(|s| s.lo);
+    let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.order, s.c)).collect();
+
+    let mut summary_heap = Heap::new();
+    let mut reasoning_heap = Heap::new();
+    let mut tools_heap = Heap::new();
+    // Compactions with a per-tool override, by tool name.
+    let mut tool_heaps: HashMap<&str, Heap> = HashMap::new();
+
+    let mut items: Vec<Item<'_>> = Vec::with_capacity(records.len());
+    let mut dropped = Vec::new();
+    let mut removed: Vec<bool> = Vec::new(); // tombstones for items
+    let mut pending: HashMap<&str, Pending> = HashMap::new();
+    let mut tool_names: Vec<&str> = Vec::new();
+    let mut next_span = 0;
+    // The summary whose run is open, and the item index of its Summary.
+    let mut open_summary: Option<(usize, usize)> = None;
+
+    for (i, rec) in records.iter().enumerate() {
+        while next_span < spans.len() && spans[next_span].lo <= i {
+            let s = &spans[next_span];
+            let entry = (s.order, s.hi);
+            if s.c.summary.is_some() {
+                summary_heap.push(entry);
+            }
+            if s.c.reasoning.is_some() {
+                reasoning_heap.push(entry);
+            }
+            if s.c.tool_calls.is_some() {
+                tools_heap.push(entry);
+            }
+            for name in s.c.tool_overrides.keys() {
+                tool_heaps.entry(name.as_str()).or_default().push(entry);
+            }
+            next_span += 1;
+        }
+        if !rec.body.is_model_visible() {
+            continue;
+        }
+
+        // Summaries first: they beat every mechanical policy.
+        if let Some(order) = top(&mut summary_heap, i) {
+            let turn = log.turn_of(i);
+            match open_summary {
+                Some((o, item)) if o == order => {
+                    if let Item::Summary { last, turns, .. } = &mut items[item] {
+                        *last = i;
+                        turns.1 = turn;
+                    }
+                }
+                _ => {
+                    let text = by_order[&order]
+                        .summary
+                        .as_ref()
+                        .map_or("", |s| s.text.as_str());
+                    open_summary = Some((order, items.len()));
+                    items.push(Item::Summary {
+                        first: i,
+                        last: i,
+                        turns: (turn, turn),
+                        compaction: order,
+                        text,
+                    });
+                    removed.push(false);
+                }
+            }
+            match &rec.body {
+                Body::ToolCall { id, .. } => {
+                    pending.insert(
+                        id,
+                        Pending {
+                            item: None,
+                            name_index: usize::MAX,
+                            fate: CallFate::Folded,
+                        },
+                    );
+                }
+                Body::ToolResult { id, .. } => {
+                    // A call kept outside the summary loses its result: drop
+                    // the call too, so the pair stays whole.
+                    if let Some(p) = pending.remove(id.as_str())
+                        && let Some(item) = p.item
+                    {
+                        removed[item] = true;
+                        dropped.push(Dropped {
+                            index: items[item].origin().start().to_owned(),
+                            reason: DropReason::Unpaired,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        open_summary = None;
+
+        match &rec.body {
+            Body::Reasoning { .. } => {
+                if let Some(order) = top(&mut reasoning_heap, i)
+                    && by_order[&order].reasoning == Some(ReasoningPolicy::Strip)
+                {
+                    dropped.push(Dropped {
+                        index: i,
+                        reason: DropReason::ReasoningStripped { compaction: order },
+                    });
+                    continue;
+                }
+                items.push(Item::Event {
+                    index: i,
+                    record: rec,
+                });
+                removed.push(false);
+            }
+            Body::ToolCall { id, name, .. } => {
+                let general = top(&mut tools_heap, i);
+                let specific = tool_heaps.get_mut(name.as_str()).and_then(|h| top(h, i));
+                let winner = general.max(specific);
+                let policy = winner.map(|order| {
+                    let c = by_order[&order];
+                    match c.tool_overrides.get(name) {
+                        Some(o) => *o,
+                        None => c.tool_calls.map_or(ToolOverride::Keep, ToolOverride::from),
+                    }
+                });
+                let (fate, strip_request) = match policy {
+                    None | Some(ToolOverride::Keep) => (CallFate::Keep, false),
+                    Some(ToolOverride::Strip) => (CallFate::StripResponse, true),
+                    Some(ToolOverride::StripRequests) => (CallFate::Keep, true),
+                    Some(ToolOverride::StripResponses) => (CallFate::StripResponse, false),
+                    Some(ToolOverride::Omit) => {
+                        (CallFate::Omitted(winner.unwrap_or_default()), false)
+                    }
+                };
+                tool_names.push(name);
+                let name_index = tool_names.len() - 1;
+                let item = if let CallFate::Omitted(order) = fate {
+                    dropped.push(Dropped {
+                        index: i,
+                        reason: DropReason::Omitted { compaction: order },
+                    });
+                    None
+                } else {
+                    items.push(if strip_request {
+                        Item::StrippedCall {
+                            index: i,
+                            record: rec,
+                        }
+                    } else {
+                        Item::Event {
+                            index: i,
+                            record: rec,
+                        }
+                    });
+                    removed.push(false);
+                    Some(items.len() - 1)
+                };
+                pending.insert(
+                    id,
+                    Pending {
+                        item,
+                        name_index,
+                        fate,
+                    },
+                );
+            }
+            Body::ToolResult { id, .. } => match pending.remove(id.as_str()) {
+                None
+                | Some(Pending {
+                    fate: CallFate::Folded,
+                    ..
+                }) => dropped.push(Dropped {
+                    index: i,
+                    reason: DropReason::Unpaired,
+                }),
+                Some(Pending {
+                    fate: CallFate::Omitted(order),
+                    ..
+                }) => dropped.push(Dropped {
+                    index: i,
+                    reason: DropReason::Omitted { compaction: order },
+                }),
+                Some(Pending {
+                    fate: CallFate::Keep,
+                    ..
+                }) => {
+                    items.push(Item::Event {
+                        index: i,
+                        record: rec,
+                    });
+                    removed.push(false);
+                }
+                Some(Pending {
+                    fate: CallFate::StripResponse,
+                    name_index,
+                    ..
+                }) => {
+                    items.push(Item::StrippedResult {
+                        index: i,
+                        record: rec,
+                        tool: tool_names[name_index],
+                    });
+                    removed.push(false);
+                }
+            },
+            _ => {
+                items.push(Item::Event {
+                    index: i,
+                    record: rec,
+                });
+                removed.push(false);
+            }
+        }
+    }
+
+    // Calls whose result never came cannot be sent alone.
+    for p in pending.into_values() {
+        if let Some(item) = p.item {
+            removed[item] = true;
+            dropped.push(Dropped {
+                index: *items[item].origin().start(),
+                reason: DropReason::Unpaired,
+            });
+        }
+    }
+    if removed.iter().any(|&r| r) {
+        let mut keep = removed.iter().map(|r| !r);
+        items.retain(|_| keep.next().unwrap_or(true));
+    }
+    dropped.sort_by_key(|d| d.index);
+
+    // Never start with the assistant.
+    let starts_with_assistant = match items.first() {
+        Some(Item::Event { record, .. }) => !matches!(record.body, Body::User { .. }),
+        Some(Item::StrippedCall { .. } | Item::StrippedResult { .. }) => true,
+        Some(Item::Summary { .. } | Item::Preamble) | None => false,
+    };
+    if starts_with_assistant {
+        items.insert(0, Item::Preamble);
+    }
+
+    View {
+        items,
+        dropped,
+        active,
+        inactive,
+    }
+}
+
+impl From<ToolPolicy> for ToolOverride {
+    fn from(p: ToolPolicy) -> ToolOverride {
+        match p {
+            ToolPolicy::Strip => ToolOverride::Strip,
+            ToolPolicy::StripRequests => ToolOverride::StripRequests,
+            ToolPolicy::StripResponses => ToolOverride::StripResponses,
+            ToolPolicy::Omit => ToolOverride::Omit,
+        }
+    }
+}
