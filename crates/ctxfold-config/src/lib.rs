@@ -1,0 +1,428 @@
+//! ctxfold's layered TOML config (SPEC §5, §8).
+//!
+//! Layers, lowest to highest:
+//!
+//! 1. built-in defaults ([`Source::Builtin`]): the built-in rule and the
+//!    `[compaction.auto]` defaults;
+//! 2. the user file, `dirs::config_dir()/ctxfold/config.toml`
+//!    (`$XDG_CONFIG_HOME/ctxfold/config.toml` on Linux);
+//! 3. the workspace file, `<workspace root>/config.toml`, the root being
+//!    the `.ctxfold/` folder;
+//! 4. files named with `-c PATH`, in order;
+//! 5. the environment ([`ENV_VARS`]);
+//! 6. flags, applied by the caller with [`Loaded::set_flag`].
+//!
+//! Merge is by key path: a higher layer's value replaces the lower one at
+//! that key; tables merge recursively; arrays replace whole, so a layer
+//! that defines `[[compaction.rules]]` replaces every rule below it (and
+//! the built-in rule). `[compaction.auto.rule]` is one rule and is also
+//! replaced whole, not merged key by key.
+//!
+//! Keys under `compaction` and `tools.NAME` are checked in every layer:
+//! an unknown key, a wrong type or an unknown value is an error naming the
+//! file and line (or variable, or flag), the dotted key and what was
+//! expected. Other top-level keys (`[providers]`, `[model]`, …) belong to
+//! other parts of ctxfold and are passed through untouched in
+//! [`Config::other`].
+//!
+//! ```no_run
+//! # fn main() -> Result<(), ctxfold_config::ConfigError> {
+//! use ctxfold_config::{Layers, load};
+//! let layers = Layers::standard(Some(".ctxfold".as_ref()), vec![]);
+//! let loaded = load(&layers)?;
+//! let rules = loaded.config.rules_or_builtin();
+//! print!("{}", loaded.show_text());
+//! # let _ = rules; Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+mod keys;
+mod layer;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use ctxfold_core::planner::{Rule, ToolHints};
+use toml::{Table, Value};
+
+pub use error::ConfigError;
+pub use schema::rule_to_toml;
+
+use layer::Layer;
+use schema::{Ctx, Parsed};
+
+/// The environment variables ctxfold reads, and the key each one sets.
+///
+/// Values are typed as the key wants: `ENABLED` takes `true`/`false`
+/// (also `1`/`0`, `yes`/`no`, `on`/`off`), `TRIGGER_RATIO` a number in
+/// (0, 1], the others whole numbers. An empty value counts as unset. Any
+/// other variable starting with `CTXFOLD_COMPACTION_` is an error; other
+/// `CTXFOLD_…` variables are left to the rest of ctxfold.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("CTXFOLD_COMPACTION_AUTO_ENABLED", "compaction.auto.enabled"),
+    (
+        "CTXFOLD_COMPACTION_AUTO_TRIGGER_RATIO",
+        "compaction.auto.trigger_ratio",
+    ),
+    (
+        "CTXFOLD_COMPACTION_AUTO_MIN_TURNS",
+        "compaction.auto.min_turns",
+    ),
+    (
+        "CTXFOLD_COMPACTION_AUTO_RETAIN_TOKENS",
+        "compaction.auto.retain_tokens",
+    ),
+    (
+        "CTXFOLD_COMPACTION_AUTO_COMPACTION_RETRIES",
+        "compaction.auto.compaction_retries",
+    ),
+];
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in defaults.
+    Builtin,
+    /// The user file.
+    User(PathBuf),
+    /// The workspace file.
+    Workspace(PathBuf),
+    /// A file named with `-c`.
+    File(PathBuf),
+    /// An environment variable (its name).
+    Env(String),
+    /// A command-line flag (as the caller names it, e.g. `--keep-last`).
+    Flag(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Builtin => f.write_str("built-in"),
+            Source::User(p) => write!(f, "user file {}", p.display()),
+            Source::Workspace(p) => write!(f, "workspace file {}", p.display()),
+            Source::File(p) => write!(f, "file {} (-c)", p.display()),
+            Source::Env(v) => write!(f, "environment {v}"),
+            Source::Flag(x) => write!(f, "flag {x}"),
+        }
+    }
+}
+
+impl Source {
+    /// As JSON: `{"layer": "user", "path": …}`, `{"layer": "env",
+    /// "var": …}`, `{"layer": "flag", "flag": …}`, `{"layer": "built-in"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let path = |p: &Path| p.display().to_string();
+        match self {
+            Source::Builtin => json!({"layer": "built-in"}),
+            Source::User(p) => json!({"layer": "user", "path": path(p)}),
+            Source::Workspace(p) => json!({"layer": "workspace", "path": path(p)}),
+            Source::File(p) => json!({"layer": "file", "path": path(p)}),
+            Source::Env(v) => json!({"layer": "env", "var": v}),
+            Source::Flag(x) => json!({"layer": "flag", "flag": x}),
+        }
+    }
+}
+
+/// `[compaction.auto]` (SPEC §8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoConfig {
+    /// Compact automatically between turns (default false).
+    pub enabled: bool,
+    /// Fire when the projected size exceeds this share of the window, in
+    /// (0, 1] (default 0.75).
+    pub trigger_ratio: f64,
+    /// Only for conversations with more turns than this (default 5).
+    pub min_turns: u32,
+    /// Within a turn: tokens of the newest whole units kept verbatim
+    /// (default: unset, the compactor decides).
+    pub retain_tokens: Option<u64>,
+    /// Within a turn: bound on repeated attempts (default 1).
+    pub compaction_retries: u32,
+    /// The rule automatic compaction applies (default the built-in rule).
+    pub rule: Rule,
+}
+
+impl Default for AutoConfig {
+    fn default() -> Self {
+        AutoConfig {
+            enabled: false,
+            trigger_ratio: 0.75,
+            min_turns: 5,
+            retain_tokens: None,
+            compaction_retries: 1,
+            rule: Rule::builtin(),
+        }
+    }
+}
+
+/// The merged config.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// `[[compaction.rules]]`; `None` when no layer defines any (use
+    /// [`Rule::builtin`], or [`Config::rules_or_builtin`]). `Some(vec![])`
+    /// when a layer says `compaction.rules = []`: no rules at all.
+    pub rules: Option<Vec<Rule>>,
+    /// `[compaction.auto]`.
+    pub auto: AutoConfig,
+    /// `[tools.NAME] compaction = …` and `[tools."*"]`.
+    pub hints: ToolHints,
+    /// Every other top-level key, merged, as raw TOML.
+    pub other: Table,
+}
+
+impl Config {
+    /// The configured rules, or the built-in rule when none are.
+    pub fn rules_or_builtin(&self) -> Vec<Rule> {
+        self.rules.clone().unwrap_or_else(|| vec![Rule::builtin()])
+    }
+}
+
+/// What to load: the caller names the files and hands in the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    /// The user file; missing is fine.
+    pub user: Option<PathBuf>,
+    /// The workspace file; missing is fine.
+    pub workspace: Option<PathBuf>,
+    /// `-c` files, lowest first; a missing one is an error.
+    pub files: Vec<PathBuf>,
+    /// Environment variables (name, value); see [`ENV_VARS`].
+    pub env: Vec<(String, String)>,
+}
+
+impl Layers {
+    /// `dirs::config_dir()/ctxfold/config.toml`, when there is a config
+    /// dir.
+    pub fn user_file() -> Option<PathBuf> {
+        dirs::config_dir().map(|d| d.join("ctxfold").join("config.toml"))
+    }
+
+    /// The usual layers: the user file, `workspace_root/config.toml` (the
+    /// root being the `.ctxfold/` folder), the `-c` files, and the
+    /// process's `CTXFOLD_…` variables (those that are valid UTF-8).
+    pub fn standard(workspace_root: Option<&Path>, files: Vec<PathBuf>) -> Layers {
+        Layers {
+            user: Layers::user_file(),
+            workspace: workspace_root.map(|r| r.join("config.toml")),
+            files,
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter(|(k, _)| k.starts_with("CTXFOLD_"))
+                .collect(),
+        }
+    }
+}
+
+/// The merged config and where each value came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The merged config.
+    pub config: Config,
+    /// The source of every leaf of the merged table, by dotted key
+    /// (`compaction.auto.enabled`, `compaction.rules[1].keep_last`,
+    /// `tools."*".compaction`; rules numbered from 1).
+    pub origins: BTreeMap<String, Source>,
+    merged: Table,
+}
+
+/// Load and merge the layers. A missing user or workspace file is
+/// skipped; anything wrong in a layer is an error naming it.
+pub fn load(layers: &Layers) -> Result<Loaded, ConfigError> {
+    let mut loaded = Loaded::builtin();
+    if let Some(p) = &layers.user
+        && let Some(l) = layer::read_file(p, Source::User(p.clone()), false)?
+    {
+        loaded.apply(l)?;
+    }
+    if let Some(p) = &layers.workspace
+        && let Some(l) = layer::read_file(p, Source::Workspace(p.clone()), false)?
+    {
+        loaded.apply(l)?;
+    }
+    for p in &layers.files {
+        if let Some(l) = layer::read_file(p, Source::File(p.clone()), true)? {
+            loaded.apply(l)?;
+        }
+    }
+    for l in layer::env_layers(&layers.env)? {
+        loaded.apply(l)?;
+    }
+    loaded.rebuild()?;
+    Ok(loaded)
+}
+
+impl Loaded {
+    /// The built-in defaults alone.
+    pub fn builtin() -> Loaded {
+        let mut auto = Table::new();
+        let d = AutoConfig::default();
+        auto.insert("enabled".into(), Value::Boolean(d.enabled));
+        auto.insert("trigger_ratio".into(), Value::Float(d.trigger_ratio));
+        auto.insert("min_turns".into(), Value::Integer(d.min_turns.into()));
+        auto.insert(
+            "compaction_retries".into(),
+            Value::Integer(d.compaction_retries.into()),
+        );
+        auto.insert("rule".into(), Value::Table(rule_to_toml(&d.rule)));
+        let mut compaction = Table::new();
+        compaction.insert(
+            "rules".into(),
+            Value::Array(vec![Value::Table(rule_to_toml(&Rule::builtin()))]),
+        );
+        compaction.insert("auto".into(), Value::Table(auto));
+        let mut table = Table::new();
+        table.insert("compaction".into(), Value::Table(compaction));
+
+        let mut origins = BTreeMap::new();
+        keys::table_leaves(&table, &mut |p, _| {
+            origins.insert(p.to_owned(), Source::Builtin);
+        });
+        Loaded {
+            config: Config::default(),
+            origins,
+            merged: table,
+        }
+    }
+
+    /// The merged table (what [`Loaded::show_json`] prints as `config`).
+    pub fn merged(&self) -> &Table {
+        &self.merged
+    }
+
+    /// Where the value at `key` came from (a leaf, as in
+    /// [`Loaded::origins`]).
+    pub fn origin(&self, key: &str) -> Option<&Source> {
+        self.origins.get(key)
+    }
+
+    /// Set `key` (a dotted TOML key such as `compaction.auto.enabled` or
+    /// `tools."*".compaction`) to `value` on behalf of `flag`, the top
+    /// layer. The value is checked like a file's; on error nothing
+    /// changes. A whole rules list is set with key `compaction.rules` and an
+    /// array of [`rule_to_toml`] tables.
+    pub fn set_flag(&mut self, flag: &str, key: &str, value: Value) -> Result<(), ConfigError> {
+        let segs = keys::split(key).ok_or_else(|| ConfigError::BadKey {
+            flag: flag.to_owned(),
+            key: key.to_owned(),
+        })?;
+        let layer = Layer {
+            source: Source::Flag(flag.to_owned()),
+            table: layer::nest(segs.into_iter(), value),
+            lines: BTreeMap::new(),
+        };
+        let mut next = self.clone();
+        next.apply(layer)?;
+        next.rebuild()?;
+        *self = next;
+        Ok(())
+    }
+
+    /// Check one layer on its own, then merge it in.
+    fn apply(&mut self, l: Layer) -> Result<(), ConfigError> {
+        schema::parse(
+            &l.table,
+            &Ctx::Layer {
+                source: &l.source,
+                lines: &l.lines,
+            },
+        )?;
+        layer::merge(&mut self.merged, &l.table, "", &l.source, &mut self.origins);
+        Ok(())
+    }
+
+    /// Read the merged table into [`Loaded::config`].
+    fn rebuild(&mut self) -> Result<(), ConfigError> {
+        let p: Parsed = schema::parse(
+            &self.merged,
+            &Ctx::Merged {
+                origins: &self.origins,
+            },
+        )?;
+        let rules_builtin = self
+            .origins
+            .iter()
+            .find(|(k, _)| keys::is_under(k, "compaction.rules"))
+            .is_none_or(|(_, s)| *s == Source::Builtin);
+        let d = AutoConfig::default();
+        self.config = Config {
+            rules: if rules_builtin { None } else { p.rules },
+            auto: AutoConfig {
+                enabled: p.enabled.unwrap_or(d.enabled),
+                trigger_ratio: p.trigger_ratio.unwrap_or(d.trigger_ratio),
+                min_turns: p.min_turns.unwrap_or(d.min_turns),
+                retain_tokens: p.retain_tokens.or(d.retain_tokens),
+                compaction_retries: p.compaction_retries.unwrap_or(d.compaction_retries),
+                rule: p.auto_rule.unwrap_or(d.rule),
+            },
+            hints: p.hints,
+            other: p.other,
+        };
+        Ok(())
+    }
+
+    /// The merged config as a TOML-ish listing, one leaf a line, each
+    /// with where it came from:
+    ///
+    /// ```text
+    /// compaction.auto.enabled = true                # from environment CTXFOLD_COMPACTION_AUTO_ENABLED
+    /// compaction.rules[1].keep_last = 3             # from workspace file /w/.ctxfold/config.toml
+    /// ```
+    pub fn show_text(&self) -> String {
+        let mut rows = Vec::new();
+        keys::table_leaves(&self.merged, &mut |p, v| {
+            let src = self
+                .origins
+                .get(p)
+                .map_or_else(|| "unknown".to_owned(), Source::to_string);
+            rows.push((format!("{p} = {}", schema::render(v)), src));
+        });
+        let width = rows
+            .iter()
+            .map(|(l, _)| l.chars().count())
+            .max()
+            .unwrap_or(0);
+        let mut out = String::new();
+        for (line, src) in rows {
+            let pad = width - line.chars().count();
+            out.push_str(&format!("{line}{}    # from {src}\n", " ".repeat(pad)));
+        }
+        out
+    }
+
+    /// `{"config": <merged table>, "origins": {"<dotted key>": <source>}}`,
+    /// sources as in [`Source::to_json`].
+    pub fn show_json(&self) -> serde_json::Value {
+        let mut origins = serde_json::Map::new();
+        keys::table_leaves(&self.merged, &mut |p, _| {
+            if let Some(s) = self.origins.get(p) {
+                origins.insert(p.to_owned(), s.to_json());
+            }
+        });
+        serde_json::json!({
+            "config": to_json(&Value::Table(self.merged.clone())),
+            "origins": origins,
+        })
+    }
+}
+
+/// TOML to JSON: datetimes become strings, non-finite floats strings.
+fn to_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::String(s) => J::String(s.clone()),
+        Value::Integer(i) => J::from(*i),
+        Value::Float(f) => {
+            serde_json::Number::from_f64(*f).map_or_else(|| J::String(f.to_string()), J::Number)
+        }
+        Value::Boolean(b) => J::Bool(*b),
+        Value::Datetime(d) => J::String(d.to_string()),
+        Value::Array(a) => J::Array(a.iter().map(to_json).collect()),
+        Value::Table(t) => J::Object(t.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+    }
+}

@@ -1,0 +1,422 @@
+//! The schema: reading the `compaction` and `tools` parts of a TOML table
+//! into core types, with errors that name the key and what was expected.
+//!
+//! The same reader checks each layer on its own (a partial table) and
+//! builds the final [`Config`](crate::Config) from the merged table.
+
+use std::collections::BTreeMap;
+
+use ctxfold_core::bounds::{Bound, Keep};
+use ctxfold_core::compaction::{ReasoningPolicy, ToolOverride, ToolPolicy};
+use ctxfold_core::planner::{Rule, SummaryRequest, ToolHints};
+use toml::{Table, Value};
+
+use crate::Source;
+use crate::error::ConfigError;
+use crate::keys::{index, join};
+
+const COMPACTION_KEYS: &[&str] = &["auto", "rules"];
+const AUTO_KEYS: &[&str] = &[
+    "compaction_retries",
+    "enabled",
+    "min_turns",
+    "retain_tokens",
+    "rule",
+    "trigger_ratio",
+];
+const RULE_KEYS: &[&str] = &[
+    "from",
+    "keep_first",
+    "keep_last",
+    "reasoning",
+    "summary",
+    "to",
+    "tool_calls",
+];
+const SUMMARY_KEYS: &[&str] = &["instructions", "model"];
+const TOOL_KEYS: &[&str] = &["compaction"];
+
+const BOUND_EXPECTED: &str = "a turn number from 1 (3), a count from the end (-3 or \"-3\"), a duration (\"5h\", \"30m\", \"2d\") or \"last-compaction\"";
+const KEEP_EXPECTED: &str = "a number of turns (3) or a duration (\"2h\", \"30m\", \"2d\")";
+
+/// Where the values being read came from, to word errors.
+pub(crate) enum Ctx<'a> {
+    /// One layer: a file (with the line of each key), the environment or a
+    /// flag.
+    Layer {
+        source: &'a Source,
+        lines: &'a BTreeMap<String, usize>,
+    },
+    /// The merged table: each key's source is in the origins.
+    Merged {
+        origins: &'a BTreeMap<String, Source>,
+    },
+}
+
+impl Ctx<'_> {
+    fn locate(&self, key: &str) -> (Source, Option<usize>) {
+        match self {
+            Ctx::Layer { source, lines } => ((*source).clone(), lines.get(key).copied()),
+            Ctx::Merged { origins } => {
+                let found = origins.get(key).or_else(|| {
+                    origins
+                        .iter()
+                        .find(|(k, _)| crate::keys::is_under(k, key))
+                        .map(|(_, s)| s)
+                });
+                (found.cloned().unwrap_or(Source::Builtin), None)
+            }
+        }
+    }
+
+    fn invalid(&self, key: &str, value: &Value, expected: impl Into<String>) -> ConfigError {
+        let (origin, line) = self.locate(key);
+        ConfigError::Invalid {
+            origin,
+            line,
+            key: key.to_owned(),
+            value: render(value),
+            expected: expected.into(),
+        }
+    }
+
+    fn unknown(&self, key: &str, expected: &[&'static str]) -> ConfigError {
+        let (origin, line) = self.locate(key);
+        ConfigError::UnknownKey {
+            origin,
+            line,
+            key: key.to_owned(),
+            expected: expected.to_vec(),
+        }
+    }
+}
+
+/// A value as TOML, for messages.
+pub(crate) fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => Value::String(s.clone()).to_string(),
+        Value::Table(t) => {
+            let inner: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{} = {}", join("", k), render(v)))
+                .collect();
+            if inner.is_empty() {
+                "{}".to_owned()
+            } else {
+                format!("{{ {} }}", inner.join(", "))
+            }
+        }
+        Value::Array(a) => {
+            let inner: Vec<String> = a.iter().map(render).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// What one table says; every field is `None`/empty when not set.
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    pub rules: Option<Vec<Rule>>,
+    pub enabled: Option<bool>,
+    pub trigger_ratio: Option<f64>,
+    pub min_turns: Option<u32>,
+    pub retain_tokens: Option<u64>,
+    pub compaction_retries: Option<u32>,
+    pub auto_rule: Option<Rule>,
+    pub hints: ToolHints,
+    pub other: Table,
+}
+
+/// Read a (possibly partial) config table.
+pub(crate) fn parse(table: &Table, ctx: &Ctx) -> Result<Parsed, ConfigError> {
+    let mut out = Parsed::default();
+    for (k, v) in table {
+        match k.as_str() {
+            "compaction" => parse_compaction(v, ctx, &mut out)?,
+            "tools" => parse_tools(v, ctx, &mut out.hints)?,
+            _ => {
+                out.other.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn table<'v>(v: &'v Value, key: &str, ctx: &Ctx, what: &str) -> Result<&'v Table, ConfigError> {
+    v.as_table().ok_or_else(|| ctx.invalid(key, v, what))
+}
+
+fn parse_compaction(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), ConfigError> {
+    let t = table(v, "compaction", ctx, "a table ([compaction])")?;
+    for (k, v) in t {
+        let key = join("compaction", k);
+        match k.as_str() {
+            "rules" => {
+                let expected = "an array of rule tables ([[compaction.rules]])";
+                let arr = v.as_array().ok_or_else(|| ctx.invalid(&key, v, expected))?;
+                let rules = arr
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| parse_rule(r, &index(&key, i), ctx))
+                    .collect::<Result<Vec<_>, _>>()?;
+                out.rules = Some(rules);
+            }
+            "auto" => parse_auto(v, &key, ctx, out)?,
+            _ => return Err(ctx.unknown(&key, COMPACTION_KEYS)),
+        }
+    }
+    Ok(())
+}
+
+fn parse_auto(v: &Value, key: &str, ctx: &Ctx, out: &mut Parsed) -> Result<(), ConfigError> {
+    let t = table(v, key, ctx, "a table ([compaction.auto])")?;
+    for (k, v) in t {
+        let key = join(key, k);
+        match k.as_str() {
+            "enabled" => {
+                out.enabled = Some(
+                    v.as_bool()
+                        .ok_or_else(|| ctx.invalid(&key, v, "true or false"))?,
+                );
+            }
+            "trigger_ratio" => {
+                let expected = "a number greater than 0 and at most 1 (such as 0.75)";
+                let r = match v {
+                    Value::Float(f) => *f,
+                    Value::Integer(i) => *i as f64,
+                    _ => return Err(ctx.invalid(&key, v, expected)),
+                };
+                if !(r > 0.0 && r <= 1.0) {
+                    return Err(ctx.invalid(&key, v, expected));
+                }
+                out.trigger_ratio = Some(r);
+            }
+            "min_turns" => {
+                out.min_turns = Some(int(v, &key, ctx, u32::MAX.into(), "a whole number >= 0")?)
+            }
+            "retain_tokens" => {
+                out.retain_tokens = Some(int(v, &key, ctx, i64::MAX, "a number of tokens >= 0")?)
+            }
+            "compaction_retries" => {
+                out.compaction_retries =
+                    Some(int(v, &key, ctx, u32::MAX.into(), "a whole number >= 0")?)
+            }
+            "rule" => out.auto_rule = Some(parse_rule(v, &key, ctx)?),
+            _ => return Err(ctx.unknown(&key, AUTO_KEYS)),
+        }
+    }
+    Ok(())
+}
+
+/// A non-negative integer up to `max`.
+fn int<T: TryFrom<i64>>(
+    v: &Value,
+    key: &str,
+    ctx: &Ctx,
+    max: i64,
+    expected: &str,
+) -> Result<T, ConfigError> {
+    match v {
+        Value::Integer(i) if (0..=max).contains(i) => {
+            T::try_from(*i).map_err(|_| ctx.invalid(key, v, expected))
+        }
+        _ => Err(ctx.invalid(key, v, expected)),
+    }
+}
+
+/// One rule: a `[[compaction.rules]]` entry or `[compaction.auto.rule]`.
+fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
+    let t = table(
+        v,
+        key,
+        ctx,
+        "a rule table (keep_first, keep_last, from, to, reasoning, tool_calls, summary)",
+    )?;
+    let mut rule = Rule::default();
+    for (k, v) in t {
+        let key = join(key, k);
+        match k.as_str() {
+            "from" => rule.from = Some(bound(v, &key, ctx, false)?),
+            "to" => rule.to = Some(bound(v, &key, ctx, true)?),
+            "keep_first" => rule.keep_first = Some(keep(v, &key, ctx)?),
+            "keep_last" => rule.keep_last = Some(keep(v, &key, ctx)?),
+            "reasoning" => {
+                rule.reasoning = Some(match v.as_str() {
+                    Some("strip") => ReasoningPolicy::Strip,
+                    _ => return Err(ctx.invalid(&key, v, "one of strip")),
+                });
+            }
+            "tool_calls" => {
+                rule.tool_calls = Some(match v.as_str() {
+                    Some("strip") => ToolPolicy::Strip,
+                    Some("strip-requests") => ToolPolicy::StripRequests,
+                    Some("strip-responses") => ToolPolicy::StripResponses,
+                    Some("omit") => ToolPolicy::Omit,
+                    _ => {
+                        return Err(ctx.invalid(
+                            &key,
+                            v,
+                            "one of strip, strip-requests, strip-responses, omit",
+                        ));
+                    }
+                });
+            }
+            "summary" => rule.summary = Some(summary(v, &key, ctx)?),
+            _ => return Err(ctx.unknown(&key, RULE_KEYS)),
+        }
+    }
+    if !rule.has_policy() {
+        return Err(ctx.invalid(
+            key,
+            v,
+            "a rule that says how to compact: reasoning, tool_calls or a [summary] table",
+        ));
+    }
+    Ok(rule)
+}
+
+fn summary(v: &Value, key: &str, ctx: &Ctx) -> Result<SummaryRequest, ConfigError> {
+    let t = table(v, key, ctx, "a table (model, instructions), possibly empty")?;
+    let (mut model, mut instructions) = (None, None);
+    for (k, v) in t {
+        let key = join(key, k);
+        let text = || {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| ctx.invalid(&key, v, "a string"))
+        };
+        match k.as_str() {
+            "model" => model = Some(text()?),
+            "instructions" => instructions = Some(text()?),
+            _ => return Err(ctx.unknown(&key, SUMMARY_KEYS)),
+        }
+    }
+    Ok(SummaryRequest::Derive {
+        model,
+        instructions,
+    })
+}
+
+fn bound(v: &Value, key: &str, ctx: &Ctx, is_end: bool) -> Result<Bound, ConfigError> {
+    let b = match v {
+        Value::Integer(i) if *i > 0 => u32::try_from(*i).ok().map(Bound::Turn),
+        Value::Integer(i) if *i < 0 => i
+            .checked_neg()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Bound::FromEnd),
+        Value::String(s) => s.parse::<Bound>().ok(),
+        _ => None,
+    };
+    match b {
+        Some(Bound::LastCompaction) if is_end => Err(ctx.invalid(
+            key,
+            v,
+            "an end bound: a turn number, a count from the end or a duration (\"last-compaction\" can only start a range)",
+        )),
+        Some(b) => Ok(b),
+        None => Err(ctx.invalid(key, v, BOUND_EXPECTED)),
+    }
+}
+
+fn keep(v: &Value, key: &str, ctx: &Ctx) -> Result<Keep, ConfigError> {
+    let k = match v {
+        Value::Integer(i) => u32::try_from(*i).ok().map(Keep::Count),
+        Value::String(s) => s.parse::<Keep>().ok(),
+        _ => None,
+    };
+    k.ok_or_else(|| ctx.invalid(key, v, KEEP_EXPECTED))
+}
+
+fn parse_tools(v: &Value, ctx: &Ctx, hints: &mut ToolHints) -> Result<(), ConfigError> {
+    let t = table(v, "tools", ctx, "a table of tools ([tools.NAME])")?;
+    for (name, v) in t {
+        let key = join("tools", name);
+        let tool = table(v, &key, ctx, "a table (compaction)")?;
+        for (k, v) in tool {
+            let key = join(&key, k);
+            match k.as_str() {
+                "compaction" => {
+                    let o = match v.as_str() {
+                        Some("keep") => ToolOverride::Keep,
+                        Some("strip") => ToolOverride::Strip,
+                        Some("strip-requests") => ToolOverride::StripRequests,
+                        Some("strip-responses") => ToolOverride::StripResponses,
+                        Some("omit") => ToolOverride::Omit,
+                        _ => {
+                            return Err(ctx.invalid(
+                                &key,
+                                v,
+                                "one of keep, strip, strip-requests, strip-responses, omit",
+                            ));
+                        }
+                    };
+                    if name == "*" {
+                        hints.default = Some(o);
+                    } else {
+                        hints.per_tool.insert(name.clone(), o);
+                    }
+                }
+                _ => return Err(ctx.unknown(&key, TOOL_KEYS)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A rule as a config table (the inverse of the reader, for the built-in
+/// layer and for showing rules). A supplied summary, which config cannot
+/// express, is written as `summary = { text = "…" }`.
+pub fn rule_to_toml(rule: &Rule) -> Table {
+    let mut t = Table::new();
+    let keep = |k: &Keep| match k {
+        Keep::Count(n) => Value::Integer(i64::from(*n)),
+        Keep::Duration(d) => Value::String(format!("{d:#}")),
+    };
+    if let Some(b) = &rule.from {
+        t.insert("from".into(), Value::String(b.to_string()));
+    }
+    if let Some(b) = &rule.to {
+        t.insert("to".into(), Value::String(b.to_string()));
+    }
+    if let Some(k) = &rule.keep_first {
+        t.insert("keep_first".into(), keep(k));
+    }
+    if let Some(k) = &rule.keep_last {
+        t.insert("keep_last".into(), keep(k));
+    }
+    if let Some(ReasoningPolicy::Strip) = rule.reasoning {
+        t.insert("reasoning".into(), Value::String("strip".into()));
+    }
+    if let Some(p) = rule.tool_calls {
+        let s = match p {
+            ToolPolicy::Strip => "strip",
+            ToolPolicy::StripRequests => "strip-requests",
+            ToolPolicy::StripResponses => "strip-responses",
+            ToolPolicy::Omit => "omit",
+        };
+        t.insert("tool_calls".into(), Value::String(s.into()));
+    }
+    match &rule.summary {
+        Some(SummaryRequest::Derive {
+            model,
+            instructions,
+        }) => {
+            let mut s = Table::new();
+            if let Some(m) = model {
+                s.insert("model".into(), Value::String(m.clone()));
+            }
+            if let Some(i) = instructions {
+                s.insert("instructions".into(), Value::String(i.clone()));
+            }
+            t.insert("summary".into(), Value::Table(s));
+        }
+        Some(SummaryRequest::Supplied { text, .. }) => {
+            let mut s = Table::new();
+            s.insert("text".into(), Value::String(text.clone()));
+            t.insert("summary".into(), Value::Table(s));
+        }
+        None => {}
+    }
+    t
+}
