@@ -10,10 +10,16 @@
 
 pub mod bounds;
 pub mod compaction;
+pub mod digest;
+pub mod dsl;
+pub mod estimate;
 pub mod log;
+pub mod materialize;
 pub mod planner;
 pub mod projection;
 pub mod record;
+pub mod report;
+pub mod summarizer;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, Log, Step};

@@ -353,6 +353,15 @@ pub fn project(log: &Log) -> View<'_> {
             }
             next_span += 1;
         }
+        if let Body::System { .. } = rec.body {
+            // System prompts pass through, never compacted.
+            items.push(Item::Event {
+                index: i,
+                record: rec,
+            });
+            removed.push(false);
+            continue;
+        }
         if !rec.body.is_model_visible() {
             continue;
         }
@@ -547,14 +556,18 @@ pub fn project(log: &Log) -> View<'_> {
     }
     dropped.sort_by_key(|d| d.index);
 
-    // Never start with the assistant.
-    let starts_with_assistant = match items.first() {
+    // Never start with the assistant (system prompts aside).
+    let first = items
+        .iter()
+        .position(|i| !matches!(i, Item::Event { record, .. } if matches!(record.body, Body::System { .. })))
+        .unwrap_or(items.len());
+    let starts_with_assistant = match items.get(first) {
         Some(Item::Event { record, .. }) => !matches!(record.body, Body::User { .. }),
         Some(Item::StrippedCall { .. } | Item::StrippedResult { .. }) => true,
         Some(Item::Summary { .. } | Item::Preamble) | None => false,
     };
     if starts_with_assistant {
-        items.insert(0, Item::Preamble);
+        items.insert(first, Item::Preamble);
     }
 
     View {

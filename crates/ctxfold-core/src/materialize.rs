@@ -1,0 +1,118 @@
+//! A view turned back into records: the compacted transcript that
+//! `ctxfold compact FILE` and `export --compacted` write.
+//!
+//! Every view item becomes an owned record (stripped calls and results with
+//! their placeholders, a summary as a user and an assistant message). The
+//! records the model never sees are kept where they were (turn starts,
+//! config deltas, inquiry events), except overlay records, which have been
+//! applied, and turn starts inside a summary, whose turns it replaced.
+
+use crate::log::Log;
+use crate::projection::{
+    Item, PREAMBLE, View, strip_arguments, stripped_result_line, summary_preamble,
+};
+use crate::record::{Body, Kind, Record};
+
+/// The record a single-event item stands for, as the model sees it
+/// (stripped arguments and one-line results filled in); `None` for a
+/// summary or the preamble.
+pub fn item_record(item: &Item<'_>) -> Option<Record> {
+    match *item {
+        Item::Event { record, .. } => Some(record.clone()),
+        Item::StrippedCall { record, .. } => {
+            let mut r = record.clone();
+            if let Body::ToolCall { arguments, .. } = &mut r.body {
+                *arguments = strip_arguments(arguments);
+            }
+            Some(r)
+        }
+        Item::StrippedResult { record, tool, .. } => {
+            let mut r = record.clone();
+            if let Body::ToolResult {
+                content, is_error, ..
+            } = &mut r.body
+            {
+                *content = stripped_result_line(tool, content, *is_error);
+            }
+            Some(r)
+        }
+        Item::Summary { .. } | Item::Preamble => None,
+    }
+}
+
+/// The records of the compacted transcript, renumbered 0, 1, 2, …
+pub fn materialize(log: &Log, view: &View<'_>) -> Vec<Record> {
+    let records = log.records();
+    // (position in the raw log, records to put there), in order.
+    let mut placed: Vec<(usize, Vec<Record>)> = Vec::with_capacity(view.items.len());
+    let mut inside_summary = vec![false; records.len()];
+    for item in &view.items {
+        let (pos, recs) = match *item {
+            Item::Event { index, .. }
+            | Item::StrippedCall { index, .. }
+            | Item::StrippedResult { index, .. } => {
+                (index, item_record(item).into_iter().collect())
+            }
+            Item::Summary {
+                first,
+                last,
+                turns,
+                text,
+                ..
+            } => {
+                for flag in &mut inside_summary[first + 1..=last] {
+                    *flag = true;
+                }
+                let ts = &records[first].ts;
+                let user = Record::new(
+                    0,
+                    ts.clone(),
+                    Body::User {
+                        content: summary_preamble(turns),
+                        author: Some("ctxfold".into()),
+                    },
+                );
+                let assistant = Record::new(
+                    0,
+                    ts.clone(),
+                    Body::Assistant {
+                        content: text.to_owned(),
+                    },
+                );
+                (first, vec![user, assistant])
+            }
+            Item::Preamble => {
+                let ts = records.first().map(|r| r.ts.clone()).unwrap_or_default();
+                let user = Record::new(
+                    0,
+                    ts,
+                    Body::User {
+                        content: PREAMBLE.into(),
+                        author: Some("ctxfold".into()),
+                    },
+                );
+                (0, vec![user])
+            }
+        };
+        placed.push((pos, recs));
+    }
+    for (i, r) in records.iter().enumerate() {
+        let keep = !r.body.is_model_visible()
+            && !matches!(
+                r.kind(),
+                Kind::Compaction | Kind::CompactionReset | Kind::System
+            )
+            && (r.kind() != Kind::TurnStart || !inside_summary[i]);
+        if keep {
+            placed.push((i, vec![r.clone()]));
+        }
+    }
+    // Stable: at one position the view's own order holds (a preamble before
+    // the record it precedes comes first because it was placed first).
+    placed.sort_by_key(|(pos, _)| *pos);
+    let mut out: Vec<Record> = placed.into_iter().flat_map(|(_, r)| r).collect();
+    for (i, r) in out.iter_mut().enumerate() {
+        r.seq = i as u64;
+    }
+    out
+}

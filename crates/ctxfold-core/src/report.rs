@@ -1,0 +1,145 @@
+//! What a view did to each turn: kept, stripped, dropped, summarized, and
+//! the estimated tokens before and after. Commands render it as the
+//! timeline a person reads at a glance.
+
+use serde::Serialize;
+
+use crate::estimate::{item_tokens, record_tokens};
+use crate::log::Log;
+use crate::projection::{DropReason, Item, View};
+
+/// One turn's fate in a view.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TurnReport {
+    /// The turn, 1-based.
+    pub turn: u32,
+    /// Model-visible events in the raw turn.
+    pub events: usize,
+    /// Events kept unchanged.
+    pub kept: usize,
+    /// Tool calls with their long arguments stripped.
+    pub stripped_calls: usize,
+    /// Tool results replaced by one line.
+    pub stripped_results: usize,
+    /// Reasoning blocks dropped.
+    pub reasoning_dropped: usize,
+    /// Tool calls and results omitted.
+    pub omitted: usize,
+    /// Calls or results dropped for lack of their partner.
+    pub unpaired: usize,
+    /// Events folded into a summary.
+    pub summarized: usize,
+    /// Estimated tokens of the raw turn.
+    pub tokens_before: usize,
+    /// Estimated tokens of what the view holds for it (a summary counts
+    /// towards the turn it starts in).
+    pub tokens_after: usize,
+}
+
+impl TurnReport {
+    /// A short description of what happened to the turn: `kept`,
+    /// `summarized`, or the policies that applied.
+    pub fn label(&self) -> String {
+        if self.events == 0 {
+            return "empty".into();
+        }
+        if self.kept == self.events {
+            return "kept".into();
+        }
+        if self.summarized == self.events {
+            return "summarized".into();
+        }
+        let mut parts = Vec::new();
+        if self.summarized > 0 {
+            parts.push("partly summarized".to_owned());
+        }
+        if self.reasoning_dropped > 0 {
+            parts.push("reasoning stripped".into());
+        }
+        if self.stripped_calls > 0 && self.stripped_results > 0 {
+            parts.push("tools stripped".into());
+        } else if self.stripped_calls > 0 {
+            parts.push("tool requests stripped".into());
+        } else if self.stripped_results > 0 {
+            parts.push("tool results stripped".into());
+        }
+        if self.omitted > 0 {
+            parts.push("tools omitted".into());
+        }
+        if self.unpaired > 0 {
+            parts.push("unpaired tool events dropped".into());
+        }
+        parts.join(", ")
+    }
+}
+
+/// The per-turn report of `view` over `log`.
+pub fn turn_reports(log: &Log, view: &View<'_>) -> Vec<TurnReport> {
+    let mut out: Vec<TurnReport> = (0..log.turn_count() as u32)
+        .map(|t| TurnReport {
+            turn: t + 1,
+            ..TurnReport::default()
+        })
+        .collect();
+    if out.is_empty() {
+        return out;
+    }
+    let records = log.records();
+    let turn = |i: usize| log.turn_of(i) as usize;
+    for (i, r) in records.iter().enumerate() {
+        // System prompts pass through the view: count them on both sides.
+        if r.body.is_model_visible() || matches!(r.body, crate::record::Body::System { .. }) {
+            out[turn(i)].events += 1;
+            out[turn(i)].tokens_before += record_tokens(r);
+        }
+    }
+    for item in &view.items {
+        let tokens = item_tokens(item);
+        match *item {
+            Item::Event { index, .. } => {
+                out[turn(index)].kept += 1;
+                out[turn(index)].tokens_after += tokens;
+            }
+            Item::StrippedCall { index, .. } => {
+                out[turn(index)].stripped_calls += 1;
+                out[turn(index)].tokens_after += tokens;
+            }
+            Item::StrippedResult { index, .. } => {
+                out[turn(index)].stripped_results += 1;
+                out[turn(index)].tokens_after += tokens;
+            }
+            Item::Summary { first, last, .. } => {
+                out[turn(first)].tokens_after += tokens;
+                for i in first..=last {
+                    if records[i].body.is_model_visible() {
+                        out[turn(i)].summarized += 1;
+                    }
+                }
+            }
+            Item::Preamble => out[0].tokens_after += tokens,
+        }
+    }
+    for d in &view.dropped {
+        let t = &mut out[turn(d.index)];
+        match d.reason {
+            DropReason::ReasoningStripped { .. } => t.reasoning_dropped += 1,
+            DropReason::Omitted { .. } => t.omitted += 1,
+            DropReason::Unpaired => t.unpaired += 1,
+        }
+    }
+    out
+}
+
+/// Consecutive turns with the same label, as `(first, last, label)`
+/// (1-based turns).
+pub fn timeline(reports: &[TurnReport]) -> Vec<(u32, u32, String)> {
+    let mut out: Vec<(u32, u32, String)> = Vec::new();
+    for r in reports {
+        let label = r.label();
+        match out.last_mut() {
+            Some((_, last, l)) if *l == label && *last + 1 == r.turn => *last = r.turn,
+            _ => out.push((r.turn, r.turn, label)),
+        }
+    }
+    out
+}
