@@ -13,6 +13,10 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
 
+    /// A config file layered over the user and workspace config (repeatable).
+    #[arg(short = 'c', long = "config", global = true, value_name = "PATH")]
+    pub config: Vec<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -83,6 +87,12 @@ impl From<OutputTranscript> for Format {
 pub enum Command {
     /// Create a `.ctxfold/` workspace in the current directory.
     Init,
+    /// Compact a transcript file in one go, offline: read it, fold it,
+    /// write it back in the same format, and report what was folded.
+    Compact(Box<CompactFileArgs>),
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Work with the conversations of the workspace.
     #[command(visible_alias = "c", subcommand)]
     Conversation(ConversationCommand),
@@ -93,10 +103,41 @@ pub enum Command {
 pub enum ConversationCommand {
     /// List the conversations.
     Ls,
-    /// Show a conversation: metadata and what it holds.
+    /// Show a conversation: metadata, what it holds, its compactions.
     Show(IdArg),
     /// Print a conversation's events.
-    Print(IdArg),
+    Print {
+        /// The conversation (default: the active one).
+        id: Option<String>,
+        /// Print the view the model gets, with compactions applied.
+        #[arg(long)]
+        compacted: bool,
+    },
+    /// Compact a conversation: append compaction records (nothing is
+    /// deleted; `--reset` undoes).
+    Compact {
+        /// The conversation (default: the active one).
+        id: Option<String>,
+        #[command(flatten)]
+        rule: Box<RuleFlags>,
+        /// Show what would be compacted, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Revoke compaction N as numbered by `show` (all when N is left out).
+        #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true, conflicts_with = "restore")]
+        reset: Option<Option<usize>>,
+        /// Restore revoked compaction N (all revoked ones when N is left out).
+        #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true)]
+        restore: Option<Option<usize>>,
+    },
+    /// Copy a conversation, optionally compacted.
+    Fork {
+        /// The conversation (default: the active one).
+        id: Option<String>,
+        /// Compact the copy with this rule (repeatable; see `compact -k`).
+        #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+        compact: Vec<String>,
+    },
     /// Import a transcript as a new conversation; prints its id.
     Import {
         /// A transcript file, or a JP or ctxfold conversation folder.
@@ -115,6 +156,9 @@ pub enum ConversationCommand {
         /// Where to write (a folder for jp); standard output if omitted.
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// Export the view the model gets, with compactions applied.
+        #[arg(long)]
+        compacted: bool,
     },
     /// Append records (ctxfold JSONL, `seq` optional) to a conversation.
     Append {
@@ -141,4 +185,70 @@ pub enum ConversationCommand {
 pub struct IdArg {
     /// The conversation (default: the active one).
     pub id: Option<String>,
+}
+
+/// `ctxfold config …`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the merged configuration and where each value came from.
+    Show,
+}
+
+/// `ctxfold compact FILE …`
+#[derive(Debug, Args)]
+pub struct CompactFileArgs {
+    /// A transcript file, or a JP or ctxfold conversation folder.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub rule: RuleFlags,
+    /// The transcript's format.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
+    /// The format to write (default: the input's).
+    #[arg(long, value_enum)]
+    pub output_format: Option<OutputTranscript>,
+    /// Where to write: a file, a folder for jp, `-` for standard output
+    /// (default: beside the input, named `<name>.compacted…`).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Flags that make one compaction rule, and `-k` specs that add more.
+#[derive(Debug, Args, Default)]
+pub struct RuleFlags {
+    /// Turns kept at the start: a count, or a duration (2h).
+    #[arg(long, value_name = "N")]
+    pub keep_first: Option<String>,
+    /// Turns kept at the end: a count, or a duration (30m).
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<String>,
+    /// First turn to compact: N, -N, a duration, or last-compaction.
+    #[arg(long, value_name = "BOUND", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// Last turn to compact: N, -N (all but the last N) or a duration.
+    #[arg(long, value_name = "BOUND", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// Strip reasoning.
+    #[arg(short = 'r', long)]
+    pub reasoning: bool,
+    /// Compact tool calls: strip (default), strip-requests, strip-responses, omit.
+    #[arg(short = 't', long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "strip")]
+    pub tools: Option<String>,
+    /// Replace the range with a summary.
+    #[arg(short = 's', long)]
+    pub summarize: bool,
+    /// Replace the range with this summary, written by you (it cannot be
+    /// widened later, so it may not partly overlap another summary).
+    #[arg(long, value_name = "TEXT", conflicts_with = "summarize")]
+    pub summary_text: Option<String>,
+    /// The summarizer for -s: `digest` (offline, the default) or provider/model.
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// A compaction rule in the DSL, POLICIES[:RANGE] (repeatable); a bare
+    /// -k applies the configured rules.
+    #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    pub compact: Vec<String>,
+    /// One sentence on why, kept with the compaction.
+    #[arg(long)]
+    pub note: Option<String>,
 }

@@ -10,7 +10,9 @@ use ctxfold_store::{Conversation, ImportSource, Workspace};
 use serde_json::{Value, json};
 
 use crate::cli::ConversationCommand;
+use crate::compact;
 use crate::render::{self, Printer};
+use crate::settings::Settings;
 
 fn current_dir() -> anyhow::Result<std::path::PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
@@ -32,12 +34,31 @@ pub fn init(out: &Printer) -> anyhow::Result<()> {
     })
 }
 
-pub fn run(cmd: ConversationCommand, out: &Printer) -> anyhow::Result<()> {
+pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyhow::Result<()> {
     let ws = workspace()?;
     match cmd {
         ConversationCommand::Ls => ls(&ws, out),
         ConversationCommand::Show(a) => show(&ws, a.id.as_deref(), out),
-        ConversationCommand::Print(a) => print(&ws, a.id.as_deref(), out),
+        ConversationCommand::Print { id, compacted } => print(&ws, id.as_deref(), compacted, out),
+        ConversationCommand::Compact {
+            id,
+            rule,
+            dry_run,
+            reset,
+            restore,
+        } => compact::compact_conversation(
+            &ws,
+            id.as_deref(),
+            &rule,
+            dry_run,
+            reset,
+            restore,
+            settings,
+            out,
+        ),
+        ConversationCommand::Fork { id, compact } => {
+            compact::fork(&ws, id.as_deref(), &compact, settings, out)
+        }
         ConversationCommand::Import { path, input_format } => {
             import(&ws, &path, input_format.format(), out)
         }
@@ -45,11 +66,13 @@ pub fn run(cmd: ConversationCommand, out: &Printer) -> anyhow::Result<()> {
             id,
             output_format,
             output,
+            compacted,
         } => export(
             &ws,
             id.as_deref(),
             output_format.into(),
             output.as_deref(),
+            compacted,
             out,
         ),
         ConversationCommand::Append { id, input } => append(&ws, id.as_deref(), &input, out),
@@ -118,6 +141,7 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
     let log = load(&c)?;
     let counts = log.counts();
+    let (compactions_json, compactions_text) = compact::compaction_listing(&log);
     let json = json!({
         "id": c.meta.id,
         "title": c.meta.title,
@@ -126,6 +150,7 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
         "imported_from": c.meta.imported_from,
         "path": c.dir.display().to_string(),
         "counts": counts,
+        "compactions": compactions_json,
     });
     out.emit(&json, || {
         let m = &c.meta;
@@ -156,13 +181,20 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
             counts.config_delta,
             counts.compaction
         ));
+        if !compactions_text.is_empty() {
+            s.push_str("compactions:\n");
+            s.push_str(&compactions_text);
+        }
         s
     })
 }
 
-fn print(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
+fn print(ws: &Workspace, id: Option<&str>, compacted: bool, out: &Printer) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
     let log = load(&c)?;
+    if compacted {
+        return compact::print_compacted(&log, out);
+    }
     if out.is_json() {
         let records: Vec<Value> = log
             .records()
@@ -213,12 +245,19 @@ fn export(
     id: Option<&str>,
     format: Format,
     output: Option<&Path>,
+    compacted: bool,
     out: &Printer,
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
     let log = load(&c)?;
+    let records = if compacted {
+        let view = ctxfold_core::projection::project(&log);
+        ctxfold_core::materialize::materialize(&log, &view)
+    } else {
+        log.into_records()
+    };
     let t = Transcript {
-        records: log.into_records(),
+        records,
         title: c.meta.title.clone(),
         extras: c.meta.extras.clone(),
         warnings: Vec::new(),

@@ -1,8 +1,10 @@
 //! The `ctxfold` command.
 
 mod cli;
+mod compact;
 mod conversation;
 mod render;
+mod settings;
 
 use std::process::ExitCode;
 
@@ -23,8 +25,19 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let out = render::Printer::new(cli.format);
+    let cwd = std::env::current_dir()?;
+    // Config layers: the workspace's file when there is a workspace here.
+    let ws_root = ctxfold_store::Workspace::discover(&cwd).map(|w| w.root().to_owned());
     match cli.command {
         Command::Init => conversation::init(&out),
-        Command::Conversation(cmd) => conversation::run(cmd, &out),
+        Command::Compact(args) => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            compact::compact_file(&args, &settings, &out)
+        }
+        Command::Config(cli::ConfigCommand::Show) => settings::show(ws_root, &cli.config, &out),
+        Command::Conversation(cmd) => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            conversation::run(cmd, &settings, &out)
+        }
     }
 }

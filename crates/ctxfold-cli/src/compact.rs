@@ -1,0 +1,717 @@
+//! Compaction commands: `ctxfold compact FILE`, `conversation compact`,
+//! `conversation print --compacted`, `conversation fork`, and the timeline
+//! they print.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use ctxfold_core::bounds::{Bound, Keep};
+use ctxfold_core::compaction::{AllMarker, CompactionReset, ReasoningPolicy, ResetTargets, Source};
+use ctxfold_core::digest::Digest;
+use ctxfold_core::estimate::{raw_tokens, text_tokens, view_tokens};
+use ctxfold_core::planner::{Plan, PlanContext, Rule, SummaryRequest, plan};
+use ctxfold_core::projection::{Inactive, Item, project};
+use ctxfold_core::report::{timeline, turn_reports};
+use ctxfold_core::summarizer::{Summarizer, SummaryInput};
+use ctxfold_core::{Body, Compaction, Log, Object, Record, dsl};
+use ctxfold_formats::{Format, Transcript};
+use ctxfold_store::Workspace;
+use serde_json::{Value, json};
+
+use crate::cli::{CompactFileArgs, RuleFlags};
+use crate::render::{self, Printer};
+use crate::settings::Settings;
+
+/// The rules a command's flags ask for (SPEC §5, §11):
+/// - `-r`, `-t`, `-s` with the range flags make one rule; range flags alone
+///   use the built-in policies (strip reasoning and tools);
+/// - each `-k SPEC` adds one rule; a bare `-k` adds the configured rules;
+/// - nothing at all applies the configured rules (or the built-in one).
+pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Result<Vec<Rule>> {
+    let mut rules = Vec::new();
+    let has_range = flags.from.is_some()
+        || flags.to.is_some()
+        || flags.keep_first.is_some()
+        || flags.keep_last.is_some();
+    let has_policy =
+        flags.reasoning || flags.tools.is_some() || flags.summarize || flags.summary_text.is_some();
+    if flags.model.is_some() && !flags.summarize {
+        bail!("-m/--model picks the summarizer: add -s/--summarize");
+    }
+    if has_policy || has_range {
+        let mut rule = Rule::default();
+        if has_policy {
+            rule.reasoning = flags.reasoning.then_some(ReasoningPolicy::Strip);
+            if let Some(mode) = &flags.tools {
+                rule.tool_calls = Some(dsl::parse_tool_mode(mode).with_context(|| {
+                    format!("--tools={mode}: expected strip, strip-requests (sreq), strip-responses (sres) or omit")
+                })?);
+            }
+            if flags.summarize {
+                rule.summary = Some(SummaryRequest::Derive {
+                    model: flags.model.clone(),
+                    instructions: None,
+                });
+            }
+            if let Some(text) = &flags.summary_text {
+                rule.summary = Some(SummaryRequest::Supplied {
+                    text: text.clone(),
+                    author: Source::User,
+                });
+            }
+        } else {
+            let builtin = Rule::builtin();
+            rule.reasoning = builtin.reasoning;
+            rule.tool_calls = builtin.tool_calls;
+        }
+        let bound = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Bound>> {
+            v.as_deref()
+                .map(|s| s.parse::<Bound>().with_context(|| format!("--{flag} {s}")))
+                .transpose()
+        };
+        let keep = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<Keep>> {
+            v.as_deref()
+                .map(|s| s.parse::<Keep>().with_context(|| format!("--{flag} {s}")))
+                .transpose()
+        };
+        rule.from = bound("from", &flags.from)?;
+        rule.to = bound("to", &flags.to)?;
+        if rule.to == Some(Bound::LastCompaction) {
+            bail!("--to last-compaction: `last-compaction` can only start a range");
+        }
+        rule.keep_first = keep("keep-first", &flags.keep_first)?;
+        rule.keep_last = keep("keep-last", &flags.keep_last)?;
+        rules.push(rule);
+    }
+    let mut bare = false;
+    for spec in &flags.compact {
+        if spec.is_empty() {
+            bare = true;
+        } else {
+            let mut rule = dsl::parse(spec)?;
+            if let (Some(SummaryRequest::Derive { model, .. }), Some(m)) =
+                (&mut rule.summary, &flags.model)
+            {
+                *model = Some(m.clone());
+            }
+            rules.push(rule);
+        }
+    }
+    if bare || rules.is_empty() {
+        rules.extend(settings.rules.iter().cloned());
+    }
+    Ok(rules)
+}
+
+/// The summarizer a rule names: the offline digest, unless it names a model.
+fn summarizer_for(model: Option<&str>) -> anyhow::Result<Box<dyn Summarizer>> {
+    match model {
+        None | Some("digest") => Ok(Box::new(Digest)),
+        Some(m) => bail!(
+            "summarizer `{m}`: model summarizers need the provider layer, which this build does not have yet; use `-m digest` (the offline digest)"
+        ),
+    }
+}
+
+/// Plan `rules`, generate the summaries they need, and return the
+/// compaction records to append. A failed or too-large summary records
+/// nothing.
+pub fn make_compactions(
+    log: &Log,
+    rules: &[Rule],
+    ctx: &PlanContext,
+) -> anyhow::Result<(Plan, Vec<Compaction>)> {
+    let plan = plan(log, rules, ctx)?;
+    let mut out = Vec::new();
+    for p in &plan.planned {
+        let mut c = p.compaction.clone();
+        if let Some((model, instructions)) = &p.derive {
+            let s = summarizer_for(model.as_deref())?;
+            let summary = s.summarize(SummaryInput {
+                log,
+                range: p.range,
+                instructions: instructions.as_deref(),
+            })?;
+            let replaced = raw_tokens(&log.records()[p.range.0..=p.range.1]);
+            let size = text_tokens(&summary.text);
+            if size >= replaced {
+                bail!(
+                    "the {} summary of turns {}–{} (~{size} tokens) is not smaller than what it replaces (~{replaced} tokens); nothing was recorded",
+                    s.name(),
+                    c.from_turn + 1,
+                    c.to_turn + 1
+                );
+            }
+            c.summary = Some(ctxfold_core::compaction::Summary {
+                text: summary.text,
+                provenance: summary.provenance,
+            });
+        }
+        out.push(c);
+    }
+    Ok((plan, out))
+}
+
+/// `log` with `compactions` appended (in memory).
+fn with_compactions(log: &Log, compactions: &[Compaction], ts: &str) -> Log {
+    let mut after = log.clone();
+    for c in compactions {
+        let seq = after.next_seq();
+        after.push(Record::new(seq, ts, Body::Compaction(Box::new(c.clone()))));
+    }
+    after
+}
+
+/// The timeline of what `after` (the log with new compactions) makes of
+/// each turn, with sizes before and after, as text and JSON.
+fn report(
+    before: &Log,
+    after: &Log,
+    plan: &Plan,
+    compactions: &[Compaction],
+    verb: &str,
+) -> (Value, String) {
+    let view_before = project(before);
+    let view_after = project(after);
+    let tokens_raw = raw_tokens(before.records());
+    let tokens_before = view_tokens(&view_before);
+    let tokens_after = view_tokens(&view_after);
+    let reports = turn_reports(after, &view_after);
+    let lines = timeline(&reports);
+    let mut text = String::new();
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * (b as f64 - a as f64) / b as f64
+        }
+    };
+    text.push_str(&format!(
+        "{} turns, ~{} tokens in view → ~{} tokens ({:.0}% smaller; ~{} tokens raw)\n",
+        before.turn_count(),
+        tokens_before,
+        tokens_after,
+        pct(tokens_after, tokens_before),
+        tokens_raw
+    ));
+    for (first, last, label) in &lines {
+        let turns = if first == last {
+            format!("turn {first}")
+        } else {
+            format!("turns {first}–{last}")
+        };
+        let (b, a): (usize, usize) = reports[(*first - 1) as usize..*last as usize]
+            .iter()
+            .fold((0, 0), |(b, a), r| {
+                (b + r.tokens_before, a + r.tokens_after)
+            });
+        text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
+    }
+    for (p, c) in plan.planned.iter().zip(compactions) {
+        text.push_str(&format!(
+            "{verb} turns {}–{}: {}\n",
+            c.from_turn + 1,
+            c.to_turn + 1,
+            describe_policies(c).join(", ")
+        ));
+        if let Some((a, b)) = p.grown_from {
+            text.push_str(&format!(
+                "  (asked for turns {}–{}; grown to cover the summaries it overlaps)\n",
+                a + 1,
+                b + 1
+            ));
+        }
+    }
+    for s in &plan.skipped {
+        text.push_str(&format!(
+            "rule {}: nothing to do: {}\n",
+            s.rule + 1,
+            s.reason
+        ));
+    }
+    let json = json!({
+        "turns": before.turn_count(),
+        "tokens": {"raw": tokens_raw, "before": tokens_before, "after": tokens_after},
+        "timeline": lines.iter().map(|(f, l, label)| json!({"from_turn": f, "to_turn": l, "label": label})).collect::<Vec<_>>(),
+        "per_turn": reports,
+        "compactions": plan.planned.iter().zip(compactions).map(|(p, c)| {
+            let mut o = serde_json::to_value(c).unwrap_or_default();
+            if let (Value::Object(m), Some((a, b))) = (&mut o, p.grown_from) {
+                m.insert("grown_from".into(), json!([a + 1, b + 1]));
+            }
+            o
+        }).collect::<Vec<_>>(),
+        "skipped": plan.skipped.iter().map(|s| json!({"rule": s.rule + 1, "reason": s.reason})).collect::<Vec<_>>(),
+    });
+    (json, text)
+}
+
+fn plan_context(settings: &Settings, note: Option<&str>) -> PlanContext {
+    PlanContext {
+        now: Some(jiff::Timestamp::now()),
+        hints: settings.hints.clone(),
+        source: Source::User,
+        note: note.map(str::to_owned),
+        deferred_until_turn: None,
+    }
+}
+
+/// `ctxfold compact FILE`.
+pub fn compact_file(
+    args: &CompactFileArgs,
+    settings: &Settings,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let in_format = match args.input_format.format() {
+        Some(f) => f,
+        None => ctxfold_formats::detect(&args.file)?,
+    };
+    let out_format: Format = args.output_format.map_or(in_format, Format::from);
+    let t = ctxfold_formats::import(&args.file, Some(in_format))?;
+    render::warn_all(&t.warnings);
+    let log = Log::from_records(t.records);
+    let rules = rules_from_flags(&args.rule, settings)?;
+    let ctx = plan_context(settings, args.rule.note.as_deref());
+    let (plan, compactions) = make_compactions(&log, &rules, &ctx)?;
+    let after = with_compactions(&log, &compactions, &ctxfold_store::now());
+    let view = project(&after);
+    let records = ctxfold_core::materialize::materialize(&after, &view);
+    let transcript = Transcript {
+        records,
+        title: t.title,
+        extras: t.extras,
+        warnings: Vec::new(),
+    };
+    let dest = match &args.output {
+        Some(p) => p.clone(),
+        None => default_output(&args.file, in_format, out_format),
+    };
+    let size_before = size_of(&args.file);
+    let (json, mut text) = report(&log, &after, &plan, &compactions, "folded");
+    let mut json = json;
+    if dest == Path::new("-") {
+        if out_format == Format::Jp {
+            bail!("a JP conversation is a folder: name it with -o PATH");
+        }
+        let bytes = export_bytes(&transcript, out_format)?;
+        std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?;
+        eprint!("{text}");
+        return Ok(());
+    }
+    ctxfold_formats::export(&transcript, out_format, &dest)?;
+    let size_after = size_of(&dest);
+    text.push_str(&format!(
+        "wrote {} ({out_format}): {} → {} bytes\n",
+        dest.display(),
+        size_before,
+        size_after
+    ));
+    if let Value::Object(m) = &mut json {
+        m.insert("output".into(), json!(dest.display().to_string()));
+        m.insert(
+            "bytes".into(),
+            json!({"before": size_before, "after": size_after}),
+        );
+    }
+    out.emit(&json, || text)
+}
+
+/// A transcript exported to bytes (through a temporary file, so every
+/// format has one writer).
+fn export_bytes(t: &Transcript, format: Format) -> anyhow::Result<Vec<u8>> {
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("out");
+    ctxfold_formats::export(t, format, &file)?;
+    Ok(std::fs::read(&file)?)
+}
+
+/// `<name>.compacted<.ext>` beside the input (a folder for JP).
+fn default_output(input: &Path, in_format: Format, out_format: Format) -> PathBuf {
+    let base = if in_format == Format::Jp && input.is_file() {
+        input.parent().unwrap_or(Path::new(".")).to_owned()
+    } else {
+        input.to_owned()
+    };
+    let base = base.components().as_path().to_owned();
+    let name = base
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "transcript".into());
+    let (stem, ext) = match (out_format, name.rsplit_once('.')) {
+        (Format::Jp, _) => (name.clone(), String::new()),
+        (_, Some((stem, ext))) if !base.is_dir() && out_format == in_format => {
+            (stem.to_owned(), format!(".{ext}"))
+        }
+        (Format::Ctxfold, _) => (name.clone(), ".jsonl".into()),
+        _ => (name.clone(), ".json".into()),
+    };
+    base.with_file_name(format!("{stem}.compacted{ext}"))
+}
+
+/// Bytes of a file, or of every file in a folder.
+fn size_of(path: &Path) -> u64 {
+    if path.is_dir() {
+        std::fs::read_dir(path)
+            .map(|d| d.flatten().map(|e| size_of(&e.path())).sum())
+            .unwrap_or(0)
+    } else {
+        std::fs::metadata(path).map_or(0, |m| m.len())
+    }
+}
+
+/// Compaction records of `log` in order, numbered from 1 as `show` lists
+/// them: (number, record index).
+pub fn numbered_compactions(log: &Log) -> Vec<(usize, usize)> {
+    log.records()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.body, Body::Compaction(_)))
+        .enumerate()
+        .map(|(n, (i, _))| (n + 1, i))
+        .collect()
+}
+
+/// `conversation compact`.
+#[allow(clippy::too_many_arguments)]
+pub fn compact_conversation(
+    ws: &Workspace,
+    id: Option<&str>,
+    flags: &RuleFlags,
+    dry_run: bool,
+    reset: Option<Option<usize>>,
+    restore: Option<Option<usize>>,
+    settings: &Settings,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let loaded = c.log().load()?;
+    render::warn_all(&loaded.warnings);
+    let log = Log::from_records(loaded.records);
+    if reset.is_some() || restore.is_some() {
+        return reset_or_restore(&c, &log, reset, restore, dry_run, out);
+    }
+    let rules = rules_from_flags(flags, settings)?;
+    let ctx = plan_context(settings, flags.note.as_deref());
+    let (plan, compactions) = make_compactions(&log, &rules, &ctx)?;
+    let ts = ctxfold_store::now();
+    let after = with_compactions(&log, &compactions, &ts);
+    let verb = if dry_run {
+        "would compact"
+    } else {
+        "compacted"
+    };
+    let (mut json, mut text) = report(&log, &after, &plan, &compactions, verb);
+    if compactions.is_empty() {
+        text.push_str("nothing to compact; nothing was written\n");
+    } else if dry_run {
+        text.push_str("dry run: nothing was written\n");
+    } else {
+        let records = compactions
+            .into_iter()
+            .map(|comp| Record::new(0, ts.clone(), Body::Compaction(Box::new(comp))));
+        let seqs = c.log().append(records)?;
+        text.push_str(&format!(
+            "appended {} compaction record(s) to {}; `ctxfold conversation compact --reset` undoes\n",
+            seqs.end - seqs.start,
+            c.meta.id
+        ));
+    }
+    if let Value::Object(m) = &mut json {
+        m.insert("dry_run".into(), json!(dry_run));
+        m.insert("id".into(), json!(c.meta.id));
+    }
+    out.emit(&json, || text)
+}
+
+fn reset_or_restore(
+    c: &ctxfold_store::Conversation,
+    log: &Log,
+    reset: Option<Option<usize>>,
+    restore: Option<Option<usize>>,
+    dry_run: bool,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let numbered = numbered_compactions(log);
+    let (_, inactive) = ctxfold_core::projection::compaction_status(log);
+    let revoked: Vec<usize> = inactive
+        .iter()
+        .filter(|(_, why)| *why == Inactive::Revoked)
+        .map(|(i, _)| *i)
+        .collect();
+    let (restoring, which) = match (reset, restore) {
+        (Some(n), _) => (false, n),
+        (None, Some(n)) => (true, n),
+        (None, None) => unreachable!("called for --reset or --restore"),
+    };
+    let seq_of = |n: usize| -> anyhow::Result<u64> {
+        numbered
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, i)| log.records()[*i].seq)
+            .with_context(|| {
+                format!(
+                    "no compaction {n}: this conversation has {} (see `ctxfold conversation show`)",
+                    numbered.len()
+                )
+            })
+    };
+    let targets = match (which, restoring) {
+        (Some(n), _) => ResetTargets::Some(vec![seq_of(n)?]),
+        (None, false) => ResetTargets::All(AllMarker::All),
+        (None, true) => ResetTargets::Some(revoked.iter().map(|&i| log.records()[i].seq).collect()),
+    };
+    let count = match &targets {
+        ResetTargets::All(_) => numbered.len(),
+        ResetTargets::Some(v) => v.len(),
+    };
+    let verb = match (restoring, dry_run) {
+        (false, false) => "revoked",
+        (false, true) => "would revoke",
+        (true, false) => "restored",
+        (true, true) => "would restore",
+    };
+    if count == 0 {
+        let what = if restoring {
+            "revoked compactions to restore"
+        } else {
+            "compactions to revoke"
+        };
+        return out.emit(&json!({"id": c.meta.id, verb: 0}), || format!("no {what}"));
+    }
+    let record = Record::new(
+        0,
+        ctxfold_store::now(),
+        Body::CompactionReset(CompactionReset {
+            targets,
+            restore: restoring,
+            extra: Object::new(),
+        }),
+    );
+    if !dry_run {
+        c.log().append([record])?;
+    }
+    out.emit(
+        &json!({"id": c.meta.id, verb: count, "dry_run": dry_run}),
+        || {
+            format!(
+                "{verb} {count} compaction(s) of {}; nothing was deleted",
+                c.meta.id
+            )
+        },
+    )
+}
+
+/// `conversation print --compacted`.
+pub fn print_compacted(log: &Log, out: &Printer) -> anyhow::Result<()> {
+    let view = project(log);
+    if out.is_json() {
+        let items: Vec<Value> = view
+            .items
+            .iter()
+            .map(|item| {
+                let origin = item.origin();
+                let (first, last) = (*origin.start(), *origin.end());
+                let mut o = match *item {
+                    Item::Summary {
+                        turns,
+                        compaction,
+                        text,
+                        ..
+                    } => json!({
+                        "kind": "summary",
+                        "turns": [turns.0 + 1, turns.1 + 1],
+                        "compaction_seq": log.records()[compaction].seq,
+                        "text": text,
+                    }),
+                    Item::Preamble => {
+                        json!({"kind": "preamble", "content": ctxfold_core::projection::PREAMBLE})
+                    }
+                    _ => {
+                        let rec = ctxfold_core::materialize::item_record(item);
+                        let mut v = Value::Object(rec.map(|r| r.to_object()).unwrap_or_default());
+                        if let Value::Object(m) = &mut v {
+                            m.shift_remove("seq");
+                            let kind = match item {
+                                Item::StrippedCall { .. } => "stripped_call",
+                                Item::StrippedResult { .. } => "stripped_result",
+                                _ => "event",
+                            };
+                            m.insert("kind".into(), json!(kind));
+                        }
+                        v
+                    }
+                };
+                if let (Value::Object(m), false) = (&mut o, matches!(item, Item::Preamble)) {
+                    m.insert(
+                        "origin".into(),
+                        json!({
+                            "seq": [log.records()[first].seq, log.records()[last].seq],
+                            "turns": [log.turn_of(first) + 1, log.turn_of(last) + 1],
+                        }),
+                    );
+                }
+                o
+            })
+            .collect();
+        let dropped: Vec<Value> = view
+            .dropped
+            .iter()
+            .map(|d| {
+                json!({
+                    "seq": log.records()[d.index].seq,
+                    "turn": log.turn_of(d.index) + 1,
+                    "reason": d.reason,
+                })
+            })
+            .collect();
+        return out.emit(&json!({"items": items, "dropped": dropped}), String::new);
+    }
+    let records = ctxfold_core::materialize::materialize(log, &view);
+    out.emit(&Value::Null, || {
+        render::transcript_text(&Log::from_records(records))
+    })
+}
+
+/// `conversation fork`.
+pub fn fork(
+    ws: &Workspace,
+    id: Option<&str>,
+    specs: &[String],
+    settings: &Settings,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let loaded = c.log().load()?;
+    render::warn_all(&loaded.warnings);
+    let log = Log::from_records(loaded.records);
+    let mut records = log.records().to_vec();
+    let mut folded = 0;
+    if !specs.is_empty() {
+        let flags = RuleFlags {
+            compact: specs.to_vec(),
+            ..RuleFlags::default()
+        };
+        let rules = rules_from_flags(&flags, settings)?;
+        let ctx = plan_context(settings, Some("fork"));
+        let (_, compactions) = make_compactions(&log, &rules, &ctx)?;
+        folded = compactions.len();
+        let ts = ctxfold_store::now();
+        for comp in compactions {
+            records.push(Record::new(0, ts.clone(), Body::Compaction(Box::new(comp))));
+        }
+    }
+    let title = Some(format!(
+        "fork of {}",
+        c.meta.title.as_deref().unwrap_or(&c.meta.id)
+    ));
+    let mut new = ws.create(
+        title,
+        c.meta.imported_from.clone(),
+        c.meta.extras.clone(),
+        records,
+    )?;
+    ws.set_active(&mut new)?;
+    let id = new.meta.id.clone();
+    out.emit(
+        &json!({"id": id, "from": c.meta.id, "compactions": folded}),
+        || {
+            if folded > 0 {
+                format!("{id}\n(fork of {} with {folded} compaction(s))", c.meta.id)
+            } else {
+                id.clone()
+            }
+        },
+    )
+}
+
+/// One line per compaction for `conversation show`, and the same as JSON.
+pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
+    let (active, inactive) = ctxfold_core::projection::compaction_status(log);
+    let mut json = Vec::new();
+    let mut text = String::new();
+    for (n, i) in numbered_compactions(log) {
+        let Body::Compaction(c) = &log.records()[i].body else {
+            continue;
+        };
+        let status = if active.contains(&i) {
+            "active".to_owned()
+        } else {
+            match inactive.iter().find(|(k, _)| *k == i).map(|(_, w)| *w) {
+                Some(Inactive::Revoked) => "revoked".into(),
+                Some(Inactive::Deferred) => format!(
+                    "deferred until turn {}",
+                    c.deferred_until_turn.unwrap_or_default() + 1
+                ),
+                Some(Inactive::OutOfBounds) => "out of bounds".into(),
+                None => "inactive".into(),
+            }
+        };
+        let policies = describe_policies(c);
+        let note = c
+            .note
+            .as_deref()
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "  #{n} turns {}–{}: {} [{}, by {}]{note}\n",
+            c.from_turn + 1,
+            c.to_turn + 1,
+            policies.join(", "),
+            status,
+            source_name(c.source)
+        ));
+        let mut v = serde_json::to_value(c.as_ref()).unwrap_or_default();
+        if let Value::Object(m) = &mut v {
+            m.insert("number".into(), json!(n));
+            m.insert("seq".into(), json!(log.records()[i].seq));
+            m.insert("status".into(), json!(status));
+        }
+        json.push(v);
+    }
+    (json, text)
+}
+
+/// What a compaction does, in words: its summary and where it came from,
+/// its reasoning and tool policies, its per-tool overrides.
+fn describe_policies(c: &Compaction) -> Vec<String> {
+    use ctxfold_core::compaction::{Provenance, ToolPolicy};
+    let mut out = Vec::new();
+    match c.summary.as_ref().map(|s| &s.provenance) {
+        Some(Provenance::Derived { summarizer, .. }) => {
+            out.push(format!("summary by {summarizer}"))
+        }
+        Some(Provenance::Supplied { author }) => {
+            out.push(format!("summary written by {}", source_name(*author)))
+        }
+        None => {}
+    }
+    if c.reasoning.is_some() {
+        out.push("strip reasoning".into());
+    }
+    if let Some(t) = c.tool_calls {
+        out.push(
+            match t {
+                ToolPolicy::Strip => "strip tool calls",
+                ToolPolicy::StripRequests => "strip tool requests",
+                ToolPolicy::StripResponses => "strip tool results",
+                ToolPolicy::Omit => "omit tool calls",
+            }
+            .into(),
+        );
+    }
+    for (tool, o) in &c.tool_overrides {
+        out.push(format!("{tool}: {}", enum_name(o)));
+    }
+    out
+}
+
+fn enum_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn source_name(s: Source) -> String {
+    enum_name(&s)
+}
