@@ -429,6 +429,11 @@ impl Record {
             return (body, Object::new(), Some(warning));
         }
         let body = take_body(kind, &mut fields);
+        // The parsed map keeps its capacity once the body's fields are moved
+        // out; an empty one must not pin that memory for every record.
+        if fields.is_empty() {
+            fields = Object::new();
+        }
         (body, fields, None)
     }
 

@@ -325,5 +325,6 @@ fn scan(path: &Path) -> Result<Scan, StoreError> {
         }
         offset += n as u64;
     }
+    out.records.shrink_to_fit();
     Ok(out)
 }

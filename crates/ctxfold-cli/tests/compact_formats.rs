@@ -1,0 +1,230 @@
+//! `ctxfold compact FILE` writes a valid transcript of the format it read:
+//! JP folder in, JP folder out (readable by the importer again); OpenAI in,
+//! valid OpenAI out; Anthropic in, valid Anthropic out. Each under several
+//! rules: the built-in one, a digest summary, omit, strip-responses.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use common::{Scratch, corpus};
+use serde_json::Value;
+
+const RULES: [&[&str]; 4] = [
+    &[],
+    &["-s", "--keep-first", "1", "--keep-last", "1"],
+    &["-k", "t=omit:..-1"],
+    &["-k", "r+t=sres:2.."],
+];
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/rate-limiter-session.openai.json")
+}
+
+fn compact(s: &Scratch, input: &Path, out: &Path, rule: &[&str]) -> Value {
+    let mut args = vec![
+        "compact",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(rule);
+    s.json(&args)
+}
+
+/// OpenAI chat rules: the first message after system prompts is the user's;
+/// every tool message answers a call of the assistant message before it,
+/// and every call is answered before the next non-tool message.
+fn check_openai(v: &Value) {
+    let msgs = v["messages"].as_array().expect("messages");
+    let first = msgs.iter().find(|m| m["role"] != "system").unwrap();
+    assert_eq!(first["role"], "user");
+    let mut pending: HashSet<String> = HashSet::new();
+    for (i, m) in msgs.iter().enumerate() {
+        match m["role"].as_str().unwrap() {
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap();
+                assert!(
+                    pending.remove(id),
+                    "message {i}: tool result {id} answers no open call"
+                );
+            }
+            role => {
+                assert!(
+                    pending.is_empty(),
+                    "message {i} ({role}) before results of {pending:?}"
+                );
+                if let Some(calls) = m["tool_calls"].as_array() {
+                    assert_eq!(role, "assistant");
+                    for c in calls {
+                        assert_eq!(c["type"], "function");
+                        let args = c["function"]["arguments"].as_str().unwrap();
+                        serde_json::from_str::<Value>(args).expect("arguments are JSON text");
+                        pending.insert(c["id"].as_str().unwrap().to_owned());
+                    }
+                }
+            }
+        }
+    }
+    assert!(pending.is_empty(), "unanswered calls {pending:?}");
+}
+
+/// Anthropic rules: user and assistant alternate, starting with the user;
+/// every tool_use is answered by a tool_result in the next message, and
+/// every tool_result answers a tool_use of the message before.
+fn check_anthropic(v: &Value) {
+    let msgs = v["messages"].as_array().expect("messages");
+    assert_eq!(msgs[0]["role"], "user");
+    let mut uses: HashSet<String> = HashSet::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let role = m["role"].as_str().unwrap();
+        assert_eq!(
+            role,
+            if i % 2 == 0 { "user" } else { "assistant" },
+            "message {i}"
+        );
+        let blocks: Vec<Value> = match &m["content"] {
+            Value::String(_) => Vec::new(),
+            Value::Array(b) => b.clone(),
+            other => panic!("message {i}: content {other}"),
+        };
+        if role == "user" {
+            let answered: HashSet<String> = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| b["tool_use_id"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(
+                answered, uses,
+                "message {i}: results must answer the previous tool_use blocks"
+            );
+            uses.clear();
+        } else {
+            assert!(uses.is_empty());
+            for b in &blocks {
+                if b["type"] == "tool_use" {
+                    assert!(b["input"].is_object());
+                    uses.insert(b["id"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+    }
+    assert!(uses.is_empty(), "unanswered tool_use {uses:?}");
+}
+
+#[test]
+fn openai_in_valid_openai_out() {
+    let s = Scratch::new();
+    for (n, rule) in RULES.iter().enumerate() {
+        let out = s.path().join(format!("out{n}.json"));
+        let report = compact(&s, &example(), &out, rule);
+        assert!(
+            report["tokens"]["after"].as_u64() < report["tokens"]["before"].as_u64(),
+            "{rule:?}"
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        check_openai(&v);
+        assert_eq!(v["model"], "gpt-4o", "request keys kept");
+        // And it reads back as OpenAI.
+        let again = s.json(&["c", "import", out.to_str().unwrap()]);
+        assert_eq!(again["format"], "openai");
+    }
+}
+
+#[test]
+fn anthropic_in_valid_anthropic_out() {
+    let s = Scratch::new();
+    // An Anthropic transcript of the example session.
+    let id = s.import(&example());
+    let input = s.path().join("session.anthropic.json");
+    s.ok(&[
+        "c",
+        "export",
+        &id,
+        "--output-format",
+        "anthropic",
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    check_anthropic(&serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap());
+    for (n, rule) in RULES.iter().enumerate() {
+        let out = s.path().join(format!("out{n}.json"));
+        let report = compact(&s, &input, &out, rule);
+        assert!(
+            report["tokens"]["after"].as_u64() < report["tokens"]["before"].as_u64(),
+            "{rule:?}"
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        check_anthropic(&v);
+        let again = s.json(&["c", "import", out.to_str().unwrap()]);
+        assert_eq!(again["format"], "anthropic");
+    }
+}
+
+#[test]
+fn jp_folder_in_jp_folder_out_reads_back() {
+    let s = Scratch::new();
+    let input = corpus().join("17727391057-managing-jp-conversations-in-git-worktrees");
+    for (n, rule) in RULES.iter().enumerate() {
+        let out = s.path().join(format!("out{n}"));
+        let report = compact(&s, &input, &out, rule);
+        assert!(
+            report["tokens"]["after"].as_u64() < report["tokens"]["before"].as_u64(),
+            "{rule:?}"
+        );
+        assert!(out.join("events.json").is_file() && out.join("metadata.json").is_file());
+        let imported = s
+            .command()
+            .args(["c", "import", out.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(imported.status.success());
+        assert!(
+            imported.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&imported.stderr)
+        );
+        let id: Value = serde_json::from_slice(&imported.stdout).unwrap();
+        let counts = &s.json(&["c", "show", id["id"].as_str().unwrap()])["counts"];
+        assert_eq!(
+            counts["tool_call"], counts["tool_result"],
+            "{rule:?}: calls stay paired"
+        );
+        // A summary stands for its turns as one turn (first, summary, last);
+        // the other rules keep every turn.
+        let turns = if rule.contains(&"-s") { 3 } else { 8 };
+        assert_eq!(counts["turns"], turns, "{rule:?}");
+        assert_eq!(
+            counts["compaction"], 0,
+            "compactions are applied, not carried"
+        );
+    }
+    // The source folder is untouched.
+    let t = s.json(&["c", "import", input.to_str().unwrap()]);
+    let counts = &s.json(&["c", "show", t["id"].as_str().unwrap()])["counts"];
+    assert_eq!(counts["records"], 118);
+}
+
+#[test]
+fn output_defaults_beside_the_input_and_dash_is_stdout() {
+    let s = Scratch::new();
+    let input = s.path().join("session.json");
+    std::fs::copy(example(), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let report = s.json(&["compact", input.to_str().unwrap()]);
+    let written = s.path().join("session.compacted.json");
+    assert_eq!(report["output"], written.display().to_string());
+    assert!(written.is_file());
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        before,
+        "the input is never modified"
+    );
+    let out = s.run(&["compact", input.to_str().unwrap(), "-o", "-"]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_openai(&v);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokens in view"));
+}

@@ -1,0 +1,270 @@
+//! `conversation compact`, `--dry-run`, `--reset`, `--restore`, `show`'s
+//! compaction list, `print --compacted`, `fork -k`, and their errors,
+//! through the real binary.
+
+mod common;
+
+use common::{Scratch, corpus, stderr};
+use serde_json::Value;
+
+const CONVERSATION: &str = "17738348630-workspace-sanitization-strategy"; // 9 turns
+
+fn setup() -> (Scratch, String) {
+    let s = Scratch::new();
+    let id = s.import(&corpus().join(CONVERSATION));
+    (s, id)
+}
+
+fn records(s: &Scratch, id: &str) -> u64 {
+    s.json(&["c", "show", id])["counts"]["records"]
+        .as_u64()
+        .unwrap()
+}
+
+fn view_tokens(s: &Scratch, id: &str) -> usize {
+    // The compacted view's size, in characters of its JSON.
+    s.json(&["c", "print", id, "--compacted"])["items"]
+        .to_string()
+        .len()
+}
+
+#[test]
+fn dry_run_writes_nothing_and_says_would() {
+    let (s, id) = setup();
+    let before = std::fs::read(s.events_file(&id)).unwrap();
+    let out = s.ok(&["c", "compact", &id, "--dry-run"]);
+    assert!(
+        out.contains("would compact turns 2–6: strip reasoning, strip tool calls"),
+        "{out}"
+    );
+    assert!(out.contains("dry run: nothing was written"), "{out}");
+    assert_eq!(std::fs::read(s.events_file(&id)).unwrap(), before);
+    let json = s.json(&["c", "compact", &id, "--dry-run"]);
+    assert_eq!(json["dry_run"], true);
+    assert!(json["tokens"]["after"].as_u64() < json["tokens"]["before"].as_u64());
+}
+
+#[test]
+fn compact_appends_and_reset_restore_undo_by_appending() {
+    let (s, id) = setup();
+    let n0 = records(&s, &id);
+    let full = view_tokens(&s, &id);
+    let out = s.ok(&["c", "compact", &id, "--note", "old tool output"]);
+    assert!(out.contains("compacted turns 2–6"), "{out}");
+    assert!(out.contains("appended 1 compaction record(s)"), "{out}");
+    s.ok(&["c", "compact", &id, "-k", "s:2..3"]);
+    assert_eq!(records(&s, &id), n0 + 2);
+    let compacted = view_tokens(&s, &id);
+    assert!(compacted < full);
+
+    // show lists them, numbered, with policies, source, note, status.
+    let text = s.ok(&["c", "show", &id]);
+    assert!(
+        text.contains(
+            "#1 turns 2–6: strip reasoning, strip tool calls [active, by user] — old tool output"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("#2 turns 2–3: summary by digest [active, by user]"),
+        "{text}"
+    );
+    let shown = s.json(&["c", "show", &id]);
+    assert_eq!(shown["compactions"][0]["note"], "old tool output");
+    assert_eq!(
+        shown["compactions"][1]["summary"]["provenance"]["summarizer"],
+        "digest"
+    );
+
+    // Reset #2: appended, nothing deleted; the view loses the summary.
+    s.ok(&["c", "compact", &id, "--reset=2"]);
+    assert_eq!(records(&s, &id), n0 + 3);
+    let shown = s.json(&["c", "show", &id]);
+    assert_eq!(shown["compactions"][1]["status"], "revoked");
+    assert_eq!(shown["compactions"][0]["status"], "active");
+    let items = s.json(&["c", "print", &id, "--compacted"])["items"].clone();
+    assert!(
+        !items
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["kind"] == "summary")
+    );
+
+    // Reset all: the view is the raw conversation again.
+    s.ok(&["c", "compact", &id, "--reset"]);
+    assert_eq!(view_tokens(&s, &id), full);
+
+    // Restore all revoked: back to both compactions.
+    let out = s.ok(&["c", "compact", &id, "--restore"]);
+    assert!(out.contains("restored 2 compaction(s)"), "{out}");
+    assert_eq!(view_tokens(&s, &id), compacted);
+    assert_eq!(records(&s, &id), n0 + 5, "two compactions and three resets");
+
+    // A number that does not exist is an error naming how many there are.
+    let bad = s.run(&["c", "compact", &id, "--reset=9"]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("no compaction 9: this conversation has 2"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn print_compacted_marks_summaries_with_their_turns() {
+    let (s, id) = setup();
+    s.ok(&["c", "compact", &id, "-s", "--from", "2", "--to", "4"]);
+    let text = s.ok(&["c", "print", &id, "--compacted"]);
+    assert!(
+        text.contains("[ctxfold]\n[The text that follows summarizes turns 2–4"),
+        "{text}"
+    );
+    assert!(text.contains("Digest of turns 2–4"));
+    let v = s.json(&["c", "print", &id, "--compacted"]);
+    let summary = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "summary")
+        .unwrap();
+    assert_eq!(summary["turns"], serde_json::json!([2, 4]));
+    assert!(summary["origin"]["seq"][0].as_u64() < summary["origin"]["seq"][1].as_u64());
+}
+
+#[test]
+fn derived_summary_grows_over_an_overlapping_one_and_says_so() {
+    let (s, id) = setup();
+    s.ok(&["c", "compact", &id, "-s", "--from", "2", "--to", "4"]);
+    let out = s.ok(&["c", "compact", &id, "-s", "--from", "4", "--to", "6"]);
+    assert!(
+        out.contains("compacted turns 2–6: summary by digest"),
+        "{out}"
+    );
+    assert!(
+        out.contains("asked for turns 4–6; grown to cover the summaries it overlaps"),
+        "{out}"
+    );
+    // A written summary cannot grow: partial overlap is refused, naming turns.
+    let bad = s.run(&[
+        "c",
+        "compact",
+        &id,
+        "--summary-text",
+        "mine",
+        "--from",
+        "5",
+        "--to",
+        "8",
+    ]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("turns 5–8 partly overlaps the summary of turns 2–6"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn fork_copies_and_compacts_the_copy_only() {
+    let (s, id) = setup();
+    let n0 = records(&s, &id);
+    let forked = s.json(&["c", "fork", &id, "-k", "r+t:..-2"]);
+    let new = forked["id"].as_str().unwrap();
+    assert_ne!(new, id);
+    assert_eq!(forked["compactions"], 1);
+    assert_eq!(records(&s, &id), n0, "the original is untouched");
+    assert_eq!(records(&s, new), n0 + 1);
+    assert!(view_tokens(&s, new) < view_tokens(&s, &id));
+    let plain = s.json(&["c", "fork", &id]);
+    assert_eq!(records(&s, plain["id"].as_str().unwrap()), n0);
+}
+
+#[test]
+fn nothing_to_compact_writes_nothing() {
+    let s = Scratch::new();
+    let id = s.import(&corpus().join("17758406187-missing-date-in-version-string")); // 2 turns
+    let n0 = records(&s, &id);
+    let out = s.ok(&["c", "compact", &id]);
+    assert!(
+        out.contains("nothing to compact; nothing was written"),
+        "{out}"
+    );
+    assert!(
+        out.contains("no turns left to compact in a conversation of 2 turns"),
+        "{out}"
+    );
+    assert_eq!(records(&s, &id), n0);
+}
+
+#[test]
+fn bad_specs_bounds_config_and_models_are_explained() {
+    let (s, id) = setup();
+    let cases: [(&[&str], &str); 6] = [
+        (&["-k", "r+x"], "compaction spec `r+x`: unknown policy `x`"),
+        (&["-k", "t=shred"], "unknown tool mode `shred`"),
+        (
+            &["--from", "yesterday", "-r"],
+            "--from yesterday: `yesterday` is not a bound",
+        ),
+        (&["--keep-last", "lots"], "`lots` is not a keep value"),
+        (&["-t=shred"], "--tools=shred: expected strip"),
+        (&["-s", "-m", "openai/gpt-4o"], "summarizer `openai/gpt-4o`"),
+    ];
+    for (args, needle) in cases {
+        let mut a = vec!["c", "compact", id.as_str()];
+        a.extend_from_slice(args);
+        let out = s.run(&a);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"));
+    }
+    let cfg = s.path().join("bad.toml");
+    std::fs::write(
+        &cfg,
+        "[[compaction.rules]]\nkeep_last = 3\ntool_calls = \"shred\"\n",
+    )
+    .unwrap();
+    let out = s.run(&["-c", cfg.to_str().unwrap(), "c", "compact", &id]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("bad.toml") && err.contains("compaction.rules[1].tool_calls"),
+        "{err}"
+    );
+    assert!(err.contains("strip-responses"), "{err}");
+}
+
+#[test]
+fn configured_rules_apply_and_config_show_says_where_from() {
+    let (s, id) = setup();
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        "[[compaction.rules]]\nkeep_first = 2\nkeep_last = 2\ntool_calls = \"omit\"\n",
+    )
+    .unwrap();
+    let out = s.ok(&["c", "compact", &id, "--dry-run"]);
+    assert!(
+        out.contains("would compact turns 3–7: omit tool calls"),
+        "{out}"
+    );
+    let shown = s.ok(&["config", "show"]);
+    assert!(
+        shown.contains("compaction.rules[1].tool_calls = \"omit\""),
+        "{shown}"
+    );
+    assert!(shown.contains("workspace file"), "{shown}");
+    let json: Value = s.json(&["config", "show"]);
+    assert_eq!(json["config"]["compaction"]["rules"][0]["keep_first"], 2);
+    // A bare -k applies the configured rules; an explicit spec replaces them.
+    let out = s.ok(&["c", "compact", &id, "--dry-run", "-k", "r:2..3"]);
+    assert!(
+        out.contains("would compact turns 2–3: strip reasoning") && !out.contains("omit"),
+        "{out}"
+    );
+    let out = s.ok(&["c", "compact", &id, "--dry-run", "-k", "-k", "r:2..3"]);
+    assert!(
+        out.contains("omit tool calls") && out.contains("strip reasoning"),
+        "{out}"
+    );
+}

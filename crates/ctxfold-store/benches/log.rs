@@ -1,0 +1,863 @@
+//! Storage benchmarks for the event log: appending one turn and loading a
+//! whole conversation, on agent-shaped conversations of 10 MiB, 100 MiB and
+//! 1 GiB. Figures and targets: `docs/PERFORMANCE.md`.
+//!
+//! ```text
+//! cargo bench -p ctxfold-store --bench log
+//! ```
+//!
+//! The conversations are generated on first use (deterministically, from a
+//! fixed seed) into one temporary folder, reused by every sample, and
+//! removed when the run ends. `CTXFOLD_BENCH_DIR` chooses the folder the
+//! temporary one is made in (default: the system's temp dir), to measure on
+//! another filesystem.
+//!
+//! Peak heap is measured with the counting allocator below; the figures are
+//! printed after divan's table.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+use ctxfold_core::{Body, Object, Record};
+use ctxfold_store::EventLog;
+use divan::Bencher;
+use divan::counter::BytesCount;
+use serde_json::{Value, json};
+
+fn main() {
+    divan::main();
+    print_report();
+    // Removes the generated conversations.
+    drop(FIXTURES.lock().unwrap().take());
+}
+
+// ---------------------------------------------------------------------------
+// Heap accounting
+
+/// `System`, counting the bytes currently allocated, the peak since the last
+/// [`mem_start`], and the number of allocations.
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn grew(by: usize) {
+    let now = CURRENT.fetch_add(by, Relaxed) + by;
+    if now > PEAK.load(Relaxed) {
+        PEAK.fetch_max(now, Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; only counters are
+// updated around it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCS.fetch_add(1, Relaxed);
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            ALLOCS.fetch_add(1, Relaxed);
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCS.fetch_add(1, Relaxed);
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                CURRENT.fetch_sub(layout.size() - new_size, Relaxed);
+            }
+        }
+        p
+    }
+}
+
+/// Heap state when a measured load starts.
+struct MemStart {
+    current: usize,
+    allocs: usize,
+}
+
+/// Reset the peak to what is allocated now.
+fn mem_start() -> MemStart {
+    let current = CURRENT.load(Relaxed);
+    PEAK.store(current, Relaxed);
+    MemStart {
+        current,
+        allocs: ALLOCS.load(Relaxed),
+    }
+}
+
+/// What one load cost in heap, above what was allocated before it.
+#[derive(Clone, Copy, Default)]
+struct MemUse {
+    /// Highest heap during the load.
+    peak: usize,
+    /// Heap still held by the result (the records).
+    retained: usize,
+    /// Number of allocations and reallocations.
+    allocs: usize,
+}
+
+fn mem_end(start: &MemStart) -> MemUse {
+    MemUse {
+        peak: PEAK.load(Relaxed).saturating_sub(start.current),
+        retained: CURRENT.load(Relaxed).saturating_sub(start.current),
+        allocs: ALLOCS.load(Relaxed) - start.allocs,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Conversations on disk
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Size {
+    Mib10,
+    Mib100,
+    Gib1,
+}
+
+const SIZES: [Size; 3] = [Size::Mib10, Size::Mib100, Size::Gib1];
+
+impl Size {
+    fn bytes(self) -> u64 {
+        match self {
+            Size::Mib10 => 10 << 20,
+            Size::Mib100 => 100 << 20,
+            Size::Gib1 => 1 << 30,
+        }
+    }
+}
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Size::Mib10 => "10 MiB",
+            Size::Mib100 => "100 MiB",
+            // Not "1 GiB": divan sorts arguments by name.
+            Size::Gib1 => "1024 MiB",
+        })
+    }
+}
+
+/// The load benchmark reads the pristine conversation; the append benchmark
+/// grows a copy of it, so loads always see the same file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Use {
+    Load,
+    Append,
+}
+
+/// A generated conversation folder.
+#[derive(Clone)]
+struct Fixture {
+    dir: PathBuf,
+    bytes: u64,
+    records: usize,
+    turns: usize,
+    secs: f64,
+}
+
+struct Fixtures {
+    tmp: tempfile::TempDir,
+    made: HashMap<(Size, Use), Fixture>,
+}
+
+static FIXTURES: Mutex<Option<Fixtures>> = Mutex::new(None);
+
+/// The conversation of `size` for `usage`, made on first use.
+fn fixture(size: Size, usage: Use) -> Fixture {
+    let mut guard = FIXTURES.lock().unwrap();
+    let fx = guard.get_or_insert_with(|| {
+        let tmp = match std::env::var_os("CTXFOLD_BENCH_DIR") {
+            Some(d) => tempfile::Builder::new()
+                .prefix("ctxfold-bench-")
+                .tempdir_in(d),
+            None => tempfile::Builder::new().prefix("ctxfold-bench-").tempdir(),
+        }
+        .expect("temporary folder for the benchmark conversations");
+        Fixtures {
+            tmp,
+            made: HashMap::new(),
+        }
+    });
+    if let Some(f) = fx.made.get(&(size, usage)) {
+        return f.clone();
+    }
+    let made = match usage {
+        Use::Load => {
+            let dir = fx.tmp.path().join(format!("load-{}", size.bytes()));
+            generate(&dir, size.bytes())
+        }
+        Use::Append => {
+            drop(guard);
+            let base = fixture(size, Use::Load);
+            guard = FIXTURES.lock().unwrap();
+            let dir = guard
+                .as_ref()
+                .unwrap()
+                .tmp
+                .path()
+                .join(format!("append-{}", size.bytes()));
+            let started = Instant::now();
+            std::fs::create_dir_all(&dir).unwrap();
+            let to = dir.join("events.jsonl");
+            std::fs::copy(base.dir.join("events.jsonl"), &to).unwrap();
+            File::open(&to).unwrap().sync_all().unwrap();
+            Fixture {
+                dir,
+                secs: started.elapsed().as_secs_f64(),
+                ..base
+            }
+        }
+    };
+    guard
+        .as_mut()
+        .unwrap()
+        .made
+        .insert((size, usage), made.clone());
+    drop(guard);
+    settle(made.bytes);
+    made
+}
+
+/// Wait after writing `bytes`: on the machine these figures were taken on,
+/// every small append ran 2-3x slower for a few seconds after a 1 GiB file
+/// was written or copied, whatever the size of the log appended to (kernel
+/// background work). One second per 100 MiB written, at most ten.
+fn settle(bytes: u64) {
+    let secs = (bytes as f64 / (100 << 20) as f64).min(10.0);
+    std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+}
+
+/// Write a conversation of at least `target` bytes into `dir/events.jsonl`,
+/// whole turns, and sync it so that the benchmarks do not pay for its
+/// writeback.
+fn generate(dir: &Path, target: u64) -> Fixture {
+    let started = Instant::now();
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("events.jsonl");
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).unwrap());
+    let mut g = Gen::new(0x00C7_F01D ^ target);
+    let mut bytes = 0u64;
+    let mut seq = 0u64;
+    let mut turns = 0usize;
+    let mut write = |mut r: Record, bytes: &mut u64| {
+        r.seq = seq;
+        r.ts = ts(seq);
+        seq += 1;
+        let line = r.to_json_line();
+        w.write_all(line.as_bytes()).unwrap();
+        w.write_all(b"\n").unwrap();
+        *bytes += line.len() as u64 + 1;
+    };
+    let system = Body::System {
+        content: g.prose(3000, 6000),
+    };
+    write(Record::new(0, "", system), &mut bytes);
+    while bytes < target {
+        let calls = g.pick(&[1, 2, 3, 3, 3, 4, 5]);
+        for r in g.turn(calls, None) {
+            write(r, &mut bytes);
+        }
+        turns += 1;
+    }
+    let file = w.into_inner().unwrap();
+    file.sync_all().unwrap();
+    Fixture {
+        dir: dir.to_owned(),
+        bytes,
+        records: seq as usize,
+        turns,
+        secs: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// A timestamp as ctxfold writes them, 1.7 s apart from 2025-03-01.
+fn ts(seq: u64) -> String {
+    let ms = 1_740_819_600_000 + seq as i64 * 1_700;
+    jiff::Timestamp::from_millisecond(ms).unwrap().to_string()
+}
+
+/// The turn the append benchmark writes: turn_start, user, reasoning,
+/// assistant, three tool calls and their results (a few KB each), final
+/// assistant text. Ten records, about 20 KB.
+fn typical_turn() -> Vec<Record> {
+    let mut g = Gen::new(42);
+    g.turn(3, Some([4_000, 6_500, 2_500]))
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.ts = ts(i as u64);
+            r
+        })
+        .collect()
+}
+
+fn jsonl_len(records: &[Record]) -> usize {
+    records.iter().map(|r| r.to_json_line().len() + 1).sum()
+}
+
+// ---------------------------------------------------------------------------
+// Agent-shaped content
+
+/// Deterministic content generator (splitmix64).
+struct Gen(u64);
+
+const WORDS: &[&str] = &[
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "is",
+    "it",
+    "that",
+    "this",
+    "we",
+    "should",
+    "not",
+    "function",
+    "returns",
+    "error",
+    "config",
+    "parser",
+    "test",
+    "fails",
+    "because",
+    "record",
+    "log",
+    "append",
+    "file",
+    "path",
+    "check",
+    "whether",
+    "value",
+    "line",
+    "load",
+    "crate",
+    "module",
+    "struct",
+    "field",
+    "compile",
+    "warning",
+    "lock",
+    "JSON",
+    "turn",
+    "tool",
+    "result",
+    "call",
+    "cache",
+    "buffer",
+    "index",
+    "offset",
+    "bytes",
+    "memory",
+    "fix",
+    "issue",
+    "branch",
+    "commit",
+    "refactor",
+    "option",
+    "default",
+    "missing",
+    "expected",
+    "found",
+    "instead",
+    "probably",
+    "first",
+    "then",
+    "after",
+    "before",
+    "when",
+    "every",
+    "each",
+    "only",
+    "still",
+    "works",
+    "broken",
+    "handler",
+    "request",
+    "response",
+    "timeout",
+    "retry",
+    "user",
+    "session",
+    "naïve",
+    "café",
+    "→",
+    "—",
+    "größer",
+    "✓",
+    "日本語",
+];
+
+const IDENTS: &[&str] = &[
+    "parse_line",
+    "load",
+    "append",
+    "records",
+    "offset",
+    "buf",
+    "reader",
+    "seq",
+    "next_seq",
+    "config",
+    "path",
+    "handle",
+    "state",
+    "result",
+    "err",
+    "ctx",
+    "value",
+    "items",
+    "len",
+];
+
+const FILES: &[&str] = &[
+    "src/lib.rs",
+    "src/main.rs",
+    "src/parser.rs",
+    "src/event_log.rs",
+    "src/config.rs",
+    "crates/core/src/record.rs",
+    "tests/cli.rs",
+    "Cargo.toml",
+    "README.md",
+    "src/server/handler.rs",
+];
+
+const TOOLS: &[&str] = &["read_file", "bash", "grep", "edit_file", "list_dir"];
+
+impl Gen {
+    fn new(seed: u64) -> Gen {
+        Gen(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+        from[self.below(from.len())]
+    }
+
+    /// A size between `lo` and `hi`, uniform on a log scale: mostly small,
+    /// sometimes large, as tool outputs are.
+    fn log_size(&mut self, lo: usize, hi: usize) -> usize {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        (lo as f64 * (hi as f64 / lo as f64).powf(u)) as usize
+    }
+
+    fn id(&mut self, prefix: &str) -> String {
+        const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut s = String::from(prefix);
+        for _ in 0..24 {
+            s.push(ALNUM[self.below(ALNUM.len())] as char);
+        }
+        s
+    }
+
+    /// Prose of `lo..=hi` bytes: sentences, paragraphs, inline code.
+    fn prose(&mut self, lo: usize, hi: usize) -> String {
+        let n = self.range(lo, hi);
+        let mut s = String::with_capacity(n + 64);
+        while s.len() < n {
+            let words = self.range(6, 22);
+            for i in 0..words {
+                let w = if self.chance(6) {
+                    format!("`{}()`", self.pick(IDENTS))
+                } else if self.chance(3) {
+                    format!("\"{}\"", self.pick(FILES))
+                } else {
+                    self.pick(WORDS).to_owned()
+                };
+                if i == 0 {
+                    let mut c = w.chars();
+                    if let Some(f) = c.next() {
+                        s.extend(f.to_uppercase());
+                        s.push_str(c.as_str());
+                    }
+                } else {
+                    s.push(' ');
+                    s.push_str(&w);
+                }
+            }
+            s.push_str(if self.chance(15) { ".\n\n" } else { ". " });
+            if self.chance(4) {
+                s.push_str("```rust\n");
+                let code = self.code(150, 600);
+                s.push_str(&code);
+                s.push_str("```\n\n");
+            }
+        }
+        s
+    }
+
+    /// Code-like lines of `lo..=hi` bytes, with quotes, escapes and tabs.
+    fn code(&mut self, lo: usize, hi: usize) -> String {
+        let n = self.range(lo, hi);
+        let mut s = String::with_capacity(n + 80);
+        while s.len() < n {
+            let indent = self.below(4) * 4;
+            s.extend(std::iter::repeat_n(' ', indent));
+            let (a, b) = (self.pick(IDENTS), self.pick(IDENTS));
+            match self.below(6) {
+                0 => s.push_str(&format!("let {a} = {b}.get(\"{}\")?;\n", self.pick(WORDS))),
+                1 => s.push_str(&format!("if {a}.len() > {} {{\n", self.below(4096))),
+                2 => s.push_str(&format!(
+                    "return Err(Error::new(\"bad {a}: {{}}\\n\", {b}));\n"
+                )),
+                3 => s.push_str(&format!(
+                    "// {}: check {a}\t(see {})\n",
+                    self.pick(WORDS),
+                    self.pick(FILES)
+                )),
+                4 => s.push_str(&format!(
+                    "fn {a}(&self, {b}: &str) -> Result<(), Error> {{\n"
+                )),
+                _ => s.push_str("}\n"),
+            }
+        }
+        s
+    }
+
+    fn call(&mut self, tool: &str) -> Value {
+        let file = self.pick(FILES);
+        match tool {
+            "read_file" => json!({"path": file, "offset": self.below(400), "limit": 200}),
+            "bash" => json!({
+                "command": format!("cd /repo && cargo test -p {} -- {} 2>&1 | tail -80", self.pick(IDENTS), self.pick(IDENTS)),
+                "timeout_ms": 120000
+            }),
+            "grep" => {
+                json!({"pattern": format!("fn {}\\(", self.pick(IDENTS)), "path": "src/", "context": 2})
+            }
+            "edit_file" => json!({
+                "path": file,
+                "old_str": self.code(80, 600),
+                "new_str": self.code(80, 800),
+            }),
+            _ => json!({"path": file.rsplit_once('/').map_or(".", |p| p.0), "depth": 2}),
+        }
+    }
+
+    /// A tool's output, about `n` bytes.
+    fn output(&mut self, tool: &str, n: usize, error: bool) -> String {
+        let mut s = String::with_capacity(n + 120);
+        if error {
+            s.push_str(&format!(
+                "error[E0{}]: mismatched types\n  --> {}:{}:{}\n   |\n",
+                self.range(100, 799),
+                self.pick(FILES),
+                self.below(900),
+                self.below(80)
+            ));
+        }
+        let mut line_no = self.below(300) + 1;
+        while s.len() < n {
+            match tool {
+                "read_file" => {
+                    s.push_str(&format!("{line_no:>6}\t"));
+                    line_no += 1;
+                    let l = self.code(1, 1);
+                    s.push_str(&l);
+                }
+                "bash" => s.push_str(&match self.below(4) {
+                    0 => format!("   Compiling {} v0.{}.{} (/repo/crates/{})\n", self.pick(IDENTS), self.below(9), self.below(30), self.pick(IDENTS)),
+                    1 => format!("test {}::tests::{} ... {}\n", self.pick(IDENTS), self.pick(IDENTS), if self.chance(90) { "ok" } else { "FAILED" }),
+                    2 => format!("warning: unused variable: `{}`\n", self.pick(IDENTS)),
+                    _ => format!("    Finished `test` profile [unoptimized + debuginfo] target(s) in {}.{:02}s\n", self.below(90), self.below(100)),
+                }),
+                "grep" => {
+                    s.push_str(&format!("{}:{}:", self.pick(FILES), self.below(2000)));
+                    let l = self.code(1, 1);
+                    s.push_str(&l);
+                }
+                "edit_file" => {
+                    s.push_str(&format!("Edited {}: replaced 1 occurrence ({} lines).\n", self.pick(FILES), self.range(1, 40)));
+                }
+                _ => s.push_str(&format!("{}/{}_{}.rs\n", self.pick(FILES).rsplit_once('/').map_or(".", |p| p.0), self.pick(IDENTS), self.below(99))),
+            }
+        }
+        s
+    }
+
+    /// One turn with `calls` tool calls; tool output sizes are drawn from
+    /// 100 B..20 KB unless given.
+    fn turn(&mut self, calls: usize, sizes: Option<[usize; 3]>) -> Vec<Record> {
+        let mut out = vec![
+            Record::new(0, "", Body::TurnStart),
+            Record::new(
+                0,
+                "",
+                Body::User {
+                    content: self.prose(80, 1500),
+                    author: None,
+                },
+            ),
+        ];
+        let mut reasoning = Record::new(
+            0,
+            "",
+            Body::Reasoning {
+                content: self.prose(400, 4000),
+            },
+        );
+        let mut meta = Object::new();
+        meta.insert("signature".into(), Value::String(self.id("").repeat(14)));
+        reasoning.metadata = Some(meta);
+        out.push(reasoning);
+        out.push(Record::new(
+            0,
+            "",
+            Body::Assistant {
+                content: self.prose(100, 800),
+            },
+        ));
+        let ids: Vec<String> = (0..calls).map(|_| self.id("toolu_")).collect();
+        let tools: Vec<&str> = (0..calls).map(|_| self.pick(TOOLS)).collect();
+        for (id, tool) in ids.iter().zip(&tools) {
+            let arguments = self.call(tool);
+            out.push(Record::new(
+                0,
+                "",
+                Body::ToolCall {
+                    id: id.clone(),
+                    name: (*tool).to_owned(),
+                    arguments,
+                },
+            ));
+        }
+        for (i, (id, tool)) in ids.iter().zip(&tools).enumerate() {
+            let is_error = sizes.is_none() && self.chance(8);
+            let n = match sizes {
+                Some(s) => s[i % 3],
+                None => self.log_size(100, 20_000),
+            };
+            let content = self.output(tool, n, is_error);
+            out.push(Record::new(
+                0,
+                "",
+                Body::ToolResult {
+                    id: id.clone(),
+                    content,
+                    is_error,
+                },
+            ));
+        }
+        let mut last = Record::new(
+            0,
+            "",
+            Body::Assistant {
+                content: self.prose(200, 2000),
+            },
+        );
+        let mut meta = Object::new();
+        meta.insert(
+            "usage".into(),
+            json!({
+                "input_tokens": self.range(2_000, 180_000),
+                "output_tokens": self.range(50, 4_000),
+                "cache_read_input_tokens": self.range(0, 150_000),
+            }),
+        );
+        meta.insert("model".into(), json!("claude-sonnet-4-5"));
+        last.metadata = Some(meta);
+        out.push(last);
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Benchmarks
+
+/// Append one turn (10 records, ~20 KB) to a conversation of the given size.
+/// Each append locks, reads the last line for the next `seq`, writes and
+/// `sync_data`s: the sync dominates.
+#[divan::bench(args = SIZES, sample_count = 300, sample_size = 1, max_time = 20)]
+fn append_one_turn(bencher: Bencher, size: Size) {
+    let fx = fixture(size, Use::Append);
+    let log = EventLog::new(&fx.dir);
+    let turn = typical_turn();
+    bencher
+        .counter(BytesCount::new(jsonl_len(&turn)))
+        .with_inputs(|| turn.clone())
+        .bench_local_values(|t| log.append(t).unwrap());
+}
+
+/// The floor under `append_one_turn`: write the same ~20 KB to an open file
+/// and `sync_data` it, nothing else.
+#[divan::bench(sample_count = 300, sample_size = 1, max_time = 20)]
+fn append_floor_write_and_sync(bencher: Bencher) {
+    let fx = fixture(Size::Mib10, Use::Load);
+    let dir = fx.dir.parent().unwrap().join("floor");
+    std::fs::create_dir_all(&dir).unwrap();
+    let turn = typical_turn();
+    let bytes: Vec<u8> = turn
+        .iter()
+        .flat_map(|r| {
+            let mut l = r.to_json_line().into_bytes();
+            l.push(b'\n');
+            l
+        })
+        .collect();
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("events.jsonl"))
+        .unwrap();
+    bencher
+        .counter(BytesCount::new(bytes.len()))
+        .bench_local(|| {
+            f.write_all(&bytes).unwrap();
+            f.sync_data().unwrap();
+        });
+}
+
+/// Peak heap and wall time of every load, by size, in order, for the report.
+static LOAD_MEM: Mutex<Vec<(Size, MemUse, f64)>> = Mutex::new(Vec::new());
+
+/// Load a whole conversation (`EventLog::load`) of the given size. The
+/// file is in the page cache (it was just written): this measures parsing,
+/// not the disk. The peak heap of each load is recorded for the report.
+#[divan::bench(args = SIZES, sample_count = 20, sample_size = 1, max_time = 40)]
+fn load(bencher: Bencher, size: Size) {
+    let fx = fixture(size, Use::Load);
+    let log = EventLog::new(&fx.dir);
+    bencher.counter(BytesCount::new(fx.bytes)).bench_local(|| {
+        let start = mem_start();
+        let clock = Instant::now();
+        let loaded = log.load().unwrap();
+        let secs = clock.elapsed().as_secs_f64();
+        let used = mem_end(&start);
+        assert_eq!(loaded.records.len(), fx.records);
+        LOAD_MEM.lock().unwrap().push((size, used, secs));
+        loaded
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Report
+
+fn print_report() {
+    let fixtures = FIXTURES.lock().unwrap();
+    let Some(fx) = fixtures.as_ref() else { return };
+    let turn = typical_turn();
+    println!();
+    println!(
+        "appended turn: {} records, {} bytes of JSONL",
+        turn.len(),
+        jsonl_len(&turn)
+    );
+    println!("conversations in {}:", fx.tmp.path().display());
+    let mut made: Vec<_> = fx.made.iter().collect();
+    made.sort_by_key(|((s, u), _)| (*s, *u == Use::Append));
+    for ((size, usage), f) in made {
+        match usage {
+            Use::Load => println!(
+                "  {size:>7}: {} bytes, {} records, {} turns ({} bytes/record), generated in {:.1} s",
+                f.bytes,
+                f.records,
+                f.turns,
+                f.bytes / f.records as u64,
+                f.secs
+            ),
+            Use::Append => println!("  {size:>7}: copy for appends made in {:.1} s", f.secs),
+        }
+    }
+    let mem = LOAD_MEM.lock().unwrap();
+    if mem.is_empty() {
+        return;
+    }
+    println!("peak heap during load (max over samples, above the heap before the load):");
+    for size in SIZES {
+        let uses: Vec<MemUse> = mem
+            .iter()
+            .filter(|(s, ..)| *s == size)
+            .map(|(_, m, _)| *m)
+            .collect();
+        let Some(f) = fx.made.get(&(size, Use::Load)) else {
+            continue;
+        };
+        let Some(max) = uses.iter().max_by_key(|m| m.peak) else {
+            continue;
+        };
+        let mib = |b: usize| b as f64 / (1 << 20) as f64;
+        println!(
+            "  {size:>7}: file {:.1} MiB, peak {:.1} MiB = {:.2}x file, retained {:.1} MiB = {:.2}x file, {} allocations and reallocations ({:.1}/record), {} samples",
+            mib(f.bytes as usize),
+            mib(max.peak),
+            max.peak as f64 / f.bytes as f64,
+            mib(max.retained),
+            max.retained as f64 / f.bytes as f64,
+            max.allocs,
+            max.allocs as f64 / f.records as f64,
+            uses.len()
+        );
+    }
+    // The first load of a size is the first time the process needs that
+    // much heap: it pays for getting the memory from the system, as every
+    // load in a fresh `ctxfold` process does.
+    println!("load time, first sample (fresh heap) against the median of the others:");
+    for size in SIZES {
+        let mut secs: Vec<f64> = mem
+            .iter()
+            .filter(|(s, ..)| *s == size)
+            .map(|(.., t)| *t)
+            .collect();
+        if secs.len() < 2 {
+            continue;
+        }
+        let first = secs.remove(0);
+        secs.sort_by(f64::total_cmp);
+        println!(
+            "  {size:>7}: first {first:.3} s, others median {:.3} s ({} samples)",
+            secs[secs.len() / 2],
+            secs.len()
+        );
+    }
+}
