@@ -588,3 +588,175 @@ impl From<ToolPolicy> for ToolOverride {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::{Source, Summary};
+    use crate::materialize::item_record;
+    use serde_json::json;
+
+    fn log_of(bodies: Vec<Body>) -> Log {
+        Log::from_records(
+            bodies
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| Record::new(i as u64, "t", b))
+                .collect(),
+        )
+    }
+
+    fn turn(n: u32, body: &str, is_error: bool) -> Vec<Body> {
+        vec![
+            Body::TurnStart,
+            Body::User {
+                content: format!("question {n}"),
+                author: None,
+            },
+            Body::Reasoning {
+                content: "thinking".into(),
+            },
+            Body::ToolCall {
+                id: format!("c{n}"),
+                name: "edit".into(),
+                arguments: json!({"path": "src/a.rs", "new": body, "flags": ["-v"]}),
+            },
+            Body::ToolResult {
+                id: format!("c{n}"),
+                content: "x".repeat(500),
+                is_error,
+            },
+            Body::Assistant {
+                content: format!("answer {n}"),
+            },
+        ]
+    }
+
+    fn compaction(c: Compaction) -> Body {
+        Body::Compaction(Box::new(c))
+    }
+
+    #[test]
+    fn strip_keeps_short_values_and_says_what_was_removed() {
+        let long = "y".repeat(300);
+        let mut bodies = turn(0, &long, true);
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Strip);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        let call = view
+            .items
+            .iter()
+            .find(|i| matches!(i, Item::StrippedCall { .. }))
+            .and_then(item_record)
+            .unwrap();
+        let Body::ToolCall { arguments, .. } = &call.body else {
+            panic!()
+        };
+        assert_eq!(arguments["path"], "src/a.rs");
+        assert_eq!(arguments["flags"], json!(["-v"]));
+        assert_eq!(arguments["new"], "[300 characters removed by compaction]");
+        let result = view
+            .items
+            .iter()
+            .find(|i| matches!(i, Item::StrippedResult { .. }))
+            .and_then(item_record)
+            .unwrap();
+        let Body::ToolResult {
+            content, is_error, ..
+        } = &result.body
+        else {
+            panic!()
+        };
+        assert!(*is_error, "is_error is kept");
+        assert_eq!(
+            content,
+            "[edit failed; its output (500 characters) was removed by compaction]"
+        );
+    }
+
+    #[test]
+    fn per_tool_keep_wins_over_the_rule() {
+        let mut bodies = turn(0, "body", false);
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Omit);
+        c.tool_overrides.insert("edit".into(), ToolOverride::Keep);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        assert_eq!(
+            view.items.len(),
+            5,
+            "user, reasoning, call, result, answer: all kept"
+        );
+        assert!(view.dropped.is_empty());
+    }
+
+    #[test]
+    fn deferred_compaction_waits_for_its_turn() {
+        let mut bodies = turn(0, "body", false);
+        let mut c = Compaction::new(0, 0, Source::Assistant);
+        c.reasoning = Some(ReasoningPolicy::Strip);
+        c.deferred_until_turn = Some(1);
+        bodies.push(compaction(c));
+        let log = log_of(bodies.clone());
+        assert_eq!(project(&log).inactive, vec![(6, Inactive::Deferred)]);
+        assert!(project(&log).dropped.is_empty());
+        // The next turn starts: now it applies.
+        bodies.extend(turn(1, "body", false));
+        let log = log_of(bodies);
+        let view = project(&log);
+        assert!(view.inactive.is_empty());
+        assert_eq!(view.dropped.len(), 1);
+    }
+
+    #[test]
+    fn a_view_that_would_start_with_the_assistant_gets_a_preamble() {
+        let log = log_of(vec![
+            Body::System {
+                content: "be brief".into(),
+            },
+            Body::Assistant {
+                content: "hello".into(),
+            },
+            Body::User {
+                content: "hi".into(),
+                author: None,
+            },
+        ]);
+        let view = project(&log);
+        assert!(
+            matches!(view.items[0], Item::Event { index: 0, .. }),
+            "system first"
+        );
+        assert!(matches!(view.items[1], Item::Preamble));
+        assert!(matches!(view.items[2], Item::Event { index: 1, .. }));
+    }
+
+    #[test]
+    fn summary_pair_names_its_turns() {
+        let mut bodies = turn(0, "a", false);
+        bodies.extend(turn(1, "b", false));
+        bodies.extend(turn(2, "c", false));
+        let mut c = Compaction::new(0, 1, Source::User);
+        c.summary = Some(Summary {
+            text: "we edited a and b".into(),
+            provenance: crate::compaction::Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        let Item::Summary { turns, text, .. } = view.items[0] else {
+            panic!("{:?}", view.items[0])
+        };
+        assert_eq!((turns, text), ((0, 1), "we edited a and b"));
+        assert_eq!(
+            summary_preamble(turns),
+            "[The text that follows summarizes turns 1–2 of this conversation, which were compacted.]"
+        );
+        assert!(matches!(view.items[1], Item::Event { .. }));
+    }
+}
