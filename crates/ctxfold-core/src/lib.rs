@@ -20,6 +20,7 @@ pub mod projection;
 pub mod record;
 pub mod report;
 pub mod summarizer;
+pub mod summary_prompt;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, Log, Step};
