@@ -1,0 +1,501 @@
+//! Anthropic messages (Anthropic, and llama.cpp's server at `/v1/messages`).
+//!
+//! # Request ([`body`])
+//!
+//! - The system text is the top-level `system`.
+//! - Parts become blocks: text `text` (empty text left out), reasoning
+//!   `thinking` with its `signature` (reasoning without a signature is left
+//!   out: Anthropic refuses unsigned or altered thinking, see
+//!   [`crate::request`]), a tool call `tool_use` (`input` must be an object:
+//!   other arguments are sent as `{"arguments": …}`), a tool result
+//!   `tool_result` (`content` unless empty, `is_error` when true).
+//! - Messages left without blocks are dropped and neighbours of one role
+//!   merged again, tool results first in a user message, so roles alternate
+//!   strictly; a conversation that would start with the assistant gets the
+//!   user message [`PREAMBLE`] first.
+//! - `max_tokens` is required: the request's, else [`DEFAULT_MAX_TOKENS`]
+//!   (the provider's configured default is applied by [`crate::Provider`]).
+//!   `tools` with `input_schema`; `stream` when streaming;
+//!   [`ChatRequest::extra`] last (e.g. `thinking`).
+//!
+//! # Response
+//!
+//! `content` blocks: `text` as text, `thinking` as reasoning with its
+//! signature, `tool_use` as a tool call; other blocks (`redacted_thinking`,
+//! server tools, …) stay in [`ChatResponse::raw`] only. Usage: input is
+//! `input_tokens` plus `cache_creation_input_tokens` plus
+//! `cache_read_input_tokens`.
+//!
+//! # Stream
+//!
+//! `message_start` (the message and its first usage), `content_block_start`,
+//! `content_block_delta` (`text_delta`, `thinking_delta`, `signature_delta`,
+//! `input_json_delta`, `citations_delta`), `content_block_stop`,
+//! `message_delta` (stop reason and usage, merged over the first),
+//! `message_stop`; `ping` and unknown events are skipped, an `error` event
+//! is classified like an HTTP error. The events are folded back into the
+//! message a non-streamed call gives, and read as one. A stream that ends
+//! before `message_stop` is malformed.
+
+use std::io::BufRead;
+
+use ctxfold_core::projection::PREAMBLE;
+use serde_json::{Map, Value, json};
+
+use crate::error::{self, ErrorContext, ProviderError};
+use crate::request::{ChatRequest, Part, Role, apply_extra};
+use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
+use crate::sse::{SseError, SseReader};
+
+/// `max_tokens` when neither the request nor the provider's config sets it.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The header naming the API version.
+pub const VERSION_HEADER: &str = "anthropic-version";
+
+/// The API version sent unless config's headers say otherwise.
+pub const VERSION: &str = "2023-06-01";
+
+fn block(p: &Part) -> Option<Value> {
+    Some(match p {
+        Part::Text(t) if t.is_empty() => return None,
+        Part::Text(t) => json!({"type": "text", "text": t}),
+        Part::Reasoning {
+            signature: None, ..
+        } => return None,
+        Part::Reasoning {
+            text,
+            signature: Some(s),
+        } => json!({"type": "thinking", "thinking": text, "signature": s}),
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let input = match arguments {
+                Value::Object(_) => arguments.clone(),
+                other => json!({ "arguments": other }),
+            };
+            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+        }
+        Part::ToolResult {
+            id,
+            content,
+            is_error,
+        } => {
+            let mut b = Map::new();
+            b.insert("type".into(), "tool_result".into());
+            b.insert("tool_use_id".into(), Value::String(id.clone()));
+            if !content.is_empty() {
+                b.insert("content".into(), Value::String(content.clone()));
+            }
+            if *is_error {
+                b.insert("is_error".into(), true.into());
+            }
+            Value::Object(b)
+        }
+    })
+}
+
+fn is_tool_result(b: &Value) -> bool {
+    b.get("type").and_then(Value::as_str) == Some("tool_result")
+}
+
+/// The request body for `req` (see the module docs).
+pub fn body(req: &ChatRequest, stream: bool) -> Value {
+    let mut messages: Vec<(Role, Vec<Value>)> = Vec::new();
+    for m in &req.messages {
+        let blocks: Vec<Value> = m.parts.iter().filter_map(block).collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((role, existing)) if *role == m.role => existing.extend(blocks),
+            _ => messages.push((m.role, blocks)),
+        }
+    }
+    for (role, blocks) in &mut messages {
+        if *role == Role::User {
+            // Stable: results keep their order, and so do texts.
+            blocks.sort_by_key(|b| !is_tool_result(b));
+        }
+    }
+    if messages.first().is_some_and(|(r, _)| *r == Role::Assistant) {
+        messages.insert(
+            0,
+            (Role::User, vec![json!({"type": "text", "text": PREAMBLE})]),
+        );
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| {
+            let role = match role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": content})
+        })
+        .collect();
+    let mut b = Map::new();
+    b.insert("model".into(), Value::String(req.model.clone()));
+    b.insert(
+        "max_tokens".into(),
+        req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
+    );
+    if let Some(s) = &req.system {
+        b.insert("system".into(), Value::String(s.clone()));
+    }
+    b.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| {
+                let schema = if t.parameters.is_object() {
+                    t.parameters.clone()
+                } else {
+                    json!({"type": "object", "properties": {}})
+                };
+                json!({"name": t.name, "description": t.description, "input_schema": schema})
+            })
+            .collect();
+        b.insert("tools".into(), Value::Array(tools));
+    }
+    if stream {
+        b.insert("stream".into(), true.into());
+    }
+    apply_extra(&mut b, &req.extra);
+    Value::Object(b)
+}
+
+fn malformed(detail: impl Into<String>) -> ProviderError {
+    ProviderError::Malformed {
+        detail: detail.into(),
+    }
+}
+
+fn count(u: &Value, key: &str) -> u64 {
+    u.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Read a response body (see the module docs). `model` is
+/// `provider/model`, as asked for.
+pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderError> {
+    let Some(Value::Array(content)) = raw.get("content") else {
+        return Err(malformed(format!(
+            "the Anthropic-style response has no `content` array: {}",
+            error::quote(&raw.to_string())
+        )));
+    };
+    let mut parts = Vec::new();
+    for (i, b) in content.iter().enumerate() {
+        let s = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t = s("text").unwrap_or_default();
+                if !t.is_empty() {
+                    parts.push(Part::Text(t));
+                }
+            }
+            Some("thinking") => parts.push(Part::Reasoning {
+                text: s("thinking").unwrap_or_default(),
+                signature: s("signature").filter(|s| !s.is_empty()),
+            }),
+            Some("tool_use") => {
+                let (Some(id), Some(name)) = (s("id"), s("name")) else {
+                    return Err(malformed(format!(
+                        "`content[{i}]` is a `tool_use` without `id` or `name`"
+                    )));
+                };
+                parts.push(Part::ToolCall {
+                    id,
+                    name,
+                    arguments: b.get("input").cloned().unwrap_or_else(|| json!({})),
+                });
+            }
+            _ => {}
+        }
+    }
+    let stop_reason = raw
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map(StopReason::parse);
+    let usage = match raw.get("usage") {
+        Some(u @ Value::Object(_)) => Some(Usage {
+            input_tokens: count(u, "input_tokens")
+                + count(u, "cache_creation_input_tokens")
+                + count(u, "cache_read_input_tokens"),
+            output_tokens: count(u, "output_tokens"),
+            raw: u.clone(),
+        }),
+        _ => None,
+    };
+    Ok(ChatResponse {
+        model: model.to_owned(),
+        parts,
+        usage,
+        stop_reason,
+        raw,
+    })
+}
+
+/// Append `piece` to the string at `key` of `block`.
+fn append(block: &mut Value, key: &str, piece: &str) {
+    if let Value::Object(b) = block {
+        match b.get_mut(key) {
+            Some(Value::String(s)) => s.push_str(piece),
+            _ => {
+                b.insert(key.into(), Value::String(piece.to_owned()));
+            }
+        }
+    }
+}
+
+/// Read a stream (see the module docs) into the message a non-streamed call
+/// gives; text and reasoning go to `on` as they come.
+pub(crate) fn read_stream(
+    reader: impl BufRead,
+    on: &mut dyn FnMut(StreamEvent),
+    ctx: &ErrorContext<'_>,
+    io_error: &dyn Fn(std::io::Error) -> ProviderError,
+) -> Result<Value, ProviderError> {
+    let mut sse = SseReader::new(reader);
+    let mut message: Option<Map<String, Value>> = None;
+    let mut blocks: Vec<Option<Value>> = Vec::new();
+    let mut json_parts: Vec<String> = Vec::new();
+    let mut stopped = false;
+    while !stopped {
+        let ev = match sse.next_event() {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(SseError::Io(e)) => return Err(io_error(e)),
+            Err(SseError::Malformed { line, detail }) => {
+                return Err(malformed(format!(
+                    "Anthropic-style stream, line {line}: {detail}"
+                )));
+            }
+        };
+        let at = format!(
+            "Anthropic-style stream, `{}` event ending on line {}",
+            ev.event.as_deref().unwrap_or("(unnamed)"),
+            ev.line
+        );
+        let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
+            malformed(format!(
+                "{at}: its data is not JSON ({e}): {}",
+                error::quote(&ev.data)
+            ))
+        })?;
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(ev.event.clone())
+            .unwrap_or_default();
+        let index = || -> Result<usize, ProviderError> {
+            data.get("index")
+                .and_then(Value::as_u64)
+                .map(|n| n as usize)
+                .filter(|&n| n <= 1024)
+                .ok_or_else(|| malformed(format!("{at}: no valid `index`")))
+        };
+        match kind.as_str() {
+            "message_start" => match data.get("message") {
+                Some(Value::Object(m)) => message = Some(m.clone()),
+                _ => return Err(malformed(format!("{at}: no `message` object"))),
+            },
+            "content_block_start" => {
+                let i = index()?;
+                let Some(b @ Value::Object(_)) = data.get("content_block") else {
+                    return Err(malformed(format!("{at}: no `content_block` object")));
+                };
+                if blocks.len() <= i {
+                    blocks.resize(i + 1, None);
+                    json_parts.resize(i + 1, String::new());
+                }
+                match b.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => on(StreamEvent::ToolCall {
+                        id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+                        name: b
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                    }),
+                    Some("text") => {
+                        if let Some(t) = b.get("text").and_then(Value::as_str)
+                            && !t.is_empty()
+                        {
+                            on(StreamEvent::Text(t.to_owned()));
+                        }
+                    }
+                    _ => {}
+                }
+                blocks[i] = Some(b.clone());
+            }
+            "content_block_delta" => {
+                let i = index()?;
+                let Some(Some(b)) = blocks.get_mut(i) else {
+                    return Err(malformed(format!(
+                        "{at}: a delta for block {i} before its `content_block_start`"
+                    )));
+                };
+                let Some(delta) = data.get("delta") else {
+                    return Err(malformed(format!("{at}: no `delta`")));
+                };
+                let piece = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("");
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        append(b, "text", piece("text"));
+                        on(StreamEvent::Text(piece("text").to_owned()));
+                    }
+                    Some("thinking_delta") => {
+                        append(b, "thinking", piece("thinking"));
+                        on(StreamEvent::Reasoning(piece("thinking").to_owned()));
+                    }
+                    Some("signature_delta") => append(b, "signature", piece("signature")),
+                    Some("input_json_delta") => json_parts[i].push_str(piece("partial_json")),
+                    Some("citations_delta") => {
+                        if let (Value::Object(o), Some(c)) = (b, delta.get("citation")) {
+                            match o.get_mut("citations") {
+                                Some(Value::Array(a)) => a.push(c.clone()),
+                                _ => {
+                                    o.insert("citations".into(), json!([c]));
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                let Some(m) = &mut message else {
+                    return Err(malformed(format!("{at}: before `message_start`")));
+                };
+                if let Some(Value::Object(d)) = data.get("delta") {
+                    for (k, v) in d {
+                        m.insert(k.clone(), v.clone());
+                    }
+                }
+                if let Some(Value::Object(u)) = data.get("usage") {
+                    let usage = m.entry("usage").or_insert_with(|| json!({}));
+                    if let Value::Object(mu) = usage {
+                        for (k, v) in u {
+                            mu.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            "message_stop" => stopped = true,
+            "error" => return Err(error::in_body(&data, ctx)),
+            _ => {} // content_block_stop, ping, and events yet unknown
+        }
+    }
+    if !stopped {
+        return Err(malformed(
+            "the Anthropic-style stream ended before `message_stop`",
+        ));
+    }
+    let Some(mut message) = message else {
+        return Err(malformed(
+            "the Anthropic-style stream had no `message_start`",
+        ));
+    };
+    let mut content = Vec::new();
+    for (i, b) in blocks.into_iter().enumerate() {
+        let Some(mut b) = b else { continue };
+        if !json_parts[i].is_empty() {
+            let input: Value = serde_json::from_str(&json_parts[i]).map_err(|e| {
+                malformed(format!(
+                    "Anthropic-style stream: the input of tool call block {i} is not JSON ({e}): {}",
+                    error::quote(&json_parts[i])
+                ))
+            })?;
+            b["input"] = input;
+        }
+        content.push(b);
+    }
+    message.insert("content".into(), Value::Array(content));
+    Ok(Value::Object(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::Message;
+
+    #[test]
+    fn unsigned_reasoning_is_dropped_and_roles_merge_again() {
+        let mut req = ChatRequest::new("claude");
+        req.messages = vec![
+            Message {
+                role: Role::User,
+                parts: vec![Part::Text("a".into())],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Reasoning {
+                    text: "t".into(),
+                    signature: None,
+                }],
+            },
+            Message {
+                role: Role::User,
+                parts: vec![Part::Text("b".into())],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::Reasoning {
+                        text: "t2".into(),
+                        signature: Some("sig".into()),
+                    },
+                    Part::Text("answer".into()),
+                    Part::ToolCall {
+                        id: "c".into(),
+                        name: "f".into(),
+                        arguments: json!("raw text"),
+                    },
+                ],
+            },
+        ];
+        let b = body(&req, false);
+        assert_eq!(b["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert!(b.get("stream").is_none());
+        assert_eq!(
+            b["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "t2", "signature": "sig"},
+                    {"type": "text", "text": "answer"},
+                    {"type": "tool_use", "id": "c", "name": "f", "input": {"arguments": "raw text"}}]},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_conversation_starting_with_the_assistant_gets_a_preamble() {
+        let mut req = ChatRequest::new("claude");
+        req.messages = vec![Message {
+            role: Role::Assistant,
+            parts: vec![Part::Text("hello".into())],
+        }];
+        let b = body(&req, true);
+        assert_eq!(b["messages"][0]["role"], "user");
+        assert_eq!(b["messages"][0]["content"][0]["text"], PREAMBLE);
+        assert_eq!(b["stream"], true);
+    }
+
+    #[test]
+    fn usage_counts_cache_reads_as_input() {
+        let raw = json!({"content": [{"type": "redacted_thinking", "data": "x"}, {"type": "text", "text": "hi"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5, "output_tokens": 7}});
+        let r = parse_response(raw, "anthropic/claude").unwrap();
+        assert_eq!(r.parts, vec![Part::Text("hi".into())]);
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (115, 7));
+        assert_eq!(r.stop_reason, Some(StopReason::EndTurn));
+    }
+}

@@ -1,0 +1,536 @@
+//! OpenAI chat completions (and the servers that speak it: Ollama's `/v1`,
+//! llama.cpp's server, vLLM, OpenRouter, …).
+//!
+//! # Request ([`body`])
+//!
+//! - The system text is a first `system` message.
+//! - A user message: each tool result becomes a `tool` message
+//!   (`tool_call_id`, `content`; the format has no error flag, so
+//!   `is_error` is not sent), consecutive texts one `user` message (joined
+//!   with "\n\n").
+//! - An assistant message: texts joined with "\n\n" in `content` (`null`
+//!   when there are only tool calls), calls in `tool_calls` with their
+//!   arguments as JSON text (a string argument is sent as the text it
+//!   holds). Reasoning is not sent: `reasoning_content` is output only.
+//!   A message left empty is not sent.
+//! - `tools` as `function` tools; `max_tokens` when the request sets it
+//!   (OpenAI's reasoning models want `max_completion_tokens`: put it in
+//!   [`ChatRequest::extra`]); when streaming, `stream_options.include_usage`
+//!   so the last chunk reports usage. [`ChatRequest::extra`] last.
+//!
+//! # Response
+//!
+//! `choices[0].message`: `reasoning_content` (or `reasoning`, as OpenRouter
+//! and newer vLLM name it) as reasoning, `content` as text (text parts of an
+//! array joined), `tool_calls` (arguments parsed; text that does not parse
+//! is kept as a string; a missing id becomes `call_N`). `finish_reason` is
+//! the stop reason; `usage.prompt_tokens` / `completion_tokens` the usage.
+//!
+//! # Stream
+//!
+//! `data: {chunk}` events until `data: [DONE]`: `choices[0].delta` holds
+//! pieces of `content`, `reasoning_content` (or `reasoning`) and
+//! `tool_calls[i]` (by `index`: id and name first, then `function.arguments`
+//! fragments). Usage comes in a chunk of its own (or with the last). An
+//! `error` object in a chunk is classified like an HTTP error. The chunks
+//! are folded back into the response a non-streamed call gives, and read
+//! as one.
+
+use std::io::BufRead;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{self, ErrorContext, ProviderError};
+use crate::request::{ChatRequest, Part, Role, apply_extra};
+use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
+use crate::sse::{SseError, SseReader};
+
+/// The request body for `req` (see the module docs).
+pub fn body(req: &ChatRequest, stream: bool) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(s) = &req.system {
+        messages.push(json!({"role": "system", "content": s}));
+    }
+    for m in &req.messages {
+        match m.role {
+            Role::User => {
+                let mut texts: Vec<&str> = Vec::new();
+                let flush = |texts: &mut Vec<&str>, messages: &mut Vec<Value>| {
+                    if !texts.is_empty() {
+                        messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
+                        texts.clear();
+                    }
+                };
+                for p in &m.parts {
+                    match p {
+                        Part::Text(t) => texts.push(t),
+                        Part::ToolResult { id, content, .. } => {
+                            flush(&mut texts, &mut messages);
+                            messages.push(
+                                json!({"role": "tool", "tool_call_id": id, "content": content}),
+                            );
+                        }
+                        Part::Reasoning { .. } | Part::ToolCall { .. } => {}
+                    }
+                }
+                flush(&mut texts, &mut messages);
+            }
+            Role::Assistant => {
+                let texts: Vec<&str> = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let calls: Vec<Value> = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::ToolCall {
+                            id,
+                            name,
+                            arguments,
+                        } => Some(json!({
+                            "id": id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments_text(arguments)},
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                if texts.is_empty() && calls.is_empty() {
+                    continue;
+                }
+                let mut msg = Map::new();
+                msg.insert("role".into(), "assistant".into());
+                msg.insert(
+                    "content".into(),
+                    if texts.is_empty() {
+                        Value::Null
+                    } else {
+                        Value::String(texts.join("\n\n"))
+                    },
+                );
+                if !calls.is_empty() {
+                    msg.insert("tool_calls".into(), Value::Array(calls));
+                }
+                messages.push(Value::Object(msg));
+            }
+        }
+    }
+    let mut b = Map::new();
+    b.insert("model".into(), Value::String(req.model.clone()));
+    b.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        b.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(n) = req.max_tokens {
+        b.insert("max_tokens".into(), n.into());
+    }
+    b.insert("stream".into(), stream.into());
+    if stream {
+        b.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    apply_extra(&mut b, &req.extra);
+    Value::Object(b)
+}
+
+/// Arguments as the JSON text OpenAI wants.
+fn arguments_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Arguments text read back: parsed, `{}` when empty, else kept as text.
+fn parse_arguments(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::String(s)) if s.trim().is_empty() => json!({}),
+        Some(Value::String(s)) => {
+            serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+        }
+        Some(Value::Null) | None => json!({}),
+        Some(other) => other.clone(),
+    }
+}
+
+fn malformed(detail: impl Into<String>) -> ProviderError {
+    ProviderError::Malformed {
+        detail: detail.into(),
+    }
+}
+
+/// Read a response body (see the module docs). `model` is
+/// `provider/model`, as asked for.
+pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderError> {
+    let choice = match raw.get("choices") {
+        Some(Value::Array(c)) if !c.is_empty() => &c[0],
+        _ => {
+            return Err(malformed(format!(
+                "the OpenAI-style response has no `choices`: {}",
+                error::quote(&raw.to_string())
+            )));
+        }
+    };
+    let Some(Value::Object(message)) = choice.get("message") else {
+        return Err(malformed("`choices[0]` has no `message` object"));
+    };
+    let mut parts = Vec::new();
+    for key in ["reasoning_content", "reasoning"] {
+        if let Some(Value::String(r)) = message.get(key)
+            && !r.is_empty()
+        {
+            parts.push(Part::Reasoning {
+                text: r.clone(),
+                signature: None,
+            });
+            break;
+        }
+    }
+    let text = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    if !text.is_empty() {
+        parts.push(Part::Text(text));
+    }
+    if let Some(Value::Array(calls)) = message.get("tool_calls") {
+        for (i, c) in calls.iter().enumerate() {
+            let f = c.get("function");
+            let Some(name) = f.and_then(|f| f.get("name")).and_then(Value::as_str) else {
+                return Err(malformed(format!(
+                    "`choices[0].message.tool_calls[{i}]` has no `function.name`"
+                )));
+            };
+            let id = match c.get("id").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => id.to_owned(),
+                _ => format!("call_{i}"),
+            };
+            parts.push(Part::ToolCall {
+                id,
+                name: name.to_owned(),
+                arguments: parse_arguments(f.and_then(|f| f.get("arguments"))),
+            });
+        }
+    }
+    let stop_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(StopReason::parse);
+    let usage = match raw.get("usage") {
+        Some(u @ Value::Object(_)) => Some(Usage {
+            input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+            output_tokens: u
+                .get("completion_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            raw: u.clone(),
+        }),
+        _ => None,
+    };
+    Ok(ChatResponse {
+        model: model.to_owned(),
+        parts,
+        usage,
+        stop_reason,
+        raw,
+    })
+}
+
+/// A tool call being streamed.
+#[derive(Default)]
+struct CallAcc {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Read a stream (see the module docs) into the response body a
+/// non-streamed call gives; text and reasoning go to `on` as they come.
+pub(crate) fn read_stream(
+    reader: impl BufRead,
+    on: &mut dyn FnMut(StreamEvent),
+    ctx: &ErrorContext<'_>,
+    io_error: &dyn Fn(std::io::Error) -> ProviderError,
+) -> Result<Value, ProviderError> {
+    let mut sse = SseReader::new(reader);
+    let mut top = Map::new();
+    let mut content = String::new();
+    let mut reasoning = String::new();
+    let mut reasoning_key = "reasoning_content";
+    let mut calls: Vec<CallAcc> = Vec::new();
+    let mut finish: Option<Value> = None;
+    let mut usage: Option<Value> = None;
+    let mut done = false;
+    loop {
+        let ev = match sse.next_event() {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(SseError::Io(e)) => return Err(io_error(e)),
+            Err(SseError::Malformed { line, detail }) => {
+                return Err(malformed(format!(
+                    "OpenAI-style stream, line {line}: {detail}"
+                )));
+            }
+        };
+        if ev.data.trim() == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Value = serde_json::from_str(&ev.data).map_err(|e| {
+            malformed(format!(
+                "OpenAI-style stream, event ending on line {}: its data is not JSON ({e}): {}",
+                ev.line,
+                error::quote(&ev.data)
+            ))
+        })?;
+        let Value::Object(chunk) = chunk else {
+            return Err(malformed(format!(
+                "OpenAI-style stream, event ending on line {}: expected a JSON object, found {}",
+                ev.line,
+                error::quote(&ev.data)
+            )));
+        };
+        if chunk.contains_key("error") {
+            return Err(error::in_body(&Value::Object(chunk), ctx));
+        }
+        for (k, v) in &chunk {
+            match k.as_str() {
+                "choices" | "object" => {}
+                "usage" => {
+                    if !v.is_null() {
+                        usage = Some(v.clone());
+                    }
+                }
+                _ => {
+                    top.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        let Some(Value::Array(choices)) = chunk.get("choices") else {
+            continue;
+        };
+        for c in choices {
+            if c.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(delta) = c.get("delta") {
+                if let Some(t) = delta.get("content").and_then(Value::as_str)
+                    && !t.is_empty()
+                {
+                    content.push_str(t);
+                    on(StreamEvent::Text(t.to_owned()));
+                }
+                for key in ["reasoning_content", "reasoning"] {
+                    if let Some(r) = delta.get(key).and_then(Value::as_str)
+                        && !r.is_empty()
+                    {
+                        reasoning_key = key;
+                        reasoning.push_str(r);
+                        on(StreamEvent::Reasoning(r.to_owned()));
+                        break;
+                    }
+                }
+                if let Some(Value::Array(tcs)) = delta.get("tool_calls") {
+                    for (pos, tc) in tcs.iter().enumerate() {
+                        let i = tc
+                            .get("index")
+                            .and_then(Value::as_u64)
+                            .map_or(pos, |n| n as usize);
+                        if i > 1024 {
+                            return Err(malformed(format!(
+                                "OpenAI-style stream, event ending on line {}: tool call index {i} is implausible",
+                                ev.line
+                            )));
+                        }
+                        if calls.len() <= i {
+                            calls.resize_with(i + 1, CallAcc::default);
+                        }
+                        let acc = &mut calls[i];
+                        if let Some(id) = tc.get("id").and_then(Value::as_str)
+                            && acc.id.is_empty()
+                        {
+                            acc.id = id.to_owned();
+                        }
+                        let f = tc.get("function");
+                        if let Some(name) = f.and_then(|f| f.get("name")).and_then(Value::as_str)
+                            && acc.name.is_empty()
+                            && !name.is_empty()
+                        {
+                            acc.name = name.to_owned();
+                            on(StreamEvent::ToolCall {
+                                id: acc.id.clone(),
+                                name: acc.name.clone(),
+                            });
+                        }
+                        if let Some(a) = f.and_then(|f| f.get("arguments")).and_then(Value::as_str)
+                        {
+                            acc.arguments.push_str(a);
+                        }
+                    }
+                }
+            }
+            if let Some(fr) = c.get("finish_reason")
+                && !fr.is_null()
+            {
+                finish = Some(fr.clone());
+            }
+        }
+    }
+    if !done && finish.is_none() {
+        return Err(malformed(
+            "the OpenAI-style stream ended before the answer was finished (no `finish_reason`, no `data: [DONE]`)",
+        ));
+    }
+    let mut message = Map::new();
+    message.insert("role".into(), "assistant".into());
+    message.insert(
+        "content".into(),
+        if content.is_empty() && !calls.is_empty() {
+            Value::Null
+        } else {
+            Value::String(content)
+        },
+    );
+    if !reasoning.is_empty() {
+        message.insert(reasoning_key.into(), Value::String(reasoning));
+    }
+    if !calls.is_empty() {
+        let calls = calls
+            .into_iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                       "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    let mut raw = top;
+    raw.insert("object".into(), "chat.completion".into());
+    raw.insert(
+        "choices".into(),
+        json!([{"index": 0, "message": message, "finish_reason": finish}]),
+    );
+    if let Some(u) = usage {
+        raw.insert("usage".into(), u);
+    }
+    Ok(Value::Object(raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{Message, ToolSpec};
+
+    #[test]
+    fn body_maps_roles_tools_and_drops_reasoning() {
+        let mut req = ChatRequest::new("gpt-4o");
+        req.system = Some("be brief".into());
+        req.messages = vec![
+            Message {
+                role: Role::User,
+                parts: vec![Part::Text("hi".into())],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::Reasoning {
+                        text: "think".into(),
+                        signature: Some("s".into()),
+                    },
+                    Part::ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: json!({"path": "a"}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                parts: vec![
+                    Part::ToolResult {
+                        id: "c1".into(),
+                        content: "data".into(),
+                        is_error: false,
+                    },
+                    Part::Text("thanks".into()),
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Reasoning {
+                    text: "only thinking".into(),
+                    signature: None,
+                }],
+            },
+        ];
+        req.tools = vec![ToolSpec {
+            name: "read".into(),
+            description: "read a file".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        req.extra.insert("temperature".into(), json!(0.2));
+        req.extra.insert("stream_options".into(), Value::Null);
+        let b = body(&req, true);
+        assert_eq!(
+            b["messages"],
+            json!([
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "data"},
+                {"role": "user", "content": "thanks"},
+            ])
+        );
+        assert_eq!(b["tools"][0]["function"]["name"], "read");
+        assert_eq!(b["stream"], true);
+        assert_eq!(b["temperature"], 0.2);
+        assert!(
+            b.get("stream_options").is_none(),
+            "a null extra removes the key"
+        );
+    }
+
+    #[test]
+    fn response_with_reasoning_and_unparsable_arguments() {
+        let raw = json!({"choices": [{"message": {"role": "assistant", "content": "ok",
+            "reasoning": "why", "tool_calls": [{"function": {"name": "f", "arguments": "{bad"}}]},
+            "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 3, "completion_tokens": 4}});
+        let r = parse_response(raw, "openrouter/x").unwrap();
+        assert_eq!(
+            r.parts,
+            vec![
+                Part::Reasoning {
+                    text: "why".into(),
+                    signature: None
+                },
+                Part::Text("ok".into()),
+                Part::ToolCall {
+                    id: "call_0".into(),
+                    name: "f".into(),
+                    arguments: json!("{bad")
+                },
+            ]
+        );
+        assert_eq!(r.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!(r.usage.unwrap().output_tokens, 4);
+    }
+}

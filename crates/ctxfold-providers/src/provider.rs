@@ -1,0 +1,371 @@
+//! [`Provider`]: one configured provider, able to call a model and to say
+//! how large a model's context window is.
+//!
+//! # Keys and headers
+//!
+//! The key is [`ProviderConfig::api_key`], else the variable
+//! [`ProviderConfig::api_key_env`] (unset or empty: [`ProviderError::MissingKey`]),
+//! else none. OpenAI-kind providers send it as `Authorization: Bearer KEY`,
+//! Anthropic-kind ones as `x-api-key` with `anthropic-version`
+//! ([`crate::anthropic::VERSION`]). Config's headers are sent last and win.
+//!
+//! # Streams
+//!
+//! With a callback the request asks for a stream; the callback sees text and
+//! reasoning as they arrive and the result is the response a non-streamed
+//! call gives. A server that ignores `stream` and answers with one JSON body
+//! is read as such (its text passed to the callback in one piece); an error
+//! object in a 200 body is classified like an HTTP error.
+//!
+//! # Context windows
+//!
+//! [`Provider::context_window`] asks the server where
+//! [`ProviderConfig::context_window_from`] says it can, then the built-in
+//! table ([`crate::window`]). A server that cannot answer that question (an
+//! error status, no such field, no API key to ask with) falls through to the
+//! table; one that cannot be reached at all (or times out) is an error.
+//! `None` means unknown.
+
+use std::io::{BufRead, BufReader, Read};
+
+use serde_json::{Value, json};
+
+use crate::anthropic;
+use crate::client::{Call, Http};
+use crate::error::{self, ErrorContext, ProviderError};
+use crate::model::{ProviderConfig, ProviderKind, WindowSource};
+use crate::openai;
+use crate::request::ChatRequest;
+use crate::response::{ChatResponse, StreamEvent};
+use crate::window::builtin_context_window;
+
+/// A configured provider.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    name: String,
+    config: ProviderConfig,
+    http: Http,
+}
+
+impl Provider {
+    /// The provider `name` configured by `config`.
+    pub fn new(name: impl Into<String>, config: ProviderConfig) -> Self {
+        let http = Http::new(&config);
+        Provider {
+            name: name.into(),
+            config,
+            http,
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    fn base(&self) -> &str {
+        self.config.base_url.trim_end_matches('/')
+    }
+
+    /// The server root: the base URL without a trailing `/v1`.
+    fn root(&self) -> &str {
+        let b = self.base();
+        b.strip_suffix("/v1").unwrap_or(b)
+    }
+
+    /// Where chat requests go.
+    pub fn chat_url(&self) -> String {
+        match self.config.kind {
+            ProviderKind::OpenAi => format!("{}/chat/completions", self.base()),
+            ProviderKind::Anthropic => format!("{}/v1/messages", self.root()),
+        }
+    }
+
+    fn key(&self) -> Result<Option<String>, ProviderError> {
+        if let Some(k) = &self.config.api_key {
+            return Ok(Some(k.clone()));
+        }
+        let Some(var) = &self.config.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
+            _ => Err(ProviderError::MissingKey {
+                provider: self.name.clone(),
+                var: var.clone(),
+            }),
+        }
+    }
+
+    fn headers(&self) -> Result<Vec<(String, String)>, ProviderError> {
+        let key = self.key()?;
+        let mut h: Vec<(String, String)> = Vec::new();
+        match self.config.kind {
+            ProviderKind::OpenAi => {
+                if let Some(k) = key {
+                    h.push(("authorization".into(), format!("Bearer {k}")));
+                }
+            }
+            ProviderKind::Anthropic => {
+                if let Some(k) = key {
+                    h.push(("x-api-key".into(), k));
+                }
+                h.push((anthropic::VERSION_HEADER.into(), anthropic::VERSION.into()));
+            }
+        }
+        for (k, v) in &self.config.headers {
+            h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+            h.push((k.clone(), v.clone()));
+        }
+        Ok(h)
+    }
+
+    fn ctx<'a>(&'a self, model: &'a str) -> ErrorContext<'a> {
+        ErrorContext {
+            model,
+            key_var: if self.config.api_key.is_some() {
+                None
+            } else {
+                self.config.api_key_env.as_deref()
+            },
+        }
+    }
+
+    /// Call the model. With `stream`, the answer is streamed and `stream`
+    /// sees its text and reasoning as they come (see the module docs).
+    pub fn chat(
+        &self,
+        req: &ChatRequest,
+        stream: Option<&mut dyn FnMut(StreamEvent)>,
+    ) -> Result<ChatResponse, ProviderError> {
+        let kind = self.config.kind;
+        let mut body = match kind {
+            ProviderKind::OpenAi => openai::body(req, stream.is_some()),
+            ProviderKind::Anthropic => anthropic::body(req, stream.is_some()),
+        };
+        if req.max_tokens.is_none()
+            && let (Some(n), Value::Object(b)) = (self.config.max_tokens, &mut body)
+            && !req.extra.contains_key("max_tokens")
+        {
+            b.insert("max_tokens".into(), n.into());
+        }
+        let url = self.chat_url();
+        let headers = self.headers()?;
+        let ctx = self.ctx(&req.model);
+        let resp = self.http.send(&Call {
+            url: &url,
+            headers: &headers,
+            body: Some(&body),
+            ctx,
+        })?;
+        let label = format!("{}/{}", self.name, req.model);
+        let parse = |raw: Value| -> Result<ChatResponse, ProviderError> {
+            if raw.get("error").is_some_and(|e| !e.is_null()) {
+                return Err(error::in_body(&raw, &ctx));
+            }
+            match kind {
+                ProviderKind::OpenAi => openai::parse_response(raw, &label),
+                ProviderKind::Anthropic => anthropic::parse_response(raw, &label),
+            }
+        };
+        let Some(on) = stream else {
+            return parse(self.http.read_json(resp, &url)?);
+        };
+        let io_error = |e: std::io::Error| self.http.read_error(e, &url);
+        let mut reader = BufReader::new(resp.into_body().into_reader());
+        if starts_with_brace(&mut reader).map_err(io_error)? {
+            // Not a stream: one JSON body (an error, or a whole answer).
+            let mut text = String::new();
+            reader.read_to_string(&mut text).map_err(io_error)?;
+            let raw: Value = serde_json::from_str(&text).map_err(|e| ProviderError::Malformed {
+                detail: format!(
+                    "asked {url} for a stream; the answer is neither a stream nor JSON ({e}): {}",
+                    error::quote(&text)
+                ),
+            })?;
+            let response = parse(raw)?;
+            for p in &response.parts {
+                match p {
+                    crate::Part::Text(t) => on(StreamEvent::Text(t.clone())),
+                    crate::Part::Reasoning { text, .. } => on(StreamEvent::Reasoning(text.clone())),
+                    crate::Part::ToolCall { id, name, .. } => on(StreamEvent::ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                    }),
+                    crate::Part::ToolResult { .. } => {}
+                }
+            }
+            return Ok(response);
+        }
+        let raw = match kind {
+            ProviderKind::OpenAi => openai::read_stream(reader, on, &ctx, &io_error)?,
+            ProviderKind::Anthropic => anthropic::read_stream(reader, on, &ctx, &io_error)?,
+        };
+        parse(raw)
+    }
+
+    /// The context window of `model` in tokens: from the server where it
+    /// says, else from the built-in table; `None` when unknown (see the
+    /// module docs).
+    pub fn context_window(&self, model: &str) -> Result<Option<u32>, ProviderError> {
+        if let Some(n) = self.window_from_server(model)? {
+            return Ok(Some(n));
+        }
+        Ok(builtin_context_window(model))
+    }
+
+    fn window_from_server(&self, model: &str) -> Result<Option<u32>, ProviderError> {
+        let request = json!({ "model": model });
+        let (url, body) = match self.config.context_window_from {
+            WindowSource::None => return Ok(None),
+            WindowSource::LlamacppProps => (format!("{}/props", self.root()), None),
+            WindowSource::OllamaShow => (format!("{}/api/show", self.root()), Some(&request)),
+            WindowSource::ModelsList => (format!("{}/models", self.base()), None),
+        };
+        // Without a key the server cannot be asked; the table still can.
+        let Ok(headers) = self.headers() else {
+            return Ok(None);
+        };
+        let sent = self.http.send(&Call {
+            url: &url,
+            headers: &headers,
+            body,
+            ctx: self.ctx(model),
+        });
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e @ (ProviderError::Unreachable { .. } | ProviderError::Timeout { .. })) => {
+                return Err(e);
+            }
+            Err(_) => return Ok(None),
+        };
+        let v = match self.http.read_json(resp, &url) {
+            Ok(v) => v,
+            Err(ProviderError::Malformed { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let as_u32 = |v: Option<&Value>| {
+            v.and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n > 0)
+        };
+        Ok(match self.config.context_window_from {
+            WindowSource::None => None,
+            WindowSource::LlamacppProps => as_u32(v.pointer("/default_generation_settings/n_ctx"))
+                .or_else(|| as_u32(v.get("n_ctx"))),
+            WindowSource::OllamaShow => ollama_num_ctx(&v).or_else(|| {
+                v.get("model_info")
+                    .and_then(Value::as_object)
+                    .and_then(|info| {
+                        info.iter()
+                            .find(|(k, _)| k.ends_with(".context_length"))
+                            .and_then(|(_, n)| as_u32(Some(n)))
+                    })
+            }),
+            WindowSource::ModelsList => v
+                .get("data")
+                .and_then(Value::as_array)
+                .and_then(|models| {
+                    models
+                        .iter()
+                        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+                })
+                .and_then(|m| {
+                    ["max_model_len", "context_length", "context_window"]
+                        .iter()
+                        .find_map(|k| as_u32(m.get(*k)))
+                }),
+        })
+    }
+}
+
+/// `num_ctx` from Ollama's `parameters` text (the window the server will
+/// really use: Ollama cuts the prompt to it silently).
+fn ollama_num_ctx(v: &Value) -> Option<u32> {
+    v.get("parameters")?.as_str()?.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        (w.next()? == "num_ctx").then(|| w.next()?.parse().ok())?
+    })
+}
+
+/// Whether the body begins (after white space) with `{`: a JSON body rather
+/// than a stream. White space before it is consumed.
+fn starts_with_brace(r: &mut impl BufRead) -> std::io::Result<bool> {
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => return Ok(buf[i] == b'{'),
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_urls_of_each_kind() {
+        let p = Provider::new(
+            "x",
+            ProviderConfig::new(ProviderKind::OpenAi, "http://h:1/v1/"),
+        );
+        assert_eq!(p.chat_url(), "http://h:1/v1/chat/completions");
+        let a = Provider::new(
+            "y",
+            ProviderConfig::new(ProviderKind::Anthropic, "http://h:1"),
+        );
+        assert_eq!(a.chat_url(), "http://h:1/v1/messages");
+        let a = Provider::new(
+            "y",
+            ProviderConfig::new(ProviderKind::Anthropic, "http://h:1/v1"),
+        );
+        assert_eq!(a.chat_url(), "http://h:1/v1/messages");
+    }
+
+    #[test]
+    fn ollama_parameters() {
+        let v = json!({"parameters": "stop \"<|eot|>\"\nnum_ctx                        8192\n"});
+        assert_eq!(ollama_num_ctx(&v), Some(8192));
+        assert_eq!(
+            ollama_num_ctx(&json!({"parameters": "temperature 0.7"})),
+            None
+        );
+    }
+
+    #[test]
+    fn config_headers_win_and_a_missing_key_is_named() {
+        let mut c = ProviderConfig::new(ProviderKind::Anthropic, "http://h:1");
+        c.api_key = Some("k".into());
+        c.headers
+            .insert("Anthropic-Version".into(), "2099-01-01".into());
+        let h = Provider::new("a", c).headers().unwrap();
+        assert!(h.contains(&("x-api-key".into(), "k".into())));
+        assert!(h.contains(&("Anthropic-Version".into(), "2099-01-01".into())));
+        assert_eq!(
+            h.iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("anthropic-version"))
+                .count(),
+            1
+        );
+
+        let c = ProviderConfig::new(ProviderKind::OpenAi, "http://h:1")
+            .with_key_env("CTXFOLD_TEST_UNSET_VARIABLE_7F3A");
+        let e = Provider::new("openai", c).headers().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no API key for provider `openai`: set the environment variable CTXFOLD_TEST_UNSET_VARIABLE_7F3A"
+        );
+    }
+}

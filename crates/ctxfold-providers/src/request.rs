@@ -1,0 +1,437 @@
+//! The neutral request, and a projected view turned into one.
+//!
+//! [`ChatRequest`] holds what both wire formats need: a system text and
+//! messages of two roles, each a list of [`Part`]s. [`crate::openai::body`]
+//! and [`crate::anthropic::body`] write it as each provider wants it.
+//!
+//! # From a view ([`request_from_view`])
+//!
+//! | view item | message part |
+//! | --- | --- |
+//! | system event | the system text (joined with "\n\n", after [`RequestOptions::system`]) |
+//! | user | user text |
+//! | assistant | assistant text |
+//! | structured answer | assistant text: its JSON |
+//! | reasoning | assistant reasoning, with its signature only when kept (below) |
+//! | tool call (whole or stripped) | assistant tool call |
+//! | tool result (whole or stripped) | user-role tool result |
+//! | summary | user text [`summary_preamble`], then assistant text (the summary) |
+//! | preamble | user text [`PREAMBLE`] |
+//!
+//! Consecutive parts of one role form one message, so roles alternate. In a
+//! user message, tool results come before text (both providers want the
+//! results right after the calls). Empty texts are left out.
+//!
+//! # Signed thinking
+//!
+//! Anthropic signs its thinking blocks and rejects a request where a signed
+//! block's turn was changed. A reasoning part keeps its signature
+//! (metadata `anthropic_thinking_signature`) only when its step — the model
+//! call's output (reasoning, text, tool calls) and the results of its calls,
+//! see [`ctxfold_core::Log::steps`] — reaches the request exactly as it was:
+//!
+//! 1. every model-visible event of the step is in the view unchanged (not
+//!    stripped, omitted, dropped or summarized), and
+//! 2. the view items right before and right after the step (system prompts
+//!    aside) are the very events that surround it in the log: no summary,
+//!    preamble or removed neighbour, so the step's messages are neither
+//!    merged with other content nor cut from their own.
+//!
+//! Otherwise the part's signature is `None`. Anthropic's body leaves out
+//! every reasoning part without a signature (it rejects unsigned thinking);
+//! OpenAI's body never sends reasoning back (`reasoning_content` is output
+//! only: servers ignore or refuse it in a request).
+//!
+//! If the step of the tool loop still running was changed, Anthropic with
+//! thinking enabled may then refuse a request whose last assistant message
+//! does not start with thinking; the caller can retry without thinking.
+
+use ctxfold_core::log::Step;
+use ctxfold_core::materialize::item_record;
+use ctxfold_core::projection::{Item, PREAMBLE, View, summary_preamble};
+use ctxfold_core::{Body, Log, Object};
+use serde_json::Value;
+
+use crate::response::THINKING_SIGNATURE;
+
+/// Who says a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The user (and tool results).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Text.
+    Text(String),
+    /// The model's reasoning.
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// Anthropic's signature, when the reasoning may be sent back.
+        signature: Option<String>,
+    },
+    /// A tool call by the model.
+    ToolCall {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments: a JSON object (a string holds arguments text that
+        /// did not parse, sent back as it was).
+        arguments: Value,
+    },
+    /// A tool's result, in a user-role message.
+    ToolResult {
+        /// The id of the call it answers.
+        id: String,
+        /// The result text.
+        content: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+}
+
+/// A message: a role and its parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Who says it.
+    pub role: Role,
+    /// What it says.
+    pub parts: Vec<Part>,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments (an object schema).
+    pub parameters: Value,
+}
+
+/// A request to a chat model, in neither provider's format.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    /// The model, as the provider names it (no `provider/` prefix).
+    pub model: String,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Output limit (`max_tokens`); Anthropic's body sends a default when
+    /// `None`, OpenAI's sends nothing.
+    pub max_tokens: Option<u32>,
+    /// Keys laid over the top level of the body last, as they are (e.g.
+    /// `temperature`, Anthropic's `thinking`, OpenAI's
+    /// `max_completion_tokens`); a `null` value removes the key.
+    pub extra: Object,
+}
+
+impl ChatRequest {
+    /// An empty request for `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        ChatRequest {
+            model: model.into(),
+            ..ChatRequest::default()
+        }
+    }
+
+    /// Add `part` said by `role`: to the last message when it has that role
+    /// (a tool result after the tool results already there, before text),
+    /// else in a new message. Empty text is left out.
+    pub fn push(&mut self, role: Role, part: Part) {
+        if matches!(&part, Part::Text(t) if t.is_empty()) {
+            return;
+        }
+        match self.messages.last_mut() {
+            Some(m) if m.role == role => {
+                if matches!(part, Part::ToolResult { .. }) {
+                    let at = m
+                        .parts
+                        .iter()
+                        .take_while(|p| matches!(p, Part::ToolResult { .. }))
+                        .count();
+                    m.parts.insert(at, part);
+                } else {
+                    m.parts.push(part);
+                }
+            }
+            _ => self.messages.push(Message {
+                role,
+                parts: vec![part],
+            }),
+        }
+    }
+
+    /// Add a system text (joined to what is there with "\n\n").
+    pub fn push_system(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match &mut self.system {
+            Some(s) => {
+                s.push_str("\n\n");
+                s.push_str(text);
+            }
+            None => self.system = Some(text.to_owned()),
+        }
+    }
+}
+
+/// What a request built from a view gets besides the view.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestOptions {
+    /// The model, as the provider names it.
+    pub model: String,
+    /// The system prompt, put before any system event of the log.
+    pub system: Option<String>,
+    /// See [`ChatRequest::tools`].
+    pub tools: Vec<ToolSpec>,
+    /// See [`ChatRequest::max_tokens`].
+    pub max_tokens: Option<u32>,
+    /// See [`ChatRequest::extra`].
+    pub extra: Object,
+}
+
+/// The request for the projected `view` of `log` (see the module docs).
+pub fn request_from_view(log: &Log, view: &View<'_>, opts: &RequestOptions) -> ChatRequest {
+    let mut req = ChatRequest {
+        model: opts.model.clone(),
+        system: None,
+        messages: Vec::new(),
+        tools: opts.tools.clone(),
+        max_tokens: opts.max_tokens,
+        extra: opts.extra.clone(),
+    };
+    if let Some(s) = &opts.system {
+        req.push_system(s);
+    }
+    let mut signatures = Signatures::new(log, view);
+    for item in &view.items {
+        match *item {
+            Item::Summary { turns, text, .. } => {
+                req.push(Role::User, Part::Text(summary_preamble(turns)));
+                req.push(Role::Assistant, Part::Text(text.to_owned()));
+            }
+            Item::Preamble => req.push(Role::User, Part::Text(PREAMBLE.to_owned())),
+            Item::Event { index, record } => match &record.body {
+                Body::System { content } => req.push_system(content),
+                Body::Reasoning { content } => {
+                    let signature =
+                        signature_of(record.metadata.as_ref()).filter(|_| signatures.keeps(index));
+                    req.push(
+                        Role::Assistant,
+                        Part::Reasoning {
+                            text: content.clone(),
+                            signature,
+                        },
+                    );
+                }
+                body => push_body(&mut req, body.clone()),
+            },
+            Item::StrippedCall { .. } | Item::StrippedResult { .. } => {
+                if let Some(r) = item_record(item) {
+                    push_body(&mut req, r.body);
+                }
+            }
+        }
+    }
+    req
+}
+
+/// Lay `extra` over the top level of a request body: a `null` removes the
+/// key.
+pub(crate) fn apply_extra(body: &mut Object, extra: &Object) {
+    for (k, v) in extra {
+        if v.is_null() {
+            body.shift_remove(k);
+        } else {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+fn signature_of(meta: Option<&Object>) -> Option<String> {
+    match meta?.get(THINKING_SIGNATURE)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// Add the part a (non-reasoning) event body stands for.
+fn push_body(req: &mut ChatRequest, body: Body) {
+    match body {
+        Body::User { content, .. } => req.push(Role::User, Part::Text(content)),
+        Body::Assistant { content } => req.push(Role::Assistant, Part::Text(content)),
+        Body::Structured { data } => req.push(Role::Assistant, Part::Text(data.to_string())),
+        Body::Reasoning { content } => req.push(
+            Role::Assistant,
+            Part::Reasoning {
+                text: content,
+                signature: None,
+            },
+        ),
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => req.push(
+            Role::Assistant,
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            },
+        ),
+        Body::ToolResult {
+            id,
+            content,
+            is_error,
+        } => req.push(
+            Role::User,
+            Part::ToolResult {
+                id,
+                content,
+                is_error,
+            },
+        ),
+        Body::System { content } => req.push_system(&content),
+        _ => {}
+    }
+}
+
+/// Decides, step by step, whether signed reasoning may keep its signature
+/// (rule in the module docs). Built lazily: a view with no signed reasoning
+/// costs nothing.
+struct Signatures<'l, 'v> {
+    log: &'l Log,
+    items: &'v [Item<'v>],
+    /// View position of each record shown unchanged, by record index.
+    pos: Option<Vec<usize>>,
+    /// Steps of the turns looked at, and verdicts by step start.
+    steps: std::collections::HashMap<u32, Vec<Step>>,
+    verdicts: std::collections::HashMap<usize, bool>,
+}
+
+const ABSENT: usize = usize::MAX;
+
+/// Whether a view item is a system prompt (neither role: not a neighbour).
+fn is_system(item: &Item<'_>) -> bool {
+    matches!(item, Item::Event { record, .. } if matches!(record.body, Body::System { .. }))
+}
+
+impl<'l, 'v> Signatures<'l, 'v> {
+    fn new(log: &'l Log, view: &'v View<'v>) -> Self {
+        Signatures {
+            log,
+            items: &view.items,
+            pos: None,
+            steps: Default::default(),
+            verdicts: Default::default(),
+        }
+    }
+
+    fn positions(&mut self) -> &[usize] {
+        let (log, items) = (self.log, self.items);
+        self.pos.get_or_insert_with(|| {
+            let mut pos = vec![ABSENT; log.len()];
+            for (p, item) in items.iter().enumerate() {
+                if let Item::Event { index, .. } = item {
+                    pos[*index] = p;
+                }
+            }
+            pos
+        })
+    }
+
+    /// Whether the reasoning event at record `index` keeps its signature.
+    fn keeps(&mut self, index: usize) -> bool {
+        let turn = self.log.turn_of(index);
+        let log = self.log;
+        let steps = self.steps.entry(turn).or_insert_with(|| log.steps(turn));
+        let Some(step) = steps
+            .iter()
+            .find(|s| s.start <= index && index < s.end)
+            .copied()
+        else {
+            return false;
+        };
+        if let Some(&v) = self.verdicts.get(&step.start) {
+            return v;
+        }
+        let v = self.step_intact(step);
+        self.verdicts.insert(step.start, v);
+        v
+    }
+
+    fn step_intact(&mut self, step: Step) -> bool {
+        let records = self.log.records();
+        let visible = |k: usize| records[k].body.is_model_visible();
+        let items = self.items;
+        let pos = self.positions();
+        // 1. Every model-visible event of the step is shown unchanged.
+        if (step.start..step.end).any(|k| visible(k) && pos[k] == ABSENT) {
+            return false;
+        }
+        let Some(first) = (step.start..step.end).find(|&k| visible(k)) else {
+            return false;
+        };
+        let Some(last) = (step.start..step.end).rev().find(|&k| visible(k)) else {
+            return false;
+        };
+        // 2. Its neighbours in the view are its neighbours in the log.
+        let raw_before = (0..step.start).rev().find(|&k| visible(k));
+        let raw_after = (step.end..records.len()).find(|&k| visible(k));
+        let view_before = items[..pos[first]].iter().rev().find(|i| !is_system(i));
+        let view_after = items[pos[last] + 1..].iter().find(|i| !is_system(i));
+        let same = |raw: Option<usize>, shown: Option<&Item<'_>>| match (raw, shown) {
+            (None, None) => true,
+            (Some(k), Some(Item::Event { index, .. })) => k == *index,
+            _ => false,
+        };
+        same(raw_before, view_before) && same(raw_after, view_after)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn push_merges_roles_and_puts_results_before_text() {
+        let mut r = ChatRequest::new("m");
+        r.push(Role::User, Part::Text("hi".into()));
+        r.push(Role::User, Part::Text(String::new()));
+        r.push(
+            Role::Assistant,
+            Part::ToolCall {
+                id: "a".into(),
+                name: "t".into(),
+                arguments: json!({}),
+            },
+        );
+        r.push(Role::User, Part::Text("interrupt".into()));
+        r.push(
+            Role::User,
+            Part::ToolResult {
+                id: "a".into(),
+                content: "ok".into(),
+                is_error: false,
+            },
+        );
+        assert_eq!(r.messages.len(), 3);
+        assert_eq!(r.messages[0].parts, vec![Part::Text("hi".into())]);
+        assert!(matches!(r.messages[2].parts[0], Part::ToolResult { .. }));
+        assert_eq!(r.messages[2].parts[1], Part::Text("interrupt".into()));
+    }
+}
