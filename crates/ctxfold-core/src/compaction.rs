@@ -173,6 +173,46 @@ pub enum AllMarker {
     All,
 }
 
+/// The `seq`s of the compactions that `compaction_reset` records in
+/// `records` leave revoked, applying the resets in log order (a restore
+/// undoes a revocation).
+pub fn revoked_seqs(records: &[crate::record::Record]) -> std::collections::HashSet<u64> {
+    use crate::record::Body;
+    let mut revoked = std::collections::HashSet::new();
+    let mut seen: Vec<u64> = Vec::new();
+    for r in records {
+        match &r.body {
+            Body::Compaction(_) => seen.push(r.seq),
+            Body::CompactionReset(reset) => {
+                let targets: &[u64] = match &reset.targets {
+                    ResetTargets::All(_) => &seen,
+                    ResetTargets::Some(v) => v,
+                };
+                for &t in targets {
+                    if reset.restore {
+                        revoked.remove(&t);
+                    } else {
+                        revoked.insert(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    revoked
+}
+
+impl From<ToolPolicy> for ToolOverride {
+    fn from(p: ToolPolicy) -> ToolOverride {
+        match p {
+            ToolPolicy::Strip => ToolOverride::Strip,
+            ToolPolicy::StripRequests => ToolOverride::StripRequests,
+            ToolPolicy::StripResponses => ToolOverride::StripResponses,
+            ToolPolicy::Omit => ToolOverride::Omit,
+        }
+    }
+}
+
 fn check<T: for<'de> Deserialize<'de>>(fields: &Object) -> Result<T, RecordError> {
     serde_json::from_value(Value::Object(fields.clone())).map_err(|_| RecordError::Field {
         field: "compaction",

@@ -277,6 +277,57 @@ impl Log {
     }
 }
 
+/// Give `records` the `seq`s 0, 1, 2, … in order, and rewrite what refers
+/// to the old ones: compaction ranges (`from_seq` moves to the first record
+/// at or after it, `to_seq` to the last at or before it) and reset targets
+/// (a target that is not in `records` is dropped). Logs with gaps (lines
+/// skipped on load, a slice of another log) stay consistent this way.
+pub fn renumber(mut records: Vec<Record>) -> Vec<Record> {
+    let old: Vec<u64> = records.iter().map(|r| r.seq).collect();
+    if old.iter().enumerate().all(|(i, &s)| s == i as u64) {
+        return records;
+    }
+    // `old` is in append order but may not be sorted if records came from
+    // elsewhere: map exact seqs through a table, ranges by position.
+    let exact: std::collections::HashMap<u64, u64> = old
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (s, i as u64))
+        .collect();
+    let first_at_or_after = |s: u64| old.iter().position(|&o| o >= s).map(|i| i as u64);
+    let last_at_or_before = |s: u64| old.iter().rposition(|&o| o <= s).map(|i| i as u64);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.seq = i as u64;
+        match &mut r.body {
+            Body::Compaction(c) => {
+                if let Some(s) = c.from_seq {
+                    c.from_seq = Some(first_at_or_after(s).unwrap_or(old.len() as u64));
+                }
+                if let Some(s) = c.to_seq {
+                    match last_at_or_before(s) {
+                        Some(n) => c.to_seq = Some(n),
+                        // Nothing at or before it: keep the range empty.
+                        None => {
+                            c.from_seq = Some(1);
+                            c.to_seq = Some(0);
+                        }
+                    }
+                }
+            }
+            Body::CompactionReset(reset) => {
+                if let crate::compaction::ResetTargets::Some(targets) = &mut reset.targets {
+                    *targets = targets
+                        .iter()
+                        .filter_map(|t| exact.get(t).copied())
+                        .collect();
+                }
+            }
+            _ => {}
+        }
+    }
+    records
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +396,49 @@ mod tests {
         assert_eq!(log.turn_of(2), 0);
         assert_eq!(log.turn_of(3), 1);
         assert_eq!(log.turn_of(4), 2);
+    }
+
+    #[test]
+    fn renumbering_keeps_compaction_ranges_and_reset_targets() {
+        use crate::compaction::{Compaction, CompactionReset, ResetTargets, Source};
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.from_seq = Some(11);
+        c.to_seq = Some(14); // 14 is missing: the range ends at 13
+        let recs = vec![
+            rec(10, user("a")),
+            rec(11, user("b")),
+            rec(13, user("c")),
+            rec(15, user("d")),
+            rec(16, Body::Compaction(Box::new(c))),
+            rec(
+                17,
+                Body::CompactionReset(CompactionReset {
+                    targets: ResetTargets::Some(vec![16, 99]),
+                    restore: false,
+                    extra: Default::default(),
+                }),
+            ),
+        ];
+        let out = renumber(recs);
+        assert_eq!(
+            out.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5]
+        );
+        let Body::Compaction(c) = &out[4].body else {
+            panic!()
+        };
+        assert_eq!((c.from_seq, c.to_seq), (Some(1), Some(2)));
+        let Body::CompactionReset(r) = &out[5].body else {
+            panic!()
+        };
+        assert_eq!(
+            r.targets,
+            ResetTargets::Some(vec![4]),
+            "16 is now 4; 99 never existed"
+        );
+        // Already 0, 1, 2, …: unchanged.
+        let same = vec![rec(0, user("a")), rec(1, user("b"))];
+        assert_eq!(renumber(same.clone()), same);
     }
 
     #[test]

@@ -42,6 +42,15 @@ pub fn item_record(item: &Item<'_>) -> Option<Record> {
 
 /// The records of the compacted transcript, renumbered 0, 1, 2, …
 pub fn materialize(log: &Log, view: &View<'_>) -> Vec<Record> {
+    materialize_with_turns(log, view)
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+}
+
+/// As [`materialize`], with the raw turn (0-based) each record stands in,
+/// so a printout can number turns as the conversation does.
+pub fn materialize_with_turns(log: &Log, view: &View<'_>) -> Vec<(u32, Record)> {
     let records = log.records();
     // (position in the raw log, records to put there), in order.
     let mut placed: Vec<(usize, Vec<Record>)> = Vec::with_capacity(view.items.len());
@@ -110,8 +119,18 @@ pub fn materialize(log: &Log, view: &View<'_>) -> Vec<Record> {
     // Stable: at one position the view's own order holds (a preamble before
     // the record it precedes comes first because it was placed first).
     placed.sort_by_key(|(pos, _)| *pos);
-    let mut out: Vec<Record> = placed.into_iter().flat_map(|(_, r)| r).collect();
-    for (i, r) in out.iter_mut().enumerate() {
+    let mut out: Vec<(u32, Record)> = placed
+        .into_iter()
+        .flat_map(|(pos, recs)| {
+            let turn = if records.is_empty() {
+                0
+            } else {
+                log.turn_of(pos)
+            };
+            recs.into_iter().map(move |r| (turn, r))
+        })
+        .collect();
+    for (i, (_, r)) in out.iter_mut().enumerate() {
         r.seq = i as u64;
     }
     out

@@ -141,12 +141,25 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// A bound could not be resolved.
-    #[error("rule {rule}: {source}")]
+    #[error("rule {rule}: {reason}")]
     Bound {
         /// Which rule (1-based).
         rule: usize,
         /// What was wrong.
-        source: BoundError,
+        reason: BoundError,
+    },
+    /// The bounds contradict each other.
+    #[error(
+        "rule {rule}: the range starts at turn {} but ends at turn {}; nothing lies between",
+        start + 1, end + 1
+    )]
+    EmptyRange {
+        /// Which rule (1-based).
+        rule: usize,
+        /// The resolved start (0-based).
+        start: i64,
+        /// The resolved end (0-based).
+        end: i64,
     },
     /// A supplied summary partly overlaps an existing one.
     #[error(
@@ -176,11 +189,13 @@ pub enum PlanError {
 pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanError> {
     let clock = Clock { now: ctx.now };
     let mut out = Plan::default();
-    let summaries = existing_summaries(log);
+    // Summaries planned by earlier rules of this run count too: two
+    // summaries must never slice each other.
+    let mut summaries = existing_summaries(log);
     for (n, rule) in rules.iter().enumerate() {
-        let bound_err = |source| PlanError::Bound {
+        let bound_err = |reason| PlanError::Bound {
             rule: n + 1,
-            source,
+            reason,
         };
         if !rule.has_policy() {
             return Err(PlanError::NoPolicy { rule: n + 1 });
@@ -194,6 +209,13 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
             Some(b) => b.resolve_end(log, clock).map_err(bound_err)?,
             None => turns - 1,
         };
+        if rule.from.is_some() && rule.to.is_some() && start > end && start < turns {
+            return Err(PlanError::EmptyRange {
+                rule: n + 1,
+                start,
+                end,
+            });
+        }
         if let Some(k) = &rule.keep_first {
             start = start.max(k.first_not_kept(log).map_err(bound_err)?);
         }
@@ -217,7 +239,12 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
             continue;
         };
         match region(log, (lo_r.start, hi_r.end - 1), rule, ctx, &summaries, n)? {
-            Some(p) => out.planned.push(p),
+            Some(p) => {
+                if rule.summary.is_some() {
+                    summaries.push((p.range.0, p.range.1, true));
+                }
+                out.planned.push(p)
+            }
             None => out.skipped.push(Skipped {
                 rule: n,
                 reason: format!(
@@ -246,11 +273,17 @@ pub fn plan_region(
     region(log, range, rule, ctx, &existing_summaries(log), 0)
 }
 
-/// Index ranges of the summaries in force.
+/// Index ranges of the summaries in force, and of those deferred (they
+/// will be in force soon: seed 000's overlap checks see them too).
 fn existing_summaries(log: &Log) -> Vec<(usize, usize, bool)> {
-    let (active, _) = compaction_status(log);
+    let (active, inactive) = compaction_status(log);
+    let deferred = inactive
+        .iter()
+        .filter(|(_, why)| *why == crate::projection::Inactive::Deferred)
+        .map(|(i, _)| i);
     active
         .iter()
+        .chain(deferred)
         .filter_map(|&i| match &log.records()[i].body {
             Body::Compaction(c) if c.summary.is_some() => {
                 covered_indices(log, c).map(|(lo, hi)| (lo, hi, true))
@@ -535,6 +568,46 @@ mod tests {
         };
         let p = plan(&l, &[reasoning], &ctx).unwrap();
         assert!(p.planned[0].compaction.tool_overrides.is_empty());
+    }
+
+    #[test]
+    fn summaries_of_one_run_never_slice_each_other() {
+        let derive = |from, to| Rule {
+            from: Some(Bound::Turn(from)),
+            to: Some(Bound::Turn(to)),
+            summary: Some(SummaryRequest::Derive {
+                model: None,
+                instructions: None,
+            }),
+            ..Rule::default()
+        };
+        let p = plan(
+            &log(8),
+            &[derive(1, 3), derive(2, 4)],
+            &PlanContext::default(),
+        )
+        .unwrap();
+        let second = &p.planned[1];
+        assert_eq!(
+            (second.compaction.from_turn, second.compaction.to_turn),
+            (0, 3)
+        );
+        assert_eq!(second.grown_from, Some((1, 3)));
+    }
+
+    #[test]
+    fn a_start_after_the_end_is_an_error_naming_both() {
+        let rule = Rule {
+            from: Some(Bound::Turn(4)),
+            to: Some(Bound::Turn(2)),
+            reasoning: Some(ReasoningPolicy::Strip),
+            ..Rule::default()
+        };
+        let err = plan(&log(6), &[rule], &PlanContext::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rule 1: the range starts at turn 4 but ends at turn 2; nothing lies between"
+        );
     }
 
     #[test]

@@ -14,12 +14,12 @@
 //! compactions per event. The view borrows records from the log; stripped
 //! arguments and one-line results are computed only when rendered.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compaction::{Compaction, ReasoningPolicy, ResetTargets, ToolOverride, ToolPolicy};
+use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride, revoked_seqs};
 use crate::log::Log;
 use crate::record::{Body, Record};
 
@@ -86,7 +86,8 @@ pub enum Item<'a> {
         first: usize,
         /// Index of the last event it stands for.
         last: usize,
-        /// First and last turn (0-based) of those events.
+        /// First and last turn (0-based) the summary covers: the whole range
+        /// of its compaction, also when a nested summary splits it.
         turns: (u32, u32),
         /// Index of the compaction record that holds the text.
         compaction: usize,
@@ -143,7 +144,7 @@ pub fn summary_preamble(turns: (u32, u32)) -> String {
 }
 
 /// The user message put first when the view would start with the assistant.
-pub const PREAMBLE: &str = "[Earlier parts of this conversation were compacted.]";
+pub const PREAMBLE: &str = "[The conversation continues.]";
 
 impl Item<'_> {
     /// The indices of the raw events this item stands for.
@@ -238,27 +239,7 @@ pub fn covered_indices(log: &Log, c: &Compaction) -> Option<(usize, usize)> {
 /// Which compaction records are in force, and which are not and why.
 pub fn compaction_status(log: &Log) -> (Vec<usize>, Vec<(usize, Inactive)>) {
     let records = log.records();
-    let mut revoked: HashSet<u64> = HashSet::new();
-    let mut seen: Vec<u64> = Vec::new();
-    for r in records {
-        match &r.body {
-            Body::Compaction(_) => seen.push(r.seq),
-            Body::CompactionReset(reset) => {
-                let targets: &[u64] = match &reset.targets {
-                    ResetTargets::All(_) => &seen,
-                    ResetTargets::Some(v) => v,
-                };
-                for &t in targets {
-                    if reset.restore {
-                        revoked.remove(&t);
-                    } else {
-                        revoked.insert(t);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    let revoked = revoked_seqs(records);
     let highest_turn = (log.turn_count() as u32).saturating_sub(1);
     let mut active = Vec::new();
     let mut inactive = Vec::new();
@@ -290,11 +271,58 @@ struct Pending {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum CallFate {
-    Keep,
-    StripResponse,
+    /// The call is in the view (maybe stripped): its result follows its own
+    /// policy.
+    InView,
+    /// `omit` drops the pair, decided at the call.
     Omitted(usize),
     /// The call went into a summary; its result must not stand alone.
     Folded,
+}
+
+/// Results this short are kept even under `strip-responses`: the one-line
+/// replacement would not be smaller.
+pub const KEEP_RESULT_CHARS: usize = 120;
+
+/// The winning tool policy for tool `name` at record `i`, and the
+/// compaction it comes from: the latest compaction covering `i` with a
+/// general tool policy or an override for this tool.
+fn tool_policy(
+    i: usize,
+    name: &str,
+    tools_heap: &mut Heap,
+    tool_heaps: &mut HashMap<&str, Heap>,
+    by_order: &HashMap<usize, &Compaction>,
+) -> Option<(usize, ToolOverride)> {
+    let general = top(tools_heap, i);
+    let specific = tool_heaps.get_mut(name).and_then(|h| top(h, i));
+    let order = general.max(specific)?;
+    let c = by_order[&order];
+    let policy = match c.tool_overrides.get(name) {
+        Some(o) => *o,
+        None => c.tool_calls.map_or(ToolOverride::Keep, ToolOverride::from),
+    };
+    Some((order, policy))
+}
+
+/// A call replaced in `pending` by a later call with the same id never gets
+/// its result: take it out of the view.
+fn unpair(
+    earlier: Option<Pending>,
+    items: &[Item<'_>],
+    removed: &mut [bool],
+    dropped: &mut Vec<Dropped>,
+) {
+    if let Some(Pending {
+        item: Some(item), ..
+    }) = earlier
+    {
+        removed[item] = true;
+        dropped.push(Dropped {
+            index: *items[item].origin().start(),
+            reason: DropReason::Unpaired,
+        });
+    }
 }
 
 /// Project `log`: apply every compaction in force. See the module docs.
@@ -319,6 +347,12 @@ pub fn project(log: &Log) -> View<'_> {
         .collect();
     spans.sort_by_key(|s| s.lo);
     let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.order, s.c)).collect();
+    // The turns each compaction covers: a summary names all of them, even
+    // when a newer summary nested inside splits it in two.
+    let span_turns: HashMap<usize, (u32, u32)> = spans
+        .iter()
+        .map(|s| (s.order, (log.turn_of(s.lo), log.turn_of(s.hi))))
+        .collect();
 
     let mut summary_heap = Heap::new();
     let mut reasoning_heap = Heap::new();
@@ -368,12 +402,10 @@ pub fn project(log: &Log) -> View<'_> {
 
         // Summaries first: they beat every mechanical policy.
         if let Some(order) = top(&mut summary_heap, i) {
-            let turn = log.turn_of(i);
             match open_summary {
                 Some((o, item)) if o == order => {
-                    if let Item::Summary { last, turns, .. } = &mut items[item] {
+                    if let Item::Summary { last, .. } = &mut items[item] {
                         *last = i;
-                        turns.1 = turn;
                     }
                 }
                 _ => {
@@ -385,7 +417,7 @@ pub fn project(log: &Log) -> View<'_> {
                     items.push(Item::Summary {
                         first: i,
                         last: i,
-                        turns: (turn, turn),
+                        turns: span_turns[&order],
                         compaction: order,
                         text,
                     });
@@ -394,7 +426,7 @@ pub fn project(log: &Log) -> View<'_> {
             }
             match &rec.body {
                 Body::ToolCall { id, .. } => {
-                    pending.insert(
+                    let earlier = pending.insert(
                         id,
                         Pending {
                             item: None,
@@ -402,6 +434,7 @@ pub fn project(log: &Log) -> View<'_> {
                             fate: CallFate::Folded,
                         },
                     );
+                    unpair(earlier, &items, &mut removed, &mut dropped);
                 }
                 Body::ToolResult { id, .. } => {
                     // A call kept outside the summary loses its result: drop
@@ -411,7 +444,7 @@ pub fn project(log: &Log) -> View<'_> {
                     {
                         removed[item] = true;
                         dropped.push(Dropped {
-                            index: items[item].origin().start().to_owned(),
+                            index: *items[item].origin().start(),
                             reason: DropReason::Unpaired,
                         });
                     }
@@ -440,49 +473,38 @@ pub fn project(log: &Log) -> View<'_> {
                 removed.push(false);
             }
             Body::ToolCall { id, name, .. } => {
-                let general = top(&mut tools_heap, i);
-                let specific = tool_heaps.get_mut(name.as_str()).and_then(|h| top(h, i));
-                let winner = general.max(specific);
-                let policy = winner.map(|order| {
-                    let c = by_order[&order];
-                    match c.tool_overrides.get(name) {
-                        Some(o) => *o,
-                        None => c.tool_calls.map_or(ToolOverride::Keep, ToolOverride::from),
-                    }
-                });
-                let (fate, strip_request) = match policy {
-                    None | Some(ToolOverride::Keep) => (CallFate::Keep, false),
-                    Some(ToolOverride::Strip) => (CallFate::StripResponse, true),
-                    Some(ToolOverride::StripRequests) => (CallFate::Keep, true),
-                    Some(ToolOverride::StripResponses) => (CallFate::StripResponse, false),
-                    Some(ToolOverride::Omit) => {
-                        (CallFate::Omitted(winner.unwrap_or_default()), false)
-                    }
-                };
+                let policy = tool_policy(i, name, &mut tools_heap, &mut tool_heaps, &by_order);
                 tool_names.push(name);
                 let name_index = tool_names.len() - 1;
-                let item = if let CallFate::Omitted(order) = fate {
-                    dropped.push(Dropped {
-                        index: i,
-                        reason: DropReason::Omitted { compaction: order },
-                    });
-                    None
-                } else {
-                    items.push(if strip_request {
-                        Item::StrippedCall {
+                let (fate, item) = match policy {
+                    Some((order, ToolOverride::Omit)) => {
+                        dropped.push(Dropped {
                             index: i,
-                            record: rec,
-                        }
-                    } else {
-                        Item::Event {
-                            index: i,
-                            record: rec,
-                        }
-                    });
-                    removed.push(false);
-                    Some(items.len() - 1)
+                            reason: DropReason::Omitted { compaction: order },
+                        });
+                        (CallFate::Omitted(order), None)
+                    }
+                    policy => {
+                        let strip = matches!(
+                            policy,
+                            Some((_, ToolOverride::Strip | ToolOverride::StripRequests))
+                        );
+                        items.push(if strip {
+                            Item::StrippedCall {
+                                index: i,
+                                record: rec,
+                            }
+                        } else {
+                            Item::Event {
+                                index: i,
+                                record: rec,
+                            }
+                        });
+                        removed.push(false);
+                        (CallFate::InView, Some(items.len() - 1))
+                    }
                 };
-                pending.insert(
+                let earlier = pending.insert(
                     id,
                     Pending {
                         item,
@@ -490,8 +512,9 @@ pub fn project(log: &Log) -> View<'_> {
                         fate,
                     },
                 );
+                unpair(earlier, &items, &mut removed, &mut dropped);
             }
-            Body::ToolResult { id, .. } => match pending.remove(id.as_str()) {
+            Body::ToolResult { id, content, .. } => match pending.remove(id.as_str()) {
                 None
                 | Some(Pending {
                     fate: CallFate::Folded,
@@ -508,24 +531,28 @@ pub fn project(log: &Log) -> View<'_> {
                     reason: DropReason::Omitted { compaction: order },
                 }),
                 Some(Pending {
-                    fate: CallFate::Keep,
-                    ..
-                }) => {
-                    items.push(Item::Event {
-                        index: i,
-                        record: rec,
-                    });
-                    removed.push(false);
-                }
-                Some(Pending {
-                    fate: CallFate::StripResponse,
+                    fate: CallFate::InView,
                     name_index,
                     ..
                 }) => {
-                    items.push(Item::StrippedResult {
-                        index: i,
-                        record: rec,
-                        tool: tool_names[name_index],
+                    // A result follows the policy that covers it, not its call's.
+                    let tool = tool_names[name_index];
+                    let policy = tool_policy(i, tool, &mut tools_heap, &mut tool_heaps, &by_order);
+                    let strip = matches!(
+                        policy,
+                        Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
+                    ) && content.chars().count() > KEEP_RESULT_CHARS;
+                    items.push(if strip {
+                        Item::StrippedResult {
+                            index: i,
+                            record: rec,
+                            tool,
+                        }
+                    } else {
+                        Item::Event {
+                            index: i,
+                            record: rec,
+                        }
                     });
                     removed.push(false);
                 }
@@ -578,21 +605,10 @@ pub fn project(log: &Log) -> View<'_> {
     }
 }
 
-impl From<ToolPolicy> for ToolOverride {
-    fn from(p: ToolPolicy) -> ToolOverride {
-        match p {
-            ToolPolicy::Strip => ToolOverride::Strip,
-            ToolPolicy::StripRequests => ToolOverride::StripRequests,
-            ToolPolicy::StripResponses => ToolOverride::StripResponses,
-            ToolPolicy::Omit => ToolOverride::Omit,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::{Source, Summary};
+    use crate::compaction::{Source, Summary, ToolPolicy};
     use crate::materialize::item_record;
     use serde_json::json;
 

@@ -367,9 +367,7 @@ fn digest_over_the_real_corpus() {
         // smaller once there is something to fold; well under 20% (here
         // 10%) when tools dominate.
         assert!(r.digest < r.raw, "{at}");
-        // Linear and fast: a few ms per MB optimized; this bound is generous
-        // even for an unoptimized build on a slow machine.
-        assert!(r.micros < 2_000_000, "{}: took {} µs", r.name, r.micros);
+        // (Speed is measured by `cargo bench`, never asserted here.)
         if r.raw >= 8_000 {
             assert!(ratio < 0.2, "{at}");
         }

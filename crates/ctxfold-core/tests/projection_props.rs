@@ -512,3 +512,196 @@ fn generated_logs_exercise_every_case() {
         );
     }
 }
+
+/// What happened to each model-visible event, by index: `S@k` inside the
+/// summary of compaction k, `E` kept, `C` call stripped, `R` result
+/// stripped, `Dr@k` reasoning stripped by k, `Do@k` omitted by k, `Du`
+/// unpaired.
+fn fates(log: &Log, view: &View<'_>) -> BTreeMap<usize, String> {
+    use ctxfold_core::projection::DropReason;
+    let mut out = BTreeMap::new();
+    for item in &view.items {
+        match item {
+            Item::Event { index, .. } => {
+                out.insert(*index, "E".to_owned());
+            }
+            Item::StrippedCall { index, .. } => {
+                out.insert(*index, "C".to_owned());
+            }
+            Item::StrippedResult { index, .. } => {
+                out.insert(*index, "R".to_owned());
+            }
+            Item::Summary {
+                first,
+                last,
+                compaction,
+                ..
+            } => {
+                for i in *first..=*last {
+                    if log.records()[i].body.is_model_visible() {
+                        out.insert(i, format!("S@{compaction}"));
+                    }
+                }
+            }
+            Item::Preamble => {}
+        }
+    }
+    for d in &view.dropped {
+        let f = match d.reason {
+            DropReason::ReasoningStripped { compaction } => format!("Dr@{compaction}"),
+            DropReason::Omitted { compaction } => format!("Do@{compaction}"),
+            DropReason::Unpaired => "Du".to_owned(),
+        };
+        out.insert(d.index, f);
+    }
+    out
+}
+
+/// The reference: SPEC §4 read literally, one event at a time, scanning
+/// every compaction for each (quadratic, obviously right).
+fn reference_fates(log: &Log) -> BTreeMap<usize, String> {
+    let recs = log.records();
+    let n = recs.len();
+    let last_turn = log.turn_count() as u32 - 1;
+    // Revocations, in log order.
+    let mut revoked: HashSet<u64> = HashSet::new();
+    let mut seen: Vec<u64> = Vec::new();
+    for r in recs {
+        match &r.body {
+            Body::Compaction(_) => seen.push(r.seq),
+            Body::CompactionReset(reset) => {
+                let targets = match &reset.targets {
+                    ResetTargets::All(_) => seen.clone(),
+                    ResetTargets::Some(v) => v.clone(),
+                };
+                for t in targets {
+                    if reset.restore {
+                        revoked.remove(&t);
+                    } else {
+                        revoked.insert(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Active compactions with their covered index range.
+    let mut active: Vec<(usize, &Compaction, usize, usize)> = Vec::new();
+    for (k, r) in recs.iter().enumerate() {
+        let Body::Compaction(c) = &r.body else {
+            continue;
+        };
+        if revoked.contains(&r.seq) || c.deferred_until_turn.is_some_and(|t| last_turn < t) {
+            continue;
+        }
+        let lo = match c.from_seq {
+            Some(s) => (0..n).find(|&i| recs[i].seq >= s),
+            None => (0..n).find(|&i| log.turn_of(i) >= c.from_turn),
+        };
+        let hi = match c.to_seq {
+            Some(s) => (0..n).rev().find(|&i| recs[i].seq <= s),
+            None => (0..n)
+                .rev()
+                .find(|&i| log.turn_of(i) <= c.to_turn.min(last_turn)),
+        };
+        if let (Some(lo), Some(hi)) = (lo, hi)
+            && lo <= hi
+        {
+            active.push((k, c, lo, hi));
+        }
+    }
+    let winner = |i: usize, has: &dyn Fn(&Compaction) -> bool| -> Option<usize> {
+        active
+            .iter()
+            .filter(|(_, c, lo, hi)| *lo <= i && i <= *hi && has(c))
+            .map(|(k, ..)| *k)
+            .max()
+    };
+    let by_k = |k: usize| active.iter().find(|a| a.0 == k).map(|a| a.1).unwrap();
+    let summary = |i: usize| winner(i, &|c: &Compaction| c.summary.is_some());
+    let tool = |i: usize, name: &str| -> Option<(usize, ToolOverride)> {
+        let k = winner(i, &|c: &Compaction| {
+            c.tool_calls.is_some() || c.tool_overrides.contains_key(name)
+        })?;
+        let c = by_k(k);
+        let p = match c.tool_overrides.get(name) {
+            Some(o) => *o,
+            None => c.tool_calls.map_or(ToolOverride::Keep, ToolOverride::from),
+        };
+        Some((k, p))
+    };
+    let mut out = BTreeMap::new();
+    for i in 0..n {
+        let f = match &recs[i].body {
+            b if !b.is_model_visible() => continue,
+            _ if summary(i).is_some() => format!("S@{}", summary(i).unwrap()),
+            Body::Reasoning { .. } => match winner(i, &|c: &Compaction| c.reasoning.is_some()) {
+                Some(k) => format!("Dr@{k}"),
+                None => "E".into(),
+            },
+            Body::ToolCall { id, name, .. } => {
+                let result = (i + 1..n)
+                    .find(|&j| matches!(&recs[j].body, Body::ToolResult { id: r, .. } if r == id));
+                match tool(i, name) {
+                    Some((k, ToolOverride::Omit)) => format!("Do@{k}"),
+                    p => match result {
+                        None => "Du".into(),
+                        Some(j) if summary(j).is_some() => "Du".into(),
+                        Some(_) => match p {
+                            Some((_, ToolOverride::Strip | ToolOverride::StripRequests)) => {
+                                "C".into()
+                            }
+                            _ => "E".into(),
+                        },
+                    },
+                }
+            }
+            Body::ToolResult { id, content, .. } => {
+                let call = (0..i)
+                    .rev()
+                    .find(|&j| matches!(&recs[j].body, Body::ToolCall { id: c, .. } if c == id));
+                match call {
+                    None => "Du".into(),
+                    Some(j) if summary(j).is_some() => "Du".into(),
+                    Some(j) => {
+                        let Body::ToolCall { name, .. } = &recs[j].body else {
+                            unreachable!()
+                        };
+                        match tool(j, name) {
+                            Some((k, ToolOverride::Omit)) => format!("Do@{k}"),
+                            _ => match tool(i, name) {
+                                Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
+                                    if content.chars().count()
+                                        > ctxfold_core::projection::KEEP_RESULT_CHARS =>
+                                {
+                                    "R".into()
+                                }
+                                _ => "E".into(),
+                            },
+                        }
+                    }
+                }
+            }
+            _ => "E".into(),
+        };
+        out.insert(i, f);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Which compaction wins, per event and per kind, is exactly what the
+    /// reference says.
+    #[test]
+    fn every_event_meets_the_fate_the_spec_gives_it(
+        turns in prop::collection::vec(turn(), 1..10),
+        comps in prop::collection::vec(comp(), 0..8),
+        resets in prop::collection::vec(reset(), 0..3),
+        open_end in prop::bool::weighted(0.2),
+    ) {
+        let log = build(&turns, &comps, &resets, open_end);
+        prop_assert_eq!(fates(&log, &project(&log)), reference_fates(&log));
+    }
+}

@@ -52,10 +52,9 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
             }
         }
     }
-    // Renumber so the transcript is 0, 1, 2, … whatever it was cut from.
-    for (i, r) in t.records.iter_mut().enumerate() {
-        r.seq = i as u64;
-    }
+    // 0, 1, 2, … whatever it was cut from, with compaction ranges and
+    // reset targets following their records.
+    t.records = ctxfold_core::log::renumber(std::mem::take(&mut t.records));
     Ok(t)
 }
 

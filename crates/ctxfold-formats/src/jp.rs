@@ -458,38 +458,13 @@ fn compaction_to_jp(c: &Compaction) -> Object {
     o
 }
 
-/// Seqs of the compactions revoked by `compaction_reset` records, as the
-/// log stands at its end.
-fn revoked(records: &[Record]) -> HashSet<u64> {
-    use ctxfold_core::compaction::ResetTargets;
-    let mut revoked = HashSet::new();
-    let mut seen = Vec::new();
-    for r in records {
-        match &r.body {
-            Body::Compaction(_) => seen.push(r.seq),
-            Body::CompactionReset(reset) => {
-                let targets: Vec<u64> = match &reset.targets {
-                    ResetTargets::All(_) => seen.clone(),
-                    ResetTargets::Some(v) => v.clone(),
-                };
-                for t in targets {
-                    if reset.restore {
-                        revoked.remove(&t);
-                    } else {
-                        revoked.insert(t);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    revoked
-}
-
 /// The JP object for one record, or `None` when JP cannot hold it.
 fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
     let hints = match &rec.body {
         Body::Other { .. } => rec.metadata.as_ref().and_then(|m| m.get(HINTS)),
+        // Read back from a ctxfold log, a compaction's unknown fields (the
+        // hints among them) are the compaction's own.
+        Body::Compaction(c) => rec.extra.get(HINTS).or_else(|| c.extra.get(HINTS)),
         _ => rec.extra.get(HINTS),
     }
     .and_then(Value::as_object);
@@ -534,8 +509,10 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
             let original = hints
                 .and_then(|h| h.get("original"))
                 .and_then(Value::as_object);
+            let mut current = c.as_ref().clone();
+            current.extra.shift_remove(HINTS);
             let fields = match original {
-                Some(o) if compaction_from_jp(&mut o.clone()).ok().as_ref() == Some(c) => o.clone(),
+                Some(o) if compaction_from_jp(&mut o.clone()).ok() == Some(current) => o.clone(),
                 _ => compaction_to_jp(c),
             };
             ("compaction", fields)
@@ -584,7 +561,7 @@ fn one(key: &str, value: &str) -> Object {
 
 /// The JP `events.json` array for `records`.
 pub fn events_json(records: &[Record]) -> Value {
-    let revoked = revoked(records);
+    let revoked = ctxfold_core::compaction::revoked_seqs(records);
     Value::Array(
         records
             .iter()

@@ -182,6 +182,18 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, FormatError> {
 /// where a good one was.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
     use std::io::Write;
+    // A device, a pipe or a symlink is written through, never replaced.
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.file_type().is_file()
+        && !meta.is_dir()
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| FormatError::io(path, e))?;
+        return f.write_all(bytes).map_err(|e| FormatError::io(path, e));
+    }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -193,7 +193,8 @@ impl EventLog {
     }
 
     /// Make the file end with a complete line and return the next `seq`.
-    /// Caller holds the exclusive lock. Reads only the last line.
+    /// Caller holds the exclusive lock. Reads from the end only as far back
+    /// as the last record: time proportional to the last line, not the log.
     fn prepare_tail(&self) -> Result<u64, StoreError> {
         let path = self.path();
         let mut f = match File::open(&path) {
@@ -201,65 +202,87 @@ impl EventLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(StoreError::io(&path, e)),
         };
-        let size = f.metadata().map_err(|e| StoreError::io(&path, e))?.len();
-        let (start, last) = read_last_line(&mut f, size).map_err(|e| StoreError::io(&path, e))?;
-        if last.is_empty() {
+        let io = |e| StoreError::io(&path, e);
+        let size = f.metadata().map_err(io)?.len();
+        if size == 0 {
             return Ok(0);
         }
-        let terminated = last.ends_with(b"\n");
-        let parsed = std::str::from_utf8(&last)
-            .ok()
-            .and_then(|s| Record::from_json_line(s.trim_end_matches('\n')).ok());
-        match (parsed, terminated) {
-            (Some((r, _)), true) => Ok(r.seq + 1),
-            (Some((r, _)), false) => {
-                // Complete record, newline lost: finish the line.
-                let mut a = OpenOptions::new()
-                    .append(true)
-                    .open(&path)
-                    .map_err(|e| StoreError::io(&path, e))?;
-                a.write_all(b"\n").map_err(|e| StoreError::io(&path, e))?;
-                Ok(r.seq + 1)
+        let (start, last) = line_before(&mut f, size).map_err(io)?;
+        if !last.ends_with(b"\n") {
+            match seq_of(&last) {
+                Some(seq) => {
+                    // Complete record, newline lost: finish the line.
+                    let mut a = OpenOptions::new().append(true).open(&path).map_err(io)?;
+                    a.write_all(b"\n").map_err(io)?;
+                    return Ok(seq + 1);
+                }
+                None => {
+                    self.set_aside_torn_tail(start, size - start)?;
+                    drop(f);
+                    return self.prepare_tail();
+                }
             }
-            (None, false) => {
-                self.set_aside_torn_tail(start, size - start)?;
-                drop(f);
-                self.prepare_tail()
+        }
+        // Complete lines: the last record gives the next seq. Blank lines
+        // and lines that are not records (left in place, skipped on load)
+        // are stepped over.
+        let (mut line_start, mut line) = (start, last);
+        loop {
+            if let Some(seq) = seq_of(&line) {
+                return Ok(seq + 1);
             }
-            (None, true) => Err(StoreError::BadLine {
-                path,
-                line: None,
-                detail: "the last line is not a ctxfold record; refusing to append after it".into(),
-            }),
+            if line_start == 0 {
+                return Ok(0);
+            }
+            (line_start, line) = line_before(&mut f, line_start).map_err(io)?;
         }
     }
 }
 
-/// Read the last line of a file of `size` bytes (with its newline, if any)
-/// and where it starts, reading backwards in chunks.
-fn read_last_line(f: &mut File, size: u64) -> std::io::Result<(u64, Vec<u8>)> {
-    const CHUNK: u64 = 64 * 1024;
-    let mut tail: Vec<u8> = Vec::new();
-    let mut pos = size;
-    // Skip the final newline when looking for the previous one.
-    let skip = 1;
-    loop {
-        let from = pos.saturating_sub(CHUNK);
-        let mut buf = vec![0; (pos - from) as usize];
-        f.seek(SeekFrom::Start(from))?;
-        f.read_exact(&mut buf)?;
-        buf.extend_from_slice(&tail);
-        tail = buf;
-        let search_end = tail.len().saturating_sub(skip);
-        if let Some(i) = tail[..search_end].iter().rposition(|&b| b == b'\n') {
-            let line = tail.split_off(i + 1);
-            return Ok((size - line.len() as u64, line));
+/// The seq of a record line (with or without its newline), or `None` if it
+/// is not a record. Reads the leading `{"seq":N` that ctxfold writes, and
+/// parses the whole line only when the line is written otherwise.
+fn seq_of(line: &[u8]) -> Option<u64> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    if let Some(rest) = line.strip_prefix(b"{\"seq\":") {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let after = rest.get(digits).copied();
+        if digits > 0 && matches!(after, Some(b',') | Some(b'}')) && line.ends_with(b"}") {
+            return std::str::from_utf8(&rest[..digits]).ok()?.parse().ok();
         }
-        if from == 0 {
-            return Ok((0, tail));
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    if text.trim().is_empty() {
+        return None;
+    }
+    Record::from_json_line(text).ok().map(|(r, _)| r.seq)
+}
+
+/// The line that ends at byte `end` (its newline included when there is
+/// one at `end - 1`) and where it starts. Scans back in chunks for the
+/// previous newline, then reads the line once.
+fn line_before(f: &mut File, end: u64) -> std::io::Result<(u64, Vec<u8>)> {
+    const CHUNK: u64 = 64 * 1024;
+    // The newline that ends this line is not the one we look for.
+    let mut pos = end.saturating_sub(1);
+    let mut buf = vec![0; CHUNK as usize];
+    let start = loop {
+        if pos == 0 {
+            break 0;
+        }
+        let from = pos.saturating_sub(CHUNK);
+        let chunk = &mut buf[..(pos - from) as usize];
+        f.seek(SeekFrom::Start(from))?;
+        f.read_exact(chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            break from + i as u64 + 1;
         }
         pos = from;
-    }
+    };
+    let mut line = vec![0; (end - start) as usize];
+    f.seek(SeekFrom::Start(start))?;
+    f.read_exact(&mut line)?;
+    Ok((start, line))
 }
 
 struct Scan {

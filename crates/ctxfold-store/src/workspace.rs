@@ -153,7 +153,8 @@ impl Workspace {
             imported_from,
             extras,
         };
-        EventLog::new(&dir).append(records)?;
+        // The log numbers records 0, 1, 2, …: references to seqs must follow.
+        EventLog::new(&dir).append(ctxfold_core::log::renumber(records))?;
         meta::write(&dir, &meta)?;
         Ok(Conversation { dir, meta })
     }

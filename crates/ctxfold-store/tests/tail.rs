@@ -1,0 +1,102 @@
+//! Appending after unusual tails: a blank last line, a complete line that
+//! is not a record, a record whose newline was lost, a torn record, and a
+//! very large last record.
+
+use std::io::Write;
+
+use ctxfold_core::{Body, Record};
+use ctxfold_store::EventLog;
+
+fn user(text: &str) -> Record {
+    Record::new(
+        0,
+        "t",
+        Body::User {
+            content: text.into(),
+            author: None,
+        },
+    )
+}
+
+fn setup() -> (tempfile::TempDir, EventLog) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = EventLog::new(dir.path());
+    log.append([user("a"), user("b")]).unwrap();
+    (dir, log)
+}
+
+fn raw_append(log: &EventLog, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(log.path())
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+fn seqs(log: &EventLog) -> Vec<u64> {
+    log.load().unwrap().records.iter().map(|r| r.seq).collect()
+}
+
+#[test]
+fn a_blank_last_line_does_not_block_appends() {
+    let (_d, log) = setup();
+    raw_append(&log, b"\n\n");
+    assert_eq!(log.append([user("c")]).unwrap(), 2..3);
+    assert_eq!(seqs(&log), [0, 1, 2]);
+}
+
+#[test]
+fn a_complete_line_that_is_not_a_record_is_stepped_over_and_kept() {
+    let (_d, log) = setup();
+    raw_append(&log, b"{not a record}\n");
+    assert_eq!(log.append([user("c")]).unwrap(), 2..3);
+    let loaded = log.load().unwrap();
+    assert_eq!(loaded.records.len(), 3);
+    assert!(
+        loaded.warnings.iter().any(|w| w.contains(":3: skipped")),
+        "{:?}",
+        loaded.warnings
+    );
+    assert!(
+        std::fs::read_to_string(log.path())
+            .unwrap()
+            .contains("{not a record}")
+    );
+}
+
+#[test]
+fn a_record_that_lost_its_newline_is_finished() {
+    let (_d, log) = setup();
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    std::fs::write(log.path(), text.trim_end()).unwrap();
+    assert_eq!(log.append([user("c")]).unwrap(), 2..3);
+    assert_eq!(seqs(&log), [0, 1, 2]);
+}
+
+#[test]
+fn a_torn_record_is_set_aside_before_appending() {
+    let (d, log) = setup();
+    raw_append(&log, b"{\"seq\":2,\"ts\":\"t\",\"type\":\"us");
+    assert_eq!(log.append([user("c")]).unwrap(), 2..3);
+    assert_eq!(seqs(&log), [0, 1, 2]);
+    let torn = std::fs::read_to_string(d.path().join("events.jsonl.torn")).unwrap();
+    assert_eq!(torn, "{\"seq\":2,\"ts\":\"t\",\"type\":\"us\n");
+}
+
+#[test]
+fn appending_after_a_large_record_reads_it_once() {
+    // 8 MB: the old tail reader re-copied the tail for every 64 KB chunk.
+    let (_d, log) = setup();
+    log.append([Record::new(
+        0,
+        "t",
+        Body::ToolResult {
+            id: "x".into(),
+            content: "z".repeat(8 << 20),
+            is_error: false,
+        },
+    )])
+    .unwrap();
+    assert_eq!(log.append([user("c")]).unwrap(), 3..4);
+    assert_eq!(seqs(&log), [0, 1, 2, 3]);
+}
