@@ -35,9 +35,6 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         || flags.keep_last.is_some();
     let has_policy =
         flags.reasoning || flags.tools.is_some() || flags.summarize || flags.summary_text.is_some();
-    if flags.model.is_some() && !flags.summarize {
-        bail!("-m/--model picks the summarizer: add -s/--summarize");
-    }
     if has_policy || has_range {
         let mut rule = Rule::default();
         if has_policy {
@@ -100,16 +97,48 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
     if bare || rules.is_empty() {
         rules.extend(settings.rules.iter().cloned());
     }
+    let summarizes = rules
+        .iter()
+        .any(|r| matches!(r.summary, Some(SummaryRequest::Derive { .. })));
+    if flags.model.is_some() && !summarizes {
+        bail!(
+            "-m/--model picks the summarizer, but no rule summarizes: add -s, or `s` to a -k spec"
+        );
+    }
     Ok(rules)
 }
 
-/// The summarizer a rule names: the offline digest, unless it names a model.
-fn summarizer_for(model: Option<&str>) -> anyhow::Result<Box<dyn Summarizer>> {
+/// The summarizer a rule names: the offline digest (`digest`, or no model),
+/// or a model as `provider/model`, with a progress bar on a terminal.
+fn summarizer_for(model: Option<&str>, settings: &Settings) -> anyhow::Result<Box<dyn Summarizer>> {
     match model {
         None | Some("digest") => Ok(Box::new(Digest)),
-        Some(m) => bail!(
-            "summarizer `{m}`: model summarizers need the provider layer, which this build does not have yet; use `-m digest` (the offline digest)"
-        ),
+        Some(m) => {
+            let (provider, model) = settings
+                .providers
+                .resolve(m)
+                .with_context(|| format!("summarizer `{m}`"))?;
+            // Hidden when standard error is not a terminal.
+            let bar = indicatif::ProgressBar::new(1).with_message(format!("summarizing with {m}"));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} {msg}: call {pos}/{len} [{elapsed}]",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            let progress = move |done: usize, planned: usize| {
+                bar.set_length(planned as u64);
+                bar.set_position(done as u64);
+                if done == planned {
+                    bar.finish_and_clear();
+                }
+            };
+            Ok(Box::new(
+                ctxfold_providers::ModelSummarizer::new(provider, model)
+                    .with_progress(Box::new(progress)),
+            ))
+        }
     }
 }
 
@@ -120,32 +149,44 @@ pub fn make_compactions(
     log: &Log,
     rules: &[Rule],
     ctx: &PlanContext,
+    settings: &Settings,
 ) -> anyhow::Result<(Plan, Vec<Compaction>)> {
     let plan = plan(log, rules, ctx)?;
     let mut out = Vec::new();
     for p in &plan.planned {
         let mut c = p.compaction.clone();
         if let Some((model, instructions)) = &p.derive {
-            let s = summarizer_for(model.as_deref())?;
+            let s = summarizer_for(model.as_deref(), settings)?;
             let summary = s.summarize(SummaryInput {
                 log,
                 range: p.range,
                 instructions: instructions.as_deref(),
             })?;
-            let replaced = raw_tokens(&log.records()[p.range.0..=p.range.1]);
-            let size = text_tokens(&summary.text);
-            if size >= replaced {
-                bail!(
-                    "the {} summary of turns {}–{} (~{size} tokens) is not smaller than what it replaces (~{replaced} tokens); nothing was recorded",
-                    s.name(),
-                    c.from_turn + 1,
-                    c.to_turn + 1
-                );
-            }
             c.summary = Some(ctxfold_core::compaction::Summary {
                 text: summary.text,
                 provenance: summary.provenance,
             });
+        }
+        // A summary, derived or written, must be smaller than what it
+        // replaces (SPEC §6).
+        if let Some(summary) = &c.summary {
+            let replaced = raw_tokens(&log.records()[p.range.0..=p.range.1]);
+            let size = text_tokens(&summary.text);
+            if size >= replaced {
+                let by = match &summary.provenance {
+                    ctxfold_core::compaction::Provenance::Derived { summarizer, .. } => {
+                        format!("the {summarizer} summary")
+                    }
+                    ctxfold_core::compaction::Provenance::Supplied { .. } => {
+                        "the written summary".into()
+                    }
+                };
+                bail!(
+                    "{by} of turns {}–{} (~{size} tokens) is not smaller than what it replaces (~{replaced} tokens); nothing was recorded",
+                    u64::from(c.from_turn) + 1,
+                    u64::from(c.to_turn) + 1
+                );
+            }
         }
         out.push(c);
     }
@@ -210,8 +251,8 @@ fn report(
     for (p, c) in plan.planned.iter().zip(compactions) {
         text.push_str(&format!(
             "{verb} turns {}–{}: {}\n",
-            c.from_turn + 1,
-            c.to_turn + 1,
+            u64::from(c.from_turn) + 1,
+            u64::from(c.to_turn) + 1,
             describe_policies(c).join(", ")
         ));
         if let Some((a, b)) = p.grown_from {
@@ -272,7 +313,7 @@ pub fn compact_file(
     let log = Log::from_records(t.records);
     let rules = rules_from_flags(&args.rule, settings)?;
     let ctx = plan_context(settings, args.rule.note.as_deref());
-    let (plan, compactions) = make_compactions(&log, &rules, &ctx)?;
+    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings)?;
     let after = with_compactions(&log, &compactions, &ctxfold_store::now());
     let view = project(&after);
     let records = ctxfold_core::materialize::materialize(&after, &view);
@@ -286,6 +327,7 @@ pub fn compact_file(
         Some(p) => p.clone(),
         None => default_output(&args.file, in_format, out_format),
     };
+    refuse_overwriting_input(&args.file, &dest)?;
     let size_before = size_of(&args.file);
     let (json, mut text) = report(&log, &after, &plan, &compactions, "folded");
     let mut json = json;
@@ -314,6 +356,49 @@ pub fn compact_file(
         );
     }
     out.emit(&json, || text)
+}
+
+/// `compact FILE` never touches its input: refuse an output that is the
+/// input, or lies inside an input folder.
+fn refuse_overwriting_input(input: &Path, dest: &Path) -> anyhow::Result<()> {
+    if dest == Path::new("-") {
+        return Ok(());
+    }
+    let Ok(input) = input.canonicalize() else {
+        return Ok(());
+    };
+    // The output may not exist yet: compare its parent, then the name.
+    let dest_abs = match dest.canonicalize() {
+        Ok(p) => p,
+        Err(_) => match (dest.parent(), dest.file_name()) {
+            (Some(parent), Some(name)) => {
+                let parent = if parent.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    parent
+                };
+                match parent.canonicalize() {
+                    Ok(p) => p.join(name),
+                    Err(_) => return Ok(()),
+                }
+            }
+            _ => return Ok(()),
+        },
+    };
+    let input_dir = if input.is_file() && input.file_name().is_some_and(|n| n == "events.json") {
+        input.parent().map(Path::to_path_buf)
+    } else if input.is_dir() {
+        Some(input.clone())
+    } else {
+        None
+    };
+    if dest_abs == input || input_dir.is_some_and(|d| dest_abs.starts_with(d)) {
+        bail!(
+            "{}: the output would overwrite the input; name another path with -o (ctxfold compact never changes its input)",
+            dest.display()
+        );
+    }
+    Ok(())
 }
 
 /// A transcript exported to bytes (through a temporary file, so every
@@ -392,7 +477,7 @@ pub fn compact_conversation(
     }
     let rules = rules_from_flags(flags, settings)?;
     let ctx = plan_context(settings, flags.note.as_deref());
-    let (plan, compactions) = make_compactions(&log, &rules, &ctx)?;
+    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings)?;
     let ts = ctxfold_store::now();
     let after = with_compactions(&log, &compactions, &ts);
     let verb = if dry_run {
@@ -557,18 +642,27 @@ pub fn print_compacted(log: &Log, out: &Printer) -> anyhow::Result<()> {
             .dropped
             .iter()
             .map(|d| {
+                let mut reason = serde_json::to_value(d.reason).unwrap_or_default();
+                // Name the compaction by its seq, as summaries do.
+                if let Some(k) = reason.get_mut("compaction")
+                    && let Some(i) = k.as_u64()
+                {
+                    *k = json!(log.records()[i as usize].seq);
+                }
                 json!({
                     "seq": log.records()[d.index].seq,
                     "turn": log.turn_of(d.index) + 1,
-                    "reason": d.reason,
+                    "reason": reason,
                 })
             })
             .collect();
         return out.emit(&json!({"items": items, "dropped": dropped}), String::new);
     }
-    let records = ctxfold_core::materialize::materialize(log, &view);
+    // Turns are numbered as the conversation numbers them, not as the
+    // compacted copy would.
+    let entries = ctxfold_core::materialize::materialize_with_turns(log, &view);
     out.emit(&Value::Null, || {
-        render::transcript_text(&Log::from_records(records))
+        render::turns_text(entries.iter().map(|(turn, r)| (*turn, r)))
     })
 }
 
@@ -593,11 +687,17 @@ pub fn fork(
         };
         let rules = rules_from_flags(&flags, settings)?;
         let ctx = plan_context(settings, Some("fork"));
-        let (_, compactions) = make_compactions(&log, &rules, &ctx)?;
+        let (_, compactions) = make_compactions(&log, &rules, &ctx, settings)?;
         folded = compactions.len();
         let ts = ctxfold_store::now();
         for comp in compactions {
-            records.push(Record::new(0, ts.clone(), Body::Compaction(Box::new(comp))));
+            // After the log's own seqs, so renumbering the copy keeps order.
+            let seq = records.last().map_or(0, |r| r.seq + 1);
+            records.push(Record::new(
+                seq,
+                ts.clone(),
+                Body::Compaction(Box::new(comp)),
+            ));
         }
     }
     let title = Some(format!(
@@ -640,7 +740,7 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
                 Some(Inactive::Revoked) => "revoked".into(),
                 Some(Inactive::Deferred) => format!(
                     "deferred until turn {}",
-                    c.deferred_until_turn.unwrap_or_default() + 1
+                    u64::from(c.deferred_until_turn.unwrap_or_default()) + 1
                 ),
                 Some(Inactive::OutOfBounds) => "out of bounds".into(),
                 None => "inactive".into(),
@@ -654,8 +754,8 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
             .unwrap_or_default();
         text.push_str(&format!(
             "  #{n} turns {}–{}: {} [{}, by {}]{note}\n",
-            c.from_turn + 1,
-            c.to_turn + 1,
+            u64::from(c.from_turn) + 1,
+            u64::from(c.to_turn) + 1,
             policies.join(", "),
             status,
             source_name(c.source)

@@ -296,32 +296,29 @@ fn append(ws: &Workspace, id: Option<&str>, input: &Path, out: &Printer) -> anyh
         Box::new(std::io::BufReader::new(f))
     };
     let name = input.display().to_string();
-    // Records are parsed as they arrive and streamed into the log, so a
-    // long input is never held whole in memory.
+    // Read and parse everything first, then append under the lock: a slow
+    // or interactive input must not hold the conversation locked.
     let mut error = None;
     let mut warnings = Vec::new();
-    let records = reader
-        .lines()
-        .enumerate()
-        .map_while(|(i, line)| {
-            let parsed = line
-                .map_err(anyhow::Error::from)
-                .and_then(|l| parse_append_line(&l).map_err(anyhow::Error::msg));
-            match parsed {
-                Ok(Some((rec, w))) => {
-                    if let Some(w) = w {
-                        warnings.push(format!("{name}:{}: {w}", i + 1));
-                    }
-                    Some(Some(rec))
+    let mut records = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let parsed = line
+            .map_err(anyhow::Error::from)
+            .and_then(|l| parse_append_line(&l).map_err(anyhow::Error::msg));
+        match parsed {
+            Ok(Some((rec, w))) => {
+                if let Some(w) = w {
+                    warnings.push(format!("{name}:{}: {w}", i + 1));
                 }
-                Ok(None) => Some(None),
-                Err(e) => {
-                    error = Some(anyhow::anyhow!("{name}:{}: {e}", i + 1));
-                    None
-                }
+                records.push(rec);
             }
-        })
-        .flatten();
+            Ok(None) => {}
+            Err(e) => {
+                error = Some(anyhow::anyhow!("{name}:{}: {e}", i + 1));
+                break;
+            }
+        }
+    }
     let range = c.log().append(records)?;
     render::warn_all(&warnings);
     let n = range.end - range.start;

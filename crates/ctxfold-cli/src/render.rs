@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use ctxfold_core::{Body, Log};
+use ctxfold_core::{Body, Log, Record};
 use serde_json::Value;
 
 use crate::cli::OutputFormat;
@@ -48,14 +48,23 @@ pub fn warn_all(warnings: &[String]) {
 
 /// A conversation as text: a header per turn (1-based), one block per event.
 pub fn transcript_text(log: &Log) -> String {
+    turns_text(
+        log.records()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (log.turn_of(i), r)),
+    )
+}
+
+/// Records with the (0-based) turn each belongs to, as text.
+pub fn turns_text<'a>(entries: impl Iterator<Item = (u32, &'a Record)>) -> String {
     let mut out = String::new();
     let mut current_turn = None;
-    for (idx, rec) in log.records().iter().enumerate() {
-        let turn = log.turn_of(idx);
+    for (turn, rec) in entries {
         let visible = rec.body.is_model_visible() || matches!(rec.body, Body::TurnStart);
         if visible && current_turn != Some(turn) {
             current_turn = Some(turn);
-            let _ = writeln!(out, "\n━━ turn {} ━━", turn + 1);
+            let _ = writeln!(out, "\n━━ turn {} ━━", u64::from(turn) + 1);
         }
         match &rec.body {
             Body::TurnStart => {}
@@ -94,8 +103,8 @@ pub fn transcript_text(log: &Log) -> String {
                 let _ = writeln!(
                     out,
                     "[compaction of turns {}-{}, record {}]",
-                    c.from_turn + 1,
-                    c.to_turn + 1,
+                    u64::from(c.from_turn) + 1,
+                    u64::from(c.to_turn) + 1,
                     rec.seq
                 );
             }

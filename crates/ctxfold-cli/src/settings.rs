@@ -4,8 +4,12 @@
 
 use std::path::PathBuf;
 
+use std::collections::BTreeMap;
+
+use anyhow::Context;
 use ctxfold_config::{Layers, Loaded};
 use ctxfold_core::planner::{Rule, ToolHints};
+use ctxfold_providers::{ProviderSettings, Providers};
 use serde_json::Value;
 
 use crate::render::Printer;
@@ -17,6 +21,8 @@ pub struct Settings {
     pub rules: Vec<Rule>,
     /// Per-tool compaction hints.
     pub hints: ToolHints,
+    /// Model providers: the built-in ones with `[providers.NAME]` over them.
+    pub providers: Providers,
 }
 
 fn loaded(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Loaded> {
@@ -28,9 +34,20 @@ fn loaded(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<
 /// `-c` files `extra`.
 pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Settings> {
     let l = loaded(workspace_root, extra)?;
+    let providers = match l.config.other.get("providers") {
+        None => Providers::builtin(),
+        Some(table) => {
+            let settings: BTreeMap<String, ProviderSettings> = table
+                .clone()
+                .try_into()
+                .context("config [providers]: expected tables of kind, base_url, api_key_env, …")?;
+            Providers::with_settings(&settings)?
+        }
+    };
     Ok(Settings {
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
+        providers,
     })
 }
 

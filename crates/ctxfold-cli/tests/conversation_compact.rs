@@ -209,7 +209,7 @@ fn bad_specs_bounds_config_and_models_are_explained() {
         ),
         (&["--keep-last", "lots"], "`lots` is not a keep value"),
         (&["-t=shred"], "--tools=shred: expected strip"),
-        (&["-s", "-m", "openai/gpt-4o"], "summarizer `openai/gpt-4o`"),
+        (&["-s", "-m", "nowhere/model"], "summarizer `nowhere/model`"),
     ];
     for (args, needle) in cases {
         let mut a = vec!["c", "compact", id.as_str()];

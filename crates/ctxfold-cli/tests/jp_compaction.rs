@@ -7,9 +7,11 @@ mod common;
 use common::{command_in, stderr};
 use serde_json::Value;
 
-/// A JP conversation of three turns with three JP compaction records:
+/// A JP conversation of three turns with four JP compaction records:
 /// strip reasoning and tool requests over turn 0 (request only), a summary
-/// of turn 1, and omit over turn 2. Written as JP writes (two-space pretty
+/// of turn 1, omit over turn 2, and strip reasoning and responses over turn
+/// 2 written unlike JP's own order (type first, fields ctxfold does not
+/// know), which must come back byte for byte all the same. Written as JP writes (two-space pretty
 /// JSON, base64 tool arguments and results).
 fn jp_folder(dir: &std::path::Path) -> String {
     let turn = |n: usize| {
@@ -87,6 +89,22 @@ fn jp_folder(dir: &std::path::Path) -> String {
     "tool_calls": {{
       "policy": "omit"
     }}
+  }},
+  {{
+    "type": "compaction",
+    "timestamp": "2026-01-04 10:00:03.0",
+    "from_turn": 2,
+    "to_turn": 2,
+    "reasoning": "strip",
+    "tool_calls": {{
+      "policy": "strip",
+      "response": true,
+      "extra_flag": 1
+    }},
+    "jp_only_field": [
+      1,
+      2
+    ]
   }}
 ]
 "#,
@@ -113,13 +131,14 @@ fn jp_compactions_import_apply_and_export_unchanged() {
 
     let shown = s.json(&["c", "show", &id]);
     let c = &shown["compactions"];
-    assert_eq!(c.as_array().unwrap().len(), 3);
+    assert_eq!(c.as_array().unwrap().len(), 4);
+    assert_eq!(c[3]["tool_calls"], "strip-responses");
     assert_eq!(c[0]["reasoning"], "strip");
     assert_eq!(c[0]["tool_calls"], "strip-requests");
     assert_eq!(c[1]["summary"]["text"], "Turn two, summarized by JP.");
     assert_eq!(c[1]["summary"]["provenance"]["summarizer"], "jp");
     assert_eq!(c[2]["tool_calls"], "omit");
-    for k in 0..3 {
+    for k in 0..4 {
         assert_eq!(c[k]["status"], "active");
     }
 
@@ -145,8 +164,11 @@ fn jp_compactions_import_apply_and_export_unchanged() {
             "event:tool_result",
             "event:assistant",
             "summary:",
+            // Turn 3: the newer strip-responses wins over the older omit;
+            // the result is too short to be worth stripping.
             "event:user",
-            "event:reasoning",
+            "event:tool_call",
+            "event:tool_result",
             "event:assistant",
         ]
     );
@@ -186,7 +208,7 @@ fn jp_compactions_import_apply_and_export_unchanged() {
         .iter()
         .filter(|r| r["type"] == "compaction")
         .count();
-    assert_eq!(compactions, 2);
+    assert_eq!(compactions, 3);
 }
 
 #[test]
