@@ -48,7 +48,6 @@ pub mod request;
 pub mod response;
 pub mod sse;
 pub mod summarizer;
-pub mod window;
 
 pub use error::ProviderError;
 pub use model::{

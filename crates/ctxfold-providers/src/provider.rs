@@ -37,7 +37,6 @@ use crate::model::{ProviderConfig, ProviderKind, WindowSource};
 use crate::openai;
 use crate::request::ChatRequest;
 use crate::response::{ChatResponse, StreamEvent};
-use crate::window::builtin_context_window;
 
 /// A configured provider.
 #[derive(Debug, Clone)]
@@ -216,7 +215,7 @@ impl Provider {
         if let Some(n) = self.window_from_server(model)? {
             return Ok(Some(n));
         }
-        Ok(builtin_context_window(model))
+        Ok(ctxfold_tokens::context_window(model))
     }
 
     fn window_from_server(&self, model: &str) -> Result<Option<u32>, ProviderError> {

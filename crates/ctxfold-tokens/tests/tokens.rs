@@ -442,10 +442,12 @@ fn context_windows_of_common_models() {
         ("Qwen/Qwen2.5-Coder-7B-Instruct", 32_768),
         ("SmolLM2-135M-Instruct", 8_192),
         ("local/SmolLM2-135M-Instruct.Q4_1.gguf", 8_192),
+        ("mistral-large-latest", 131_072),
+        ("claude-2.1", 200_000),
     ] {
         assert_eq!(context_window(model), Some(window), "{model}");
     }
-    for model in ["", "my-finetune", "mistral-large", "claude-2.1", "x/"] {
+    for model in ["", "my-finetune", "o30", "x/"] {
         assert_eq!(context_window(model), None, "{model}");
     }
 }
