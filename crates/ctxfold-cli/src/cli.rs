@@ -93,6 +93,16 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Tokens by kind, raw and in the view the model gets, and the share of
+    /// the model's window used.
+    Stats {
+        /// The conversation (default: the active one).
+        id: Option<String>,
+        /// The model, as provider/model: picks the exact tokenizer (OpenAI
+        /// models) and the window.
+        #[arg(short = 'm', long, value_name = "MODEL")]
+        model: Option<String>,
+    },
     /// Work with the conversations of the workspace.
     #[command(visible_alias = "c", subcommand)]
     Conversation(ConversationCommand),

@@ -5,6 +5,7 @@ mod compact;
 mod conversation;
 mod render;
 mod settings;
+mod stats;
 
 use std::process::ExitCode;
 
@@ -35,6 +36,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             compact::compact_file(&args, &settings, &out)
         }
         Command::Config(cli::ConfigCommand::Show) => settings::show(ws_root, &cli.config, &out),
+        Command::Stats { id, model } => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            let ws = ctxfold_store::Workspace::find(&cwd)?;
+            stats::stats(&ws, id.as_deref(), model.as_deref(), &settings, &out)
+        }
         Command::Conversation(cmd) => {
             let settings = settings::load(ws_root, &cli.config)?;
             conversation::run(cmd, &settings, &out)

@@ -1,0 +1,135 @@
+//! `ctxfold stats [ID]`: tokens by kind before and after projection, the
+//! model's window and the share of it the view uses.
+
+use ctxfold_core::projection::{Item, project};
+use ctxfold_core::{Body, Log, Record};
+use ctxfold_store::Workspace;
+use ctxfold_tokens::TokenEstimator;
+use serde_json::json;
+
+use crate::render::{self, Printer};
+use crate::settings::Settings;
+
+/// Kinds as `stats` lists them, in order.
+const KINDS: [&str; 7] = [
+    "user",
+    "assistant",
+    "reasoning",
+    "tool_calls",
+    "tool_results",
+    "summaries",
+    "system",
+];
+
+fn kind_of(r: &Record) -> Option<usize> {
+    Some(match r.body {
+        Body::User { .. } => 0,
+        Body::Assistant { .. } | Body::Structured { .. } => 1,
+        Body::Reasoning { .. } => 2,
+        Body::ToolCall { .. } => 3,
+        Body::ToolResult { .. } => 4,
+        Body::System { .. } => 6,
+        _ => return None,
+    })
+}
+
+/// Where the window figure came from.
+fn window(model: Option<&str>, settings: &Settings) -> (Option<u32>, String) {
+    let Some(m) = model else {
+        return (
+            None,
+            "unknown (name the model with -m provider/model)".into(),
+        );
+    };
+    if let Ok((provider, name)) = settings.providers.resolve(m) {
+        match provider.context_window(&name) {
+            Ok(Some(w)) => return (Some(w), m.to_owned()),
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: {m}: cannot ask the provider for its window: {e}"),
+        }
+    }
+    match ctxfold_tokens::context_window(m) {
+        Some(w) => (Some(w), format!("{m}, built-in table")),
+        None => (None, format!("unknown for {m}")),
+    }
+}
+
+pub fn stats(
+    ws: &Workspace,
+    id: Option<&str>,
+    model: Option<&str>,
+    settings: &Settings,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let c = ws.resolve(id)?;
+    let loaded = c.log().load()?;
+    render::warn_all(&loaded.warnings);
+    let log = Log::from_records(loaded.records);
+    let est: Box<dyn TokenEstimator> = match model {
+        Some(m) => ctxfold_tokens::for_model(m),
+        None => Box::new(ctxfold_tokens::Heuristic::default()),
+    };
+    let mut raw = [0usize; KINDS.len()];
+    for r in log.records() {
+        if let Some(k) = kind_of(r) {
+            raw[k] += est.record_tokens(r);
+        }
+    }
+    let view = project(&log);
+    let mut after = [0usize; KINDS.len()];
+    for item in &view.items {
+        let k = match item {
+            Item::Event { record, .. } => kind_of(record),
+            Item::StrippedCall { .. } => Some(3),
+            Item::StrippedResult { .. } => Some(4),
+            Item::Summary { .. } => Some(5),
+            Item::Preamble => Some(0),
+        };
+        if let Some(k) = k {
+            after[k] += est.item_tokens(item);
+        }
+    }
+    let (total_raw, total_after): (usize, usize) = (raw.iter().sum(), after.iter().sum());
+    let (window, window_from) = window(model, settings);
+    let share = window.map(|w| total_after as f64 / w as f64);
+    let exact = est.name() != "heuristic";
+    let json = json!({
+        "id": c.meta.id,
+        "estimator": est.name(),
+        "exact": exact,
+        "tokens": KINDS.iter().enumerate().map(|(i, k)| (k.to_string(), json!({"raw": raw[i], "view": after[i]}))).collect::<serde_json::Map<_, _>>(),
+        "total": {"raw": total_raw, "view": total_after},
+        "window": window,
+        "window_source": window_from,
+        "share_of_window": share,
+    });
+    out.emit(&json, || {
+        let mut s = format!("{:<14}{:>12}{:>12}\n", "tokens", "raw", "in view");
+        for (i, k) in KINDS.iter().enumerate() {
+            s.push_str(&format!(
+                "{:<14}{:>12}{:>12}\n",
+                k.replace('_', " "),
+                raw[i],
+                after[i]
+            ));
+        }
+        s.push_str(&format!(
+            "{:<14}{:>12}{:>12}\n",
+            "total", total_raw, total_after
+        ));
+        let how = if exact {
+            "exact"
+        } else {
+            "estimated: characters / 4"
+        };
+        s.push_str(&format!("counted with {} ({how})\n", est.name()));
+        match (window, share) {
+            (Some(w), Some(sh)) => s.push_str(&format!(
+                "window: {w} tokens ({window_from}); the view uses {:.1}%\n",
+                sh * 100.0
+            )),
+            _ => s.push_str(&format!("window: {window_from}\n")),
+        }
+        s
+    })
+}
