@@ -6,7 +6,7 @@
 //!
 //! These tests are ignored by a plain `cargo test`, which must not need the
 //! model; `scripts/test` (the README's test command, run by CI) starts the
-//! model and runs them with `--include-ignored`.
+//! model and runs them on their own with `--ignored`, one at a time.
 
 mod common;
 
@@ -26,7 +26,7 @@ fn summarize_through(kind: &str, base_url: &str) {
     std::fs::write(
         &cfg,
         format!(
-            "[providers.local]\nkind = \"{kind}\"\nbase_url = \"{base_url}\"\nmax_tokens = 200\ntimeout_secs = 300\n"
+            "[providers.local]\nkind = \"{kind}\"\nbase_url = \"{base_url}\"\nmax_tokens = 120\ntimeout_secs = 600\n"
         ),
     )
     .unwrap();
