@@ -38,6 +38,7 @@
 //! retry_max_delay_secs = 30
 //! max_tokens = 4096               # default output limit (Anthropic requires one)
 //! context_window_from = "models-list"  # "llamacpp-props", "ollama-show", "models-list", "none"
+//! context_window = 32768          # when neither the server nor the built-in table knows
 //! headers = { "X-Title" = "ctxfold" }
 //! ```
 
@@ -112,6 +113,9 @@ pub struct ProviderConfig {
     pub max_tokens: Option<u32>,
     /// Where the context window is asked for.
     pub context_window_from: WindowSource,
+    /// The window to assume when neither the server nor the built-in table
+    /// knows the model's (SPEC §7: provider, then table, then config).
+    pub context_window: Option<u32>,
 }
 
 /// Default [`ProviderConfig::timeout`]: generous, since a non-streamed
@@ -142,6 +146,7 @@ impl ProviderConfig {
             headers: BTreeMap::new(),
             max_tokens: None,
             context_window_from: WindowSource::None,
+            context_window: None,
         }
     }
 
@@ -231,6 +236,9 @@ pub struct ProviderSettings {
     /// See [`ProviderConfig::context_window_from`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window_from: Option<WindowSource>,
+    /// See [`ProviderConfig::context_window`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u32>,
 }
 
 fn duration(provider: &str, key: &str, secs: f64) -> Result<Duration, ProviderError> {
@@ -302,6 +310,9 @@ impl ProviderSettings {
         }
         if let Some(w) = self.context_window_from {
             c.context_window_from = w;
+        }
+        if self.context_window.is_some() {
+            c.context_window = self.context_window;
         }
         Ok(c)
     }

@@ -215,7 +215,7 @@ impl Provider {
         if let Some(n) = self.window_from_server(model)? {
             return Ok(Some(n));
         }
-        Ok(ctxfold_tokens::context_window(model))
+        Ok(ctxfold_tokens::context_window(model).or(self.config.context_window))
     }
 
     fn window_from_server(&self, model: &str) -> Result<Option<u32>, ProviderError> {
