@@ -402,8 +402,8 @@ fn refuse_overwriting_input(input: &Path, dest: &Path) -> anyhow::Result<()> {
 }
 
 /// A transcript exported to bytes (through a temporary file, so every
-/// format has one writer).
-fn export_bytes(t: &Transcript, format: Format) -> anyhow::Result<Vec<u8>> {
+/// format has one writer; transcripts are small next to the log).
+pub fn export_bytes(t: &Transcript, format: Format) -> anyhow::Result<Vec<u8>> {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("out");
     ctxfold_formats::export(t, format, &file)?;
@@ -469,9 +469,7 @@ pub fn compact_conversation(
     out: &Printer,
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
-    let loaded = c.log().load()?;
-    render::warn_all(&loaded.warnings);
-    let log = Log::from_records(loaded.records);
+    let log = crate::conversation::load(&c)?;
     if reset.is_some() || restore.is_some() {
         return reset_or_restore(&c, &log, reset, restore, dry_run, out);
     }
@@ -675,9 +673,7 @@ pub fn fork(
     out: &Printer,
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
-    let loaded = c.log().load()?;
-    render::warn_all(&loaded.warnings);
-    let log = Log::from_records(loaded.records);
+    let log = crate::conversation::load(&c)?;
     let mut records = log.records().to_vec();
     let mut folded = 0;
     if !specs.is_empty() {

@@ -97,7 +97,7 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
 }
 
 /// Load a conversation's log, printing warnings (torn tail, …) to stderr.
-fn load(c: &Conversation) -> anyhow::Result<Log> {
+pub fn load(c: &Conversation) -> anyhow::Result<Log> {
     let loaded = c.log().load()?;
     render::warn_all(&loaded.warnings);
     Ok(Log::from_records(loaded.records))
@@ -275,12 +275,7 @@ fn export(
             bail!("a JP conversation is a folder: name it with -o PATH")
         }
         None => {
-            // Write to a temporary file and copy, so every format has one
-            // writer; transcripts are small next to the log.
-            let dir = tempfile::tempdir()?;
-            let file = dir.path().join("out");
-            ctxfold_formats::export(&t, format, &file)?;
-            let bytes = std::fs::read(&file)?;
+            let bytes = compact::export_bytes(&t, format)?;
             std::io::stdout().lock().write_all(&bytes)?;
             Ok(())
         }

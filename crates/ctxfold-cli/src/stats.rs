@@ -2,12 +2,12 @@
 //! model's window and the share of it the view uses.
 
 use ctxfold_core::projection::{Item, project};
-use ctxfold_core::{Body, Log, Record};
+use ctxfold_core::{Body, Record};
 use ctxfold_store::Workspace;
 use ctxfold_tokens::TokenEstimator;
 use serde_json::json;
 
-use crate::render::{self, Printer};
+use crate::render::Printer;
 use crate::settings::Settings;
 
 /// Kinds as `stats` lists them, in order.
@@ -62,9 +62,7 @@ pub fn stats(
     out: &Printer,
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
-    let loaded = c.log().load()?;
-    render::warn_all(&loaded.warnings);
-    let log = Log::from_records(loaded.records);
+    let log = crate::conversation::load(&c)?;
     let est: Box<dyn TokenEstimator> = match model {
         Some(m) => ctxfold_tokens::for_model(m),
         None => Box::new(ctxfold_tokens::Heuristic::default()),
