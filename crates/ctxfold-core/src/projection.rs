@@ -402,6 +402,19 @@ pub fn project(log: &Log) -> View<'_> {
 
         // Summaries first: they beat every mechanical policy.
         if let Some(order) = top(&mut summary_heap, i) {
+            // A summary inside a call/result pair (only hand-written or
+            // imported ranges do that) would sit between the call and its
+            // result: no provider accepts that, so the pair leaves the view.
+            for p in pending.values_mut() {
+                if let Some(item) = p.item.take() {
+                    removed[item] = true;
+                    dropped.push(Dropped {
+                        index: *items[item].origin().start(),
+                        reason: DropReason::Unpaired,
+                    });
+                }
+                p.fate = CallFate::Folded;
+            }
             match open_summary {
                 Some((o, item)) if o == order => {
                     if let Item::Summary { last, .. } = &mut items[item] {
@@ -748,6 +761,50 @@ mod tests {
         );
         assert!(matches!(view.items[1], Item::Preamble));
         assert!(matches!(view.items[2], Item::Event { index: 1, .. }));
+    }
+
+    #[test]
+    fn a_summary_between_a_call_and_its_result_takes_the_pair_out() {
+        let call = |id: &str| Body::ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({}),
+        };
+        let result = |id: &str| Body::ToolResult {
+            id: id.into(),
+            content: "ok".into(),
+            is_error: false,
+        };
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.from_seq = Some(2);
+        c.to_seq = Some(3);
+        c.summary = Some(Summary {
+            text: "b was read".into(),
+            provenance: crate::compaction::Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        let log = log_of(vec![
+            Body::User {
+                content: "go".into(),
+                author: None,
+            },
+            call("a"),
+            call("b"),
+            result("b"),
+            result("a"),
+            compaction(c),
+        ]);
+        let view = project(&log);
+        assert_eq!(view.items.len(), 2, "{:?}", view.items);
+        assert!(matches!(view.items[1], Item::Summary { .. }));
+        let unpaired: Vec<usize> = view
+            .dropped
+            .iter()
+            .filter(|d| d.reason == DropReason::Unpaired)
+            .map(|d| d.index)
+            .collect();
+        assert_eq!(unpaired, [1, 4]);
     }
 
     #[test]

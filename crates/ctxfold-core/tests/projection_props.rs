@@ -216,7 +216,10 @@ fn build(turns: &[TurnSpec], comps: &[CompSpec], resets: &[ResetSpec], open_end:
                 let start = turn_starts[to];
                 let end = recs.len() - 1;
                 let cut_at = (start + cut).min(end);
-                comp.from_seq = Some(recs[turn_starts[from]].seq);
+                // Start a few records into the turn too, sometimes between a
+                // call and its result.
+                let start_at = (turn_starts[from] + cut % 7).min(end);
+                comp.from_seq = Some(recs[start_at].seq);
                 comp.to_seq = Some(recs[cut_at].seq);
             }
             comp.reasoning = c.reasoning.then_some(ReasoningPolicy::Strip);
@@ -642,8 +645,14 @@ fn reference_fates(log: &Log) -> BTreeMap<usize, String> {
             Body::ToolCall { id, name, .. } => {
                 let result = (i + 1..n)
                     .find(|&j| matches!(&recs[j].body, Body::ToolResult { id: r, .. } if r == id));
+                // A summary anywhere between the call and its result (or
+                // the end of the log) breaks the pair.
+                let end = result.unwrap_or(n);
+                let straddled =
+                    (i + 1..end).any(|k| recs[k].body.is_model_visible() && summary(k).is_some());
                 match tool(i, name) {
                     Some((k, ToolOverride::Omit)) => format!("Do@{k}"),
+                    _ if straddled => "Du".into(),
                     p => match result {
                         None => "Du".into(),
                         Some(j) if summary(j).is_some() => "Du".into(),
@@ -667,8 +676,11 @@ fn reference_fates(log: &Log) -> BTreeMap<usize, String> {
                         let Body::ToolCall { name, .. } = &recs[j].body else {
                             unreachable!()
                         };
+                        let straddled = (j + 1..i)
+                            .any(|k| recs[k].body.is_model_visible() && summary(k).is_some());
                         match tool(j, name) {
                             Some((k, ToolOverride::Omit)) => format!("Do@{k}"),
+                            _ if straddled => "Du".into(),
                             _ => match tool(i, name) {
                                 Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
                                     if content.chars().count()
