@@ -37,16 +37,20 @@ Combine them into one self-contained summary with the same sections, \
 keeping every specific fact (names, paths, numbers, decisions) and the \
 latest state. Answer with the summary only.";
 
-/// How tool results are cut before summarizing (RESEARCH: results over
-/// 8192 characters keep their first 4096 and last 1024).
+/// How blocks are cut before summarizing. By default only tool results
+/// (RESEARCH: results over 8192 characters keep their first 4096 and last
+/// 1024); as a last resort every block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prune {
-    /// Results longer than this many characters are cut.
+    /// Blocks longer than this many characters are cut.
     pub over: usize,
     /// Characters kept from the start.
     pub head: usize,
     /// Characters kept from the end.
     pub tail: usize,
+    /// Cut every block (messages, reasoning, tool arguments), not only tool
+    /// results.
+    pub all_blocks: bool,
 }
 
 impl Default for Prune {
@@ -55,7 +59,62 @@ impl Default for Prune {
             over: 8192,
             head: 4096,
             tail: 1024,
+            all_blocks: false,
         }
+    }
+}
+
+impl Prune {
+    /// Cut every block longer than `cap` characters to about `cap`.
+    pub fn every_block(cap: usize) -> Prune {
+        let cap = cap.max(64);
+        Prune {
+            over: cap,
+            head: cap * 3 / 4,
+            tail: cap / 4,
+            all_blocks: true,
+        }
+    }
+}
+
+/// `text` cut to at most `budget` characters, keeping its start and end.
+pub fn fit(text: &str, budget: usize) -> String {
+    let n = text.chars().count();
+    if n <= budget {
+        return text.to_owned();
+    }
+    let marker = format!("\n[… {n} characters, cut to fit …]\n");
+    let room = budget.saturating_sub(marker.chars().count());
+    let head: String = text.chars().take(room * 3 / 4).collect();
+    let tail: String = text.chars().skip(n - room / 4).collect();
+    format!("{head}{marker}{tail}")
+}
+
+/// The range as text within `budget` characters: tool results cut first,
+/// then every block, then the text itself. Also says whether anything was
+/// cut.
+pub fn render_within(log: &Log, range: (usize, usize), budget: usize) -> (String, bool) {
+    let full = render_range(log, range, None);
+    if full.chars().count() <= budget {
+        return (full, false);
+    }
+    let pruned = render_range(log, range, Some(Prune::default()));
+    if pruned.chars().count() <= budget {
+        return (pruned, true);
+    }
+    let blocks = log.records()[range.0..=range.1]
+        .iter()
+        .filter(|r| r.body.is_model_visible())
+        .count()
+        .max(1);
+    let every = render_range(log, range, Some(Prune::every_block(budget / blocks)));
+    (fit(&every, budget), true)
+}
+
+fn cut_block(text: &str, prune: Option<Prune>) -> std::borrow::Cow<'_, str> {
+    match prune {
+        Some(p) if p.all_blocks => cut(text, prune),
+        _ => text.into(),
     }
 }
 
@@ -95,13 +154,13 @@ pub fn render_range(log: &Log, (lo, hi): (usize, usize), prune: Option<Prune>) -
         }
         match &r.body {
             Body::User { content, .. } => {
-                let _ = writeln!(out, "USER: {content}");
+                let _ = writeln!(out, "USER: {}", cut_block(content, prune));
             }
             Body::Assistant { content } => {
-                let _ = writeln!(out, "ASSISTANT: {content}");
+                let _ = writeln!(out, "ASSISTANT: {}", cut_block(content, prune));
             }
             Body::Reasoning { content } => {
-                let _ = writeln!(out, "ASSISTANT (thinking): {content}");
+                let _ = writeln!(out, "ASSISTANT (thinking): {}", cut_block(content, prune));
             }
             Body::ToolCall {
                 id,
@@ -109,7 +168,8 @@ pub fn render_range(log: &Log, (lo, hi): (usize, usize), prune: Option<Prune>) -
                 arguments,
             } => {
                 names.insert(id.as_str(), name.as_str());
-                let _ = writeln!(out, "TOOL CALL {name}: {arguments}");
+                let args = arguments.to_string();
+                let _ = writeln!(out, "TOOL CALL {name}: {}", cut_block(&args, prune));
             }
             Body::ToolResult {
                 id,
@@ -132,7 +192,8 @@ pub fn render_range(log: &Log, (lo, hi): (usize, usize), prune: Option<Prune>) -
 /// Split `lo..=hi` into consecutive chunks whose rendered text (pruned) is
 /// at most `budget_chars` each. Cuts fall before a user message or a new
 /// model call, never between a tool call and its result; a single step
-/// larger than the budget is a chunk of its own (its results are pruned).
+/// larger than the budget is a chunk of its own ([`render_within`] then
+/// cuts it to fit). Chunks holding nothing the model sees are left out.
 pub fn chunks(
     log: &Log,
     (lo, hi): (usize, usize),
@@ -167,6 +228,8 @@ pub fn chunks(
         used += s;
     }
     out.push((start, hi));
+    // A chunk of turn starts and bookkeeping alone has nothing to summarize.
+    out.retain(|&(a, b)| records[a..=b].iter().any(|r| r.body.is_model_visible()));
     out
 }
 
@@ -216,6 +279,34 @@ mod tests {
         assert!(pruned.contains("TOOL ERROR read: "));
         assert!(pruned.contains("[… 4880 characters cut …]"));
         assert!(pruned.chars().count() < 5_300);
+    }
+
+    #[test]
+    fn render_within_always_fits_cutting_least_first() {
+        let l = log();
+        let (text, cut) = render_within(&l, (0, 4), 100_000);
+        assert!(!cut && text.contains("zzzz"));
+        // Results alone cut: the default prune is enough.
+        let (text, cut) = render_within(&l, (0, 4), 6_000);
+        assert!(cut && text.contains("characters cut") && text.chars().count() <= 6_000);
+        // A block no prune of results can shrink (a huge user message).
+        let huge = Log::from_records(vec![Record::new(
+            0,
+            "",
+            Body::User {
+                content: "word ".repeat(20_000),
+                author: None,
+            },
+        )]);
+        for budget in [5_000, 1_000, 300] {
+            let (text, cut) = render_within(&huge, (0, 0), budget);
+            assert!(
+                cut && text.chars().count() <= budget,
+                "{budget}: {}",
+                text.len()
+            );
+            assert!(text.starts_with("=== Turn 1 ===\nUSER: word"));
+        }
     }
 
     #[test]

@@ -5,15 +5,16 @@
 //! does not fit the model's window it still succeeds: first the bulk of long
 //! tool results is cut (`method: "pruned"`), then, if that is not enough,
 //! the range is summarized in chunks that each fit and the chunk summaries
-//! are combined in one more call (`method: "chunked, N parts"`). A context
-//! overflow reported by the provider (the estimate was off) halves the
-//! budget and tries again, at most twice. A failure returns an error and
-//! records nothing.
+//! are combined (`method: "chunked, N parts"`), in rounds when they do not
+//! fit one call together. A single step larger than the window is cut to
+//! fit (every block, then the text). A context overflow reported by the
+//! provider (the estimate was off) halves the budget and tries again, at
+//! most twice. A failure returns an error and records nothing.
 
 use ctxfold_core::compaction::Provenance;
 use ctxfold_core::summarizer::{SummarizeError, Summarizer, SummaryInput, SummaryOutput};
 use ctxfold_core::summary_prompt::{
-    COMBINE_INSTRUCTIONS, DEFAULT_INSTRUCTIONS, Prune, chunks, render_range,
+    COMBINE_INSTRUCTIONS, DEFAULT_INSTRUCTIONS, Prune, chunks, fit, render_range, render_within,
 };
 
 use crate::error::ProviderError;
@@ -120,45 +121,84 @@ impl<'a> ModelSummarizer<'a> {
                 p(done, planned);
             }
         };
-        let full = render_range(input.log, input.range, None);
-        if full.chars().count() <= budget_chars {
-            report(0, 1);
-            let text = self.call(instructions, &full, max_tokens)?;
-            report(1, 1);
-            return Ok((text, None));
-        }
         let prune = Prune::default();
         let pruned = render_range(input.log, input.range, Some(prune));
-        if pruned.chars().count() <= budget_chars {
-            report(0, 1);
-            let text = self.call(instructions, &pruned, max_tokens)?;
-            report(1, 1);
-            return Ok((text, Some("pruned".into())));
-        }
-        let parts = chunks(input.log, input.range, budget_chars, prune);
-        let planned = parts.len() + 1;
-        let mut summaries = Vec::with_capacity(parts.len());
-        for (n, part) in parts.iter().enumerate() {
-            report(n, planned);
-            let text = render_range(input.log, *part, Some(prune));
-            summaries.push(self.call(instructions, &text, max_tokens)?);
-        }
-        report(parts.len(), planned);
-        let joined: String = summaries
-            .iter()
-            .enumerate()
-            .map(|(i, s)| format!("--- Part {} of {} ---\n{s}\n", i + 1, summaries.len()))
-            .collect();
-        // The chunk summaries must themselves fit; keep their heads if not.
-        let joined = if joined.chars().count() > budget_chars {
-            joined.chars().take(budget_chars).collect()
+        let parts = if pruned.chars().count() <= budget_chars {
+            vec![input.range]
         } else {
-            joined
+            chunks(input.log, input.range, budget_chars, prune)
         };
-        let text = self.call(COMBINE_INSTRUCTIONS, &joined, max_tokens)?;
-        report(planned, planned);
+        if parts.len() <= 1 {
+            // One call: the whole range, or as much of it as has to be cut.
+            let (text, cut) = render_within(input.log, input.range, budget_chars);
+            report(0, 1);
+            let summary = self.call(instructions, &text, max_tokens)?;
+            report(1, 1);
+            return Ok((summary, cut.then(|| "pruned".to_owned())));
+        }
+        // One call per chunk, then combine, in rounds if the chunk
+        // summaries do not fit one call together.
+        let mut planned = parts.len() + 1;
+        let mut done = 0;
+        let mut summaries = Vec::with_capacity(parts.len());
+        for part in &parts {
+            report(done, planned);
+            let (text, _) = render_within(input.log, *part, budget_chars);
+            summaries.push(self.call(instructions, &text, max_tokens)?);
+            done += 1;
+        }
+        let combine = format!(
+            "{COMBINE_INSTRUCTIONS}\n\nThe combined summary must also follow these instructions:\n{instructions}"
+        );
+        let mut rounds = 0;
+        while summaries.len() > 1 {
+            let groups = group_to_fit(&summaries, budget_chars);
+            // No progress (every summary alone is too big): cut them to fit
+            // in one last call rather than loop.
+            let groups = if groups.len() == summaries.len() || rounds >= 4 {
+                vec![summaries.clone()]
+            } else {
+                groups
+            };
+            planned = done + groups.len();
+            let mut next = Vec::with_capacity(groups.len());
+            for group in &groups {
+                report(done, planned);
+                let joined: String = group
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| format!("--- Part {} of {} ---\n{s}\n", i + 1, group.len()))
+                    .collect();
+                next.push(self.call(&combine, &fit(&joined, budget_chars), max_tokens)?);
+                done += 1;
+            }
+            summaries = next;
+            rounds += 1;
+        }
+        report(done, done);
+        let text = summaries.pop().unwrap_or_default();
         Ok((text, Some(format!("chunked, {} parts", parts.len()))))
     }
+}
+
+/// Consecutive summaries grouped so that each group, joined, fits `budget`.
+fn group_to_fit(summaries: &[String], budget: usize) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut used = 0;
+    for s in summaries {
+        let n = s.chars().count() + 32;
+        match groups.last_mut() {
+            Some(g) if used + n <= budget => {
+                g.push(s.clone());
+                used += n;
+            }
+            _ => {
+                groups.push(vec![s.clone()]);
+                used = n;
+            }
+        }
+    }
+    groups
 }
 
 impl Summarizer for ModelSummarizer<'_> {

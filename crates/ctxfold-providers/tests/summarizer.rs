@@ -250,3 +250,87 @@ fn failures_say_which_summarizer_and_why() {
         .unwrap_err();
     assert!(err.to_string().contains("empty summary"), "{err}");
 }
+
+#[test]
+fn a_single_step_larger_than_the_window_is_cut_to_fit() {
+    let server = FakeServer::start(vec![answer("It was a very long question.")]);
+    let s = ModelSummarizer::new(server.provider(ProviderKind::OpenAi), "tiny")
+        .with_window(Some(2048))
+        .with_max_tokens(Some(256));
+    let mut recs = vec![Record::new(0, "", Body::TurnStart)];
+    recs.push(Record::new(
+        1,
+        "",
+        Body::User {
+            content: "please ".repeat(8_000),
+            author: None,
+        },
+    ));
+    recs.push(Record::new(
+        2,
+        "",
+        Body::ToolCall {
+            id: "w".into(),
+            name: "write_file".into(),
+            arguments: json!({"content": "x".repeat(40_000)}),
+        },
+    ));
+    recs.push(Record::new(
+        3,
+        "",
+        Body::ToolResult {
+            id: "w".into(),
+            content: "ok".into(),
+            is_error: false,
+        },
+    ));
+    let l = Log::from_records(recs);
+    let out = s
+        .summarize(SummaryInput {
+            log: &l,
+            range: (0, 3),
+            instructions: None,
+        })
+        .unwrap();
+    assert_eq!(method(&out.provenance).as_deref(), Some("pruned"));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "one call, no empty chunk, no combine");
+    let text = user_text(&reqs[0].json());
+    assert!(
+        text.chars().count() < (2048 - 256) * 3,
+        "{}",
+        text.chars().count()
+    );
+    assert!(text.contains("USER: please please"));
+}
+
+#[test]
+fn custom_instructions_reach_every_call_including_the_combine() {
+    let server = FakeServer::start(vec![answer("part"); 30]);
+    let s = ModelSummarizer::new(server.provider(ProviderKind::OpenAi), "tiny")
+        .with_window(Some(2048))
+        .with_max_tokens(Some(256));
+    let l = log(12, 2_000);
+    let out = s
+        .summarize(SummaryInput {
+            log: &l,
+            range: (0, l.len() - 1),
+            instructions: Some("Answer in French."),
+        })
+        .unwrap();
+    assert!(method(&out.provenance).unwrap().starts_with("chunked"));
+    for r in server.requests() {
+        let system = r.json()["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(system.contains("Answer in French."), "{system}");
+    }
+    let last = server.requests().last().unwrap().json();
+    assert!(
+        last["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Combine them")
+    );
+}
