@@ -85,21 +85,23 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         if spec.is_empty() {
             bare = true;
         } else {
-            let mut rule = dsl::parse(spec)?;
-            if let (Some(SummaryRequest::Derive { model, .. }), Some(m)) =
-                (&mut rule.summary, &flags.model)
-            {
-                *model = Some(m.clone());
-            }
-            rules.push(rule);
+            rules.push(dsl::parse(spec)?);
         }
     }
     if bare || rules.is_empty() {
         rules.extend(settings.rules.iter().cloned());
     }
-    let summarizes = rules
-        .iter()
-        .any(|r| matches!(r.summary, Some(SummaryRequest::Derive { .. })));
+    // -m names the summarizer of every rule that summarizes, configured
+    // ones included.
+    let mut summarizes = false;
+    for rule in &mut rules {
+        if let Some(SummaryRequest::Derive { model, .. }) = &mut rule.summary {
+            summarizes = true;
+            if let Some(m) = &flags.model {
+                *model = Some(m.clone());
+            }
+        }
+    }
     if flags.model.is_some() && !summarizes {
         bail!(
             "-m/--model picks the summarizer, but no rule summarizes: add -s, or `s` to a -k spec"
@@ -150,11 +152,30 @@ pub fn make_compactions(
     rules: &[Rule],
     ctx: &PlanContext,
     settings: &Settings,
+    dry_run: bool,
 ) -> anyhow::Result<(Plan, Vec<Compaction>)> {
     let plan = plan(log, rules, ctx)?;
     let mut out = Vec::new();
     for p in &plan.planned {
         let mut c = p.compaction.clone();
+        if let (Some((model, _)), true) = (&p.derive, dry_run) {
+            // A preview never pays for a model call: say who would write it.
+            let s = summarizer_for(model.as_deref(), settings)?;
+            c.summary = Some(ctxfold_core::compaction::Summary {
+                text: format!(
+                    "[a summary by {}, written when this runs without --dry-run]",
+                    s.name()
+                ),
+                provenance: ctxfold_core::compaction::Provenance::Derived {
+                    summarizer: s.name(),
+                    version: None,
+                    instructions: None,
+                    method: Some("dry run".into()),
+                },
+            });
+            out.push(c);
+            continue;
+        }
         if let Some((model, instructions)) = &p.derive {
             let s = summarizer_for(model.as_deref(), settings)?;
             let summary = s.summarize(SummaryInput {
@@ -313,7 +334,16 @@ pub fn compact_file(
     let log = Log::from_records(t.records);
     let rules = rules_from_flags(&args.rule, settings)?;
     let ctx = plan_context(settings, args.rule.note.as_deref());
-    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings)?;
+    // Refuse before any summary is paid for.
+    let dest = match &args.output {
+        Some(p) => p.clone(),
+        None => default_output(&args.file, in_format, out_format),
+    };
+    refuse_overwriting_input(&args.file, &dest)?;
+    if dest == Path::new("-") && out_format == Format::Jp {
+        bail!("a JP conversation is a folder: name it with -o PATH");
+    }
+    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings, false)?;
     let after = with_compactions(&log, &compactions, &ctxfold_store::now());
     let view = project(&after);
     let records = ctxfold_core::materialize::materialize(&after, &view);
@@ -323,18 +353,10 @@ pub fn compact_file(
         extras: t.extras,
         warnings: Vec::new(),
     };
-    let dest = match &args.output {
-        Some(p) => p.clone(),
-        None => default_output(&args.file, in_format, out_format),
-    };
-    refuse_overwriting_input(&args.file, &dest)?;
     let size_before = size_of(&args.file);
     let (json, mut text) = report(&log, &after, &plan, &compactions, "folded");
     let mut json = json;
     if dest == Path::new("-") {
-        if out_format == Format::Jp {
-            bail!("a JP conversation is a folder: name it with -o PATH");
-        }
         let bytes = export_bytes(&transcript, out_format)?;
         std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?;
         eprint!("{text}");
@@ -475,7 +497,7 @@ pub fn compact_conversation(
     }
     let rules = rules_from_flags(flags, settings)?;
     let ctx = plan_context(settings, flags.note.as_deref());
-    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings)?;
+    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings, dry_run)?;
     let ts = ctxfold_store::now();
     let after = with_compactions(&log, &compactions, &ts);
     let verb = if dry_run {
@@ -683,7 +705,7 @@ pub fn fork(
         };
         let rules = rules_from_flags(&flags, settings)?;
         let ctx = plan_context(settings, Some("fork"));
-        let (_, compactions) = make_compactions(&log, &rules, &ctx, settings)?;
+        let (_, compactions) = make_compactions(&log, &rules, &ctx, settings, false)?;
         folded = compactions.len();
         let ts = ctxfold_store::now();
         for comp in compactions {

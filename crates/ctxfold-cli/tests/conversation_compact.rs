@@ -268,3 +268,61 @@ fn configured_rules_apply_and_config_show_says_where_from() {
         "{out}"
     );
 }
+
+#[test]
+fn model_summaries_dry_run_offline_fail_cleanly_and_m_reaches_configured_rules() {
+    let (s, id) = setup();
+    let cfg = s.path().join("dead.toml");
+    // A provider nobody listens to.
+    std::fs::write(
+        &cfg,
+        "[providers.dead]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    let c = cfg.to_str().unwrap();
+    let n0 = records(&s, &id);
+
+    // A dry run never calls the model.
+    let out = s.ok(&[
+        "-c",
+        c,
+        "c",
+        "compact",
+        &id,
+        "-s",
+        "-m",
+        "dead/m",
+        "--from",
+        "2",
+        "--to",
+        "3",
+        "--dry-run",
+    ]);
+    assert!(
+        out.contains("would compact turns 2–3: summary by dead/m"),
+        "{out}"
+    );
+
+    // The real run fails, says why, and records nothing.
+    let bad = s.run(&[
+        "-c", c, "c", "compact", &id, "-s", "-m", "dead/m", "--from", "2", "--to", "3",
+    ]);
+    assert!(!bad.status.success());
+    let err = stderr(&bad);
+    assert!(
+        err.contains("dead/m") && err.contains("127.0.0.1:9"),
+        "{err}"
+    );
+    assert_eq!(records(&s, &id), n0, "nothing recorded");
+
+    // -m also names the summarizer of configured rules.
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        "[[compaction.rules]]\nkeep_first = 1\nkeep_last = 1\n[compaction.rules.summary]\n",
+    )
+    .unwrap();
+    let out = s.ok(&["-c", c, "c", "compact", &id, "--dry-run"]);
+    assert!(out.contains("summary by digest"), "{out}");
+    let out = s.ok(&["-c", c, "c", "compact", &id, "--dry-run", "-m", "dead/m"]);
+    assert!(out.contains("summary by dead/m"), "{out}");
+}

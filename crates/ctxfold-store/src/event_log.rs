@@ -209,7 +209,12 @@ impl EventLog {
         }
         let (start, last) = line_before(&mut f, size).map_err(io)?;
         if !last.ends_with(b"\n") {
-            match seq_of(&last) {
+            // Unterminated: parse it whole (a torn line can end in `}`).
+            let whole = std::str::from_utf8(&last)
+                .ok()
+                .and_then(|t| Record::from_json_line(t).ok())
+                .map(|(r, _)| r.seq);
+            match whole {
                 Some(seq) => {
                     // Complete record, newline lost: finish the line.
                     let mut a = OpenOptions::new().append(true).open(&path).map_err(io)?;

@@ -100,3 +100,16 @@ fn appending_after_a_large_record_reads_it_once() {
     assert_eq!(log.append([user("c")]).unwrap(), 3..4);
     assert_eq!(seqs(&log), [0, 1, 2, 3]);
 }
+
+#[test]
+fn a_torn_record_that_happens_to_end_in_a_brace_is_still_torn() {
+    let (d, log) = setup();
+    raw_append(
+        &log,
+        b"{\"seq\":2,\"ts\":\"t\",\"type\":\"user\",\"content\":\"fn main() {}",
+    );
+    assert_eq!(log.append([user("c")]).unwrap(), 2..3);
+    assert_eq!(seqs(&log), [0, 1, 2]);
+    assert!(log.load().unwrap().warnings.is_empty());
+    assert!(d.path().join("events.jsonl.torn").is_file());
+}
