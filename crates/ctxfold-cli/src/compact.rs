@@ -110,6 +110,15 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
     Ok(rules)
 }
 
+/// A progress bar that leaves nothing on the terminal when it goes.
+struct ClearOnDrop(indicatif::ProgressBar);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
 /// The summarizer a rule names: the offline digest (`digest`, or no model),
 /// or a model as `provider/model`, with a progress bar on a terminal.
 fn summarizer_for(model: Option<&str>, settings: &Settings) -> anyhow::Result<Box<dyn Summarizer>> {
@@ -129,12 +138,11 @@ fn summarizer_for(model: Option<&str>, settings: &Settings) -> anyhow::Result<Bo
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
             );
             bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            // Cleared when the summarizer is dropped, failed or not.
+            let bar = ClearOnDrop(bar);
             let progress = move |done: usize, planned: usize| {
-                bar.set_length(planned as u64);
-                bar.set_position(done as u64);
-                if done == planned {
-                    bar.finish_and_clear();
-                }
+                bar.0.set_length(planned as u64);
+                bar.0.set_position(done as u64);
             };
             Ok(Box::new(
                 ctxfold_providers::ModelSummarizer::new(provider, model)

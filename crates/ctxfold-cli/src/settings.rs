@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use std::collections::BTreeMap;
 
-use anyhow::Context;
 use ctxfold_config::{Layers, Loaded};
 use ctxfold_core::planner::{Rule, ToolHints};
 use ctxfold_providers::{ProviderSettings, Providers};
@@ -40,7 +39,11 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             let settings: BTreeMap<String, ProviderSettings> = table
                 .clone()
                 .try_into()
-                .context("config [providers]: expected tables of kind, base_url, api_key_env, …")?;
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "config [providers] (see `ctxfold config show` for which file set what): {e}"
+                    )
+                })?;
             Providers::with_settings(&settings)?
         }
     };

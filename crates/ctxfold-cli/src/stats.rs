@@ -41,15 +41,22 @@ fn window(model: Option<&str>, settings: &Settings) -> (Option<u32>, String) {
             "unknown (name the model with -m provider/model)".into(),
         );
     };
+    let mut configured = None;
     if let Ok((provider, name)) = settings.providers.resolve(m) {
+        configured = provider.config().context_window;
         match provider.context_window(&name) {
-            Ok(Some(w)) => return (Some(w), m.to_owned()),
+            Ok(Some(w)) => {
+                return (
+                    Some(w),
+                    format!("{m}: from the provider, the table or config"),
+                );
+            }
             Ok(None) => {}
             Err(e) => eprintln!("warning: {m}: cannot ask the provider for its window: {e}"),
         }
     }
-    match ctxfold_tokens::context_window(m) {
-        Some(w) => (Some(w), format!("{m}, built-in table")),
+    match ctxfold_tokens::context_window(m).or(configured) {
+        Some(w) => (Some(w), format!("{m}: from the built-in table or config")),
         None => (None, format!("unknown for {m}")),
     }
 }

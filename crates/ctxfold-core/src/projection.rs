@@ -412,8 +412,8 @@ pub fn project(log: &Log) -> View<'_> {
                         index: *items[item].origin().start(),
                         reason: DropReason::Unpaired,
                     });
+                    p.fate = CallFate::Folded;
                 }
-                p.fate = CallFate::Folded;
             }
             match open_summary {
                 Some((o, item)) if o == order => {

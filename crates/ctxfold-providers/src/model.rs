@@ -200,7 +200,7 @@ pub fn builtin(name: &str) -> Option<ProviderConfig> {
 /// built-in provider of the same name (or required, for `kind` and
 /// `base_url`, when there is none). See the module docs for the keys.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ProviderSettings {
     /// See [`ProviderConfig::kind`].
     #[serde(skip_serializing_if = "Option::is_none")]

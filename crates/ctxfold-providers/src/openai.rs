@@ -13,10 +13,11 @@
 //!   arguments as JSON text (a string argument is sent as the text it
 //!   holds). Reasoning is not sent: `reasoning_content` is output only.
 //!   A message left empty is not sent.
-//! - `tools` as `function` tools; `max_tokens` when the request sets it
-//!   (OpenAI's reasoning models want `max_completion_tokens`: put it in
-//!   [`ChatRequest::extra`]); when streaming, `stream_options.include_usage`
-//!   so the last chunk reports usage. [`ChatRequest::extra`] last.
+//! - `tools` as `function` tools; the request's output limit as
+//!   `max_tokens`, or as `max_completion_tokens` for OpenAI's reasoning
+//!   models (o1, o3, o4, gpt-5: they refuse `max_tokens`); when streaming,
+//!   `stream_options.include_usage` so the last chunk reports usage.
+//!   [`ChatRequest::extra`] last.
 //!
 //! # Response
 //!
@@ -44,6 +45,22 @@ use crate::error::{self, ErrorContext, ProviderError};
 use crate::request::{ChatRequest, Part, Role, apply_extra};
 use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
 use crate::sse::{SseError, SseReader};
+
+/// OpenAI's reasoning models, which take `max_completion_tokens` only.
+fn is_reasoning_model(model: &str) -> bool {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|p| {
+        name.strip_prefix(p).is_some_and(|rest| {
+            rest.chars()
+                .next()
+                .is_none_or(|c| !c.is_ascii_alphanumeric())
+        })
+    })
+}
 
 /// The request body for `req` (see the module docs).
 pub fn body(req: &ChatRequest, stream: bool) -> Value {
@@ -136,7 +153,12 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
         b.insert("tools".into(), Value::Array(tools));
     }
     if let Some(n) = req.max_tokens {
-        b.insert("max_tokens".into(), n.into());
+        let key = if is_reasoning_model(&req.model) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        b.insert(key.into(), n.into());
     }
     b.insert("stream".into(), stream.into());
     if stream {
@@ -438,6 +460,22 @@ pub(crate) fn read_stream(
 mod tests {
     use super::*;
     use crate::request::{Message, ToolSpec};
+
+    #[test]
+    fn reasoning_models_get_max_completion_tokens() {
+        for (model, key) in [
+            ("gpt-4o-mini", "max_tokens"),
+            ("o3-mini", "max_completion_tokens"),
+            ("gpt-5", "max_completion_tokens"),
+            ("openai/o1", "max_completion_tokens"),
+            ("o10-custom", "max_tokens"),
+        ] {
+            let mut req = ChatRequest::new(model);
+            req.max_tokens = Some(99);
+            let b = body(&req, false);
+            assert_eq!(b[key], 99, "{model}");
+        }
+    }
 
     #[test]
     fn body_maps_roles_tools_and_drops_reasoning() {
