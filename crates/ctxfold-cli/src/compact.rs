@@ -499,6 +499,15 @@ pub fn compact_conversation(
     out: &Printer,
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
+    // Held until the records are appended: two compactions planned at once
+    // could slice each other's summaries.
+    let _lock = match c.log().try_compaction_lock()? {
+        Some(lock) => lock,
+        None => bail!(
+            "conversation {} is being compacted by another process; try again when it is done",
+            c.meta.id
+        ),
+    };
     let log = crate::conversation::load(&c)?;
     if reset.is_some() || restore.is_some() {
         return reset_or_restore(&c, &log, reset, restore, dry_run, out);

@@ -326,3 +326,24 @@ fn model_summaries_dry_run_offline_fail_cleanly_and_m_reaches_configured_rules()
     let out = s.ok(&["-c", c, "c", "compact", &id, "--dry-run", "-m", "dead/m"]);
     assert!(out.contains("summary by dead/m"), "{out}");
 }
+
+#[test]
+fn one_compaction_at_a_time() {
+    let (s, id) = setup();
+    let log = ctxfold_store::EventLog::new(s.events_file(&id).parent().unwrap());
+    let held = log.try_compaction_lock().unwrap().expect("free at first");
+    let n0 = records(&s, &id);
+    let busy = s.run(&["c", "compact", &id]);
+    assert!(!busy.status.success());
+    assert!(
+        stderr(&busy).contains("is being compacted by another process"),
+        "{}",
+        stderr(&busy)
+    );
+    assert_eq!(records(&s, &id), n0, "nothing appended");
+    // Reading and appending events are not blocked by it.
+    assert!(s.run(&["c", "show", &id]).status.success());
+    drop(held);
+    s.ok(&["c", "compact", &id]);
+    assert_eq!(records(&s, &id), n0 + 1);
+}

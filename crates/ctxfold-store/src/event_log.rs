@@ -22,6 +22,7 @@ pub const EVENTS_FILE: &str = "events.jsonl";
 /// File name of the side file that keeps torn tails.
 pub const TORN_FILE: &str = "events.jsonl.torn";
 const LOCK_FILE: &str = "lock";
+const COMPACTION_LOCK_FILE: &str = "compaction.lock";
 
 /// The log of one conversation, by its folder.
 #[derive(Debug, Clone)]
@@ -55,6 +56,11 @@ pub struct TornTail {
 /// Holds the advisory lock until dropped.
 struct Lock(File);
 
+/// Held while a compaction is planned, summarized and appended: only one
+/// compaction runs on a conversation at a time (SPEC §8). Appends of
+/// events go on meanwhile; they take the log's own lock.
+pub struct CompactionLock(#[allow(dead_code)] Lock);
+
 impl Drop for Lock {
     fn drop(&mut self) {
         let _ = self.0.unlock();
@@ -83,6 +89,24 @@ impl EventLog {
         let r = if exclusive { f.lock() } else { f.lock_shared() };
         r.map_err(|e| StoreError::io(&path, e))?;
         Ok(Lock(f))
+    }
+
+    /// Take the compaction lock without waiting. `Ok(None)` means another
+    /// process is compacting this conversation now.
+    pub fn try_compaction_lock(&self) -> Result<Option<CompactionLock>, StoreError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let path = self.dir.join(COMPACTION_LOCK_FILE);
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        match f.try_lock() {
+            Ok(()) => Ok(Some(CompactionLock(Lock(f)))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io(&path, e)),
+        }
     }
 
     /// Load every complete record. An incomplete last line is set aside and

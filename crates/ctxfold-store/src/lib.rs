@@ -12,7 +12,7 @@ pub mod event_log;
 pub mod meta;
 pub mod workspace;
 
-pub use event_log::{EventLog, Loaded, TornTail};
+pub use event_log::{CompactionLock, EventLog, Loaded, TornTail};
 pub use meta::{ConversationMeta, ImportSource};
 pub use workspace::{Conversation, Workspace};
 
