@@ -332,12 +332,8 @@ pub fn compact_file(
     settings: &Settings,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let in_format = match args.input_format.format() {
-        Some(f) => f,
-        None => ctxfold_formats::detect(&args.file)?,
-    };
+    let (in_format, t) = ctxfold_formats::import_detected(&args.file, args.input_format.format())?;
     let out_format: Format = args.output_format.map_or(in_format, Format::from);
-    let t = ctxfold_formats::import(&args.file, Some(in_format))?;
     render::warn_all(&t.warnings);
     let log = Log::from_records(t.records);
     let rules = rules_from_flags(&args.rule, settings)?;

@@ -217,11 +217,7 @@ fn import(
     format: Option<Format>,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let format = match format {
-        Some(f) => f,
-        None => ctxfold_formats::detect(path)?,
-    };
-    let t = ctxfold_formats::import(path, Some(format))?;
+    let (format, t) = ctxfold_formats::import_detected(path, format)?;
     render::warn_all(&t.warnings);
     let source = ImportSource {
         format: format.name().to_owned(),

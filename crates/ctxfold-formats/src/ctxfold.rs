@@ -18,6 +18,12 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
         path.to_owned()
     };
     let text = read_text(&file)?;
+    import_text(&file, &text)
+}
+
+/// Read a ctxfold log from its text (already read from `file`).
+pub fn import_text(file: &Path, text: &str) -> Result<Transcript, FormatError> {
+    let file = file.to_owned();
     let mut t = Transcript::default();
     let ends_clean = text.ends_with('\n');
     let lines: Vec<&str> = text.split_terminator('\n').collect();

@@ -209,14 +209,32 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
     Ok(())
 }
 
+/// What telling a file's format found, with what was read on the way so
+/// import need not read or parse it again.
+enum Sniffed {
+    /// Told from the path alone.
+    Format(Format),
+    /// A ctxfold JSONL file, read.
+    Jsonl(String),
+    /// A JSON file, parsed.
+    Json(Format, Value),
+}
+
 /// Tell the format of the transcript at `path` from what it holds.
 pub fn detect(path: &Path) -> Result<Format, FormatError> {
+    Ok(match sniff(path)? {
+        Sniffed::Format(f) | Sniffed::Json(f, _) => f,
+        Sniffed::Jsonl(_) => Format::Ctxfold,
+    })
+}
+
+fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
     if path.is_dir() {
         if path.join("events.json").is_file() {
-            return Ok(Format::Jp);
+            return Ok(Sniffed::Format(Format::Jp));
         }
         if path.join("events.jsonl").is_file() {
-            return Ok(Format::Ctxfold);
+            return Ok(Sniffed::Format(Format::Ctxfold));
         }
         return Err(FormatError::Undetected {
             path: path.to_owned(),
@@ -230,7 +248,7 @@ pub fn detect(path: &Path) -> Result<Format, FormatError> {
         ));
     }
     if path.file_name().is_some_and(|n| n == "events.json") {
-        return Ok(Format::Jp);
+        return Ok(Sniffed::Format(Format::Jp));
     }
     let text = read_text(path)?;
     let trimmed = text.trim_start();
@@ -246,13 +264,16 @@ pub fn detect(path: &Path) -> Result<Format, FormatError> {
         && o.contains_key("seq")
         && o.contains_key("type")
     {
-        return Ok(Format::Ctxfold);
+        return Ok(Sniffed::Jsonl(text));
     }
     let value: Value = serde_json::from_str(&text).map_err(|e| FormatError::json(path, &e))?;
-    detect_value(&value).ok_or_else(|| FormatError::Undetected {
-        path: path.to_owned(),
-        detail: "JSON that is neither OpenAI nor Anthropic messages nor a JP event list".into(),
-    })
+    match detect_value(&value) {
+        Some(f) => Ok(Sniffed::Json(f, value)),
+        None => Err(FormatError::Undetected {
+            path: path.to_owned(),
+            detail: "JSON that is neither OpenAI nor Anthropic messages nor a JP event list".into(),
+        }),
+    }
 }
 
 /// Tell the format of a parsed JSON transcript.
@@ -302,10 +323,34 @@ fn detect_value(value: &Value) -> Option<Format> {
 
 /// Read the transcript at `path`; `format` `None` means detect it.
 pub fn import(path: &Path, format: Option<Format>) -> Result<Transcript, FormatError> {
-    let format = match format {
-        Some(f) => f,
-        None => detect(path)?,
-    };
+    import_detected(path, format).map(|(_, t)| t)
+}
+
+/// Read the transcript at `path` in `format`, or in the format it holds
+/// when `format` is `None` (read and parsed once); says which format.
+pub fn import_detected(
+    path: &Path,
+    format: Option<Format>,
+) -> Result<(Format, Transcript), FormatError> {
+    if let Some(f) = format {
+        return Ok((f, import_as(path, f)?));
+    }
+    match sniff(path)? {
+        Sniffed::Format(f) => Ok((f, import_as(path, f)?)),
+        Sniffed::Jsonl(text) => Ok((Format::Ctxfold, ctxfold::import_text(path, &text)?)),
+        Sniffed::Json(Format::Openai, v) => Ok((
+            Format::Openai,
+            openai::from_json(&v).map_err(|d| FormatError::shape(path, Format::Openai, d))?,
+        )),
+        Sniffed::Json(Format::Anthropic, v) => Ok((
+            Format::Anthropic,
+            anthropic::from_json(&v).map_err(|d| FormatError::shape(path, Format::Anthropic, d))?,
+        )),
+        Sniffed::Json(f, _) => Ok((f, import_as(path, f)?)),
+    }
+}
+
+fn import_as(path: &Path, format: Format) -> Result<Transcript, FormatError> {
     match format {
         Format::Ctxfold => ctxfold::import(path),
         Format::Jp => jp::import(path),

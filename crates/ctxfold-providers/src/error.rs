@@ -338,9 +338,12 @@ pub(crate) fn from_details(
             key_var: ctx.key_var.map(str::to_owned),
             message,
         },
+        // A 404 also comes from a base_url that points to the wrong place.
         404 => ProviderError::UnknownModel {
             model: ctx.model.to_owned(),
-            message,
+            message: format!(
+                "{message} (HTTP 404: the server does not know the model, or the provider's base_url is wrong)"
+            ),
         },
         _ if is_unknown_model(&d) => ProviderError::UnknownModel {
             model: ctx.model.to_owned(),

@@ -615,6 +615,11 @@ fn a_404_is_an_unknown_model() {
             .starts_with("unknown model `gpt-9`: The model"),
         "{e}"
     );
+    assert!(
+        e.to_string()
+            .contains("or the provider's base_url is wrong"),
+        "{e}"
+    );
 }
 
 #[test]
