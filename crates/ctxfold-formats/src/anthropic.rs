@@ -59,7 +59,7 @@ use serde_json::Value;
 use crate::Transcript;
 use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
-    message_keys, meta, set_meta, split_request, text_parts,
+    message_and_role, message_keys, meta, set_meta, split_request, text_parts,
 };
 
 const PREFIX: &str = "anthropic";
@@ -114,26 +114,7 @@ fn read_message(
     i: usize,
     m: &Value,
 ) -> Result<(), String> {
-    let Value::Object(m) = m else {
-        return Err(format!(
-            "messages[{i}]: expected a message object, found {}",
-            describe(m)
-        ));
-    };
-    let role = match m.get("role") {
-        Some(Value::String(r)) => r.as_str(),
-        Some(other) => {
-            return Err(format!(
-                "messages[{i}]: `role` is {}, not a string; expected user or assistant",
-                describe(other)
-            ));
-        }
-        None => {
-            return Err(format!(
-                "messages[{i}]: missing `role`; expected user or assistant"
-            ));
-        }
-    };
+    let (m, role) = message_and_role(i, m, "expected user or assistant")?;
     let user = match role {
         "user" => true,
         "assistant" => false,

@@ -188,6 +188,29 @@ pub(crate) fn text_parts(parts: &[Value]) -> String {
         .join("\n")
 }
 
+/// Message `i` as an object and its role, or an error naming the index and
+/// `expected` (the roles the format knows).
+pub(crate) fn message_and_role<'a>(
+    i: usize,
+    m: &'a Value,
+    expected: &str,
+) -> Result<(&'a Object, &'a str), String> {
+    let Value::Object(m) = m else {
+        return Err(format!(
+            "messages[{i}]: expected a message object, found {}",
+            describe(m)
+        ));
+    };
+    match m.get("role") {
+        Some(Value::String(r)) => Ok((m, r.as_str())),
+        Some(other) => Err(format!(
+            "messages[{i}]: `role` is {}, not a string; {expected}",
+            describe(other)
+        )),
+        None => Err(format!("messages[{i}]: missing `role`; {expected}")),
+    }
+}
+
 /// What a JSON value is, for error messages.
 pub(crate) fn describe(v: &Value) -> &'static str {
     match v {

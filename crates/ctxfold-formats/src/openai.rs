@@ -58,7 +58,7 @@ use serde_json::Value;
 use crate::Transcript;
 use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
-    message_keys, meta, set_meta, split_request, text_parts,
+    message_and_role, message_keys, meta, set_meta, split_request, text_parts,
 };
 
 const PREFIX: &str = "openai";
@@ -123,22 +123,7 @@ fn read_message(
     m: &Value,
     prev_assistant: bool,
 ) -> Result<bool, String> {
-    let Value::Object(m) = m else {
-        return Err(format!(
-            "messages[{i}]: expected a message object, found {}",
-            describe(m)
-        ));
-    };
-    let role = match m.get("role") {
-        Some(Value::String(r)) => r.as_str(),
-        Some(other) => {
-            return Err(format!(
-                "messages[{i}]: `role` is {}, not a string; {ROLES}",
-                describe(other)
-            ));
-        }
-        None => return Err(format!("messages[{i}]: missing `role`; {ROLES}")),
-    };
+    let (m, role) = message_and_role(i, m, ROLES)?;
     let content = Content::read(i, m)?;
     match role {
         "system" | "developer" => {
