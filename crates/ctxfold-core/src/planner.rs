@@ -182,6 +182,60 @@ pub enum PlanError {
         /// Which rule (1-based).
         rule: usize,
     },
+    /// A supplied summary has no text.
+    #[error(
+        "rule {rule}: the supplied summary is empty; an empty summary would erase the turns it covers"
+    )]
+    EmptySummary {
+        /// Which rule (1-based).
+        rule: usize,
+    },
+}
+
+/// Why a summary may not be recorded (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SummaryRefused {
+    /// The text is empty or only whitespace.
+    #[error("is empty")]
+    Empty,
+    /// The summary is not smaller than what it replaces.
+    #[error("(~{size} tokens) is not smaller than what it replaces (~{replaced} tokens)")]
+    NotSmaller {
+        /// Estimated tokens of the summary.
+        size: usize,
+        /// Estimated tokens of the raw events it replaces.
+        replaced: usize,
+    },
+}
+
+/// Check a summary about to replace the raw records `range` (inclusive
+/// indices) of `log`: it must say something, and be smaller than what it
+/// replaces. Every caller that records a summary (commands, automatic
+/// compaction, the assistant's tool) applies the same check.
+pub fn check_summary(log: &Log, range: (usize, usize), text: &str) -> Result<(), SummaryRefused> {
+    if text.trim().is_empty() {
+        return Err(SummaryRefused::Empty);
+    }
+    let replaced = crate::estimate::raw_tokens(&log.records()[range.0..=range.1]);
+    let size = crate::estimate::text_tokens(text);
+    if size >= replaced {
+        return Err(SummaryRefused::NotSmaller { size, replaced });
+    }
+    Ok(())
+}
+
+/// A summary in force (or deferred, or planned earlier in this run): its
+/// covered record indices, and its record's `seq` (`None` when planned in
+/// this run).
+#[derive(Debug, Clone, Copy)]
+struct KnownSummary<'a> {
+    lo: usize,
+    hi: usize,
+    seq: Option<u64>,
+    /// Written by a person or the assistant (not derived).
+    supplied: bool,
+    /// Its text, when known (not yet for a derived one planned this run).
+    text: Option<&'a str>,
 }
 
 /// Plan `rules` against `log`. Every rule sees the log as it was when the
@@ -239,13 +293,22 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
             continue;
         };
         match region(log, (lo_r.start, hi_r.end - 1), rule, ctx, &summaries, n)? {
-            Some(p) => {
+            Region::Planned(p) => {
                 if rule.summary.is_some() {
-                    summaries.push((p.range.0, p.range.1, true));
+                    summaries.push(KnownSummary {
+                        lo: p.range.0,
+                        hi: p.range.1,
+                        seq: None,
+                        supplied: matches!(rule.summary, Some(SummaryRequest::Supplied { .. })),
+                        text: match &rule.summary {
+                            Some(SummaryRequest::Supplied { text, .. }) => Some(text),
+                            _ => None,
+                        },
+                    });
                 }
-                out.planned.push(p)
+                out.planned.push(*p)
             }
-            None => out.skipped.push(Skipped {
+            Region::Invisible => out.skipped.push(Skipped {
                 rule: n,
                 reason: format!(
                     "turns {}–{} hold nothing the model sees",
@@ -253,6 +316,7 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
                     to_turn + 1
                 ),
             }),
+            Region::AlreadySummarized(reason) => out.skipped.push(Skipped { rule: n, reason }),
         }
     }
     Ok(out)
@@ -260,7 +324,8 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
 
 /// Plan one rule's policies over exact record indices `lo..=hi`, which may
 /// end inside a turn at a step boundary (automatic compaction within a
-/// turn). The rule's bounds are ignored.
+/// turn). The rule's bounds are ignored. `None`: nothing to do (the range
+/// holds nothing the model sees, or is already summarized).
 pub fn plan_region(
     log: &Log,
     range: (usize, usize),
@@ -270,12 +335,28 @@ pub fn plan_region(
     if !rule.has_policy() {
         return Err(PlanError::NoPolicy { rule: 1 });
     }
-    region(log, range, rule, ctx, &existing_summaries(log), 0)
+    Ok(
+        match region(log, range, rule, ctx, &existing_summaries(log), 0)? {
+            Region::Planned(p) => Some(*p),
+            Region::Invisible | Region::AlreadySummarized(_) => None,
+        },
+    )
+}
+
+/// What planning one region gave.
+enum Region {
+    Planned(Box<Planned>),
+    /// Nothing in it is model-visible.
+    Invisible,
+    /// A summary in force already covers exactly this range: a second one
+    /// would repeat it (and, from a model, cost a second call). Why, for
+    /// people.
+    AlreadySummarized(String),
 }
 
 /// Index ranges of the summaries in force, and of those deferred (they
 /// will be in force soon: seed 000's overlap checks see them too).
-fn existing_summaries(log: &Log) -> Vec<(usize, usize, bool)> {
+fn existing_summaries(log: &Log) -> Vec<KnownSummary<'_>> {
     let (active, inactive) = compaction_status(log);
     let deferred = inactive
         .iter()
@@ -285,8 +366,15 @@ fn existing_summaries(log: &Log) -> Vec<(usize, usize, bool)> {
         .iter()
         .chain(deferred)
         .filter_map(|&i| match &log.records()[i].body {
-            Body::Compaction(c) if c.summary.is_some() => {
-                covered_indices(log, c).map(|(lo, hi)| (lo, hi, true))
+            Body::Compaction(c) => {
+                let s = c.summary.as_ref()?;
+                covered_indices(log, c).map(|(lo, hi)| KnownSummary {
+                    lo,
+                    hi,
+                    seq: Some(log.records()[i].seq),
+                    supplied: matches!(s.provenance, Provenance::Supplied { .. }),
+                    text: Some(&s.text),
+                })
             }
             _ => None,
         })
@@ -298,12 +386,12 @@ fn region(
     (mut lo, mut hi): (usize, usize),
     rule: &Rule,
     ctx: &PlanContext,
-    summaries: &[(usize, usize, bool)],
+    summaries: &[KnownSummary<'_>],
     n: usize,
-) -> Result<Option<Planned>, PlanError> {
+) -> Result<Region, PlanError> {
     let records = log.records();
     if !records[lo..=hi].iter().any(|r| r.body.is_model_visible()) {
-        return Ok(None);
+        return Ok(Region::Invisible);
     }
     let asked = (log.turn_of(lo), log.turn_of(hi));
     let mut grown_from = None;
@@ -312,7 +400,10 @@ fn region(
             // Summaries cannot be sliced: grow to the union, until stable.
             loop {
                 let mut grew = false;
-                for &(slo, shi, _) in summaries {
+                for &KnownSummary {
+                    lo: slo, hi: shi, ..
+                } in summaries
+                {
                     if slo <= hi && lo <= shi && (slo < lo || shi > hi) {
                         lo = lo.min(slo);
                         hi = hi.max(shi);
@@ -324,9 +415,44 @@ fn region(
                 }
                 grown_from = Some(asked);
             }
+            // A derived summary of exactly a summarized range says again
+            // what is already said. A written one is new words: it may
+            // replace the text in view (the newer summary wins).
+            if let Some(same) = summaries.iter().find(|s| (s.lo, s.hi) == (lo, hi)) {
+                let which = match same.seq {
+                    Some(seq) => format!("by the compaction recorded at seq {seq}"),
+                    None => "by an earlier rule of this run".into(),
+                };
+                let by = if same.supplied { " (written)" } else { "" };
+                return Ok(Region::AlreadySummarized(format!(
+                    "turns {}–{} are already summarized{by} {which}; nothing was recorded (revoke that summary with --reset first to summarize again)",
+                    log.turn_of(lo) + 1,
+                    log.turn_of(hi) + 1
+                )));
+            }
         }
-        Some(SummaryRequest::Supplied { .. }) => {
-            for &(slo, shi, _) in summaries {
+        Some(SummaryRequest::Supplied { text, .. }) => {
+            if text.trim().is_empty() {
+                return Err(PlanError::EmptySummary { rule: n + 1 });
+            }
+            if let Some(same) = summaries
+                .iter()
+                .find(|s| (s.lo, s.hi) == (lo, hi) && s.text == Some(text.as_str()))
+            {
+                let which = match same.seq {
+                    Some(seq) => format!("the compaction recorded at seq {seq}"),
+                    None => "an earlier rule of this run".into(),
+                };
+                return Ok(Region::AlreadySummarized(format!(
+                    "turns {}–{} already have this summary, word for word ({which}); nothing was recorded",
+                    log.turn_of(lo) + 1,
+                    log.turn_of(hi) + 1
+                )));
+            }
+            for &KnownSummary {
+                lo: slo, hi: shi, ..
+            } in summaries
+            {
                 let overlaps = slo <= hi && lo <= shi;
                 let nested = (slo >= lo && shi <= hi) || (lo >= slo && hi <= shi);
                 if overlaps && !nested {
@@ -364,13 +490,13 @@ fn region(
     if rule.tool_calls.is_some() {
         c.tool_overrides = bake_hints(log, (lo, hi), &ctx.hints);
     }
-    Ok(Some(Planned {
+    Ok(Region::Planned(Box::new(Planned {
         compaction: c,
         range: (lo, hi),
         derive,
         grown_from,
         rule: n,
-    }))
+    })))
 }
 
 /// The per-tool overrides for a range: every tool with its own hint, and

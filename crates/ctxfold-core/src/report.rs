@@ -31,8 +31,9 @@ pub struct TurnReport {
     pub summarized: usize,
     /// Estimated tokens of the raw turn.
     pub tokens_before: usize,
-    /// Estimated tokens of what the view holds for it (a summary counts
-    /// towards the turn it starts in).
+    /// Estimated tokens of what the view holds for it (a summary's tokens
+    /// are shared among the turns it stands for, in proportion to their
+    /// raw size).
     pub tokens_after: usize,
 }
 
@@ -109,11 +110,19 @@ pub fn turn_reports(log: &Log, view: &View<'_>) -> Vec<TurnReport> {
                 out[turn(index)].tokens_after += tokens;
             }
             Item::Summary { first, last, .. } => {
-                out[turn(first)].tokens_after += tokens;
+                let mut weights: Vec<(usize, usize)> = Vec::new();
                 for i in first..=last {
                     if records[i].body.is_model_visible() {
                         out[turn(i)].summarized += 1;
+                        let w = record_tokens(&records[i]);
+                        match weights.last_mut() {
+                            Some((t, sum)) if *t == turn(i) => *sum += w,
+                            _ => weights.push((turn(i), w)),
+                        }
                     }
+                }
+                for (t, share) in shares(tokens, &weights) {
+                    out[t].tokens_after += share;
                 }
             }
             Item::Preamble => out[0].tokens_after += tokens,
@@ -126,6 +135,111 @@ pub fn turn_reports(log: &Log, view: &View<'_>) -> Vec<TurnReport> {
             DropReason::Omitted { .. } => t.omitted += 1,
             DropReason::Unpaired => t.unpaired += 1,
         }
+    }
+    out
+}
+
+/// `total` split among `(key, weight)` in proportion to the weights, by
+/// largest remainder: the shares sum to `total` exactly, and equal inputs
+/// give equal outputs. No weight at all: the first key takes everything.
+fn shares(total: usize, weights: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let sum: usize = weights.iter().map(|(_, w)| w).sum();
+    if sum == 0 {
+        return weights
+            .first()
+            .map(|&(k, _)| vec![(k, total)])
+            .unwrap_or_default();
+    }
+    let mut out: Vec<(usize, usize, u128)> = weights
+        .iter()
+        .map(|&(k, w)| {
+            let exact = total as u128 * w as u128;
+            (k, (exact / sum as u128) as usize, exact % sum as u128)
+        })
+        .collect();
+    let mut left = total - out.iter().map(|(_, s, _)| s).sum::<usize>();
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    // Largest remainder first; ties to the earlier turn.
+    order.sort_by(|&a, &b| out[b].2.cmp(&out[a].2).then(a.cmp(&b)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        out[i].1 += 1;
+        left -= 1;
+    }
+    out.into_iter().map(|(k, s, _)| (k, s)).collect()
+}
+
+/// What a view made of one raw record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "fate")]
+pub enum Fate {
+    /// Not model-visible (turn starts, overlays, bookkeeping).
+    Hidden,
+    /// In the view as it was.
+    Kept,
+    /// In the view with content replaced (long arguments or the output of
+    /// a tool result).
+    Stripped,
+    /// Dropped by `reasoning = strip` of the compaction at this index.
+    ReasoningStripped {
+        /// Index of the compaction record.
+        compaction: usize,
+    },
+    /// Dropped with its partner by `omit` of the compaction at this index.
+    Omitted {
+        /// Index of the compaction record.
+        compaction: usize,
+    },
+    /// Dropped: a call or result without its partner.
+    Unpaired,
+    /// Folded into the summary of the compaction at this index.
+    Summarized {
+        /// Index of the compaction record.
+        compaction: usize,
+    },
+}
+
+/// The fate of every record of `log` in `view`, by record index. A
+/// stripped call whose arguments hold nothing long enough to strip counts
+/// as kept: the model sees exactly what it was.
+pub fn fates(log: &Log, view: &View<'_>) -> Vec<Fate> {
+    let mut out = vec![Fate::Hidden; log.records().len()];
+    for item in &view.items {
+        match *item {
+            Item::Event { index, .. } => out[index] = Fate::Kept,
+            Item::StrippedCall { index, record } => {
+                let changed = match &record.body {
+                    crate::record::Body::ToolCall { arguments, .. } => {
+                        crate::projection::strip_arguments(arguments) != *arguments
+                    }
+                    _ => true,
+                };
+                out[index] = if changed { Fate::Stripped } else { Fate::Kept };
+            }
+            Item::StrippedResult { index, .. } => out[index] = Fate::Stripped,
+            Item::Summary {
+                first,
+                last,
+                compaction,
+                ..
+            } => {
+                for (i, f) in out.iter_mut().enumerate().take(last + 1).skip(first) {
+                    if log.records()[i].body.is_model_visible() {
+                        *f = Fate::Summarized { compaction };
+                    }
+                }
+            }
+            Item::Preamble => {}
+        }
+    }
+    for d in &view.dropped {
+        out[d.index] = match d.reason {
+            DropReason::ReasoningStripped { compaction } => Fate::ReasoningStripped { compaction },
+            DropReason::Omitted { compaction } => Fate::Omitted { compaction },
+            DropReason::Unpaired => Fate::Unpaired,
+        };
     }
     out
 }
