@@ -134,10 +134,10 @@ pub enum ConversationCommand {
         #[arg(long)]
         dry_run: bool,
         /// Revoke compaction N as numbered by `show` (all when N is left out).
-        #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true, conflicts_with = "restore")]
+        #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number, conflicts_with = "restore")]
         reset: Option<Option<usize>>,
         /// Restore revoked compaction N (all revoked ones when N is left out).
-        #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true)]
+        #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number)]
         restore: Option<Option<usize>>,
     },
     /// Copy a conversation, optionally compacted.
@@ -242,7 +242,7 @@ pub struct RuleFlags {
     #[arg(short = 'r', long)]
     pub reasoning: bool,
     /// Compact tool calls: strip (default), strip-requests, strip-responses, omit.
-    #[arg(short = 't', long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "strip")]
+    #[arg(short = 't', long, value_name = "MODE", num_args = 0..=1, default_missing_value = "strip", value_parser = tool_mode)]
     pub tools: Option<String>,
     /// Replace the range with a summary.
     #[arg(short = 's', long)]
@@ -261,4 +261,32 @@ pub struct RuleFlags {
     /// One sentence on why, kept with the compaction.
     #[arg(long)]
     pub note: Option<String>,
+}
+
+/// `--reset N` / `--restore N`: a compaction number as `show` lists them.
+/// The value may follow after a space, so a word that is not a number is
+/// refused rather than taken for something else (such as a conversation id,
+/// which then would be left out and every compaction revoked).
+fn compaction_number(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(
+            "expected a compaction number as `ctxfold conversation show` lists them (1, 2, …); \
+             to name the conversation, put its id before the option: `conversation compact ID --reset`"
+                .into(),
+        ),
+    }
+}
+
+/// `-t MODE` / `--tools MODE`: one of the tool modes. The mode may follow
+/// after a space, so anything else is refused, never taken silently.
+fn tool_mode(s: &str) -> Result<String, String> {
+    match ctxfold_core::dsl::parse_tool_mode(s) {
+        Some(_) => Ok(s.to_owned()),
+        None => Err(
+            "expected strip, strip-requests (sreq), strip-responses (sres) or omit; \
+             to name a conversation or a file, put it before -t"
+                .into(),
+        ),
+    }
 }

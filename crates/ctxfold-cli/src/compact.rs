@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use ctxfold_core::bounds::{Bound, Keep};
 use ctxfold_core::compaction::{AllMarker, CompactionReset, ReasoningPolicy, ResetTargets, Source};
 use ctxfold_core::digest::Digest;
-use ctxfold_core::estimate::{raw_tokens, text_tokens, view_tokens};
+use ctxfold_core::estimate::{raw_tokens, view_tokens};
 use ctxfold_core::planner::{Plan, PlanContext, Rule, SummaryRequest, plan};
 use ctxfold_core::projection::{Inactive, Item, project};
 use ctxfold_core::report::{timeline, turn_reports};
@@ -24,7 +24,8 @@ use crate::settings::Settings;
 
 /// The rules a command's flags ask for (SPEC §5, §11):
 /// - `-r`, `-t`, `-s` with the range flags make one rule; range flags alone
-///   use the built-in policies (strip reasoning and tools);
+///   use the built-in policies (strip reasoning and tools), and policy flags
+///   alone the built-in range (keep the first turn and the last three);
 /// - each `-k SPEC` adds one rule; a bare `-k` adds the configured rules;
 /// - nothing at all applies the configured rules (or the built-in one).
 pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Result<Vec<Rule>> {
@@ -78,6 +79,14 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         }
         rule.keep_first = keep("keep-first", &flags.keep_first)?;
         rule.keep_last = keep("keep-last", &flags.keep_last)?;
+        if !has_range {
+            // Policy flags alone keep what the built-in rule keeps: the
+            // opening turn and the latest ones stay verbatim unless a range
+            // says otherwise (a bare -s must not summarize the turn in hand).
+            let builtin = Rule::builtin();
+            rule.keep_first = builtin.keep_first;
+            rule.keep_last = builtin.keep_last;
+        }
         rules.push(rule);
     }
     let mut bare = false;
@@ -153,16 +162,17 @@ fn summarizer_for(model: Option<&str>, settings: &Settings) -> anyhow::Result<Bo
 }
 
 /// Plan `rules`, generate the summaries they need, and return the
-/// compaction records to append. A failed or too-large summary records
-/// nothing.
-pub fn make_compactions(
+/// compaction records to append with what each changes in the view. A
+/// failed or too-large summary records nothing; a compaction that would
+/// change nothing is left out (and said so in the plan's `skipped`).
+fn make_compactions(
     log: &Log,
     rules: &[Rule],
     ctx: &PlanContext,
     settings: &Settings,
     dry_run: bool,
-) -> anyhow::Result<(Plan, Vec<Compaction>)> {
-    let plan = plan(log, rules, ctx)?;
+) -> anyhow::Result<(Plan, Vec<Compaction>, Vec<Effect>)> {
+    let mut plan = plan(log, rules, ctx)?;
     let mut out = Vec::new();
     for p in &plan.planned {
         let mut c = p.compaction.clone();
@@ -196,30 +206,29 @@ pub fn make_compactions(
                 provenance: summary.provenance,
             });
         }
-        // A summary, derived or written, must be smaller than what it
-        // replaces (SPEC §6).
-        if let Some(summary) = &c.summary {
-            let replaced = raw_tokens(&log.records()[p.range.0..=p.range.1]);
-            let size = text_tokens(&summary.text);
-            if size >= replaced {
-                let by = match &summary.provenance {
-                    ctxfold_core::compaction::Provenance::Derived { summarizer, .. } => {
-                        format!("the {summarizer} summary")
-                    }
-                    ctxfold_core::compaction::Provenance::Supplied { .. } => {
-                        "the written summary".into()
-                    }
-                };
-                bail!(
-                    "{by} of turns {}–{} (~{size} tokens) is not smaller than what it replaces (~{replaced} tokens); nothing was recorded",
-                    u64::from(c.from_turn) + 1,
-                    u64::from(c.to_turn) + 1
-                );
-            }
+        // A summary, derived or written, must say something and be smaller
+        // than what it replaces (SPEC §6).
+        if let Some(summary) = &c.summary
+            && let Err(why) = ctxfold_core::planner::check_summary(log, p.range, &summary.text)
+        {
+            let by = match &summary.provenance {
+                ctxfold_core::compaction::Provenance::Derived { summarizer, .. } => {
+                    format!("the {summarizer} summary")
+                }
+                ctxfold_core::compaction::Provenance::Supplied { .. } => {
+                    "the written summary".into()
+                }
+            };
+            bail!(
+                "{by} of turns {}–{} {why}; nothing was recorded",
+                u64::from(c.from_turn) + 1,
+                u64::from(c.to_turn) + 1
+            );
         }
         out.push(c);
     }
-    Ok((plan, out))
+    let effects = drop_no_ops(log, &mut plan, &mut out);
+    Ok((plan, out, effects))
 }
 
 /// `log` with `compactions` appended (in memory).
@@ -232,6 +241,216 @@ fn with_compactions(log: &Log, compactions: &[Compaction], ts: &str) -> Log {
     after
 }
 
+/// What one new compaction changes in the view, by kind of event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+struct Effect {
+    summarized: usize,
+    reasoning_stripped: usize,
+    stripped_calls: usize,
+    stripped_results: usize,
+    omitted: usize,
+}
+
+impl Effect {
+    fn is_none(&self) -> bool {
+        *self == Effect::default()
+    }
+}
+
+/// What each of `compactions` (appended after `log`) changes in the view:
+/// the events whose fate differs from the view without them, each put to
+/// the compaction that decided it. Stripping is put to the latest of them
+/// that covers the event with a tool policy.
+fn effects(log: &Log, compactions: &[Compaction]) -> Vec<Effect> {
+    use ctxfold_core::report::{Fate, fates};
+    let after = with_compactions(log, compactions, "");
+    let before = fates(log, &project(log));
+    let now = fates(&after, &project(&after));
+    let n = log.records().len();
+    let ranges: Vec<Option<(usize, usize)>> = compactions
+        .iter()
+        .map(|c| {
+            let has_tools = c.tool_calls.is_some() || !c.tool_overrides.is_empty();
+            has_tools
+                .then(|| ctxfold_core::projection::covered_indices(&after, c))
+                .flatten()
+        })
+        .collect();
+    let mut out = vec![Effect::default(); compactions.len()];
+    let mine = |k: usize| k.checked_sub(n).filter(|j| *j < compactions.len());
+    for i in 0..n {
+        if before[i] == now[i] {
+            continue;
+        }
+        match now[i] {
+            Fate::Summarized { compaction } => {
+                if let Some(j) = mine(compaction) {
+                    out[j].summarized += 1;
+                }
+            }
+            Fate::ReasoningStripped { compaction } => {
+                if let Some(j) = mine(compaction) {
+                    out[j].reasoning_stripped += 1;
+                }
+            }
+            Fate::Omitted { compaction } => {
+                if let Some(j) = mine(compaction) {
+                    out[j].omitted += 1;
+                }
+            }
+            Fate::Stripped => {
+                let by = (0..compactions.len())
+                    .rev()
+                    .find(|&j| ranges[j].is_some_and(|(lo, hi)| lo <= i && i <= hi));
+                if let Some(j) = by {
+                    match log.records()[i].body {
+                        Body::ToolCall { .. } => out[j].stripped_calls += 1,
+                        _ => out[j].stripped_results += 1,
+                    }
+                }
+            }
+            Fate::Hidden | Fate::Kept | Fate::Unpaired => {}
+        }
+    }
+    out
+}
+
+/// Take out of the plan every compaction that would change nothing in the
+/// view (nothing in its range to strip, or already compacted the same way):
+/// recording it would only say something untrue. Returns what the rest do.
+fn drop_no_ops(log: &Log, plan: &mut Plan, compactions: &mut Vec<Compaction>) -> Vec<Effect> {
+    let all = effects(log, compactions);
+    if all.iter().all(|e| !e.is_none()) {
+        return all;
+    }
+    let mut kept_plan = Vec::new();
+    let mut kept = Vec::new();
+    let mut kept_effects = Vec::new();
+    for ((p, c), e) in std::mem::take(&mut plan.planned)
+        .into_iter()
+        .zip(std::mem::take(compactions))
+        .zip(all)
+    {
+        if e.is_none() {
+            plan.skipped.push(ctxfold_core::planner::Skipped {
+                rule: p.rule,
+                reason: format!(
+                    "turns {}–{}: {} would change nothing in the view (nothing there to strip, or it is already compacted)",
+                    u64::from(c.from_turn) + 1,
+                    u64::from(c.to_turn) + 1,
+                    describe_policies(&c).join(", ")
+                ),
+            });
+        } else {
+            kept_plan.push(p);
+            kept.push(c);
+            kept_effects.push(e);
+        }
+    }
+    plan.planned = kept_plan;
+    *compactions = kept;
+    // A no-op decided nothing, so the others' effects are unchanged.
+    kept_effects
+}
+
+/// What a compaction changed, in words: only what it actually did.
+fn describe_effect(c: &Compaction, e: &Effect) -> Vec<String> {
+    use ctxfold_core::compaction::Provenance;
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut out = Vec::new();
+    if e.summarized > 0 {
+        let by = match c.summary.as_ref().map(|s| &s.provenance) {
+            Some(Provenance::Derived { summarizer, .. }) => format!("summary by {summarizer}"),
+            Some(Provenance::Supplied { author }) => {
+                format!("summary written by {}", source_name(*author))
+            }
+            None => "summary".into(),
+        };
+        out.push(format!(
+            "{by} in place of {}",
+            plural(e.summarized, "event", "events")
+        ));
+    }
+    if e.reasoning_stripped > 0 {
+        out.push(format!(
+            "{} stripped",
+            plural(e.reasoning_stripped, "reasoning block", "reasoning blocks")
+        ));
+    }
+    match (e.stripped_calls, e.stripped_results) {
+        (0, 0) => {}
+        (calls, 0) => out.push(format!(
+            "{} stripped",
+            plural(calls, "tool request", "tool requests")
+        )),
+        (0, results) => out.push(format!(
+            "{} stripped",
+            plural(results, "tool result", "tool results")
+        )),
+        (calls, results) => out.push(format!(
+            "{} and {} stripped",
+            plural(calls, "tool request", "tool requests"),
+            plural(results, "tool result", "tool results")
+        )),
+    }
+    if e.omitted > 0 {
+        out.push(format!(
+            "{} omitted",
+            plural(e.omitted, "tool event", "tool events")
+        ));
+    }
+    out
+}
+
+/// Lines for what the view leaves out that no compaction decided: tool
+/// calls and results without their partner, and why.
+fn unpaired_lines(log: &Log, view: &ctxfold_core::projection::View<'_>) -> Vec<(Value, String)> {
+    use std::collections::HashSet;
+    let records = log.records();
+    let mut calls = HashSet::new();
+    let mut results = HashSet::new();
+    for r in records {
+        match &r.body {
+            Body::ToolCall { id, .. } => {
+                calls.insert(id.as_str());
+            }
+            Body::ToolResult { id, .. } => {
+                results.insert(id.as_str());
+            }
+            _ => {}
+        }
+    }
+    view.dropped
+        .iter()
+        .filter(|d| d.reason == ctxfold_core::projection::DropReason::Unpaired)
+        .filter_map(|d| {
+            let turn = log.turn_of(d.index) + 1;
+            let (what, id, why) = match &records[d.index].body {
+                Body::ToolResult { id, .. } if !calls.contains(id.as_str()) => {
+                    ("a tool result", id, "the transcript has no call with that id")
+                }
+                Body::ToolCall { id, .. } if !results.contains(id.as_str()) => {
+                    ("a tool call", id, "the transcript has no result for it")
+                }
+                Body::ToolResult { id, .. } => {
+                    ("a tool result", id, "its call was folded into a summary")
+                }
+                Body::ToolCall { id, .. } => {
+                    ("a tool call", id, "its result was folded into a summary")
+                }
+                _ => return None,
+            };
+            Some((
+                json!({"turn": turn, "seq": records[d.index].seq, "id": id, "why": why}),
+                format!(
+                    "left out of turn {turn}: {what} (id `{id}`): {why}; no provider accepts one without the other"
+                ),
+            ))
+        })
+        .collect()
+}
+
 /// The timeline of what `after` (the log with new compactions) makes of
 /// each turn, with sizes before and after, as text and JSON.
 fn report(
@@ -239,6 +458,7 @@ fn report(
     after: &Log,
     plan: &Plan,
     compactions: &[Compaction],
+    effects: &[Effect],
     verb: &str,
 ) -> (Value, String) {
     let view_before = project(before);
@@ -277,12 +497,12 @@ fn report(
             });
         text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
     }
-    for (p, c) in plan.planned.iter().zip(compactions) {
+    for ((p, c), e) in plan.planned.iter().zip(compactions).zip(effects) {
         text.push_str(&format!(
             "{verb} turns {}–{}: {}\n",
             u64::from(c.from_turn) + 1,
             u64::from(c.to_turn) + 1,
-            describe_policies(c).join(", ")
+            describe_effect(c, e).join(", ")
         ));
         if let Some((a, b)) = p.grown_from {
             text.push_str(&format!(
@@ -299,18 +519,42 @@ fn report(
             s.reason
         ));
     }
+    // Only when something is folded: with nothing folded the output is the
+    // input, unpaired events and all.
+    let unpaired = if compactions.is_empty() {
+        Vec::new()
+    } else {
+        unpaired_lines(after, &view_after)
+    };
+    for (_, line) in &unpaired {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let preamble =
+        !compactions.is_empty() && view_after.items.iter().any(|i| matches!(i, Item::Preamble));
+    if preamble {
+        text.push_str(&format!(
+            "put `{}` first: the view would otherwise start with the assistant, which providers refuse\n",
+            ctxfold_core::projection::PREAMBLE
+        ));
+    }
     let json = json!({
         "turns": before.turn_count(),
         "tokens": {"raw": tokens_raw, "before": tokens_before, "after": tokens_after},
         "timeline": lines.iter().map(|(f, l, label)| json!({"from_turn": f, "to_turn": l, "label": label})).collect::<Vec<_>>(),
         "per_turn": reports,
-        "compactions": plan.planned.iter().zip(compactions).map(|(p, c)| {
+        "compactions": plan.planned.iter().zip(compactions).zip(effects).map(|((p, c), e)| {
             let mut o = serde_json::to_value(c).unwrap_or_default();
-            if let (Value::Object(m), Some((a, b))) = (&mut o, p.grown_from) {
-                m.insert("grown_from".into(), json!([a + 1, b + 1]));
+            if let Value::Object(m) = &mut o {
+                if let Some((a, b)) = p.grown_from {
+                    m.insert("grown_from".into(), json!([a + 1, b + 1]));
+                }
+                m.insert("effect".into(), json!(e));
             }
             o
         }).collect::<Vec<_>>(),
+        "unpaired": unpaired.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>(),
+        "preamble": preamble,
         "skipped": plan.skipped.iter().map(|s| json!({"rule": s.rule + 1, "reason": s.reason})).collect::<Vec<_>>(),
     });
     (json, text)
@@ -347,10 +591,16 @@ pub fn compact_file(
     if dest == Path::new("-") && out_format == Format::Jp {
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
-    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings, false)?;
+    let (plan, compactions, effects) = make_compactions(&log, &rules, &ctx, settings, false)?;
     let after = with_compactions(&log, &compactions, &ctxfold_store::now());
-    let view = project(&after);
-    let records = ctxfold_core::materialize::materialize(&after, &view);
+    // Nothing folded: the output is the input, record for record (no
+    // preamble, no unpaired event left out).
+    let records = if compactions.is_empty() {
+        log.records().to_vec()
+    } else {
+        let view = project(&after);
+        ctxfold_core::materialize::materialize(&after, &view)
+    };
     let transcript = Transcript {
         records,
         title: t.title,
@@ -358,8 +608,11 @@ pub fn compact_file(
         warnings: Vec::new(),
     };
     let size_before = size_of(&args.file);
-    let (json, mut text) = report(&log, &after, &plan, &compactions, "folded");
+    let (json, mut text) = report(&log, &after, &plan, &compactions, &effects, "folded");
     let mut json = json;
+    if compactions.is_empty() {
+        text.push_str("nothing was folded: the output holds the input unchanged\n");
+    }
     if dest == Path::new("-") {
         let bytes = export_bytes(&transcript, out_format)?;
         std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?;
@@ -510,7 +763,7 @@ pub fn compact_conversation(
     }
     let rules = rules_from_flags(flags, settings)?;
     let ctx = plan_context(settings, flags.note.as_deref());
-    let (plan, compactions) = make_compactions(&log, &rules, &ctx, settings, dry_run)?;
+    let (plan, compactions, effects) = make_compactions(&log, &rules, &ctx, settings, dry_run)?;
     let ts = ctxfold_store::now();
     let after = with_compactions(&log, &compactions, &ts);
     let verb = if dry_run {
@@ -518,7 +771,7 @@ pub fn compact_conversation(
     } else {
         "compacted"
     };
-    let (mut json, mut text) = report(&log, &after, &plan, &compactions, verb);
+    let (mut json, mut text) = report(&log, &after, &plan, &compactions, &effects, verb);
     if compactions.is_empty() {
         text.push_str("nothing to compact; nothing was written\n");
     } else if dry_run {
@@ -718,7 +971,7 @@ pub fn fork(
         };
         let rules = rules_from_flags(&flags, settings)?;
         let ctx = plan_context(settings, Some("fork"));
-        let (_, compactions) = make_compactions(&log, &rules, &ctx, settings, false)?;
+        let (_, compactions, _) = make_compactions(&log, &rules, &ctx, settings, false)?;
         folded = compactions.len();
         let ts = ctxfold_store::now();
         for comp in compactions {

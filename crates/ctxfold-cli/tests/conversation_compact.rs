@@ -34,7 +34,9 @@ fn dry_run_writes_nothing_and_says_would() {
     let before = std::fs::read(s.events_file(&id)).unwrap();
     let out = s.ok(&["c", "compact", &id, "--dry-run"]);
     assert!(
-        out.contains("would compact turns 2–6: strip reasoning, strip tool calls"),
+        out.contains(
+            "would compact turns 2–6: 3 reasoning blocks stripped, 10 tool requests and 22 tool results stripped"
+        ),
         "{out}"
     );
     assert!(out.contains("dry run: nothing was written"), "{out}");
@@ -208,7 +210,7 @@ fn bad_specs_bounds_config_and_models_are_explained() {
             "--from yesterday: `yesterday` is not a bound",
         ),
         (&["--keep-last", "lots"], "`lots` is not a keep value"),
-        (&["-t=shred"], "--tools=shred: expected strip"),
+        (&["-t=shred"], "invalid value 'shred' for '--tools"),
         (&["-s", "-m", "nowhere/model"], "summarizer `nowhere/model`"),
     ];
     for (args, needle) in cases {
@@ -245,7 +247,7 @@ fn configured_rules_apply_and_config_show_says_where_from() {
     .unwrap();
     let out = s.ok(&["c", "compact", &id, "--dry-run"]);
     assert!(
-        out.contains("would compact turns 3–7: omit tool calls"),
+        out.contains("would compact turns 3–7: 38 tool events omitted"),
         "{out}"
     );
     let shown = s.ok(&["config", "show"]);
@@ -257,14 +259,16 @@ fn configured_rules_apply_and_config_show_says_where_from() {
     let json: Value = s.json(&["config", "show"]);
     assert_eq!(json["config"]["compaction"]["rules"][0]["keep_first"], 2);
     // A bare -k applies the configured rules; an explicit spec replaces them.
-    let out = s.ok(&["c", "compact", &id, "--dry-run", "-k", "r:2..3"]);
+    let out = s.ok(&["c", "compact", &id, "--dry-run", "-k", "r:5..6"]);
     assert!(
-        out.contains("would compact turns 2–3: strip reasoning") && !out.contains("omit"),
+        out.contains("would compact turns 5–6: ")
+            && out.contains("reasoning block")
+            && !out.contains("omit"),
         "{out}"
     );
-    let out = s.ok(&["c", "compact", &id, "--dry-run", "-k", "-k", "r:2..3"]);
+    let out = s.ok(&["c", "compact", &id, "--dry-run", "-k", "-k", "r:5..6"]);
     assert!(
-        out.contains("omit tool calls") && out.contains("strip reasoning"),
+        out.contains("tool events omitted") && out.contains("reasoning block"),
         "{out}"
     );
 }
