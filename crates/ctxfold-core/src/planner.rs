@@ -418,7 +418,13 @@ fn region(
             // A derived summary of exactly a summarized range says again
             // what is already said. A written one is new words: it may
             // replace the text in view (the newer summary wins).
-            if let Some(same) = summaries.iter().find(|s| (s.lo, s.hi) == (lo, hi)) {
+            // Compared by the events the model sees: overlay records appended
+            // since (in the last turn) do not make a range new.
+            let visible = visible_bounds(log, lo, hi);
+            if let Some(same) = summaries
+                .iter()
+                .find(|s| visible_bounds(log, s.lo, s.hi) == visible)
+            {
                 let which = match same.seq {
                     Some(seq) => format!("by the compaction recorded at seq {seq}"),
                     None => "by an earlier rule of this run".into(),
@@ -435,10 +441,10 @@ fn region(
             if text.trim().is_empty() {
                 return Err(PlanError::EmptySummary { rule: n + 1 });
             }
-            if let Some(same) = summaries
-                .iter()
-                .find(|s| (s.lo, s.hi) == (lo, hi) && s.text == Some(text.as_str()))
-            {
+            let visible = visible_bounds(log, lo, hi);
+            if let Some(same) = summaries.iter().find(|s| {
+                visible_bounds(log, s.lo, s.hi) == visible && s.text == Some(text.as_str())
+            }) {
                 let which = match same.seq {
                     Some(seq) => format!("the compaction recorded at seq {seq}"),
                     None => "an earlier rule of this run".into(),
@@ -497,6 +503,14 @@ fn region(
         grown_from,
         rule: n,
     })))
+}
+
+/// The first and last model-visible record in `lo..=hi`.
+fn visible_bounds(log: &Log, lo: usize, hi: usize) -> Option<(usize, usize)> {
+    let records = &log.records()[lo..=hi];
+    let first = records.iter().position(|r| r.body.is_model_visible())?;
+    let last = records.iter().rposition(|r| r.body.is_model_visible())?;
+    Some((lo + first, lo + last))
 }
 
 /// The per-tool overrides for a range: every tool with its own hint, and
