@@ -749,13 +749,18 @@ pub fn compact_conversation(
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
     // Held until the records are appended: two compactions planned at once
-    // could slice each other's summaries.
-    let _lock = match c.log().try_compaction_lock()? {
-        Some(lock) => lock,
-        None => bail!(
-            "conversation {} is being compacted by another process; try again when it is done",
-            c.meta.id
-        ),
+    // could slice each other's summaries. A dry run writes nothing, so it
+    // takes no lock (and works in a read-only workspace).
+    let _lock = if dry_run {
+        None
+    } else {
+        match c.log().try_compaction_lock()? {
+            Some(lock) => Some(lock),
+            None => bail!(
+                "conversation {} is being compacted by another process; try again when it is done",
+                c.meta.id
+            ),
+        }
     };
     let log = crate::conversation::load(&c)?;
     if reset.is_some() || restore.is_some() {

@@ -104,7 +104,16 @@ pub fn load(c: &Conversation) -> anyhow::Result<Log> {
 }
 
 fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
-    let list = ws.list()?;
+    let listing = ws.list()?;
+    // One broken folder must not hide the others: list them, name it.
+    for b in listing.broken {
+        eprintln!(
+            "warning: conversation {} left out: {:#}",
+            b.id,
+            anyhow::Error::from(b.error)
+        );
+    }
+    let list = listing.conversations;
     let active = ws.active();
     let json = Value::Array(
         list.iter()
@@ -217,6 +226,11 @@ fn import(
     format: Option<Format>,
     out: &Printer,
 ) -> anyhow::Result<()> {
+    // What an interrupted import left behind goes first: it may be what
+    // filled the disk.
+    for note in ws.clean_staging() {
+        eprintln!("note: {note}");
+    }
     let (format, t) = ctxfold_formats::import_detected(path, format)?;
     render::warn_all(&t.warnings);
     let source = ImportSource {

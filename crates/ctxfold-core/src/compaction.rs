@@ -213,22 +213,26 @@ impl From<ToolPolicy> for ToolOverride {
     }
 }
 
-fn check<T: for<'de> Deserialize<'de>>(fields: &Object) -> Result<T, RecordError> {
-    serde_json::from_value(Value::Object(fields.clone())).map_err(|_| RecordError::Field {
-        field: "compaction",
-        expected: "the fields of a compaction record (see docs/FORMAT.md)",
+fn check<T: for<'de> Deserialize<'de>>(
+    fields: &Object,
+    kind: &'static str,
+) -> Result<T, RecordError> {
+    // serde's message names the field and what it expected: keep it.
+    serde_json::from_value(Value::Object(fields.clone())).map_err(|e| RecordError::Fields {
+        kind,
+        detail: e.to_string(),
     })
 }
 
 impl Compaction {
     pub(crate) fn check_fields(fields: &Object) -> Result<(), RecordError> {
-        check::<Compaction>(fields).map(|_| ())
+        check::<Compaction>(fields, "compaction").map(|_| ())
     }
 
     pub(crate) fn take_fields(fields: &mut Object) -> Compaction {
         let taken = std::mem::take(fields);
         // check_fields accepted these very fields.
-        check(&taken).expect("fields were checked")
+        check(&taken, "compaction").expect("fields were checked")
     }
 
     pub(crate) fn write_fields(&self, obj: &mut Object) {
@@ -275,12 +279,12 @@ pub fn truncate_note(note: &str) -> String {
 
 impl CompactionReset {
     pub(crate) fn check_fields(fields: &Object) -> Result<(), RecordError> {
-        check::<CompactionReset>(fields).map(|_| ())
+        check::<CompactionReset>(fields, "compaction_reset").map(|_| ())
     }
 
     pub(crate) fn take_fields(fields: &mut Object) -> CompactionReset {
         let taken = std::mem::take(fields);
-        check(&taken).expect("fields were checked")
+        check(&taken, "compaction_reset").expect("fields were checked")
     }
 
     pub(crate) fn write_fields(&self, obj: &mut Object) {

@@ -23,5 +23,5 @@ pub mod summarizer;
 pub mod summary_prompt;
 
 pub use compaction::{Compaction, CompactionReset};
-pub use log::{Counts, Log, Step};
+pub use log::{Counts, LineReader, Log, ReadLines, Step};
 pub use record::{Body, Kind, LineError, Object, Record, RecordError, RecordWarning};

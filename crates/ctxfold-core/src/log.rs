@@ -146,9 +146,11 @@ impl Log {
         self.records.is_empty()
     }
 
-    /// The `seq` the next appended record gets.
+    /// The `seq` the next appended record gets. A hand-edited log whose
+    /// last `seq` is `u64::MAX` has no next one; this then stays at the
+    /// maximum (the store refuses to append there).
     pub fn next_seq(&self) -> u64 {
-        self.records.last().map_or(0, |r| r.seq + 1)
+        self.records.last().map_or(0, |r| r.seq.saturating_add(1))
     }
 
     /// Number of turns (0 when the log has no conversation event nor
@@ -328,6 +330,142 @@ pub fn renumber(mut records: Vec<Record>) -> Vec<Record> {
     records
 }
 
+/// Reads the lines of a ctxfold JSONL log with the one policy every reader
+/// follows (the store loading a conversation, the transcript reader behind
+/// `ctxfold compact FILE`), so what one accepts the other accepts too:
+///
+/// - a blank line is skipped silently;
+/// - a complete line that is not a record is skipped with a note, and the
+///   records around it still load;
+/// - an unterminated last line that is not a record is a torn append: it is
+///   left out and reported in [`ReadLines::torn`] (the caller says what
+///   became of it);
+/// - an unterminated last line that is a record only lost its newline, and
+///   is read.
+///
+/// Lines are fed one at a time, so a large log need not be held in memory.
+#[derive(Debug, Default)]
+pub struct LineReader {
+    out: ReadLines,
+    line: usize,
+    offset: u64,
+}
+
+/// What a [`LineReader`] read.
+#[derive(Debug, Default)]
+pub struct ReadLines {
+    /// Every record, in file order.
+    pub records: Vec<Record>,
+    /// What the user should know, by line: lines skipped, records kept
+    /// verbatim. A torn last line is not among them (see `torn`).
+    pub notes: Vec<LineNote>,
+    /// Complete lines skipped because they are not records.
+    pub skipped: usize,
+    /// The first line that is not a record (complete or torn), and why.
+    pub first_bad: Option<LineNote>,
+    /// An unterminated last line that is not a record.
+    pub torn: Option<TornLine>,
+}
+
+/// A note about one line of a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineNote {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was found (without the file and line).
+    pub message: String,
+    /// Whether the line was left out (else its record was read, and kept
+    /// verbatim).
+    pub skipped: bool,
+}
+
+/// An unterminated last line that is not a record: what a write cut short
+/// leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TornLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset where it starts.
+    pub offset: u64,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+impl LineReader {
+    /// A reader at the start of a log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Read the next line, with its newline if it has one (only the last
+    /// line of a log lacks it).
+    pub fn push(&mut self, line: &[u8]) {
+        self.line += 1;
+        let start = self.offset;
+        self.offset += line.len() as u64;
+        let terminated = line.ends_with(b"\n");
+        let body = if terminated {
+            &line[..line.len() - 1]
+        } else {
+            line
+        };
+        let parsed = match std::str::from_utf8(body) {
+            Ok(t) if t.trim().is_empty() => return,
+            Ok(t) => Record::from_json_line(t).map_err(|e| e.to_string()),
+            Err(e) => Err(format!("not UTF-8 ({e})")),
+        };
+        let out = &mut self.out;
+        match parsed {
+            Ok((rec, warning)) => {
+                if let Some(w) = warning {
+                    out.notes.push(LineNote {
+                        line: self.line,
+                        message: w.to_string(),
+                        skipped: false,
+                    });
+                }
+                out.records.push(rec);
+            }
+            Err(e) => {
+                out.first_bad.get_or_insert_with(|| LineNote {
+                    line: self.line,
+                    message: e.clone(),
+                    skipped: terminated,
+                });
+                if terminated {
+                    out.skipped += 1;
+                    out.notes.push(LineNote {
+                        line: self.line,
+                        message: format!("skipped, not a ctxfold record ({e})"),
+                        skipped: true,
+                    });
+                } else {
+                    out.torn = Some(TornLine {
+                        line: self.line,
+                        offset: start,
+                        len: line.len() as u64,
+                    });
+                }
+            }
+        }
+    }
+
+    /// What was read.
+    pub fn finish(mut self) -> ReadLines {
+        self.out.records.shrink_to_fit();
+        self.out
+    }
+}
+
+/// Read a whole log held in memory; see [`LineReader`].
+pub fn read_lines(text: &[u8]) -> ReadLines {
+    let mut r = LineReader::new();
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        r.push(line);
+    }
+    r.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,5 +635,39 @@ mod tests {
             (5, 1, 1, 1)
         );
         assert_eq!(c.conversation_events, 5);
+    }
+
+    #[test]
+    fn one_line_policy_for_every_reader() {
+        let text = b"{\"seq\":0,\"ts\":\"\",\"type\":\"user\",\"content\":\"a\"}\n\n{not json}\n\xff\n{\"seq\":1,\"ts\":\"\",\"type\":\"user\",\"content\":\"b\"}\n{\"seq\":2,\"ty";
+        let r = read_lines(text);
+        assert_eq!(r.records.len(), 2);
+        assert_eq!(r.skipped, 2);
+        let lines: Vec<usize> = r.notes.iter().map(|n| n.line).collect();
+        assert_eq!(lines, [3, 4]);
+        assert!(
+            r.notes[0]
+                .message
+                .starts_with("skipped, not a ctxfold record (invalid JSON")
+        );
+        assert!(r.notes[1].message.contains("not UTF-8"));
+        assert_eq!(r.first_bad.as_ref().map(|n| n.line), Some(3));
+        let torn = r.torn.expect("unterminated last line");
+        assert_eq!(torn.line, 6);
+        assert_eq!(torn.offset + torn.len, text.len() as u64);
+        assert_eq!(&text[torn.offset as usize..], b"{\"seq\":2,\"ty");
+    }
+
+    #[test]
+    fn a_record_that_lost_its_newline_is_read() {
+        let r = read_lines(b"{\"seq\":4,\"ts\":\"\",\"type\":\"turn_start\"}");
+        assert_eq!(r.records.len(), 1);
+        assert!(r.torn.is_none() && r.notes.is_empty() && r.first_bad.is_none());
+    }
+
+    #[test]
+    fn next_seq_does_not_wrap() {
+        let log = Log::from_records(vec![rec(u64::MAX, user("x"))]);
+        assert_eq!(log.next_seq(), u64::MAX);
     }
 }

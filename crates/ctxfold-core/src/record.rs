@@ -225,6 +225,14 @@ pub enum RecordError {
         /// What was expected there.
         expected: &'static str,
     },
+    /// The fields of a typed record (a compaction) do not fit its type.
+    #[error("expected the fields of a `{kind}` record (see docs/FORMAT.md): {detail}")]
+    Fields {
+        /// The record type.
+        kind: &'static str,
+        /// What the parser said: which field, what it expected.
+        detail: String,
+    },
 }
 
 /// What reading a record found worth telling the user, short of an error.
@@ -596,6 +604,22 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "field `seq`: expected a non-negative integer"
+        );
+    }
+
+    #[test]
+    fn a_malformed_compaction_keeps_serdes_detail() {
+        let input = obj(json!({
+            "seq": 5, "ts": "t", "type": "compaction",
+            "from_turn": 0, "to_turn": 1, "source": "user", "tool_calls": "shred"
+        }));
+        let (rec, warn) = Record::from_object(input).unwrap();
+        assert_eq!(rec.kind(), Kind::Other);
+        let warn = warn.expect("a warning").to_string();
+        assert!(warn.contains("unknown variant `shred`"), "{warn}");
+        assert!(
+            warn.starts_with("`compaction` record kept verbatim"),
+            "{warn}"
         );
     }
 }

@@ -1,14 +1,19 @@
 //! ctxfold's own log as a transcript: `events.jsonl`, one record a line.
 //!
 //! Import reads a `.jsonl` file or a conversation folder holding
-//! `events.jsonl`; export writes one `.jsonl` file. A torn last line (no
-//! newline, not valid JSON) is left out with a warning, as the store does.
+//! `events.jsonl`, with the store's own line policy
+//! ([`ctxfold_core::log::LineReader`]): a complete line that is not a record
+//! is skipped with a warning, a torn last line is left out with a warning,
+//! so whatever `conversation show` loads, `ctxfold compact` reads too. A
+//! file in which no line is a record is not a ctxfold log: that is an
+//! error, not an empty transcript. Export writes one `.jsonl` file.
 
 use std::path::Path;
 
 use ctxfold_core::Record;
+use ctxfold_core::log::read_lines;
 
-use crate::{FormatError, Transcript, read_text, write_file};
+use crate::{FormatError, Transcript, write_file};
 
 /// Read a ctxfold log from a `.jsonl` file or a folder holding `events.jsonl`.
 pub fn import(path: &Path) -> Result<Transcript, FormatError> {
@@ -17,50 +22,48 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     } else {
         path.to_owned()
     };
-    let text = read_text(&file)?;
-    import_text(&file, &text)
+    // Bytes, not text: a line that is not UTF-8 is one bad line, as in the
+    // store, not a reason to refuse the file.
+    let bytes = std::fs::read(&file).map_err(|e| FormatError::io(&file, e))?;
+    import_bytes(&file, &bytes)
 }
 
 /// Read a ctxfold log from its text (already read from `file`).
 pub fn import_text(file: &Path, text: &str) -> Result<Transcript, FormatError> {
-    let file = file.to_owned();
+    import_bytes(file, text.as_bytes())
+}
+
+fn import_bytes(file: &Path, bytes: &[u8]) -> Result<Transcript, FormatError> {
+    let read = read_lines(bytes);
+    if read.records.is_empty()
+        && let Some(bad) = &read.first_bad
+    {
+        return Err(FormatError::shape(
+            file,
+            crate::Format::Ctxfold,
+            format!(
+                "no line is a ctxfold record; line {}: {}",
+                bad.line, bad.message
+            ),
+        ));
+    }
     let mut t = Transcript::default();
-    let ends_clean = text.ends_with('\n');
-    let lines: Vec<&str> = text.split_terminator('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match Record::from_json_line(line) {
-            Ok((rec, warn)) => {
-                if let Some(w) = warn {
-                    t.warnings
-                        .push(format!("{}:{}: {w}", file.display(), i + 1));
-                }
-                t.records.push(rec);
-            }
-            // An unterminated last line after good records is a torn
-            // append; alone, it is simply not a ctxfold log.
-            Err(_) if i + 1 == lines.len() && !ends_clean && !t.records.is_empty() => {
-                t.warnings.push(format!(
-                    "{}:{}: incomplete last line ({} bytes) left out",
-                    file.display(),
-                    i + 1,
-                    line.len()
-                ));
-            }
-            Err(e) => {
-                return Err(FormatError::shape(
-                    &file,
-                    crate::Format::Ctxfold,
-                    format!("line {}: {e}", i + 1),
-                ));
-            }
-        }
+    for n in &read.notes {
+        t.warnings
+            .push(format!("{}:{}: {}", file.display(), n.line, n.message));
+    }
+    if let Some(torn) = read.torn {
+        t.warnings.push(format!(
+            "{}:{}: incomplete last line ({} bytes at offset {}) left out",
+            file.display(),
+            torn.line,
+            torn.len,
+            torn.offset
+        ));
     }
     // 0, 1, 2, … whatever it was cut from, with compaction ranges and
     // reset targets following their records.
-    t.records = ctxfold_core::log::renumber(std::mem::take(&mut t.records));
+    t.records = ctxfold_core::log::renumber(read.records);
     Ok(t)
 }
 

@@ -7,13 +7,22 @@
 //!   interleave or lose records.
 //! - A crash in the middle of an append leaves at most one incomplete last
 //!   line. Loading moves it aside to `events.jsonl.torn` (appended, never
-//!   overwritten) and reports it; the rest loads.
+//!   overwritten) and reports it; the rest loads. When it cannot be moved
+//!   (a full disk, a read-only workspace) it is left out with a warning and
+//!   the next writer that can moves it. A write that fails (a full disk) is
+//!   cut back, so it leaves no partial line.
+//! - Reading needs no write access: the lock file is opened read-only, and
+//!   when there is none and it cannot be created (a read-only workspace),
+//!   the log is read without it.
+//! - Writers never create a conversation's folder: a folder that went away
+//!   (`conversation rm` meanwhile) is an error, and nothing is written.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use ctxfold_core::Record;
+use ctxfold_core::log::LineReader;
 
 use crate::StoreError;
 
@@ -54,7 +63,14 @@ pub struct TornTail {
 }
 
 /// Holds the advisory lock until dropped.
-struct Lock(File);
+pub(crate) struct Lock(File);
+
+impl Lock {
+    /// `f`, already locked.
+    pub(crate) fn new(f: File) -> Self {
+        Lock(f)
+    }
+}
 
 /// Held while a compaction is planned, summarized and appended: only one
 /// compaction runs on a conversation at a time (SPEC §8). Appends of
@@ -78,30 +94,66 @@ impl EventLog {
         self.dir.join(EVENTS_FILE)
     }
 
-    fn lock(&self, exclusive: bool) -> Result<Lock, StoreError> {
+    /// Take the log's lock, exclusive (to write) or shared (to read).
+    ///
+    /// The lock file is opened read-only when it exists (`flock` needs no
+    /// write access), and created only when missing. A reader that finds
+    /// none and cannot create one (read-only workspace) gets `None` and
+    /// reads unlocked: nobody can be writing there either. A writer checks,
+    /// once it holds the lock, that the file it locked is still the one in
+    /// the conversation folder: if the folder was moved away meanwhile
+    /// (`conversation rm`), it must not write.
+    pub(crate) fn lock(&self, exclusive: bool) -> Result<Option<Lock>, StoreError> {
         let path = self.dir.join(LOCK_FILE);
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
+        let f = match open_or_create(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound && !self.dir.is_dir() => {
+                return Err(StoreError::Vanished {
+                    dir: self.dir.clone(),
+                });
+            }
+            Err(_) if !exclusive => return Ok(None),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
         let r = if exclusive { f.lock() } else { f.lock_shared() };
         r.map_err(|e| StoreError::io(&path, e))?;
-        Ok(Lock(f))
+        if exclusive {
+            self.check_still_here(&f, &path)?;
+        }
+        Ok(Some(Lock(f)))
+    }
+
+    /// Whether `locked` (opened from `path`) is still the file at `path`.
+    fn check_still_here(&self, locked: &File, path: &Path) -> Result<(), StoreError> {
+        let vanished = || StoreError::Vanished {
+            dir: self.dir.clone(),
+        };
+        let now = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(vanished()),
+            Err(e) => return Err(StoreError::io(path, e)),
+        };
+        let held = locked.metadata().map_err(|e| StoreError::io(path, e))?;
+        if same_file(&held, &now) {
+            Ok(())
+        } else {
+            Err(vanished())
+        }
     }
 
     /// Take the compaction lock without waiting. `Ok(None)` means another
     /// process is compacting this conversation now.
     pub fn try_compaction_lock(&self) -> Result<Option<CompactionLock>, StoreError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let path = self.dir.join(COMPACTION_LOCK_FILE);
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
+        let f = match open_or_create(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound && !self.dir.is_dir() => {
+                return Err(StoreError::Vanished {
+                    dir: self.dir.clone(),
+                });
+            }
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
         match f.try_lock() {
             Ok(()) => Ok(Some(CompactionLock(Lock(f)))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -109,9 +161,11 @@ impl EventLog {
         }
     }
 
-    /// Load every complete record. An incomplete last line is set aside and
-    /// reported; a complete line that is not a record is skipped with a
-    /// warning (it stays in the file, untouched).
+    /// Load every complete record. A complete line that is not a record is
+    /// skipped with a warning (it stays in the file, untouched). An
+    /// incomplete last line is left out and reported; it is moved to the
+    /// side file when that can be done, else left for the next writer.
+    /// Nothing here needs write access.
     pub fn load(&self) -> Result<Loaded, StoreError> {
         let path = self.path();
         let scan = {
@@ -123,18 +177,29 @@ impl EventLog {
             warnings: scan.warnings,
             torn: None,
         };
-        if let Some((offset, len)) = scan.torn {
-            let _guard = self.lock(true)?;
+        if let Some((line, offset, len)) = scan.torn {
+            let what = format!(
+                "{}:{line}: incomplete last line ({len} bytes at offset {offset})",
+                path.display()
+            );
             // Another process may have repaired it meanwhile: check again.
-            if let Some(torn) = self.set_aside_torn_tail(offset, len)? {
-                loaded.warnings.push(format!(
-                    "{}: incomplete last line ({} bytes at offset {}) moved to {}",
-                    path.display(),
-                    torn.len,
-                    torn.offset,
-                    torn.kept_in.display()
-                ));
-                loaded.torn = Some(torn);
+            let set_aside = self
+                .lock(true)
+                .and_then(|_guard| self.set_aside_torn_tail(offset, len));
+            match set_aside {
+                Ok(Some(torn)) => {
+                    loaded
+                        .warnings
+                        .push(format!("{what} moved to {}", torn.kept_in.display()));
+                    loaded.torn = Some(torn);
+                }
+                Ok(None) => {}
+                Err(e @ StoreError::Vanished { .. }) => return Err(e),
+                Err(e) => loaded.warnings.push(format!(
+                    "{what} left out; it could not be moved to {} ({}), so it stays at the end of the log until the next write moves it",
+                    self.dir.join(TORN_FILE).display(),
+                    error_chain(&e)
+                )),
             }
         }
         Ok(loaded)
@@ -162,15 +227,24 @@ impl EventLog {
             return Ok(None);
         }
         let side = self.dir.join(TORN_FILE);
+        let existed = side.exists();
         let mut s = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&side)
             .map_err(|e| StoreError::io(&side, e))?;
+        let before = s.metadata().map_err(|e| StoreError::io(&side, e))?.len();
         tail.push(b'\n');
-        s.write_all(&tail)
-            .and_then(|_| s.sync_data())
-            .map_err(|e| StoreError::io(&side, e))?;
+        if let Err(e) = s.write_all(&tail).and_then(|_| s.sync_data()) {
+            // A partial copy would run into the next attempt's: take it
+            // back (shrinking needs no space).
+            if existed {
+                let _ = s.set_len(before);
+            } else {
+                let _ = std::fs::remove_file(&side);
+            }
+            return Err(StoreError::io(&side, e));
+        }
         // Only once the tail is safe in the side file is it cut off.
         f.set_len(offset)
             .and_then(|_| f.sync_data())
@@ -186,12 +260,14 @@ impl EventLog {
     /// they carry). Returns the `seq` of the first and one past the last.
     ///
     /// Records go through a buffer to the file and are synced to disk at
-    /// the end; a crash part way keeps every record fully written before it.
+    /// the end. A write that fails (a full disk) is cut back to where the
+    /// log ended, so nothing of the batch is written; a crash part way
+    /// keeps every record fully written before it. The conversation folder
+    /// must exist: it is never created here.
     pub fn append(
         &self,
         records: impl IntoIterator<Item = Record>,
     ) -> Result<std::ops::Range<u64>, StoreError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let _guard = self.lock(true)?;
         let path = self.path();
         let next = self.prepare_tail()?;
@@ -200,19 +276,34 @@ impl EventLog {
             .append(true)
             .open(&path)
             .map_err(|e| StoreError::io(&path, e))?;
+        let start = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
         let mut w = BufWriter::with_capacity(64 * 1024, file);
         let mut seq = next;
-        for mut r in records {
-            r.seq = seq;
-            seq += 1;
-            w.write_all(r.to_json_line().as_bytes())
-                .and_then(|_| w.write_all(b"\n"))
-                .map_err(|e| StoreError::io(&path, e))?;
+        let written = (|| {
+            for mut r in records {
+                // `seq` stays below the maximum so that "one past the last"
+                // (the range returned) exists.
+                if seq == u64::MAX {
+                    return Err(StoreError::SeqOverflow {
+                        path: path.clone(),
+                        seq: seq - 1,
+                    });
+                }
+                r.seq = seq;
+                seq += 1;
+                w.write_all(r.to_json_line().as_bytes())
+                    .and_then(|_| w.write_all(b"\n"))
+                    .map_err(|e| StoreError::io(&path, e))?;
+            }
+            w.flush().map_err(|e| StoreError::io(&path, e))
+        })();
+        // Whatever is still buffered is dropped, never written after a cut.
+        let (file, _) = w.into_parts();
+        let synced = written.and_then(|()| file.sync_data().map_err(|e| StoreError::io(&path, e)));
+        if let Err(e) = synced {
+            let _ = file.set_len(start).and_then(|()| file.sync_data());
+            return Err(e);
         }
-        let file = w
-            .into_inner()
-            .map_err(|e| StoreError::io(&path, e.into_error()))?;
-        file.sync_data().map_err(|e| StoreError::io(&path, e))?;
         Ok(next..seq)
     }
 
@@ -223,7 +314,7 @@ impl EventLog {
         let path = self.path();
         let mut f = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(StoreError::io(&path, e)),
         };
         let io = |e| StoreError::io(&path, e);
@@ -240,10 +331,11 @@ impl EventLog {
                 .map(|(r, _)| r.seq);
             match whole {
                 Some(seq) => {
+                    let next = after(&path, seq)?;
                     // Complete record, newline lost: finish the line.
                     let mut a = OpenOptions::new().append(true).open(&path).map_err(io)?;
                     a.write_all(b"\n").map_err(io)?;
-                    return Ok(seq + 1);
+                    return Ok(next);
                 }
                 None => {
                     self.set_aside_torn_tail(start, size - start)?;
@@ -258,7 +350,7 @@ impl EventLog {
         let (mut line_start, mut line) = (start, last);
         loop {
             if let Some(seq) = seq_of(&line) {
-                return Ok(seq + 1);
+                return after(&path, seq);
             }
             if line_start == 0 {
                 return Ok(0);
@@ -266,6 +358,54 @@ impl EventLog {
             (line_start, line) = line_before(&mut f, line_start).map_err(io)?;
         }
     }
+}
+
+/// The `seq` after `seq`; a hand-edited log can leave none. Records get
+/// at most `u64::MAX - 1`, so that one past the last exists.
+fn after(path: &Path, seq: u64) -> Result<u64, StoreError> {
+    match seq.checked_add(1) {
+        Some(next) if next < u64::MAX => Ok(next),
+        _ => Err(StoreError::SeqOverflow {
+            path: path.to_owned(),
+            seq,
+        }),
+    }
+}
+
+/// Open `path` read-only, or create it when missing.
+fn open_or_create(path: &Path) -> std::io::Result<File> {
+    match File::open(path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path),
+        other => other,
+    }
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    // Without inode numbers, the file being there at all is what is checked.
+    true
+}
+
+/// An error and its sources, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    s
 }
 
 /// The seq of a record line (with or without its newline), or `None` if it
@@ -317,14 +457,21 @@ fn line_before(f: &mut File, end: u64) -> std::io::Result<(u64, Vec<u8>)> {
 struct Scan {
     records: Vec<Record>,
     warnings: Vec<String>,
-    /// Offset and length of an incomplete last line.
-    torn: Option<(u64, u64)>,
+    /// Line, offset and length of an incomplete last line.
+    torn: Option<(usize, u64, u64)>,
 }
 
+/// Read the log with the one line policy of [`LineReader`].
 fn scan(path: &Path) -> Result<Scan, StoreError> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            // Gone with its folder (removed meanwhile) is not "empty".
+            if let Some(dir) = path.parent().filter(|d| !d.is_dir()) {
+                return Err(StoreError::Vanished {
+                    dir: dir.to_owned(),
+                });
+            }
             return Ok(Scan {
                 records: Vec::new(),
                 warnings: Vec::new(),
@@ -334,14 +481,8 @@ fn scan(path: &Path) -> Result<Scan, StoreError> {
         Err(e) => return Err(StoreError::io(path, e)),
     };
     let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut out = Scan {
-        records: Vec::new(),
-        warnings: Vec::new(),
-        torn: None,
-    };
+    let mut lines = LineReader::new();
     let mut buf = Vec::new();
-    let mut offset = 0u64;
-    let mut line_no = 0usize;
     loop {
         buf.clear();
         let n = reader
@@ -350,33 +491,24 @@ fn scan(path: &Path) -> Result<Scan, StoreError> {
         if n == 0 {
             break;
         }
-        line_no += 1;
-        let terminated = buf.ends_with(b"\n");
-        let text = std::str::from_utf8(if terminated { &buf[..n - 1] } else { &buf });
-        let parsed = match text {
-            Ok(t) if t.trim().is_empty() => {
-                offset += n as u64;
-                continue;
-            }
-            Ok(t) => Record::from_json_line(t).map_err(|e| e.to_string()),
-            Err(_) => Err("not UTF-8".to_owned()),
-        };
-        match parsed {
-            Ok((rec, warning)) => {
-                if let Some(w) = warning {
-                    out.warnings
-                        .push(format!("{}:{line_no}: {w}", path.display()));
-                }
-                out.records.push(rec);
-            }
-            Err(_) if !terminated => out.torn = Some((offset, n as u64)),
-            Err(e) => out.warnings.push(format!(
-                "{}:{line_no}: skipped, not a ctxfold record ({e}); the line stays in the file",
-                path.display()
-            )),
-        }
-        offset += n as u64;
+        lines.push(&buf);
     }
-    out.records.shrink_to_fit();
-    Ok(out)
+    let read = lines.finish();
+    let warnings = read
+        .notes
+        .into_iter()
+        .map(|n| {
+            let kept = if n.skipped {
+                "; the line stays in the file"
+            } else {
+                ""
+            };
+            format!("{}:{}: {}{kept}", path.display(), n.line, n.message)
+        })
+        .collect();
+    Ok(Scan {
+        records: read.records,
+        warnings,
+        torn: read.torn.map(|t| (t.line, t.offset, t.len)),
+    })
 }

@@ -14,7 +14,7 @@ pub mod workspace;
 
 pub use event_log::{CompactionLock, EventLog, Loaded, TornTail};
 pub use meta::{ConversationMeta, ImportSource};
-pub use workspace::{Conversation, Workspace};
+pub use workspace::{Broken, Conversation, Listing, Workspace};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +38,34 @@ pub enum StoreError {
         /// What was expected.
         detail: String,
     },
+    /// The conversation's folder went away while a command was using it
+    /// (`conversation rm` meanwhile); nothing was written to it.
+    #[error(
+        "conversation folder {} is gone (removed or moved while this command ran); nothing was written",
+        dir.display()
+    )]
+    Vanished {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// The log's last `seq` leaves no room for another (a hand-edited log:
+    /// the store numbers records from 0 up to `u64::MAX - 1`).
+    #[error(
+        "{}: the last record's seq is {seq}, so no record can follow it (seqs end at {}; was the log edited by hand?); nothing was written",
+        path.display(),
+        u64::MAX - 1
+    )]
+    SeqOverflow {
+        /// The log.
+        path: PathBuf,
+        /// The last `seq`.
+        seq: u64,
+    },
+    /// An empty conversation id (which would match every conversation).
+    #[error(
+        "empty conversation id; give an id or a prefix of one (`ctxfold conversation ls` lists them)"
+    )]
+    EmptyId,
     /// No conversation has that id.
     #[error("no conversation `{id}` in {}; `ctxfold conversation ls` lists them", workspace.display())]
     NotFound {

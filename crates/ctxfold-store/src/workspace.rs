@@ -10,20 +10,51 @@
 //!     events.jsonl               the append-only log
 //!     meta.json                  title, created, last used, import source
 //!     lock                       advisory lock file
+//!   conversations/.staging/      conversations being created (imports, forks)
+//!     <id>/                      written whole here, then renamed into place
+//!     <id>.lock                  held by the creating process while it runs
+//!     lock                       held while a creation starts or a cleanup runs
 //!   trash/<id>/                  conversations removed with `rm`
 //! ```
+//!
+//! A conversation appears in `conversations/` only once complete. What a
+//! killed creation leaves in `.staging/` is removed by
+//! [`Workspace::clean_staging`], which knows a live one by its lock.
 
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 
 use ctxfold_core::{Object, Record};
 
-use crate::event_log::EventLog;
+use crate::event_log::{EventLog, Lock};
 use crate::meta::{self, ConversationMeta, ImportSource};
 use crate::{StoreError, now};
 
 /// Name of the workspace folder.
 pub const WORKSPACE_DIR: &str = ".ctxfold";
+/// Folder inside `conversations/` where conversations are created.
+pub const STAGING_DIR: &str = ".staging";
+
+/// What [`Workspace::list`] found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The conversations that could be read, oldest first.
+    pub conversations: Vec<Conversation>,
+    /// Conversation folders that could not be read (a corrupt or missing
+    /// `meta.json`), by id.
+    pub broken: Vec<Broken>,
+}
+
+/// A conversation folder whose metadata could not be read.
+#[derive(Debug)]
+pub struct Broken {
+    /// Its id (the folder name).
+    pub id: String,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Why it could not be read.
+    pub error: StoreError,
+}
 
 /// An opened workspace.
 #[derive(Debug, Clone)]
@@ -103,28 +134,50 @@ impl Workspace {
         self.root.join("conversations")
     }
 
-    /// Every conversation, oldest first.
-    pub fn list(&self) -> Result<Vec<Conversation>, StoreError> {
+    /// Every conversation, oldest first, and apart from them the folders
+    /// that could not be read: one broken `meta.json` hides no other
+    /// conversation. Hidden entries (`.staging`) are not conversations.
+    pub fn list(&self) -> Result<Listing, StoreError> {
         let dir = self.conversations_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::default()),
             Err(e) => return Err(StoreError::io(&dir, e)),
         };
-        let mut out = Vec::new();
+        let mut out = Listing::default();
         for entry in entries {
             let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
             let path = entry.path();
-            if path.join(meta::META_FILE).is_file() {
-                let meta = meta::read(&path)?;
-                out.push(Conversation { dir: path, meta });
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if id.starts_with('.') || !path.is_dir() {
+                continue;
+            }
+            match meta::read(&path) {
+                Ok(meta) => out.conversations.push(Conversation { dir: path, meta }),
+                Err(error) => out.broken.push(Broken {
+                    id,
+                    dir: path,
+                    error,
+                }),
             }
         }
-        out.sort_by(|a, b| (&a.meta.created_at, &a.meta.id).cmp(&(&b.meta.created_at, &b.meta.id)));
+        out.conversations.sort_by(|a, b| {
+            (&a.meta.created_at, &a.meta.id).cmp(&(&b.meta.created_at, &b.meta.id))
+        });
+        out.broken.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(out)
     }
 
+    fn staging_dir(&self) -> PathBuf {
+        self.conversations_dir().join(STAGING_DIR)
+    }
+
     /// Create a conversation holding `records`.
+    ///
+    /// It is written whole in `conversations/.staging/<id>/` and renamed
+    /// into place, so a failed or killed creation never leaves a
+    /// half-written conversation: a failure removes what it wrote, and
+    /// what a killed process left is removed by [`Workspace::clean_staging`].
     pub fn create(
         &self,
         title: Option<String>,
@@ -133,53 +186,169 @@ impl Workspace {
         records: Vec<Record>,
     ) -> Result<Conversation, StoreError> {
         let conversations = self.conversations_dir();
-        std::fs::create_dir_all(&conversations).map_err(|e| StoreError::io(&conversations, e))?;
-        let (id, dir) = loop {
-            let id = new_id();
-            let dir = conversations.join(&id);
-            // create_dir fails if it exists: no two conversations share an id.
-            match std::fs::create_dir(&dir) {
-                Ok(()) => break (id, dir),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(StoreError::io(&dir, e)),
+        let staging = self.staging_dir();
+        std::fs::create_dir_all(&staging).map_err(|e| StoreError::io(&staging, e))?;
+        let (id, dir, claim) = {
+            // A cleanup cannot run between claiming a name and locking it.
+            let _starting = lock_file(&staging.join(STAGING_LOCK))?;
+            loop {
+                let id = new_id();
+                let dir = staging.join(&id);
+                // create_dir fails if it exists: no two creations share an
+                // id; and none takes the id of a conversation in place.
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(StoreError::io(&dir, e)),
+                }
+                if conversations.join(&id).exists() {
+                    let _ = std::fs::remove_dir(&dir);
+                    continue;
+                }
+                match lock_file(&claim_path(&staging, &id)) {
+                    Ok(claim) => break (id, dir, claim),
+                    Err(e) => {
+                        let _ = std::fs::remove_dir(&dir);
+                        return Err(e);
+                    }
+                }
             }
         };
         let ts = now();
         let meta = ConversationMeta {
-            id,
+            id: id.clone(),
             title,
             created_at: ts.clone(),
             last_used_at: ts,
             imported_from,
             extras,
         };
-        // The log numbers records 0, 1, 2, …: references to seqs must follow.
-        EventLog::new(&dir).append(ctxfold_core::log::renumber(records))?;
-        meta::write(&dir, &meta)?;
-        Ok(Conversation { dir, meta })
+        let dest = conversations.join(&id);
+        let written = (|| {
+            // The log numbers records 0, 1, 2, …: references to seqs must follow.
+            EventLog::new(&dir).append(ctxfold_core::log::renumber(records))?;
+            meta::write(&dir, &meta)?;
+            std::fs::rename(&dir, &dest).map_err(|e| StoreError::io(&dest, e))?;
+            // The rename is what makes it exist: make it durable.
+            if let Ok(d) = std::fs::File::open(&conversations) {
+                let _ = d.sync_all();
+            }
+            Ok(())
+        })();
+        if written.is_err() {
+            // Free the space now (a full disk is a likely cause).
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        let _ = std::fs::remove_file(claim_path(&staging, &id));
+        drop(claim);
+        written?;
+        Ok(Conversation { dir: dest, meta })
     }
 
-    /// The conversation whose id is `id` or starts with it.
+    /// Remove what creations that were killed left in
+    /// `conversations/.staging/`, and say what was removed. A creation
+    /// still running (in any process) holds its lock and is left alone.
+    /// Failures are reported in the notes, not returned: cleaning up is
+    /// never a reason to stop.
+    pub fn clean_staging(&self) -> Vec<String> {
+        let staging = self.staging_dir();
+        let mut notes = Vec::new();
+        let entries = match std::fs::read_dir(&staging) {
+            Ok(e) => e,
+            Err(_) => return notes,
+        };
+        let _cleaning = match lock_file(&staging.join(STAGING_LOCK)) {
+            Ok(l) => l,
+            Err(e) => {
+                notes.push(format!(
+                    "could not check {} for leftovers: {e}",
+                    staging.display()
+                ));
+                return notes;
+            }
+        };
+        let mut ids = std::collections::BTreeSet::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == STAGING_LOCK {
+                continue;
+            }
+            let id = name.strip_suffix(".lock").unwrap_or(&name).to_owned();
+            ids.insert(id);
+        }
+        for id in ids {
+            let claim = claim_path(&staging, &id);
+            if let Ok(f) = std::fs::File::open(&claim) {
+                match f.try_lock() {
+                    Ok(()) => {}
+                    // Its creator is alive.
+                    Err(std::fs::TryLockError::WouldBlock) => continue,
+                    Err(std::fs::TryLockError::Error(e)) => {
+                        notes.push(format!("could not check {}: {e}", claim.display()));
+                        continue;
+                    }
+                }
+            }
+            let dir = staging.join(&id);
+            if dir.exists() {
+                let size = size_of(&dir);
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => notes.push(format!(
+                        "removed {} ({size} bytes), left by an import or fork that was interrupted",
+                        dir.display()
+                    )),
+                    Err(e) => {
+                        notes.push(format!(
+                            "could not remove {}, left by an interrupted import or fork: {e}",
+                            dir.display()
+                        ));
+                        continue;
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&claim);
+        }
+        notes
+    }
+
+    /// The conversation whose id is `id` or starts with it. A folder whose
+    /// metadata cannot be read counts as a match, and its error is the
+    /// answer when it is the only one.
     pub fn get(&self, id: &str) -> Result<Conversation, StoreError> {
+        // An empty prefix would match every conversation.
+        if id.is_empty() {
+            return Err(StoreError::EmptyId);
+        }
         let exact = self.conversations_dir().join(id);
-        if !id.is_empty() && !id.contains(['/', '\\']) && exact.join(meta::META_FILE).is_file() {
+        if !id.starts_with('.') && !id.contains(['/', '\\']) && exact.is_dir() {
             let meta = meta::read(&exact)?;
             return Ok(Conversation { dir: exact, meta });
         }
-        let mut found: Vec<Conversation> = self
-            .list()?
+        let listing = self.list()?;
+        let mut found: Vec<Conversation> = listing
+            .conversations
             .into_iter()
             .filter(|c| c.meta.id.starts_with(id))
             .collect();
-        match found.len() {
-            1 => Ok(found.remove(0)),
-            0 => Err(StoreError::NotFound {
+        let mut broken: Vec<Broken> = listing
+            .broken
+            .into_iter()
+            .filter(|b| b.id.starts_with(id))
+            .collect();
+        match (found.len(), broken.len()) {
+            (1, 0) => Ok(found.remove(0)),
+            (0, 1) => Err(broken.remove(0).error),
+            (0, 0) => Err(StoreError::NotFound {
                 id: id.to_owned(),
                 workspace: self.root.clone(),
             }),
             _ => Err(StoreError::Ambiguous {
                 id: id.to_owned(),
-                matches: found.into_iter().map(|c| c.meta.id).collect(),
+                matches: found
+                    .into_iter()
+                    .map(|c| c.meta.id)
+                    .chain(broken.into_iter().map(|b| b.id))
+                    .collect(),
             }),
         }
     }
@@ -223,8 +392,13 @@ impl Workspace {
             dest = trash.join(format!("{}.{n}", conversation.meta.id));
             n += 1;
         }
-        std::fs::rename(&conversation.dir, &dest)
-            .map_err(|e| StoreError::io(&conversation.dir, e))?;
+        {
+            // Wait for an append in progress; appends that come after find
+            // the folder gone and write nothing.
+            let _writing = conversation.log().lock(true)?;
+            std::fs::rename(&conversation.dir, &dest)
+                .map_err(|e| StoreError::io(&conversation.dir, e))?;
+        }
         if self.active().as_deref() == Some(conversation.meta.id.as_str()) {
             let active = self.root.join("active");
             std::fs::remove_file(&active).map_err(|e| StoreError::io(&active, e))?;
@@ -241,4 +415,37 @@ fn new_id() -> String {
     h.write_i128(ts.as_nanosecond());
     let suffix = h.finish() & 0xffff;
     format!("{}-{suffix:04x}", ts.strftime("%Y%m%d-%H%M%S"))
+}
+
+/// Name of the lock file that guards starting a creation and cleaning up.
+const STAGING_LOCK: &str = "lock";
+
+fn claim_path(staging: &Path, id: &str) -> PathBuf {
+    staging.join(format!("{id}.lock"))
+}
+
+/// Open (creating if needed) and lock `path` exclusively, waiting for it.
+fn lock_file(path: &Path) -> Result<Lock, StoreError> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| StoreError::io(path, e))?;
+    f.lock().map_err(|e| StoreError::io(path, e))?;
+    Ok(Lock::new(f))
+}
+
+/// Bytes in the files under `dir`, for the note that says what was freed.
+fn size_of(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => size_of(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
 }
