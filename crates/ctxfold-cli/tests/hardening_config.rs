@@ -135,3 +135,119 @@ fn config_show_refuses_bad_provider_entries_naming_file_and_line() {
         );
     }
 }
+
+// ---- item 25 ------------------------------------------------------------
+
+/// The providers crate's fake upstream: a real HTTP server on 127.0.0.1.
+#[path = "../../ctxfold-providers/tests/common/mod.rs"]
+mod upstream;
+
+const KEY: &str = "sk-cli-5e4d3c2b1a09f8e7d6c5";
+const KEY_VAR: &str = "CTXFOLD_TEST_ECHO_KEY";
+
+/// A conversation of four turns, imported; its id.
+fn four_turns(s: &Scratch) -> String {
+    let mut messages = Vec::new();
+    for t in 1..=4 {
+        messages.push(serde_json::json!({"role": "user", "content": format!("Question {t}: why does the parser fail on input {t}?")}));
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("Answer {t}: the loop bound in parse_{t} was off by one, now fixed.")}));
+    }
+    let f = write(
+        s,
+        "four.json",
+        &serde_json::json!({ "messages": messages }).to_string(),
+    );
+    s.import(&f)
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            found.extend(files_holding(&p, needle));
+        } else if String::from_utf8_lossy(&std::fs::read(&p).unwrap()).contains(needle) {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// `ctxfold -c CFG c compact ID -s -m echo/m --from 1 --to 3` against
+/// `server`, the key in an environment variable.
+fn compact_with_echo(s: &Scratch, id: &str, server: &upstream::FakeServer) -> Output {
+    let cfg = write(
+        s,
+        "echo.toml",
+        &format!(
+            "[providers.echo]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"{KEY_VAR}\"\nmax_retries = 0\n",
+            server.url
+        ),
+    );
+    s.command()
+        .env(KEY_VAR, KEY)
+        .args(["-c", cfg.to_str().unwrap(), "c", "compact", id])
+        .args(["-s", "-m", "echo/m", "--from", "1", "--to", "3"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_upstream_echoing_the_key_in_an_error_never_gets_it_printed_or_stored() {
+    use upstream::Reply;
+    let echoed = "invalid credentials in {authorization}";
+    for reply in [
+        Reply::json(401, serde_json::json!({"error": {"message": echoed}})),
+        Reply::json(400, serde_json::json!({"error": {"message": echoed}})),
+        Reply::json(500, serde_json::json!({"error": {"message": echoed}})),
+        Reply::text(502, &format!("bad gateway; request headers: {echoed}")),
+    ] {
+        let s = Scratch::new();
+        let id = four_turns(&s);
+        let server = upstream::FakeServer::start(vec![reply.echoing()]);
+        let out = compact_with_echo(&s, &id, &server);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "expected failure: {err}");
+        // The key did reach the upstream, which echoed it back.
+        assert_eq!(
+            server.requests()[0].header("authorization"),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+        assert!(!err.contains(KEY), "the key was printed: {err}");
+        assert!(err.contains("Bearer [redacted]"), "{err}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains(KEY), "{stdout}");
+        assert_eq!(
+            files_holding(s.path(), KEY),
+            Vec::<PathBuf>::new(),
+            "the key was stored"
+        );
+    }
+}
+
+#[test]
+fn a_summary_that_repeats_the_key_is_stored_without_it() {
+    let s = Scratch::new();
+    let id = four_turns(&s);
+    let server = upstream::FakeServer::start(vec![
+        upstream::Reply::json(
+            200,
+            serde_json::json!({
+                "id": "x", "object": "chat.completion", "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant",
+                    "content": "Parser fixes (turns 1-3). Sent with {authorization}."},
+                    "finish_reason": "stop"}]
+            }),
+        )
+        .echoing(),
+    ]);
+    let out = compact_with_echo(&s, &id, &server);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(files_holding(s.path(), KEY), Vec::<PathBuf>::new());
+    let events = std::fs::read_to_string(s.events_file(&id)).unwrap();
+    assert!(
+        events.contains("Sent with Bearer [redacted]."),
+        "the summary is stored, redacted"
+    );
+}
