@@ -251,3 +251,50 @@ fn a_summary_that_repeats_the_key_is_stored_without_it() {
         "the summary is stored, redacted"
     );
 }
+
+// ---- item 26 ------------------------------------------------------------
+
+/// `ctxfold compact FILE ARGS` (the one-shot report) and `ctxfold c
+/// compact ID ARGS` then `ctxfold stats ID`, on the same conversation:
+/// (report raw, before, after) and (stats raw, view before, view after).
+fn report_and_stats(s: &Scratch, src: &std::path::Path, args: &[&str]) -> [[u64; 3]; 2] {
+    let out = s.path().join("out.json");
+    let mut a = vec![
+        "compact",
+        src.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(args);
+    let report = s.json(&a);
+    let t = &report["tokens"];
+    let id = s.import(src);
+    let before = s.json(&["stats", &id]);
+    let mut a = vec!["c", "compact", &id];
+    a.extend_from_slice(args);
+    s.ok(&a);
+    let after = s.json(&["stats", &id]);
+    assert_eq!(after["estimator"], "heuristic");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    [
+        [n(&t["raw"]), n(&t["before"]), n(&t["after"])],
+        [
+            n(&after["total"]["raw"]),
+            n(&before["total"]["view"]),
+            n(&after["total"]["view"]),
+        ],
+    ]
+}
+
+#[test]
+fn the_compaction_report_and_stats_count_the_same_tokens() {
+    let s = Scratch::new();
+    let src = common::corpus().join("17727391057-managing-jp-conversations-in-git-worktrees");
+    // The built-in rule (stripped reasoning and tool calls), then a
+    // summary: every kind of view item is counted.
+    for args in [&[][..], &["-s", "--from", "2", "--to", "6"][..]] {
+        let [report, stats] = report_and_stats(&s, &src, args);
+        assert!(report[2] < report[1], "{args:?}: nothing was folded");
+        assert_eq!(report, stats, "{args:?}: [raw, before, after]");
+    }
+}
