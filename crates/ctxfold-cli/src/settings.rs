@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use std::collections::BTreeMap;
 
-use ctxfold_config::{Layers, Loaded};
+use ctxfold_config::{Layers, Loaded, SectionCheck, SectionProblem};
 use ctxfold_core::planner::{Rule, ToolHints};
-use ctxfold_providers::{ProviderSettings, Providers};
+use ctxfold_providers::{ProviderConfig, ProviderKind, ProviderSettings, Providers};
 use serde_json::Value;
 
 use crate::render::Printer;
@@ -24,43 +24,105 @@ pub struct Settings {
     pub providers: Providers,
 }
 
+/// The checks of the sections the config crate passes through: each layer
+/// is checked on its own so that an error names its file and line.
+const CHECKS: &[SectionCheck] = &[SectionCheck {
+    section: "providers",
+    check: check_providers,
+}];
+
+/// `[providers]` as one layer sets it: a table of `[providers.NAME]`
+/// tables whose keys are [`ProviderSettings::KEYS`], each value accepted on
+/// its own (as [`ProviderSettings::resolve`] would take it).
+fn check_providers(v: &toml::Value) -> Result<(), SectionProblem> {
+    let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
+        key: vec![],
+        expected: "a table of providers ([providers.NAME])".into(),
+    })?;
+    for (name, entry) in t {
+        let entry = entry.as_table().ok_or_else(|| SectionProblem::Invalid {
+            key: vec![name.clone()],
+            expected: format!(
+                "a table of provider settings ({})",
+                ProviderSettings::key_names().join(", ")
+            ),
+        })?;
+        for (k, v) in entry {
+            let key = vec![name.clone(), k.clone()];
+            let Some((_, expected)) = ProviderSettings::KEYS.iter().find(|(n, _)| n == k) else {
+                return Err(SectionProblem::UnknownKey {
+                    key,
+                    expected: ProviderSettings::key_names(),
+                });
+            };
+            // One key at a time, so the error names the key; resolved over
+            // a stand-in so values serde accepts but resolve refuses (a
+            // base_url without a scheme, a negative duration) are caught.
+            let one = toml::Value::Table([(k.clone(), v.clone())].into_iter().collect());
+            let stand_in = ProviderConfig::new(ProviderKind::OpenAi, "http://stand-in");
+            let accepted = one
+                .try_into::<ProviderSettings>()
+                .is_ok_and(|s| s.resolve(name, Some(stand_in)).is_ok());
+            if !accepted {
+                return Err(SectionProblem::Invalid {
+                    key,
+                    expected: (*expected).to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 fn loaded(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Loaded> {
     let layers = Layers::standard(workspace_root.as_deref(), extra.to_vec());
-    Ok(ctxfold_config::load(&layers)?)
+    Ok(ctxfold_config::load_checked(&layers, CHECKS)?)
+}
+
+/// The providers config names, laid over the built-in ones. What is left
+/// to find wrong once every layer passed [`check_providers`] is a provider
+/// that is not built in and misses `kind` or `base_url` in every layer:
+/// the error names the last place that set it.
+fn providers(l: &Loaded) -> anyhow::Result<Providers> {
+    let Some(table) = l.config.other.get("providers") else {
+        return Ok(Providers::builtin());
+    };
+    let settings: BTreeMap<String, ProviderSettings> = table
+        .clone()
+        .try_into()
+        .map_err(|e| anyhow::anyhow!("config [providers]: {e}"))?;
+    for (name, s) in &settings {
+        let mut one = BTreeMap::new();
+        one.insert(name.clone(), s.clone());
+        if let Err(e) = Providers::with_settings(&one) {
+            let at = l
+                .where_set(&ctxfold_config::dotted(&["providers", name]))
+                .unwrap_or_else(|| "config".to_owned());
+            anyhow::bail!("{at}: [providers.{name}]: {e}");
+        }
+    }
+    Ok(Providers::with_settings(&settings)?)
 }
 
 /// Load the settings for a command run in `workspace_root` (if any) with
 /// `-c` files `extra`.
 pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Settings> {
     let l = loaded(workspace_root, extra)?;
-    let providers = match l.config.other.get("providers") {
-        None => Providers::builtin(),
-        Some(table) => {
-            let settings: BTreeMap<String, ProviderSettings> = table
-                .clone()
-                .try_into()
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "config [providers] (see `ctxfold config show` for which file set what): {e}"
-                    )
-                })?;
-            Providers::with_settings(&settings)?
-        }
-    };
     Ok(Settings {
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
-        providers,
+        providers: providers(&l)?,
     })
 }
 
-/// `ctxfold config show`.
+/// `ctxfold config show`: refuses config that a command would refuse.
 pub fn show(
     workspace_root: Option<PathBuf>,
     extra: &[PathBuf],
     out: &Printer,
 ) -> anyhow::Result<()> {
     let l = loaded(workspace_root, extra)?;
+    providers(&l)?;
     let json: Value = l.show_json();
     out.emit(&json, || l.show_text())
 }

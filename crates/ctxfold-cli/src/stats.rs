@@ -70,6 +70,8 @@ pub fn stats(
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
     let log = crate::conversation::load(&c)?;
+    // Without a model: the heuristic, the very one the compaction report
+    // counts with (ctxfold_core::estimate), so the two agree.
     let est: Box<dyn TokenEstimator> = match model {
         Some(m) => ctxfold_tokens::for_model(m),
         None => Box::new(ctxfold_tokens::Heuristic::default()),
@@ -123,9 +125,12 @@ pub fn stats(
             "total", total_raw, total_after
         ));
         let how = if exact {
-            "exact"
+            "exact".to_owned()
         } else {
-            "estimated: characters / 4"
+            format!(
+                "estimated: characters / {}",
+                ctxfold_core::estimate::CHARS_PER_TOKEN
+            )
         };
         s.push_str(&format!("counted with {} ({how})\n", est.name()));
         match (window, share) {

@@ -49,9 +49,9 @@ pub enum ConfigError {
         /// What would have been accepted.
         expected: String,
     },
-    /// A key under `compaction` or `tools.NAME` that ctxfold does not know
+    /// A key ctxfold does not know, at the top level or inside a section
     /// (typos must not be silent).
-    #[error("{}: unknown key {key}: expected one of {}", at(origin, line), expected.join(", "))]
+    #[error("{}: unknown key {key}: expected one of {}{}", at(origin, line), expected.join(", "), hint(nearest))]
     UnknownKey {
         /// Where the key came from.
         origin: Source,
@@ -61,18 +61,24 @@ pub enum ConfigError {
         key: String,
         /// The keys accepted at that place.
         expected: Vec<&'static str>,
+        /// The accepted key nearest to the unknown one, when one is close
+        /// enough to be the likely intent.
+        nearest: Option<&'static str>,
     },
     /// An environment variable in the `CTXFOLD_COMPACTION_` namespace that
     /// maps to no setting.
     #[error(
-        "environment variable {name}: not a ctxfold setting: expected one of {}",
-        expected.join(", ")
+        "environment variable {name}: not a ctxfold setting: expected one of {}{}",
+        expected.join(", "),
+        hint(nearest)
     )]
     UnknownEnv {
         /// The variable.
         name: String,
         /// The variables ctxfold reads (see [`crate::ENV_VARS`]).
         expected: Vec<&'static str>,
+        /// The variable nearest to the unknown one, when close enough.
+        nearest: Option<&'static str>,
     },
     /// A flag named a key path that is not a TOML key.
     #[error(
@@ -86,8 +92,40 @@ pub enum ConfigError {
     },
 }
 
+/// `; did you mean X?`, or nothing.
+fn hint(nearest: &Option<&'static str>) -> String {
+    nearest.map_or_else(String::new, |n| format!("; did you mean {n}?"))
+}
+
+/// The candidate nearest to `given`, if it is close enough to be what was
+/// meant: a normalized Damerau-Levenshtein similarity of at least 0.7
+/// (one slip in a short word: `tool`/`tools`, `enabeld`/`enabled`,
+/// `Compaction`/`compaction`), else a candidate that `given` begins
+/// (`timeout`/`timeout_secs`).
+pub(crate) fn nearest(given: &str, candidates: &[&'static str]) -> Option<&'static str> {
+    let given = given.to_ascii_lowercase();
+    let lower = |c: &str| c.to_ascii_lowercase();
+    candidates
+        .iter()
+        .map(|c| {
+            (
+                strsim::normalized_damerau_levenshtein(&given, &lower(c)),
+                *c,
+            )
+        })
+        .filter(|(score, _)| *score >= 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+        .or_else(|| {
+            candidates
+                .iter()
+                .find(|c| given.len() >= 3 && lower(c).starts_with(given.as_str()))
+                .copied()
+        })
+}
+
 /// `PATH:LINE`, `PATH`, `environment variable X`, `flag X`.
-fn at(origin: &Source, line: &Option<usize>) -> String {
+pub(crate) fn at(origin: &Source, line: &Option<usize>) -> String {
     match origin {
         Source::User(p) | Source::Workspace(p) | Source::File(p) => match line {
             Some(l) => format!("{}:{l}", p.display()),

@@ -110,9 +110,11 @@ pub(crate) fn env_layers(env: &[(String, String)]) -> Result<Vec<Layer>, ConfigE
             continue;
         }
         let Some(&(_, key)) = ENV_VARS.iter().find(|(n, _)| n == name) else {
+            let expected: Vec<&'static str> = ENV_VARS.iter().map(|(n, _)| *n).collect();
             return Err(ConfigError::UnknownEnv {
                 name: name.clone(),
-                expected: ENV_VARS.iter().map(|(n, _)| *n).collect(),
+                nearest: crate::error::nearest(name, &expected),
+                expected,
             });
         };
         let raw = raw.trim();

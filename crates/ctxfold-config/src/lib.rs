@@ -18,12 +18,14 @@
 //! the built-in rule). `[compaction.auto.rule]` is one rule and is also
 //! replaced whole, not merged key by key.
 //!
-//! Keys under `compaction` and `tools.NAME` are checked in every layer:
-//! an unknown key, a wrong type or an unknown value is an error naming the
-//! file and line (or variable, or flag), the dotted key and what was
-//! expected. Other top-level keys (`[providers]`, `[model]`, …) belong to
-//! other parts of ctxfold and are passed through untouched in
-//! [`Config::other`].
+//! Every layer is checked on its own: an unknown key (at the top level or
+//! inside a section), a wrong type or an unknown value is an error naming
+//! the file and line (or variable, or flag), the dotted key, what was
+//! expected and, for a likely typo, the nearest known key. The top-level
+//! keys are listed in [`TOP_LEVEL_KEYS`]. `compaction` and `tools` are read
+//! here; the other sections (`[providers]`) belong to other parts of
+//! ctxfold, are passed through in [`Config::other`], and are checked layer
+//! by layer with the [`SectionCheck`]s given to [`load_checked`].
 //!
 //! ```no_run
 //! # fn main() -> Result<(), ctxfold_config::ConfigError> {
@@ -50,7 +52,7 @@ use ctxfold_core::planner::{Rule, ToolHints};
 use toml::{Table, Value};
 
 pub use error::ConfigError;
-pub use schema::rule_to_toml;
+pub use schema::{SectionCheck, SectionProblem, TOP_LEVEL_KEYS, rule_to_toml};
 
 use layer::Layer;
 use schema::{Ctx, Parsed};
@@ -81,6 +83,15 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "compaction.auto.compaction_retries",
     ),
 ];
+
+/// A dotted key from its segments, quoting those that are not bare TOML
+/// keys (`["providers", "my box"]` → `providers."my box"`), as
+/// [`Loaded::origins`] and [`Loaded::where_set`] spell keys.
+pub fn dotted(segments: &[&str]) -> String {
+    segments
+        .iter()
+        .fold(String::new(), |p, s| keys::join(&p, s))
+}
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,12 +240,22 @@ pub struct Loaded {
     /// `tools."*".compaction`; rules numbered from 1).
     pub origins: BTreeMap<String, Source>,
     merged: Table,
+    /// For each key a file set, the last file that did and the line.
+    lines: BTreeMap<String, (Source, usize)>,
+    checks: Vec<SectionCheck>,
 }
 
 /// Load and merge the layers. A missing user or workspace file is
 /// skipped; anything wrong in a layer is an error naming it.
 pub fn load(layers: &Layers) -> Result<Loaded, ConfigError> {
+    load_checked(layers, &[])
+}
+
+/// [`load`], also running `checks` on each layer (and on each later
+/// [`Loaded::set_flag`]) for the sections other parts of ctxfold read.
+pub fn load_checked(layers: &Layers, checks: &[SectionCheck]) -> Result<Loaded, ConfigError> {
     let mut loaded = Loaded::builtin();
+    loaded.checks = checks.to_vec();
     if let Some(p) = &layers.user
         && let Some(l) = layer::read_file(p, Source::User(p.clone()), false)?
     {
@@ -287,6 +308,8 @@ impl Loaded {
             config: Config::default(),
             origins,
             merged: table,
+            lines: BTreeMap::new(),
+            checks: Vec::new(),
         }
     }
 
@@ -299,6 +322,27 @@ impl Loaded {
     /// [`Loaded::origins`]).
     pub fn origin(&self, key: &str) -> Option<&Source> {
         self.origins.get(key)
+    }
+
+    /// Where `key` (a dotted key, a leaf or a table such as
+    /// `providers.work`) was last set: `PATH:LINE` for a file,
+    /// `environment variable X`, `flag X`, or `built-in defaults`; `None`
+    /// when no layer set it.
+    pub fn where_set(&self, key: &str) -> Option<String> {
+        let mut set_by = self
+            .origins
+            .iter()
+            .filter(|(k, _)| keys::is_under(k, key))
+            .map(|(_, s)| s);
+        let first = set_by.clone().next()?;
+        // A file's line only when that file is still what set the value
+        // (the environment or a flag may have set it since).
+        match self.lines.get(key) {
+            Some((source, line)) if set_by.any(|s| s == source) => {
+                Some(error::at(source, &Some(*line)))
+            }
+            _ => Some(error::at(first, &None)),
+        }
     }
 
     /// Set `key` (a dotted TOML key such as `compaction.auto.enabled` or
@@ -325,14 +369,18 @@ impl Loaded {
 
     /// Check one layer on its own, then merge it in.
     fn apply(&mut self, l: Layer) -> Result<(), ConfigError> {
-        schema::parse(
-            &l.table,
-            &Ctx::Layer {
-                source: &l.source,
-                lines: &l.lines,
-            },
-        )?;
+        let ctx = Ctx::Layer {
+            source: &l.source,
+            lines: &l.lines,
+        };
+        schema::parse(&l.table, &ctx)?;
+        for c in &self.checks {
+            schema::run_check(&l.table, c, &ctx)?;
+        }
         layer::merge(&mut self.merged, &l.table, "", &l.source, &mut self.origins);
+        for (k, line) in &l.lines {
+            self.lines.insert(k.clone(), (l.source.clone(), *line));
+        }
         Ok(())
     }
 

@@ -15,6 +15,19 @@ use crate::Source;
 use crate::error::ConfigError;
 use crate::keys::{index, join};
 
+/// Every top-level key a config file may hold: the one list to extend when
+/// ctxfold gains a section. Any other top-level key is an error, as a
+/// typo anywhere must be (`[compation.auto]`, `[tool.search]`).
+/// `compaction` and `tools` are read by this crate; the others are passed
+/// through whole in [`Config::other`](crate::Config::other) to the part of
+/// ctxfold that reads them, which checks every layer with a
+/// [`SectionCheck`] so that its errors name the file and line too.
+pub const TOP_LEVEL_KEYS: &[&str] = &[
+    "compaction", // [[compaction.rules]], [compaction.auto]: read here
+    "providers",  // [providers.NAME]: ctxfold-providers (checked by the CLI)
+    "tools",      // [tools.NAME]: read here
+];
+
 const COMPACTION_KEYS: &[&str] = &["auto", "rules"];
 const AUTO_KEYS: &[&str] = &[
     "compaction_retries",
@@ -69,7 +82,12 @@ impl Ctx<'_> {
         }
     }
 
-    fn invalid(&self, key: &str, value: &Value, expected: impl Into<String>) -> ConfigError {
+    pub(crate) fn invalid(
+        &self,
+        key: &str,
+        value: &Value,
+        expected: impl Into<String>,
+    ) -> ConfigError {
         let (origin, line) = self.locate(key);
         ConfigError::Invalid {
             origin,
@@ -80,13 +98,70 @@ impl Ctx<'_> {
         }
     }
 
-    fn unknown(&self, key: &str, expected: &[&'static str]) -> ConfigError {
+    /// `key` (a dotted path ending in `name`) is not one of `expected`.
+    pub(crate) fn unknown(&self, key: &str, name: &str, expected: &[&'static str]) -> ConfigError {
         let (origin, line) = self.locate(key);
         ConfigError::UnknownKey {
             origin,
             line,
             key: key.to_owned(),
             expected: expected.to_vec(),
+            nearest: crate::error::nearest(name, expected),
+        }
+    }
+}
+
+/// What a [`SectionCheck`] found wrong, at a key inside its section.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SectionProblem {
+    /// A key that is not known at that place.
+    UnknownKey {
+        /// The key's path below the section (`["work", "timeout"]` for
+        /// `providers.work.timeout`).
+        key: Vec<String>,
+        /// The keys accepted at that place.
+        expected: Vec<&'static str>,
+    },
+    /// A value that is not accepted.
+    Invalid {
+        /// The value's path below the section; empty for the section
+        /// itself.
+        key: Vec<String>,
+        /// What would have been accepted.
+        expected: String,
+    },
+}
+
+/// A check of a top-level section that this crate passes through (see
+/// [`TOP_LEVEL_KEYS`]) for the part of ctxfold that reads it: run on each
+/// layer that sets the section, so that a problem is reported like this
+/// crate's own, naming the file and line (or variable, or flag).
+#[derive(Debug, Clone, Copy)]
+pub struct SectionCheck {
+    /// The top-level key checked.
+    pub section: &'static str,
+    /// Checks the section's value as one layer sets it.
+    pub check: fn(&Value) -> Result<(), SectionProblem>,
+}
+
+/// Run `c` on `table` (one layer), worded through `ctx`.
+pub(crate) fn run_check(table: &Table, c: &SectionCheck, ctx: &Ctx) -> Result<(), ConfigError> {
+    let Some(v) = table.get(c.section) else {
+        return Ok(());
+    };
+    let path = |key: &[String]| key.iter().fold(join("", c.section), |p, s| join(&p, s));
+    match (c.check)(v) {
+        Ok(()) => Ok(()),
+        Err(SectionProblem::UnknownKey { key, expected }) => {
+            let name = key.last().map_or(c.section, String::as_str);
+            Err(ctx.unknown(&path(&key), name, &expected))
+        }
+        Err(SectionProblem::Invalid { key, expected }) => {
+            let at = key
+                .iter()
+                .try_fold(v, |v, seg| v.as_table()?.get(seg))
+                .unwrap_or(v);
+            Err(ctx.invalid(&path(&key), at, expected))
         }
     }
 }
@@ -135,9 +210,10 @@ pub(crate) fn parse(table: &Table, ctx: &Ctx) -> Result<Parsed, ConfigError> {
         match k.as_str() {
             "compaction" => parse_compaction(v, ctx, &mut out)?,
             "tools" => parse_tools(v, ctx, &mut out.hints)?,
-            _ => {
+            _ if TOP_LEVEL_KEYS.contains(&k.as_str()) => {
                 out.other.insert(k.clone(), v.clone());
             }
+            _ => return Err(ctx.unknown(&join("", k), k, TOP_LEVEL_KEYS)),
         }
     }
     Ok(out)
@@ -163,7 +239,7 @@ fn parse_compaction(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), Config
                 out.rules = Some(rules);
             }
             "auto" => parse_auto(v, &key, ctx, out)?,
-            _ => return Err(ctx.unknown(&key, COMPACTION_KEYS)),
+            _ => return Err(ctx.unknown(&key, k, COMPACTION_KEYS)),
         }
     }
     Ok(())
@@ -203,7 +279,7 @@ fn parse_auto(v: &Value, key: &str, ctx: &Ctx, out: &mut Parsed) -> Result<(), C
                     Some(int(v, &key, ctx, u32::MAX.into(), "a whole number >= 0")?)
             }
             "rule" => out.auto_rule = Some(parse_rule(v, &key, ctx)?),
-            _ => return Err(ctx.unknown(&key, AUTO_KEYS)),
+            _ => return Err(ctx.unknown(&key, k, AUTO_KEYS)),
         }
     }
     Ok(())
@@ -263,7 +339,7 @@ fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
                 });
             }
             "summary" => rule.summary = Some(summary(v, &key, ctx)?),
-            _ => return Err(ctx.unknown(&key, RULE_KEYS)),
+            _ => return Err(ctx.unknown(&key, k, RULE_KEYS)),
         }
     }
     if !rule.has_policy() {
@@ -289,7 +365,7 @@ fn summary(v: &Value, key: &str, ctx: &Ctx) -> Result<SummaryRequest, ConfigErro
         match k.as_str() {
             "model" => model = Some(text()?),
             "instructions" => instructions = Some(text()?),
-            _ => return Err(ctx.unknown(&key, SUMMARY_KEYS)),
+            _ => return Err(ctx.unknown(&key, k, SUMMARY_KEYS)),
         }
     }
     Ok(SummaryRequest::Derive {
@@ -357,7 +433,7 @@ fn parse_tools(v: &Value, ctx: &Ctx, hints: &mut ToolHints) -> Result<(), Config
                         hints.per_tool.insert(name.clone(), o);
                     }
                 }
-                _ => return Err(ctx.unknown(&key, TOOL_KEYS)),
+                _ => return Err(ctx.unknown(&key, k, TOOL_KEYS)),
             }
         }
     }

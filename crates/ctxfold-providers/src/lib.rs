@@ -16,6 +16,7 @@
 //! | [`provider`] | [`Provider`]: one call to a model, and its context window |
 //! | [`window`] | the built-in table of context windows |
 //! | [`error`] | [`ProviderError`]: what went wrong, classified (context overflow included) |
+//! | [`redact`] | keys kept out of errors and summaries, whatever the upstream echoes |
 //! | `client` (private), [`sse`] | HTTP with timeouts and retries; server-sent events |
 //!
 //! Everything is blocking: there is no async runtime in the API.
@@ -44,6 +45,7 @@ pub mod error;
 pub mod model;
 pub mod openai;
 pub mod provider;
+pub mod redact;
 pub mod request;
 pub mod response;
 pub mod sse;

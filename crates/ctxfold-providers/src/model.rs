@@ -249,6 +249,40 @@ fn duration(provider: &str, key: &str, secs: f64) -> Result<Duration, ProviderEr
 }
 
 impl ProviderSettings {
+    /// The keys of a `[providers.NAME]` table, each with what it takes (for
+    /// error messages; a test keeps the list equal to the fields).
+    pub const KEYS: &[(&str, &str)] = &[
+        ("kind", "\"openai\" or \"anthropic\""),
+        (
+            "base_url",
+            "a URL that starts with http:// or https:// (a string)",
+        ),
+        (
+            "api_key_env",
+            "the name of an environment variable (a string; \"\" for none)",
+        ),
+        ("timeout_secs", "a number of seconds >= 0"),
+        ("connect_timeout_secs", "a number of seconds >= 0"),
+        ("max_retries", "a whole number >= 0"),
+        ("retry_base_delay_ms", "a whole number of milliseconds >= 0"),
+        ("retry_max_delay_secs", "a number of seconds >= 0"),
+        (
+            "headers",
+            "a table of header names to strings ({ \"X-Title\" = \"ctxfold\" })",
+        ),
+        ("max_tokens", "a whole number of tokens >= 0"),
+        (
+            "context_window_from",
+            "one of \"llamacpp-props\", \"ollama-show\", \"models-list\", \"none\"",
+        ),
+        ("context_window", "a whole number of tokens >= 0"),
+    ];
+
+    /// The key names of [`ProviderSettings::KEYS`].
+    pub fn key_names() -> Vec<&'static str> {
+        Self::KEYS.iter().map(|(k, _)| *k).collect()
+    }
+
     /// These settings laid over `base` (the built-in provider of that name,
     /// if any) for the provider `name`.
     pub fn resolve(
@@ -504,6 +538,30 @@ mod tests {
             WindowSource::LlamacppProps,
             "kept from the built-in"
         );
+    }
+
+    #[test]
+    fn the_key_list_is_the_field_list() {
+        let all = ProviderSettings {
+            kind: Some(ProviderKind::OpenAi),
+            base_url: Some("http://x".into()),
+            api_key_env: Some("K".into()),
+            timeout_secs: Some(1.0),
+            connect_timeout_secs: Some(1.0),
+            max_retries: Some(1),
+            retry_base_delay_ms: Some(1),
+            retry_max_delay_secs: Some(1.0),
+            headers: BTreeMap::from([("a".to_owned(), "b".to_owned())]),
+            max_tokens: Some(1),
+            context_window_from: Some(WindowSource::None),
+            context_window: Some(1),
+        };
+        let v = serde_json::to_value(&all).unwrap();
+        let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut keys = ProviderSettings::key_names();
+        fields.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(fields, keys);
     }
 
     #[test]

@@ -9,6 +9,15 @@
 //! Anthropic-kind ones as `x-api-key` with `anthropic-version`
 //! ([`crate::anthropic::VERSION`]). Config's headers are sent last and win.
 //!
+//! # Keys in what comes back
+//!
+//! Every error [`Provider::chat`] and [`Provider::context_window`] return
+//! has the key (and credential headers) replaced by
+//! [`REDACTED`](crate::redact::REDACTED), whatever the upstream echoed; so
+//! do the summaries of [`ModelSummarizer`](crate::ModelSummarizer). A
+//! caller that prints or stores other upstream text passes it through
+//! [`Provider::redact`].
+//!
 //! # Streams
 //!
 //! With a callback the request asks for a stream; the callback sees text and
@@ -35,6 +44,7 @@ use crate::client::{Call, Http};
 use crate::error::{self, ErrorContext, ProviderError};
 use crate::model::{ProviderConfig, ProviderKind, WindowSource};
 use crate::openai;
+use crate::redact::{Secrets, is_credential_header};
 use crate::request::ChatRequest;
 use crate::response::{ChatResponse, StreamEvent};
 
@@ -101,6 +111,34 @@ impl Provider {
         }
     }
 
+    /// What this provider sends that must not come back out: the key
+    /// (whether or not its variable is set now) and the values of
+    /// configured credential headers, with and without a `Bearer ` prefix.
+    fn secrets(&self) -> Secrets {
+        let key = self.config.api_key.clone().or_else(|| {
+            let var = self.config.api_key_env.as_ref()?;
+            std::env::var(var).ok()
+        });
+        let headers = self
+            .config
+            .headers
+            .iter()
+            .filter(|(k, _)| is_credential_header(k))
+            .flat_map(|(_, v)| {
+                let bare = v.trim().strip_prefix("Bearer ").map(str::to_owned);
+                [Some(v.clone()), bare]
+            })
+            .flatten();
+        Secrets::new(key.into_iter().chain(headers))
+    }
+
+    /// `text` with this provider's key (and credential headers) replaced
+    /// by [`REDACTED`](crate::redact::REDACTED): for upstream text a caller
+    /// prints or stores.
+    pub fn redact(&self, text: &str) -> String {
+        self.secrets().text(text)
+    }
+
     fn headers(&self) -> Result<Vec<(String, String)>, ProviderError> {
         let key = self.key()?;
         let mut h: Vec<(String, String)> = Vec::new();
@@ -136,8 +174,18 @@ impl Provider {
     }
 
     /// Call the model. With `stream`, the answer is streamed and `stream`
-    /// sees its text and reasoning as they come (see the module docs).
+    /// sees its text and reasoning as they come (see the module docs). An
+    /// error never holds the key (see the module docs).
     pub fn chat(
+        &self,
+        req: &ChatRequest,
+        stream: Option<&mut dyn FnMut(StreamEvent)>,
+    ) -> Result<ChatResponse, ProviderError> {
+        self.chat_unredacted(req, stream)
+            .map_err(|e| self.secrets().error(e))
+    }
+
+    fn chat_unredacted(
         &self,
         req: &ChatRequest,
         stream: Option<&mut dyn FnMut(StreamEvent)>,
@@ -212,7 +260,10 @@ impl Provider {
     /// says, else from the built-in table; `None` when unknown (see the
     /// module docs).
     pub fn context_window(&self, model: &str) -> Result<Option<u32>, ProviderError> {
-        if let Some(n) = self.window_from_server(model)? {
+        let asked = self
+            .window_from_server(model)
+            .map_err(|e| self.secrets().error(e));
+        if let Some(n) = asked? {
             return Ok(Some(n));
         }
         Ok(ctxfold_tokens::context_window(model).or(self.config.context_window))

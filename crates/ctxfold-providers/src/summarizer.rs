@@ -104,7 +104,8 @@ impl<'a> ModelSummarizer<'a> {
         );
         req.max_tokens = Some(max_tokens);
         let resp = self.provider.chat(&req, None)?;
-        Ok(resp.text().trim().to_owned())
+        // The summary is stored: no key in it, whatever the model wrote.
+        Ok(self.provider.redact(resp.text().trim()))
     }
 
     /// Summarize with a text budget of `budget_chars`: whole, pruned, or in

@@ -1,29 +1,32 @@
 //! The [`TokenEstimator`] trait and its two implementations.
+//!
+//! What a record or a view item counts (its blocks and their overhead) and
+//! the heuristic itself live in [`ctxfold_core::estimate`], the one place
+//! the compaction report uses too; an estimator here only says how a text
+//! is counted.
 
-use ctxfold_core::projection::{
-    Item, PREAMBLE, strip_arguments, stripped_result_line, summary_preamble,
-};
-use ctxfold_core::record::{Body, Record};
+use ctxfold_core::estimate::{self, CountText};
+use ctxfold_core::projection::Item;
+use ctxfold_core::record::Record;
 use serde_json::Value;
 
-/// Overhead of one block (a message's text, a tool call, a tool result), in
-/// tokens.
-pub const BLOCK_OVERHEAD: usize = 4;
+pub use ctxfold_core::estimate::BLOCK_OVERHEAD;
 
 /// Overhead of one message, for its role, in tokens.
 pub const MESSAGE_OVERHEAD: usize = 4;
 
-/// Characters per token of [`Heuristic::default`]. Over the JP corpus the
-/// plain 4 is within 2% of the exact `o200k_base` count (the test
-/// `heuristic_is_within_15_percent_over_the_corpus` prints the figure), so
-/// it is kept as seed 002 had it.
-pub const CHARS_PER_TOKEN: f64 = 4.0;
+/// Characters per token of [`Heuristic::default`]: the core's
+/// [`CHARS_PER_TOKEN`](ctxfold_core::estimate::CHARS_PER_TOKEN). Over the
+/// JP corpus the plain 4 is within 2% of the exact `o200k_base` count (the
+/// test `heuristic_is_within_15_percent_over_the_corpus` prints the
+/// figure), so it is kept as seed 002 had it.
+pub const CHARS_PER_TOKEN: f64 = estimate::CHARS_PER_TOKEN as f64;
 
 /// Counts tokens: of a text, and from it of everything a request holds.
 ///
 /// Implementors give [`count_text`](TokenEstimator::count_text); the other
 /// methods are built on it and count what the model is sent, the same way
-/// for every estimator.
+/// for every estimator (by [`ctxfold_core::estimate`]).
 pub trait TokenEstimator: Send + Sync {
     /// A short name, e.g. `o200k_base` or `heuristic`. Counts made by
     /// estimators of different names are never mixed in a cache.
@@ -55,58 +58,17 @@ pub trait TokenEstimator: Send + Sync {
         }
     }
 
-    /// Tokens of one raw record as the model sees it: text, reasoning and
-    /// system prompts their text plus one block overhead; a tool call its
-    /// name plus its arguments' JSON text plus one overhead; a tool result
-    /// its content plus one overhead; a structured answer its JSON text
-    /// plus one overhead. 0 for records the model never sees (turn starts,
-    /// compactions, config deltas, …).
+    /// Tokens of one raw record as the model sees it (see
+    /// [`ctxfold_core::estimate::record_tokens_by`]); 0 for records the
+    /// model never sees (turn starts, compactions, config deltas, …).
     fn record_tokens(&self, record: &Record) -> usize {
-        let overhead = self.block_overhead();
-        match &record.body {
-            Body::User { content, .. }
-            | Body::Assistant { content }
-            | Body::Reasoning { content }
-            | Body::System { content } => self.count_text(content) + overhead,
-            Body::ToolCall {
-                name, arguments, ..
-            } => self.count_text(name) + self.json_tokens(arguments) + overhead,
-            Body::ToolResult { content, .. } => self.count_text(content) + overhead,
-            Body::Structured { data } => self.json_tokens(data) + overhead,
-            Body::TurnStart
-            | Body::Compaction(_)
-            | Body::CompactionReset(_)
-            | Body::Other { .. } => 0,
-        }
+        estimate::record_tokens_by(&By(self), record)
     }
 
-    /// Tokens of one view item, as rendered: a stripped call with its
-    /// placeholders, a stripped result as its one line, a summary as the
-    /// user message naming its turns plus the assistant message with the
-    /// text (two blocks), the preamble as one user block.
+    /// Tokens of one view item, as rendered (see
+    /// [`ctxfold_core::estimate::item_tokens_by`]).
     fn item_tokens(&self, item: &Item<'_>) -> usize {
-        let overhead = self.block_overhead();
-        match item {
-            Item::Event { record, .. } => self.record_tokens(record),
-            Item::StrippedCall { record, .. } => match &record.body {
-                Body::ToolCall {
-                    name, arguments, ..
-                } => {
-                    self.count_text(name) + self.json_tokens(&strip_arguments(arguments)) + overhead
-                }
-                _ => self.record_tokens(record),
-            },
-            Item::StrippedResult { record, tool, .. } => match &record.body {
-                Body::ToolResult {
-                    content, is_error, ..
-                } => self.count_text(&stripped_result_line(tool, content, *is_error)) + overhead,
-                _ => self.record_tokens(record),
-            },
-            Item::Summary { turns, text, .. } => {
-                self.count_text(&summary_preamble(*turns)) + self.count_text(text) + 2 * overhead
-            }
-            Item::Preamble => self.count_text(PREAMBLE) + overhead,
-        }
+        estimate::item_tokens_by(&By(self), item)
     }
 
     /// Tokens of the tool definitions sent with a request: the JSON text of
@@ -128,8 +90,27 @@ pub trait TokenEstimator: Send + Sync {
     }
 }
 
+/// An estimator as the core's [`CountText`], so that the core says what a
+/// record or an item counts.
+struct By<'a, E: ?Sized>(&'a E);
+
+impl<E: TokenEstimator + ?Sized> CountText for By<'_, E> {
+    fn count_text(&self, text: &str) -> usize {
+        self.0.count_text(text)
+    }
+
+    fn block_overhead(&self) -> usize {
+        self.0.block_overhead()
+    }
+
+    fn json_tokens(&self, value: &Value) -> usize {
+        self.0.json_tokens(value)
+    }
+}
+
 /// The fast estimate: characters / [`CHARS_PER_TOKEN`], rounded up, plus
-/// the block overheads. For models without an offline tokenizer.
+/// the block overheads. The default one is the core's heuristic
+/// ([`ctxfold_core::estimate::text_tokens`]). For models without an offline tokenizer.
 #[derive(Debug, Clone)]
 pub struct Heuristic {
     chars_per_token: f64,
@@ -174,6 +155,9 @@ impl TokenEstimator for Heuristic {
     }
 
     fn count_text(&self, text: &str) -> usize {
+        if self.chars_per_token == CHARS_PER_TOKEN {
+            return estimate::text_tokens(text);
+        }
         let chars = text.chars().count();
         if chars == 0 {
             return 0;
@@ -305,6 +289,7 @@ pub fn model_name(model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxfold_core::record::Body;
 
     #[test]
     fn openai_models_get_their_encoding() {

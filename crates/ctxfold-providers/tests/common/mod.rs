@@ -27,6 +27,10 @@ pub struct Reply {
     pub delay: Duration,
     /// Close-delimited body without content-length (as a stream is sent).
     pub streamed: bool,
+    /// Echo the request's credentials, as a careless gateway does: in the
+    /// body, `{authorization}` and `{x-api-key}` become those headers'
+    /// values.
+    pub echo: bool,
 }
 
 impl Reply {
@@ -37,6 +41,7 @@ impl Reply {
             body: v.to_string(),
             delay: Duration::ZERO,
             streamed: false,
+            echo: false,
         }
     }
 
@@ -47,6 +52,7 @@ impl Reply {
             body: body.into(),
             delay: Duration::ZERO,
             streamed: false,
+            echo: false,
         }
     }
 
@@ -57,11 +63,18 @@ impl Reply {
             body: body.into(),
             delay: Duration::ZERO,
             streamed: true,
+            echo: false,
         }
     }
 
     pub fn header(mut self, k: &str, v: &str) -> Reply {
         self.headers.push((k.into(), v.into()));
+        self
+    }
+
+    /// The same, echoing the request's credentials (see [`Reply::echo`]).
+    pub fn echoing(mut self) -> Reply {
+        self.echo = true;
         self
     }
 
@@ -117,8 +130,18 @@ impl FakeServer {
                 let Ok(conn) = conn else { continue };
                 let reply = &replies[n.min(replies.len() - 1)];
                 if let Some(req) = read_request(&conn) {
+                    let reply = if reply.echo {
+                        let mut r = reply.clone();
+                        for h in ["authorization", "x-api-key"] {
+                            let v = req.header(h).unwrap_or_default();
+                            r.body = r.body.replace(&format!("{{{h}}}"), v);
+                        }
+                        r
+                    } else {
+                        reply.clone()
+                    };
                     seen2.lock().unwrap().push(req);
-                    answer(conn, reply);
+                    answer(conn, &reply);
                 }
             }
         });
