@@ -41,7 +41,8 @@ use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
 use crate::chat::describe;
-use crate::{Format, FormatError, Transcript, read_json, write_file};
+use crate::output::Protect;
+use crate::{Format, FormatError, Transcript, optional_file, read_json};
 
 /// Key of the hints object in a record's `extra`.
 const HINTS: &str = "jp";
@@ -194,7 +195,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     let mut t = Transcript::default();
     let mut jp = Object::new();
     let meta_file = dir.join("metadata.json");
-    if meta_file.is_file() {
+    if optional_file(&meta_file)? {
         let meta = read_json(&meta_file)?;
         t.title = meta.get("title").and_then(Value::as_str).map(str::to_owned);
         jp.insert("metadata".into(), meta);
@@ -205,7 +206,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
         ));
     }
     let base_file = dir.join("base_config.json");
-    if base_file.is_file() {
+    if optional_file(&base_file)? {
         jp.insert("base_config".into(), read_json(&base_file)?);
     }
     t.extras.insert(HINTS.into(), Value::Object(jp));
@@ -571,10 +572,19 @@ pub fn events_json(records: &[Record]) -> Value {
 }
 
 /// Write a JP conversation folder at `path`: `events.json`, `metadata.json`
-/// and, when the conversation had one, `base_config.json`.
+/// and, when the conversation had one, `base_config.json`. The folder is
+/// written as a unit (see [`crate::output::write_folder`]).
 pub fn export(t: &Transcript, path: &Path) -> Result<(), FormatError> {
+    export_protected(t, path, &Protect::none())
+}
+
+/// [`export`], refusing an output `protect` protects.
+pub fn export_protected(t: &Transcript, path: &Path, protect: &Protect) -> Result<(), FormatError> {
     let jp = t.extras.get(HINTS).and_then(Value::as_object);
-    write_pretty(&path.join("events.json"), &events_json(&t.records))?;
+    let mut files = vec![(
+        "events.json",
+        pretty(&path.join("events.json"), &events_json(&t.records))?,
+    )];
     let metadata = match jp.and_then(|j| j.get("metadata")) {
         Some(m) => m.clone(),
         None => {
@@ -589,18 +599,24 @@ pub fn export(t: &Transcript, path: &Path) -> Result<(), FormatError> {
             Value::Object(m)
         }
     };
-    write_pretty(&path.join("metadata.json"), &metadata)?;
+    files.push((
+        "metadata.json",
+        pretty(&path.join("metadata.json"), &metadata)?,
+    ));
     if let Some(base) = jp.and_then(|j| j.get("base_config")) {
-        write_pretty(&path.join("base_config.json"), base)?;
+        files.push((
+            "base_config.json",
+            pretty(&path.join("base_config.json"), base)?,
+        ));
     }
-    Ok(())
+    crate::output::write_folder(path, &files, protect)
 }
 
 /// JP writes pretty JSON (two-space indent) with a final newline.
-fn write_pretty(path: &Path, v: &Value) -> Result<(), FormatError> {
+fn pretty(path: &Path, v: &Value) -> Result<Vec<u8>, FormatError> {
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| FormatError::json(path, &e))?;
     bytes.push(b'\n');
-    write_file(path, &bytes)
+    Ok(bytes)
 }
 
 #[cfg(test)]
