@@ -221,6 +221,11 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
         rec.seq = i as u64;
         t.records.push(rec);
     }
+    let mut pairing = Vec::new();
+    crate::pairing::pair(&mut t.records, None, &mut pairing);
+    for w in pairing {
+        t.warnings.push(format!("{}: {w}", events_file.display()));
+    }
     Ok(t)
 }
 

@@ -27,6 +27,7 @@ pub mod ctxfold;
 pub mod jp;
 pub mod openai;
 pub mod output;
+mod pairing;
 
 /// A transcript format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -37,6 +37,10 @@
 //!   `openai_message_start: true` on its first record, since export joins
 //!   consecutive assistant output into one message otherwise.
 //! - The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//! - A tool-call id used by several calls: the later calls get unique ids
+//!   (`c1#2`, …) and each result the id of the nearest earlier unanswered
+//!   call of its id, the original kept in metadata `openai_original_id`
+//!   for export; a result no call answers is kept. Both warn.
 //!
 //! # Export
 //!
@@ -60,6 +64,7 @@ use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
     message_and_role, message_keys, meta, set_meta, split_request, text_parts,
 };
+use crate::pairing::{export_id, pair};
 
 const PREFIX: &str = "openai";
 const ROLES: &str = "expected system, developer, user, assistant or tool";
@@ -78,6 +83,7 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
         prev_assistant = read_message(&mut out, i, m, prev_assistant)?;
     }
     t.records = out.records;
+    pair(&mut t.records, Some(PREFIX), &mut t.warnings);
     Ok(t)
 }
 
@@ -351,7 +357,7 @@ pub fn to_json(records: &[Record], extras: &Object) -> Value {
                 flush(&mut group, &mut messages);
                 let mut msg = Object::new();
                 msg.insert("role".into(), "tool".into());
-                msg.insert("tool_call_id".into(), Value::String(id.clone()));
+                msg.insert("tool_call_id".into(), export_id(r, id, PREFIX).into());
                 insert_content(&mut msg, &[r], content, Value::String(content.clone()));
                 fill_in(&mut msg, message_keys(r, PREFIX));
                 messages.push(Value::Object(msg));
@@ -423,7 +429,7 @@ fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> Value {
         fill_in(&mut function, f.clone());
     }
     let mut call = Object::new();
-    call.insert("id".into(), Value::String(id.to_owned()));
+    call.insert("id".into(), export_id(r, id, PREFIX).into());
     call.insert("type".into(), "function".into());
     call.insert("function".into(), Value::Object(function));
     if let Some(Value::Object(fields)) = meta(r, "openai_tool_call_fields") {
