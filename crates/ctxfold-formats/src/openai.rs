@@ -25,6 +25,9 @@
 //!   metadata `openai_raw_arguments: true`; text that parses but is not what
 //!   serde_json writes for the value (spaces, number spelling) is kept in
 //!   metadata `openai_arguments_text`. Either way export writes the original.
+//!   `arguments` given as an object (not what the API sends, but seen in
+//!   logs) is read as it is, with metadata `openai_arguments_object: true`,
+//!   and written back as an object.
 //! - Message keys this module does not map (`name`, `refusal`, an empty
 //!   `tool_calls`, …) go into `extra` of the first record made from the
 //!   message, their names listed in metadata `openai_message_keys`: export
@@ -271,22 +274,35 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
     let Some(Value::String(name)) = f.get("name") else {
         return Err(format!("{at}.function: missing `name` (a string)"));
     };
-    let Some(Value::String(text)) = f.get("arguments") else {
-        return Err(format!(
-            "{at}.function: missing `arguments` (a JSON string)"
-        ));
-    };
     let mut meta = Object::new();
-    let arguments = match serde_json::from_str::<Value>(text) {
-        Ok(v) => {
-            if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
-                meta.insert("openai_arguments_text".into(), Value::String(text.clone()));
+    let arguments = match f.get("arguments") {
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => {
+                if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
+                    meta.insert("openai_arguments_text".into(), Value::String(text.clone()));
+                }
+                v
             }
-            v
+            Err(_) => {
+                meta.insert("openai_raw_arguments".into(), Value::Bool(true));
+                Value::String(text.clone())
+            }
+        },
+        // Not what the API sends, but some logs write the object itself.
+        Some(v @ Value::Object(_)) => {
+            meta.insert("openai_arguments_object".into(), Value::Bool(true));
+            v.clone()
         }
-        Err(_) => {
-            meta.insert("openai_raw_arguments".into(), Value::Bool(true));
-            Value::String(text.clone())
+        None => {
+            return Err(format!(
+                "{at}.function: missing `arguments` (a JSON string)"
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "{at}.function.arguments: expected a JSON string (or an object), found {}",
+                describe(other)
+            ));
         }
     };
     let mut call_fields = leftovers(c, &["id", "type", "function"]);
@@ -421,10 +437,14 @@ fn assistant_message(group: &[&Record]) -> Value {
 fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> Value {
     let mut function = Object::new();
     function.insert("name".into(), Value::String(name.to_owned()));
-    function.insert(
-        "arguments".into(),
-        Value::String(arguments_text(r, arguments)),
-    );
+    let args = if meta(r, "openai_arguments_object") == Some(&Value::Bool(true))
+        && arguments.is_object()
+    {
+        arguments.clone()
+    } else {
+        Value::String(arguments_text(r, arguments))
+    };
+    function.insert("arguments".into(), args);
     if let Some(Value::Object(f)) = meta(r, "openai_function_fields") {
         fill_in(&mut function, f.clone());
     }
