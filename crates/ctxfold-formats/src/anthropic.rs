@@ -38,7 +38,10 @@
 //!   `anthropic_string_content` on the first record records an input that
 //!   did otherwise.
 //! - A message with an empty block array makes no record: a warning says
-//!   so. The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//!   so. The format has no timestamps: `ts` is the message's own `timestamp`,
+//!   `created_at` or `created` when it has one (text the bounds can read kept
+//!   as it is, Unix seconds written as RFC 3339; the key stays in the
+//!   message), else empty; `seq` counts from 0.
 //! - Repeated `tool_use` ids are made unique as for OpenAI (the original in
 //!   metadata `anthropic_original_id`), with a warning, as is a
 //!   `tool_result` no call answers.
@@ -120,6 +123,7 @@ fn read_message(
     m: &Value,
 ) -> Result<(), String> {
     let (m, role) = message_and_role(i, m, "expected user or assistant")?;
+    out.start_message(m);
     let user = match role {
         "user" => true,
         "assistant" => false,

@@ -39,7 +39,10 @@
 //! - An assistant message right after another one gets metadata
 //!   `openai_message_start: true` on its first record, since export joins
 //!   consecutive assistant output into one message otherwise.
-//! - The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//! - The format has no timestamps: `ts` is the message's own `timestamp`,
+//!   `created_at` or `created` when it has one (text the bounds can read kept
+//!   as it is, Unix seconds written as RFC 3339; the key stays in the
+//!   message), else empty; `seq` counts from 0.
 //! - A tool-call id used by several calls: the later calls get unique ids
 //!   (`c1#2`, …) and each result the id of the nearest earlier unanswered
 //!   call of its id, the original kept in metadata `openai_original_id`
@@ -133,6 +136,7 @@ fn read_message(
     prev_assistant: bool,
 ) -> Result<bool, String> {
     let (m, role) = message_and_role(i, m, ROLES)?;
+    out.start_message(m);
     let content = Content::read(i, m)?;
     match role {
         "system" | "developer" => {
