@@ -92,16 +92,18 @@ impl Protect {
     }
 
     fn refuse(&self, dest: &Path, what: &str) -> FormatError {
-        let input = self
-            .input
-            .as_deref()
-            .map_or(String::new(), |i| format!(" ({})", i.display()));
         FormatError::Refused {
             path: dest.to_owned(),
             reason: format!(
-                "{what}{input}; name another path with -o (ctxfold compact never changes its input)"
+                "{what}; name another path with -o (ctxfold compact never changes its input)"
             ),
         }
+    }
+
+    fn input_shown(&self) -> String {
+        self.input
+            .as_deref()
+            .map_or(String::new(), |i| i.display().to_string())
     }
 
     /// Refuse `dest` when it is the input (after following links), holds a
@@ -113,14 +115,19 @@ impl Protect {
         if let Ok(m) = fs::metadata(dest) {
             let id = id_of(&m);
             if self.files.contains(&id) || self.dir == Some(id) {
-                return Err(self.refuse(dest, "is the input, the same file after following links"));
+                let what = format!(
+                    "is the input ({}), the same file after following links",
+                    self.input_shown()
+                );
+                return Err(self.refuse(dest, &what));
             }
             if m.is_dir() {
                 for e in fs::read_dir(dest).into_iter().flatten().flatten() {
                     if fs::metadata(e.path()).is_ok_and(|m| self.files.contains(&id_of(&m))) {
                         let what = format!(
-                            "holds {}, which is the input's file after following links: the output is the input",
-                            e.file_name().to_string_lossy()
+                            "holds {}, which is the input's file after following links: the output is the input ({})",
+                            e.file_name().to_string_lossy(),
+                            self.input_shown()
                         );
                         return Err(self.refuse(dest, &what));
                     }
@@ -146,10 +153,8 @@ impl Protect {
                 .ancestors()
                 .any(|a| fs::metadata(a).is_ok_and(|m| id_of(&m) == dir))
         {
-            return Err(self.refuse(
-                dest,
-                "lies inside the input's folder, and the output is the input",
-            ));
+            let what = format!("lies inside the input folder ({})", self.input_shown());
+            return Err(self.refuse(dest, &what));
         }
         Ok(())
     }
@@ -275,9 +280,13 @@ fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
             continue;
         }
         let path = e.path();
+        // Only what we create: opening a pipe of that name would block.
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
+        if !meta.is_file() && !meta.is_dir() {
+            continue;
+        }
         let Ok(f) = File::open(&path) else { continue };
         if f.try_lock().is_err() {
             continue;
