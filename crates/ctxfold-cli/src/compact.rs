@@ -619,7 +619,12 @@ pub fn compact_file(
         eprint!("{text}");
         return Ok(());
     }
-    ctxfold_formats::export(&transcript, out_format, &dest)?;
+    ctxfold_formats::export_protected(
+        &transcript,
+        out_format,
+        &dest,
+        &ctxfold_formats::output::Protect::input(&args.file),
+    )?;
     let size_after = size_of(&dest);
     text.push_str(&format!(
         "wrote {} ({out_format}): {} → {} bytes\n",
@@ -638,55 +643,20 @@ pub fn compact_file(
 }
 
 /// `compact FILE` never touches its input: refuse an output that is the
-/// input, or lies inside an input folder.
+/// input (by device and inode, after following links), holds a link to
+/// one of its files, or lies inside an input folder. Checked again as the
+/// output is written.
 fn refuse_overwriting_input(input: &Path, dest: &Path) -> anyhow::Result<()> {
     if dest == Path::new("-") {
         return Ok(());
     }
-    let Ok(input) = input.canonicalize() else {
-        return Ok(());
-    };
-    // The output may not exist yet: compare its parent, then the name.
-    let dest_abs = match dest.canonicalize() {
-        Ok(p) => p,
-        Err(_) => match (dest.parent(), dest.file_name()) {
-            (Some(parent), Some(name)) => {
-                let parent = if parent.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    parent
-                };
-                match parent.canonicalize() {
-                    Ok(p) => p.join(name),
-                    Err(_) => return Ok(()),
-                }
-            }
-            _ => return Ok(()),
-        },
-    };
-    let input_dir = if input.is_file() && input.file_name().is_some_and(|n| n == "events.json") {
-        input.parent().map(Path::to_path_buf)
-    } else if input.is_dir() {
-        Some(input.clone())
-    } else {
-        None
-    };
-    if dest_abs == input || input_dir.is_some_and(|d| dest_abs.starts_with(d)) {
-        bail!(
-            "{}: the output would overwrite the input; name another path with -o (ctxfold compact never changes its input)",
-            dest.display()
-        );
-    }
+    ctxfold_formats::output::Protect::input(input).check(dest)?;
     Ok(())
 }
 
-/// A transcript exported to bytes (through a temporary file, so every
-/// format has one writer; transcripts are small next to the log).
+/// A one-file transcript exported to bytes.
 pub fn export_bytes(t: &Transcript, format: Format) -> anyhow::Result<Vec<u8>> {
-    let dir = tempfile::tempdir()?;
-    let file = dir.path().join("out");
-    ctxfold_formats::export(t, format, &file)?;
-    Ok(std::fs::read(&file)?)
+    Ok(ctxfold_formats::export_bytes(t, format, Path::new("-"))?)
 }
 
 /// `<name>.compacted<.ext>` beside the input (a folder for JP).

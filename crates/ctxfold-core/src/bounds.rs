@@ -69,6 +69,11 @@ pub enum BoundError {
         /// What its timestamp says.
         ts: String,
     },
+    /// A duration bound on a log with no readable timestamp at all.
+    #[error(
+        "`{0}` is a duration, but this transcript has no timestamps (OpenAI and Anthropic messages carry none unless they have a `timestamp`): use turn numbers instead, e.g. 3 or -2"
+    )]
+    NoTimes(String),
     /// A keep value that is neither a count nor a duration.
     #[error(
         "`{0}` is not a keep value: expected a number of turns (3) or a duration (5h, 30m, 2d)"
@@ -165,6 +170,7 @@ fn turn_time(log: &Log, turn: u32) -> Option<Timestamp> {
 /// The first turn (0-based) that started at or after `t`; `turn_count` if
 /// none did.
 fn first_turn_at_or_after(log: &Log, t: Timestamp, bound: &str) -> Result<u32, BoundError> {
+    require_times(log, bound)?;
     let n = log.turn_count() as u32;
     for turn in 0..n {
         match turn_time(log, turn) {
@@ -185,6 +191,16 @@ fn first_turn_at_or_after(log: &Log, t: Timestamp, bound: &str) -> Result<u32, B
         }
     }
     Ok(n)
+}
+
+/// Refuse a duration `bound` up front when no record has a readable time,
+/// rather than naming the first turn as if only it lacked one.
+fn require_times(log: &Log, bound: &str) -> Result<(), BoundError> {
+    if log.records().iter().any(|r| parse_ts(&r.ts).is_some()) {
+        Ok(())
+    } else {
+        Err(BoundError::NoTimes(bound.to_owned()))
+    }
 }
 
 /// The turn after the furthest turn any active compaction covers (0 when
@@ -244,6 +260,7 @@ impl Keep {
         match *self {
             Keep::Count(k) => Ok(k as i64),
             Keep::Duration(d) => {
+                require_times(log, &format!("{d:#}"))?;
                 let Some(start) = turn_time(log, 0) else {
                     return Ok(0);
                 };
@@ -368,6 +385,37 @@ mod tests {
         assert!(matches!(
             b.resolve_start(&l, Clock { now: None }),
             Err(BoundError::NoClock(_))
+        ));
+    }
+
+    #[test]
+    fn a_log_without_any_time_refuses_durations_up_front() {
+        let recs = (0..4)
+            .map(|i| {
+                Record::new(
+                    i,
+                    "",
+                    if i % 2 == 0 {
+                        Body::TurnStart
+                    } else {
+                        Body::User {
+                            content: "q".into(),
+                            author: None,
+                        }
+                    },
+                )
+            })
+            .collect();
+        let l = Log::from_records(recs);
+        let b = Bound::Ago(SignedDuration::from_hours(2));
+        let e = b.resolve_start(&l, clock(5)).unwrap_err();
+        assert!(matches!(e, BoundError::NoTimes(_)), "{e}");
+        assert!(e.to_string().contains("turn numbers"), "{e}");
+        let k = Keep::Duration(SignedDuration::from_hours(1));
+        assert!(matches!(k.first_not_kept(&l), Err(BoundError::NoTimes(_))));
+        assert!(matches!(
+            k.last_not_kept(&l, clock(5)),
+            Err(BoundError::NoTimes(_))
         ));
     }
 

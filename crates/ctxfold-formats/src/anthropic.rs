@@ -38,7 +38,13 @@
 //!   `anthropic_string_content` on the first record records an input that
 //!   did otherwise.
 //! - A message with an empty block array makes no record: a warning says
-//!   so. The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//!   so. The format has no timestamps: `ts` is the message's own `timestamp`,
+//!   `created_at` or `created` when it has one (text the bounds can read kept
+//!   as it is, Unix seconds written as RFC 3339; the key stays in the
+//!   message), else empty; `seq` counts from 0.
+//! - Repeated `tool_use` ids are made unique as for OpenAI (the original in
+//!   metadata `anthropic_original_id`), with a warning, as is a
+//!   `tool_result` no call answers.
 //!
 //! # Export
 //!
@@ -61,6 +67,7 @@ use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
     message_and_role, message_keys, meta, set_meta, split_request, text_parts,
 };
+use crate::pairing::{export_id, pair};
 
 const PREFIX: &str = "anthropic";
 const SIGNATURE: &str = "anthropic_thinking_signature";
@@ -105,6 +112,7 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
         read_message(&mut out, &mut t.warnings, i, m)?;
     }
     t.records = out.records;
+    pair(&mut t.records, Some(PREFIX), &mut t.warnings);
     Ok(t)
 }
 
@@ -115,6 +123,7 @@ fn read_message(
     m: &Value,
 ) -> Result<(), String> {
     let (m, role) = message_and_role(i, m, "expected user or assistant")?;
+    out.start_message(m);
     let user = match role {
         "user" => true,
         "assistant" => false,
@@ -420,7 +429,7 @@ fn block_of(r: &Record) -> Option<(&str, Value)> {
             is_error,
         } => {
             b.insert("type".into(), "tool_result".into());
-            b.insert("tool_use_id".into(), Value::String(id.clone()));
+            b.insert("tool_use_id".into(), export_id(r, id, PREFIX).into());
             match meta(r, "anthropic_content") {
                 Some(Value::Null) if content.is_empty() => {}
                 Some(orig @ Value::Array(a)) if text_parts(a) == *content => {
@@ -466,7 +475,7 @@ fn block_of(r: &Record) -> Option<(&str, Value)> {
             arguments,
         } => {
             b.insert("type".into(), "tool_use".into());
-            b.insert("id".into(), Value::String(id.clone()));
+            b.insert("id".into(), export_id(r, id, PREFIX).into());
             b.insert("name".into(), Value::String(name.clone()));
             b.insert("input".into(), arguments.clone());
             "assistant"

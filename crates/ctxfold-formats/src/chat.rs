@@ -11,6 +11,8 @@ use serde_json::Value;
 pub(crate) struct Records {
     pub(crate) records: Vec<Record>,
     last_visible_user: bool,
+    /// The time of the message being read, given to its records.
+    ts: String,
 }
 
 impl Records {
@@ -20,8 +22,14 @@ impl Records {
             self.last_visible_user = matches!(body, Body::User { .. });
         }
         let idx = self.records.len();
-        self.records.push(Record::new(idx as u64, "", body));
+        self.records
+            .push(Record::new(idx as u64, self.ts.clone(), body));
         idx
+    }
+
+    /// Start reading message `m`: its records get its own time, if any.
+    pub(crate) fn start_message(&mut self, m: &Object) {
+        self.ts = message_time(m);
     }
 
     /// Open a turn for a user message: a `turn_start` unless the last
@@ -31,6 +39,37 @@ impl Records {
             self.push(Body::TurnStart);
         }
     }
+}
+
+/// Keys a message may carry its time in (neither API defines one; logs
+/// and exports add them).
+const TIME_KEYS: [&str; 3] = ["timestamp", "created_at", "created"];
+
+/// A message's own time as record `ts` text: a string the bounds can read,
+/// kept as it is, or Unix seconds (milliseconds when that large) as RFC
+/// 3339. Empty when it has none. The key itself stays in the message.
+pub(crate) fn message_time(m: &Object) -> String {
+    for key in TIME_KEYS {
+        match m.get(key) {
+            Some(Value::String(s)) if ctxfold_core::bounds::parse_ts(s).is_some() => {
+                return s.clone();
+            }
+            Some(Value::Number(n)) => {
+                let Some(secs) = n.as_f64() else { continue };
+                // Seconds until the year 5138; beyond that, milliseconds.
+                let millis = if secs.abs() >= 1e11 {
+                    secs
+                } else {
+                    secs * 1000.0
+                };
+                if let Ok(t) = jiff::Timestamp::from_millisecond(millis.round() as i64) {
+                    return t.to_string();
+                }
+            }
+            _ => {}
+        }
+    }
+    String::new()
 }
 
 /// The `messages` array of a transcript and the body object around it, if

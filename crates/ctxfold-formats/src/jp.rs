@@ -6,7 +6,7 @@
 //! | JP record | ctxfold record |
 //! | --- | --- |
 //! | `turn_start` | `turn_start` |
-//! | `chat_request {content}` | `user` |
+//! | `chat_request {content, author}` | `user` |
 //! | `chat_response {message}` | `assistant` |
 //! | `chat_response {reasoning, metadata}` | `reasoning` |
 //! | `chat_response {data}` | `structured` |
@@ -22,7 +22,12 @@
 //! re-encode to the same bytes with the standard alphabet (URL-safe, no
 //! padding, not base64 at all) get a hint in the record's `extra["jp"]` so
 //! export writes them back exactly. Export of an imported conversation
-//! reproduces `events.json` byte for byte.
+//! reproduces `events.json` byte for byte, also after a trip through
+//! ctxfold's log: every field is kept (a request's string `author` as the
+//! user record's author, others in `extra`); fields whose names a log line
+//! reads as its own (`seq`, `ts`, `type`, `metadata`, `jp`, the record's
+//! body fields) wait in the hints (`fields`), as do a key order export
+//! would not write (`order`) and a response without `is_error`.
 //!
 //! ctxfold records JP cannot hold are left out of an export: `system`
 //! prompts (JP keeps them in config), `compaction_reset` records (JP has no
@@ -41,10 +46,17 @@ use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
 use crate::chat::describe;
-use crate::{Format, FormatError, Transcript, read_json, write_file};
+use crate::output::Protect;
+use crate::{Format, FormatError, Transcript, optional_file, read_json};
 
 /// Key of the hints object in a record's `extra`.
 const HINTS: &str = "jp";
+/// Hint: fields whose names ctxfold's log gives a meaning, kept aside.
+const FIELDS: &str = "fields";
+/// Hint: a tool response had no `is_error`.
+const NO_IS_ERROR: &str = "no_is_error";
+/// Hint: the record's key order, when export would write another.
+const ORDER: &str = "order";
 /// Kind of a record kept whole because it was not understood.
 const JP_RECORD: &str = "jp_record";
 /// JP record types kept under their own names, fields verbatim.
@@ -194,7 +206,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     let mut t = Transcript::default();
     let mut jp = Object::new();
     let meta_file = dir.join("metadata.json");
-    if meta_file.is_file() {
+    if optional_file(&meta_file)? {
         let meta = read_json(&meta_file)?;
         t.title = meta.get("title").and_then(Value::as_str).map(str::to_owned);
         jp.insert("metadata".into(), meta);
@@ -205,7 +217,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
         ));
     }
     let base_file = dir.join("base_config.json");
-    if base_file.is_file() {
+    if optional_file(&base_file)? {
         jp.insert("base_config".into(), read_json(&base_file)?);
     }
     t.extras.insert(HINTS.into(), Value::Object(jp));
@@ -219,6 +231,11 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
         }
         rec.seq = i as u64;
         t.records.push(rec);
+    }
+    let mut pairing = Vec::new();
+    crate::pairing::pair(&mut t.records, None, &mut pairing);
+    for w in pairing {
+        t.warnings.push(format!("{}: {w}", events_file.display()));
     }
     Ok(t)
 }
@@ -251,7 +268,10 @@ fn import_record(seq: u64, ev: Value) -> (Record, Option<String>) {
     };
     let original = obj.clone();
     match convert(seq, &ty, obj, keys_order_type_first) {
-        Ok(rec) => (rec, None),
+        Ok(mut rec) => {
+            keep_key_order(&mut rec, &original);
+            (rec, None)
+        }
         Err(why) => (
             verbatim(seq, Value::Object(original)),
             Some(format!("`{ty}` record {why}; kept as it is")),
@@ -291,7 +311,10 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
         "turn_start" => Body::TurnStart,
         "chat_request" => Body::User {
             content: take_str(&mut obj, "content")?,
-            author: None,
+            author: match obj.get("author") {
+                Some(Value::String(_)) => take_str(&mut obj, "author").ok(),
+                _ => None,
+            },
         },
         "chat_response" => {
             if obj.contains_key("message") {
@@ -325,7 +348,11 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
             decode_tree(&mut content, "/content", &mut hints);
             let is_error = match obj.shift_remove("is_error") {
                 Some(Value::Bool(b)) => b,
-                None => false,
+                None => {
+                    // Written back without the key while it stays false.
+                    hints.insert(NO_IS_ERROR.into(), Value::Bool(true));
+                    false
+                }
                 Some(_) => return Err("has an `is_error` that is not a boolean".into()),
             };
             Body::ToolResult {
@@ -356,6 +383,14 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
         hints.insert("type_first".into(), Value::Bool(true));
     }
     let mut rec = Record::new(seq, ts, body);
+    if let Body::Other { fields, .. } = &mut rec.body {
+        // Names a ctxfold log line gives its own meaning would not read
+        // back as fields: they wait in the hints.
+        let stash = take_reserved(fields, &[]);
+        if !stash.is_empty() {
+            hints.insert(FIELDS.into(), Value::Object(stash));
+        }
+    }
     if let Body::Other { .. } = rec.body {
         // A kept record's fields are all verbatim in the body: the hints go
         // in its metadata, which JP's kept records do not have.
@@ -366,13 +401,67 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
         }
         return Ok(rec);
     }
-    // Fields JP has that the mapping does not name: kept, written back.
+    // Fields JP has that the mapping does not name: kept, written back;
+    // those whose names a ctxfold log line reads as its own wait in the
+    // hints, so the record survives the store unchanged.
+    let mut own = Object::new();
+    rec.body.write_fields(&mut own);
+    let mut names: Vec<&str> = own.keys().map(String::as_str).collect();
+    if matches!(rec.body, Body::User { .. }) {
+        names.push("author");
+    }
+    let stash = take_reserved(&mut obj, &names);
+    if !stash.is_empty() {
+        hints.insert(FIELDS.into(), Value::Object(stash));
+    }
     rec.extra = obj;
     if !hints.is_empty() {
         rec.extra.insert(HINTS.into(), Value::Object(hints));
     }
     rec.metadata = metadata.take();
     Ok(rec)
+}
+
+/// Take the keys of `obj` a ctxfold log line reads as its own (`seq`, `ts`,
+/// `type`, `metadata`, the hints key, and `names`).
+fn take_reserved(obj: &mut Object, names: &[&str]) -> Object {
+    let reserved =
+        |k: &str| ["seq", "ts", "type", "metadata", HINTS].contains(&k) || names.contains(&k);
+    let keys: Vec<String> = obj.keys().filter(|k| reserved(k)).cloned().collect();
+    keys.into_iter()
+        .filter_map(|k| obj.shift_remove(&k).map(|v| (k, v)))
+        .collect()
+}
+
+/// The hints object of `rec` (in `metadata` for a kept record, else in
+/// `extra`), created when missing.
+fn hints_mut(rec: &mut Record) -> &mut Object {
+    let holder = match rec.body {
+        Body::Other { .. } => rec.metadata.get_or_insert_with(Object::new),
+        _ => &mut rec.extra,
+    };
+    let entry = holder
+        .entry(HINTS.to_owned())
+        .or_insert_with(|| Value::Object(Object::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Object::new());
+    }
+    match entry {
+        Value::Object(o) => o,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+/// Remember the JP record's key order when export would write another.
+fn keep_key_order(rec: &mut Record, original: &Object) {
+    let Some(Value::Object(written)) = export_record(rec, &HashSet::new()) else {
+        return;
+    };
+    if written.keys().eq(original.keys()) {
+        return;
+    }
+    let order = original.keys().map(|k| Value::String(k.clone())).collect();
+    hints_mut(rec).insert(ORDER.into(), Value::Array(order));
 }
 
 fn compaction_from_jp(obj: &mut Object) -> Result<Compaction, String> {
@@ -470,7 +559,13 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
     .and_then(Value::as_object);
     let (ty, mut fields): (&str, Object) = match &rec.body {
         Body::TurnStart => ("turn_start", Object::new()),
-        Body::User { content, .. } => ("chat_request", one("content", content)),
+        Body::User { content, author } => {
+            let mut o = one("content", content);
+            if let Some(a) = author {
+                o.insert("author".into(), Value::String(a.clone()));
+            }
+            ("chat_request", o)
+        }
         Body::Assistant { content } => ("chat_response", one("message", content)),
         Body::Reasoning { content } => ("chat_response", one("reasoning", content)),
         Body::Structured { data } => {
@@ -499,7 +594,10 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
             encode_tree(&mut c, "/content", hints);
             let mut o = one("id", id);
             o.insert("content".into(), c);
-            o.insert("is_error".into(), Value::Bool(*is_error));
+            let absent = hints.and_then(|h| h.get(NO_IS_ERROR)) == Some(&Value::Bool(true));
+            if *is_error || !absent {
+                o.insert("is_error".into(), Value::Bool(*is_error));
+            }
             ("tool_call_response", o)
         }
         Body::Compaction(c) => {
@@ -539,6 +637,11 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
         .and_then(|h| h.get("type_first"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    if let Some(Value::Object(stash)) = hints.and_then(|h| h.get(FIELDS)) {
+        for (k, v) in stash {
+            fields.insert(k.clone(), v.clone());
+        }
+    }
     let mut out = Object::new();
     let ts = Value::String(rec.ts.clone());
     let ty = Value::String(ty.to_owned());
@@ -550,6 +653,18 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
         out.insert("type".into(), ty);
     }
     out.extend(fields);
+    if let Some(Value::Array(order)) = hints.and_then(|h| h.get(ORDER)) {
+        // The keys JP wrote, in its order; any the record gained since
+        // come after them.
+        let mut ordered = Object::new();
+        for k in order.iter().filter_map(Value::as_str) {
+            if let Some(v) = out.shift_remove(k) {
+                ordered.insert(k.to_owned(), v);
+            }
+        }
+        ordered.extend(out);
+        out = ordered;
+    }
     Some(Value::Object(out))
 }
 
@@ -571,10 +686,19 @@ pub fn events_json(records: &[Record]) -> Value {
 }
 
 /// Write a JP conversation folder at `path`: `events.json`, `metadata.json`
-/// and, when the conversation had one, `base_config.json`.
+/// and, when the conversation had one, `base_config.json`. The folder is
+/// written as a unit (see [`crate::output::write_folder`]).
 pub fn export(t: &Transcript, path: &Path) -> Result<(), FormatError> {
+    export_protected(t, path, &Protect::none())
+}
+
+/// [`export`], refusing an output `protect` protects.
+pub fn export_protected(t: &Transcript, path: &Path, protect: &Protect) -> Result<(), FormatError> {
     let jp = t.extras.get(HINTS).and_then(Value::as_object);
-    write_pretty(&path.join("events.json"), &events_json(&t.records))?;
+    let mut files = vec![(
+        "events.json",
+        pretty(&path.join("events.json"), &events_json(&t.records))?,
+    )];
     let metadata = match jp.and_then(|j| j.get("metadata")) {
         Some(m) => m.clone(),
         None => {
@@ -589,18 +713,24 @@ pub fn export(t: &Transcript, path: &Path) -> Result<(), FormatError> {
             Value::Object(m)
         }
     };
-    write_pretty(&path.join("metadata.json"), &metadata)?;
+    files.push((
+        "metadata.json",
+        pretty(&path.join("metadata.json"), &metadata)?,
+    ));
     if let Some(base) = jp.and_then(|j| j.get("base_config")) {
-        write_pretty(&path.join("base_config.json"), base)?;
+        files.push((
+            "base_config.json",
+            pretty(&path.join("base_config.json"), base)?,
+        ));
     }
-    Ok(())
+    crate::output::write_folder(path, &files, protect)
 }
 
 /// JP writes pretty JSON (two-space indent) with a final newline.
-fn write_pretty(path: &Path, v: &Value) -> Result<(), FormatError> {
+fn pretty(path: &Path, v: &Value) -> Result<Vec<u8>, FormatError> {
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| FormatError::json(path, &e))?;
     bytes.push(b'\n');
-    write_file(path, &bytes)
+    Ok(bytes)
 }
 
 #[cfg(test)]

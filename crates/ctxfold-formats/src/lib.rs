@@ -26,6 +26,8 @@ mod chat;
 pub mod ctxfold;
 pub mod jp;
 pub mod openai;
+pub mod output;
+mod pairing;
 
 /// A transcript format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +134,26 @@ pub enum FormatError {
         /// What was seen.
         detail: String,
     },
+    /// An output that would be unsafe to write, or that is not what the
+    /// format writes (a folder for a one-file format).
+    #[error("{}: {reason}", path.display())]
+    Refused {
+        /// The output path.
+        path: PathBuf,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// A file that cannot be read as a transcript: too large, not UTF-8.
+    #[error("{}: {detail}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        detail: String,
+    },
+    /// `CTXFOLD_MAX_INPUT_BYTES` is not a number of bytes.
+    #[error("{MAX_INPUT_VAR}: `{0}` is not a number of bytes (e.g. 2000000000)")]
+    BadLimit(String),
     /// A format name that does not exist.
     #[error("unknown transcript format `{0}`: expected auto, ctxfold, jp, openai or anthropic")]
     UnknownFormat(String),
@@ -166,9 +188,76 @@ impl FormatError {
     }
 }
 
-/// Read a whole file as text.
+/// The environment variable that bounds the size of an input.
+pub const MAX_INPUT_VAR: &str = "CTXFOLD_MAX_INPUT_BYTES";
+/// The input size limit when [`MAX_INPUT_VAR`] is not set: 1 GiB.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// The largest input read, in bytes: [`MAX_INPUT_VAR`], else
+/// [`DEFAULT_MAX_INPUT_BYTES`].
+pub fn max_input_bytes() -> Result<u64, FormatError> {
+    match std::env::var_os(MAX_INPUT_VAR) {
+        None => Ok(DEFAULT_MAX_INPUT_BYTES),
+        Some(v) => {
+            let s = v.to_string_lossy();
+            s.trim()
+                .parse()
+                .map_err(|_| FormatError::BadLimit(s.into_owned()))
+        }
+    }
+}
+
+/// Read a whole file, at most [`max_input_bytes`] of it (a device such as
+/// `/dev/zero` never ends).
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FormatError> {
+    use std::io::Read;
+    let limit = max_input_bytes()?;
+    let too_large = || FormatError::Unreadable {
+        path: path.to_owned(),
+        detail: format!(
+            "more than {limit} bytes, the input limit; set {MAX_INPUT_VAR} to raise it"
+        ),
+    };
+    let f = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > limit {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    f.take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| FormatError::io(path, e))?;
+    if buf.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
+
+/// Read a whole file as UTF-8 text, without a leading byte-order mark.
 pub(crate) fn read_text(path: &Path) -> Result<String, FormatError> {
-    std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))
+    let mut bytes = read_bytes(path)?;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let detail = if bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+            "is UTF-16 text (it starts with a UTF-16 byte-order mark); transcripts are read as UTF-8".to_owned()
+        } else {
+            let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = String::from_utf8_lossy(&bytes[line_start..at]).chars().count() + 1;
+            format!(
+                "not valid UTF-8: byte 0x{:02X} at line {line}, column {column} (byte offset {at})",
+                bytes[at]
+            )
+        };
+        FormatError::Unreadable {
+            path: path.to_owned(),
+            detail,
+        }
+    })
 }
 
 /// Read a whole file as one JSON value.
@@ -177,36 +266,34 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, FormatError> {
     serde_json::from_str(&text).map_err(|e| FormatError::json(path, &e))
 }
 
-/// Write `bytes` to `path`, creating parent folders. Writes a temporary
-/// file and renames it, so an interrupted export never leaves half a file
-/// where a good one was.
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
-    use std::io::Write;
-    // A device, a pipe or a symlink is written through, never replaced.
-    if let Ok(meta) = std::fs::symlink_metadata(path)
-        && !meta.file_type().is_file()
-        && !meta.is_dir()
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| FormatError::io(path, e))?;
-        return f.write_all(bytes).map_err(|e| FormatError::io(path, e));
-    }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
+/// Whether the optional file `path` is there to read: `false` when nothing
+/// is at that path, an error naming it when something is but cannot be
+/// read as a file (a folder, a dangling link, no permission).
+pub(crate) fn optional_file(path: &Path) -> Result<bool, FormatError> {
+    let unreadable = |detail: &str| FormatError::Unreadable {
+        path: path.to_owned(),
+        detail: detail.to_owned(),
     };
-    std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| FormatError::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| FormatError::io(path, e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| FormatError::io(path, e))?;
-    tmp.persist(path)
-        .map_err(|e| FormatError::io(path, e.error))?;
-    Ok(())
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(m) if m.is_dir() => Err(unreadable("is a folder, not a file")),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                Err(unreadable(
+                    "is a symbolic link to something that does not exist",
+                ))
+            } else {
+                Ok(false)
+            }
+        }
+        Err(e) => Err(FormatError::io(path, e)),
+    }
+}
+
+/// Write `bytes` to `path`, protecting nothing; see [`output`].
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
+    output::write_file(path, bytes, &output::Protect::none())
 }
 
 /// What telling a file's format found, with what was read on the way so
@@ -230,10 +317,13 @@ pub fn detect(path: &Path) -> Result<Format, FormatError> {
 
 fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
     if path.is_dir() {
-        if path.join("events.json").is_file() {
+        // A folder that cannot be listed, or whose events file cannot be
+        // read, says so rather than that its format is unknown.
+        std::fs::read_dir(path).map_err(|e| FormatError::io(path, e))?;
+        if optional_file(&path.join("events.json"))? {
             return Ok(Sniffed::Format(Format::Jp));
         }
-        if path.join("events.jsonl").is_file() {
+        if optional_file(&path.join("events.jsonl"))? {
             return Ok(Sniffed::Format(Format::Ctxfold));
         }
         return Err(FormatError::Undetected {
@@ -291,6 +381,10 @@ fn detect_value(value: &Value) -> Option<Format> {
         },
         _ => return None,
     };
+    // An empty transcript is valid; read it as the common case.
+    if messages.is_empty() {
+        return Some(Format::Openai);
+    }
     let mut saw_message = false;
     for m in messages {
         let Value::Object(m) = m else { return None };
@@ -366,24 +460,51 @@ fn import_as(path: &Path, format: Format) -> Result<Transcript, FormatError> {
 }
 
 /// Write `transcript` to `path` in `format`. JP writes a folder; the others
-/// write one file.
+/// write one file. Outputs are replaced whole; see [`output`].
 pub fn export(transcript: &Transcript, format: Format, path: &Path) -> Result<(), FormatError> {
+    export_protected(transcript, format, path, &output::Protect::none())
+}
+
+/// [`export`], refusing an output `protect` protects (the input of
+/// `ctxfold compact`), checked again as the output is written.
+pub fn export_protected(
+    transcript: &Transcript,
+    format: Format,
+    path: &Path,
+    protect: &output::Protect,
+) -> Result<(), FormatError> {
     match format {
-        Format::Ctxfold => ctxfold::export(&transcript.records, path),
-        Format::Jp => jp::export(transcript, path),
-        Format::Openai => {
-            let v = openai::to_json(&transcript.records, &transcript.extras);
-            write_json_file(path, &v)
-        }
-        Format::Anthropic => {
-            let v = anthropic::to_json(&transcript.records, &transcript.extras);
-            write_json_file(path, &v)
-        }
+        Format::Jp => jp::export_protected(transcript, path, protect),
+        _ => output::write_file(path, &export_bytes(transcript, format, path)?, protect),
     }
 }
 
-fn write_json_file(path: &Path, v: &Value) -> Result<(), FormatError> {
-    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| FormatError::json(path, &e))?;
+/// A one-file transcript's bytes (`path` only names it in errors). A JP
+/// conversation is a folder: asking for its bytes is an error.
+pub fn export_bytes(
+    transcript: &Transcript,
+    format: Format,
+    path: &Path,
+) -> Result<Vec<u8>, FormatError> {
+    let v = match format {
+        Format::Ctxfold => {
+            let mut out = String::new();
+            for r in &transcript.records {
+                out.push_str(&r.to_json_line());
+                out.push('\n');
+            }
+            return Ok(out.into_bytes());
+        }
+        Format::Jp => {
+            return Err(FormatError::Refused {
+                path: path.to_owned(),
+                reason: "a JP conversation is a folder: name it with -o PATH".into(),
+            });
+        }
+        Format::Openai => openai::to_json(&transcript.records, &transcript.extras),
+        Format::Anthropic => anthropic::to_json(&transcript.records, &transcript.extras),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&v).map_err(|e| FormatError::json(path, &e))?;
     bytes.push(b'\n');
-    write_file(path, &bytes)
+    Ok(bytes)
 }

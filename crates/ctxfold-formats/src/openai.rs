@@ -25,6 +25,9 @@
 //!   metadata `openai_raw_arguments: true`; text that parses but is not what
 //!   serde_json writes for the value (spaces, number spelling) is kept in
 //!   metadata `openai_arguments_text`. Either way export writes the original.
+//!   `arguments` given as an object (not what the API sends, but seen in
+//!   logs) is read as it is, with metadata `openai_arguments_object: true`,
+//!   and written back as an object.
 //! - Message keys this module does not map (`name`, `refusal`, an empty
 //!   `tool_calls`, …) go into `extra` of the first record made from the
 //!   message, their names listed in metadata `openai_message_keys`: export
@@ -36,7 +39,14 @@
 //! - An assistant message right after another one gets metadata
 //!   `openai_message_start: true` on its first record, since export joins
 //!   consecutive assistant output into one message otherwise.
-//! - The format has no timestamps: `ts` is empty; `seq` counts from 0.
+//! - The format has no timestamps: `ts` is the message's own `timestamp`,
+//!   `created_at` or `created` when it has one (text the bounds can read kept
+//!   as it is, Unix seconds written as RFC 3339; the key stays in the
+//!   message), else empty; `seq` counts from 0.
+//! - A tool-call id used by several calls: the later calls get unique ids
+//!   (`c1#2`, …) and each result the id of the nearest earlier unanswered
+//!   call of its id, the original kept in metadata `openai_original_id`
+//!   for export; a result no call answers is kept. Both warn.
 //!
 //! # Export
 //!
@@ -60,6 +70,7 @@ use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
     message_and_role, message_keys, meta, set_meta, split_request, text_parts,
 };
+use crate::pairing::{export_id, pair};
 
 const PREFIX: &str = "openai";
 const ROLES: &str = "expected system, developer, user, assistant or tool";
@@ -78,6 +89,7 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
         prev_assistant = read_message(&mut out, i, m, prev_assistant)?;
     }
     t.records = out.records;
+    pair(&mut t.records, Some(PREFIX), &mut t.warnings);
     Ok(t)
 }
 
@@ -124,6 +136,7 @@ fn read_message(
     prev_assistant: bool,
 ) -> Result<bool, String> {
     let (m, role) = message_and_role(i, m, ROLES)?;
+    out.start_message(m);
     let content = Content::read(i, m)?;
     match role {
         "system" | "developer" => {
@@ -265,22 +278,35 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
     let Some(Value::String(name)) = f.get("name") else {
         return Err(format!("{at}.function: missing `name` (a string)"));
     };
-    let Some(Value::String(text)) = f.get("arguments") else {
-        return Err(format!(
-            "{at}.function: missing `arguments` (a JSON string)"
-        ));
-    };
     let mut meta = Object::new();
-    let arguments = match serde_json::from_str::<Value>(text) {
-        Ok(v) => {
-            if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
-                meta.insert("openai_arguments_text".into(), Value::String(text.clone()));
+    let arguments = match f.get("arguments") {
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => {
+                if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
+                    meta.insert("openai_arguments_text".into(), Value::String(text.clone()));
+                }
+                v
             }
-            v
+            Err(_) => {
+                meta.insert("openai_raw_arguments".into(), Value::Bool(true));
+                Value::String(text.clone())
+            }
+        },
+        // Not what the API sends, but some logs write the object itself.
+        Some(v @ Value::Object(_)) => {
+            meta.insert("openai_arguments_object".into(), Value::Bool(true));
+            v.clone()
         }
-        Err(_) => {
-            meta.insert("openai_raw_arguments".into(), Value::Bool(true));
-            Value::String(text.clone())
+        None => {
+            return Err(format!(
+                "{at}.function: missing `arguments` (a JSON string)"
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "{at}.function.arguments: expected a JSON string (or an object), found {}",
+                describe(other)
+            ));
         }
     };
     let mut call_fields = leftovers(c, &["id", "type", "function"]);
@@ -351,7 +377,7 @@ pub fn to_json(records: &[Record], extras: &Object) -> Value {
                 flush(&mut group, &mut messages);
                 let mut msg = Object::new();
                 msg.insert("role".into(), "tool".into());
-                msg.insert("tool_call_id".into(), Value::String(id.clone()));
+                msg.insert("tool_call_id".into(), export_id(r, id, PREFIX).into());
                 insert_content(&mut msg, &[r], content, Value::String(content.clone()));
                 fill_in(&mut msg, message_keys(r, PREFIX));
                 messages.push(Value::Object(msg));
@@ -415,15 +441,19 @@ fn assistant_message(group: &[&Record]) -> Value {
 fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> Value {
     let mut function = Object::new();
     function.insert("name".into(), Value::String(name.to_owned()));
-    function.insert(
-        "arguments".into(),
-        Value::String(arguments_text(r, arguments)),
-    );
+    let args = if meta(r, "openai_arguments_object") == Some(&Value::Bool(true))
+        && arguments.is_object()
+    {
+        arguments.clone()
+    } else {
+        Value::String(arguments_text(r, arguments))
+    };
+    function.insert("arguments".into(), args);
     if let Some(Value::Object(f)) = meta(r, "openai_function_fields") {
         fill_in(&mut function, f.clone());
     }
     let mut call = Object::new();
-    call.insert("id".into(), Value::String(id.to_owned()));
+    call.insert("id".into(), export_id(r, id, PREFIX).into());
     call.insert("type".into(), "function".into());
     call.insert("function".into(), Value::Object(function));
     if let Some(Value::Object(fields)) = meta(r, "openai_tool_call_fields") {

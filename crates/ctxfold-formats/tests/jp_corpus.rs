@@ -121,3 +121,84 @@ fn records_survive_the_ctxfold_line_format() {
         }
     }
 }
+
+/// Every corpus record with the optional fields JP records can carry and
+/// more: an `author` on requests, fields ctxfold does not model, fields
+/// named like ctxfold's own (`seq`, `ts`, `jp`, `author` that is not a
+/// string, `content` on a response), a response without `is_error`, and
+/// keys in another order.
+fn with_every_optional_field(events: &Value) -> Value {
+    let records = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, ev)| {
+            let Value::Object(o) = ev else {
+                return ev.clone();
+            };
+            let mut o = o.clone();
+            match o.get("type").and_then(Value::as_str) {
+                Some("chat_request") if i % 2 == 0 => {
+                    o.insert("author".into(), Value::String("ana".into()));
+                    o.insert("schema".into(), serde_json::json!({"type": "object"}));
+                }
+                Some("chat_request") => {
+                    o.insert("author".into(), serde_json::json!({"name": "bot"}));
+                }
+                Some("chat_response") => {
+                    o.insert("content".into(), Value::String("shadow".into()));
+                }
+                Some("tool_call_response") if o.get("is_error") == Some(&Value::Bool(false)) => {
+                    o.shift_remove("is_error");
+                }
+                _ => {}
+            }
+            o.insert("x_unknown".into(), serde_json::json!([i, {"deep": true}]));
+            if i % 3 == 0 {
+                o.insert("seq".into(), Value::from(i));
+                o.insert("ts".into(), Value::String("not ours".into()));
+                o.insert("jp".into(), Value::Bool(true));
+            }
+            if i % 4 == 1 {
+                // Reverse the key order.
+                o = o.into_iter().rev().collect();
+            }
+            Value::Object(o)
+        });
+    Value::Array(records.collect())
+}
+
+#[test]
+fn records_with_every_optional_field_survive_import_export_and_the_log_format() {
+    for dir in conversations() {
+        let src = tempfile::tempdir().unwrap();
+        let events: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("events.json")).unwrap()).unwrap();
+        let mut bytes = serde_json::to_vec_pretty(&with_every_optional_field(&events)).unwrap();
+        bytes.push(b'\n');
+        std::fs::write(src.path().join("events.json"), &bytes).unwrap();
+        std::fs::copy(dir.join("metadata.json"), src.path().join("metadata.json")).unwrap();
+        let t = import(src.path(), Some(Format::Jp)).unwrap();
+        assert!(t.warnings.is_empty(), "{}: {:?}", dir.display(), t.warnings);
+        // Through ctxfold's own line format, as the store keeps them.
+        let mut through_log = t.clone();
+        through_log.records = t
+            .records
+            .iter()
+            .map(|r| {
+                let (back, warn) = Record::from_json_line(&r.to_json_line()).unwrap();
+                assert!(warn.is_none(), "{warn:?}");
+                assert_eq!(&back, r);
+                back
+            })
+            .collect();
+        for transcript in [&t, &through_log] {
+            let out = tempfile::tempdir().unwrap();
+            let out = out.path().join("conv");
+            export(transcript, Format::Jp, &out).unwrap();
+            let back = std::fs::read(out.join("events.json")).unwrap();
+            assert!(back == bytes, "{}: bytes differ", dir.display());
+        }
+    }
+}

@@ -755,8 +755,13 @@ fn openai_errors_name_the_message() {
             "messages[0]: a tool message needs a `tool_call_id` string",
         ),
         (
-            json!([{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {}}}]}]),
+            json!([{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f"}}]}]),
             "messages[0].tool_calls[0].function: missing `arguments` (a JSON string)",
+        ),
+        (
+            // An object is read (some logs write one); other values are not.
+            json!([{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": 5}}]}]),
+            "messages[0].tool_calls[0].function.arguments: expected a JSON string (or an object), found a number",
         ),
         (
             json!([{"role": "user", "content": 5}]),

@@ -1,0 +1,513 @@
+//! Writing exports safely.
+//!
+//! - An output is never written in place: the bytes go to a new file beside
+//!   it, named `.NAME.ctxfold-tmp-XXXXXX`, which is synced and renamed over
+//!   the destination. A JP folder is staged whole in a folder of that name
+//!   and swapped in with one rename (`RENAME_EXCHANGE` where the system has
+//!   it), so a failure leaves the old folder as it was.
+//! - A destination that is a symbolic link is replaced by the new file (or
+//!   folder): the link's target is never written. Devices, pipes and
+//!   sockets (`/dev/null`, a terminal, `/dev/stdout` piped) are written
+//!   through, as are paths under `/dev` and `/proc`, which name open
+//!   descriptors.
+//! - [`Protect`] refuses an output that is the input, compared by device
+//!   and inode after following links, or that holds a link to one of its
+//!   files, or lies inside its folder.
+//! - A replaced file keeps its mode (and owner, where allowed); a new one
+//!   gets `0666` less the umask (`0777` for a folder).
+//! - Temporary files are removed on every error path; one left by a killed
+//!   run is removed at the next write to the same destination, unless a
+//!   live writer still holds its lock.
+
+use std::collections::HashSet;
+use std::fs::{self, File, Metadata, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::FormatError;
+
+/// The files a JP conversation folder may hold; a JP export replaces a
+/// folder only when it holds nothing else.
+pub const JP_FILES: [&str; 3] = ["events.json", "metadata.json", "base_config.json"];
+
+/// What names a temporary file of ours beside `name`.
+fn temp_prefix(name: &std::ffi::OsStr) -> String {
+    format!(".{}.ctxfold-tmp-", name.to_string_lossy())
+}
+
+type Id = (u64, u64);
+
+fn id_of(m: &Metadata) -> Id {
+    (m.dev(), m.ino())
+}
+
+/// What an export must not overwrite: the files a transcript was read
+/// from, by device and inode.
+#[derive(Debug, Clone, Default)]
+pub struct Protect {
+    input: Option<PathBuf>,
+    files: HashSet<Id>,
+    dir: Option<Id>,
+}
+
+impl Protect {
+    /// Nothing to protect.
+    pub fn none() -> Protect {
+        Protect::default()
+    }
+
+    /// The transcript at `input`: the file, or the folder and every file in
+    /// it (a JP folder, a ctxfold conversation folder, or the folder of a
+    /// JP `events.json`).
+    pub fn input(input: &Path) -> Protect {
+        let mut p = Protect {
+            input: Some(input.to_owned()),
+            ..Protect::default()
+        };
+        let Ok(meta) = fs::metadata(input) else {
+            return p;
+        };
+        let folder = if meta.is_dir() {
+            Some(input.to_owned())
+        } else {
+            p.files.insert(id_of(&meta));
+            input
+                .file_name()
+                .filter(|n| *n == "events.json")
+                .map(|_| parent_of(input).to_owned())
+        };
+        if let Some(folder) = folder
+            && let Ok(m) = fs::metadata(&folder)
+        {
+            p.dir = Some(id_of(&m));
+            for e in fs::read_dir(&folder).into_iter().flatten().flatten() {
+                if let Ok(m) = fs::metadata(e.path()) {
+                    p.files.insert(id_of(&m));
+                }
+            }
+        }
+        p
+    }
+
+    fn refuse(&self, dest: &Path, what: &str) -> FormatError {
+        FormatError::Refused {
+            path: dest.to_owned(),
+            reason: format!(
+                "{what}; name another path with -o (ctxfold compact never changes its input)"
+            ),
+        }
+    }
+
+    fn input_shown(&self) -> String {
+        self.input
+            .as_deref()
+            .map_or(String::new(), |i| i.display().to_string())
+    }
+
+    /// Refuse `dest` when it is the input (after following links), holds a
+    /// link to one of the input's files, or lies inside the input's folder.
+    pub fn check(&self, dest: &Path) -> Result<(), FormatError> {
+        if self.input.is_none() {
+            return Ok(());
+        }
+        if let Ok(m) = fs::metadata(dest) {
+            let id = id_of(&m);
+            if self.files.contains(&id) || self.dir == Some(id) {
+                let what = format!(
+                    "is the input ({}), the same file after following links",
+                    self.input_shown()
+                );
+                return Err(self.refuse(dest, &what));
+            }
+            if m.is_dir() {
+                for e in fs::read_dir(dest).into_iter().flatten().flatten() {
+                    if fs::metadata(e.path()).is_ok_and(|m| self.files.contains(&id_of(&m))) {
+                        let what = format!(
+                            "holds {}, which is the input's file after following links: the output is the input ({})",
+                            e.file_name().to_string_lossy(),
+                            self.input_shown()
+                        );
+                        return Err(self.refuse(dest, &what));
+                    }
+                }
+            }
+        }
+        // The folders the output would be created in, from the nearest
+        // one that exists (the rest would be created inside it).
+        let existing = dest
+            .ancestors()
+            .skip(1)
+            .map(|a| {
+                if a.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    a
+                }
+            })
+            .find_map(|a| a.canonicalize().ok());
+        if let Some(dir) = self.dir
+            && let Some(parent) = existing
+            && parent
+                .ancestors()
+                .any(|a| fs::metadata(a).is_ok_and(|m| id_of(&m) == dir))
+        {
+            let what = format!("lies inside the input folder ({})", self.input_shown());
+            return Err(self.refuse(dest, &what));
+        }
+        Ok(())
+    }
+}
+
+/// The folder `path` is in (`.` for a bare name).
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// `path` names a folder by its spelling: it ends with `/`, `/.` or `..`.
+fn names_folder(path: &Path) -> bool {
+    let b = path.as_os_str().as_bytes();
+    b.ends_with(b"/") || path.file_name().is_none()
+}
+
+/// A path of an open descriptor or a device, written through.
+fn is_descriptor_path(path: &Path) -> bool {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    abs.starts_with("/dev") || abs.starts_with("/proc")
+}
+
+fn is_special(m: &Metadata) -> bool {
+    let t = m.file_type();
+    !t.is_file() && !t.is_dir() && !t.is_symlink()
+}
+
+/// Write `bytes` to the file `path` (see the module docs), refusing what
+/// `protect` protects.
+pub fn write_file(path: &Path, bytes: &[u8], protect: &Protect) -> Result<(), FormatError> {
+    protect.check(path)?;
+    let folder = || {
+        FormatError::Refused {
+        path: path.to_owned(),
+        reason: "is a folder, but this format is written as one file: give a file name (FOLDER/NAME.json)".into(),
+    }
+    };
+    let like = match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => return Err(folder()),
+        Ok(m) if is_special(&m) => return write_through(path, bytes),
+        Ok(m) if m.file_type().is_symlink() => match fs::metadata(path) {
+            Ok(t) if is_special(&t) || is_descriptor_path(path) => {
+                return write_through(path, bytes);
+            }
+            Ok(t) if t.is_dir() => return Err(folder()),
+            // The link is replaced; the new file looks like its target.
+            Ok(t) => Some(t),
+            Err(_) => None,
+        },
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if names_folder(path) {
+                return Err(FormatError::Refused {
+                    path: path.to_owned(),
+                    reason: "names a folder, but this format is written as one file: give a file name (FOLDER/NAME.json)".into(),
+                });
+            }
+            None
+        }
+        Err(e) => return Err(FormatError::io(path, e)),
+    };
+    if names_folder(path) {
+        return Err(folder());
+    }
+    let dir = parent_of(path);
+    fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
+    let name = path.file_name().unwrap_or_default();
+    clean_stale(dir, name);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temp_prefix(name))
+        .rand_bytes(6)
+        .permissions(Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| FormatError::io(path, e))?;
+    let io = |e| FormatError::io(path, e);
+    // Held until the rename: a later run's cleanup leaves a live file be.
+    tmp.as_file().lock().map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    if let Some(m) = &like {
+        copy_owner_and_mode(tmp.as_file(), m).map_err(io)?;
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path)
+        .map_err(|e| FormatError::io(path, e.error))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Write to a device, pipe or descriptor path as it is. Appending keeps
+/// what a shell's `>>` put before, and is the same as writing for `>`.
+fn write_through(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| FormatError::io(path, e))?;
+    f.write_all(bytes).map_err(|e| FormatError::io(path, e))
+}
+
+/// Give `f` the owner (where allowed) and mode of `m`.
+fn copy_owner_and_mode(f: &File, m: &Metadata) -> io::Result<()> {
+    // Only root may give a file away; anyone else keeps their own.
+    let _ = std::os::unix::fs::fchown(f, Some(m.uid()), Some(m.gid()));
+    f.set_permissions(Permissions::from_mode(m.mode() & 0o7777))
+}
+
+/// Make a rename durable; a failure here loses nothing already written.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Remove temporary files and staging folders of ours for `name` in `dir`
+/// that no live writer holds (a killed run's). Best effort.
+fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
+    let prefix = temp_prefix(name);
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if !e.file_name().as_bytes().starts_with(prefix.as_bytes()) {
+            continue;
+        }
+        let path = e.path();
+        // Only what we create: opening a pipe of that name would block.
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() && !meta.is_dir() {
+            continue;
+        }
+        let Ok(f) = File::open(&path) else { continue };
+        if f.try_lock().is_err() {
+            continue;
+        }
+        if meta.is_dir() {
+            remove_staged(&path);
+        } else if meta.is_file() {
+            let _ = fs::remove_file(&path);
+        }
+    }
+}
+
+/// Remove a staging folder: only the files a JP export writes, then the
+/// folder if that left it empty. Never a recursive removal.
+fn remove_staged(dir: &Path) {
+    for f in JP_FILES {
+        let _ = fs::remove_file(dir.join(f));
+    }
+    let _ = fs::remove_dir(dir);
+}
+
+/// A staging folder removed on drop unless it was swapped in.
+struct Staged {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if self.armed {
+            remove_staged(&self.path);
+        }
+    }
+}
+
+/// Write the folder `path` holding `files` (names from [`JP_FILES`]) as a
+/// unit: staged beside it, then swapped in. An existing folder is replaced
+/// only when it holds nothing but such files (or links).
+pub fn write_folder(
+    path: &Path,
+    files: &[(&str, Vec<u8>)],
+    protect: &Protect,
+) -> Result<(), FormatError> {
+    protect.check(path)?;
+    let refused = |reason: String| FormatError::Refused {
+        path: path.to_owned(),
+        reason,
+    };
+    let existing = match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let mut others = Vec::new();
+            let mut modes = Vec::new();
+            for e in fs::read_dir(path).map_err(|e| FormatError::io(path, e))? {
+                let e = e.map_err(|e| FormatError::io(path, e))?;
+                let name = e.file_name().to_string_lossy().into_owned();
+                let lm = fs::symlink_metadata(e.path())
+                    .map_err(|err| FormatError::io(&e.path(), err))?;
+                let ours = JP_FILES.contains(&name.as_str())
+                    && (lm.is_file() || lm.file_type().is_symlink());
+                if ours {
+                    if lm.is_file() {
+                        modes.push((name, lm));
+                    }
+                } else {
+                    others.push(name);
+                }
+            }
+            if !others.is_empty() {
+                others.sort();
+                return Err(refused(format!(
+                    "holds {} besides a JP conversation's files; a JP export replaces the whole folder, so name a new folder or one holding only events.json, metadata.json and base_config.json",
+                    others.join(", ")
+                )));
+            }
+            Some((m, modes))
+        }
+        Ok(m) if m.file_type().is_symlink() => Some((m, Vec::new())),
+        Ok(_) => {
+            return Err(refused(
+                "is a file, but a JP conversation is a folder: name a folder".into(),
+            ));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(FormatError::io(path, e)),
+    };
+    let path_clean = path.components().as_path();
+    let Some(name) = path_clean.file_name() else {
+        return Err(refused("cannot be replaced: name the folder itself".into()));
+    };
+    let dir = parent_of(path_clean);
+    fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
+    clean_stale(dir, name);
+    let stage_dir = tempfile::Builder::new()
+        .prefix(&temp_prefix(name))
+        .rand_bytes(6)
+        .permissions(Permissions::from_mode(0o777))
+        .tempdir_in(dir)
+        .map_err(|e| FormatError::io(path, e))?;
+    let stage = Staged {
+        path: stage_dir.keep(),
+        armed: true,
+    };
+    let io = |e| FormatError::io(path, e);
+    let lock = File::open(&stage.path).map_err(io)?;
+    lock.lock().map_err(io)?;
+    if let Some((m, _)) = existing.as_ref().filter(|(m, _)| m.is_dir()) {
+        copy_owner_and_mode(&lock, m).map_err(io)?;
+    }
+    for (file, bytes) in files {
+        let target = path.join(file);
+        let io = |e| FormatError::io(&target, e);
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(stage.path.join(file))
+            .map_err(io)?;
+        f.write_all(bytes).map_err(io)?;
+        let old = existing
+            .as_ref()
+            .and_then(|(_, modes)| modes.iter().find(|(n, _)| n == file));
+        if let Some((_, m)) = old {
+            copy_owner_and_mode(&f, m).map_err(io)?;
+        }
+        f.sync_all().map_err(io)?;
+    }
+    lock.sync_all().map_err(io)?;
+    swap_in(&stage, path_clean, existing.is_some()).map_err(io)?;
+    let mut stage = stage;
+    stage.armed = false;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Put the staged folder at `dest`; what was there ends up at the staging
+/// path and is removed (the files of a JP folder, or a link).
+fn swap_in(stage: &Staged, dest: &Path, exists: bool) -> io::Result<()> {
+    if !exists {
+        return fs::rename(&stage.path, dest);
+    }
+    match exchange(&stage.path, dest) {
+        Ok(()) => {
+            remove_replaced(&stage.path);
+            Ok(())
+        }
+        Err(e)
+            if matches!(e.raw_os_error(), Some(22 | 38 | 95))
+                || e.kind() == io::ErrorKind::Unsupported =>
+        {
+            // No atomic exchange here (EINVAL, ENOSYS, EOPNOTSUPP): move
+            // the old folder aside under a name no cleanup touches, then
+            // put the new one in place.
+            let name = dest.file_name().unwrap_or_default().to_string_lossy();
+            let aside = parent_of(dest).join(format!(".{name}.ctxfold-old-{}", std::process::id()));
+            fs::rename(dest, &aside)?;
+            if let Err(e) = fs::rename(&stage.path, dest) {
+                let _ = fs::rename(&aside, dest);
+                return Err(e);
+            }
+            remove_replaced(&aside);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove what a swap replaced: a folder of JP files, or a link.
+fn remove_replaced(path: &Path) {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => remove_staged(path),
+        Ok(_) => {
+            let _ = fs::remove_file(path);
+        }
+        Err(_) => {}
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(io::Error::from)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_temp_file_is_not_cleaned_but_a_stale_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join(".out.json.ctxfold-tmp-live01");
+        let stale = dir.path().join(".out.json.ctxfold-tmp-dead01");
+        let other = dir.path().join(".other.json.ctxfold-tmp-dead02");
+        for p in [&live, &stale, &other] {
+            fs::write(p, "x").unwrap();
+        }
+        let held = File::open(&live).unwrap();
+        held.lock().unwrap();
+        write_file(&dir.path().join("out.json"), b"{}\n", &Protect::none()).unwrap();
+        assert!(live.exists(), "a live writer's file was removed");
+        assert!(!stale.exists());
+        assert!(other.exists(), "another destination's file was removed");
+    }
+
+    #[test]
+    fn the_aside_fallback_and_the_exchange_leave_only_the_new_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("conv");
+        let files = |s: &str| vec![("events.json", format!("[{s}]").into_bytes())];
+        write_folder(&dest, &files("1"), &Protect::none()).unwrap();
+        write_folder(&dest, &files("2"), &Protect::none()).unwrap();
+        assert_eq!(fs::read_to_string(dest.join("events.json")).unwrap(), "[2]");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["conv"]);
+    }
+}

@@ -1,0 +1,202 @@
+//! Tool-call ids on import: repeated ids and results without a call.
+//!
+//! The projection pairs a result with its call by id, so two calls sharing
+//! an id (some models number calls per step) would lose one call and one
+//! result from the view. The chat formats make every repeated call's id
+//! unique instead: the first call keeps its id, later ones get
+//! `ID#2`, `ID#3`, … (a suffix no other id in the transcript uses), and
+//! each result takes the id of the nearest earlier call of its id that has
+//! no result yet. The original id is kept in metadata `{format}_original_id`
+//! so export writes the transcript back as it was. A result that no call
+//! answers is kept and reported: a compacted view leaves it out.
+
+use std::collections::{HashMap, HashSet};
+
+use ctxfold_core::{Body, Record};
+use serde_json::Value;
+
+use crate::chat::{meta, set_meta};
+
+/// The metadata key holding a renamed id's original, for `prefix`.
+pub(crate) fn original_key(prefix: &str) -> String {
+    format!("{prefix}_original_id")
+}
+
+/// The id to write for `r`, whose id in ctxfold is `id`.
+pub(crate) fn export_id<'a>(r: &'a Record, id: &'a str, prefix: &str) -> &'a str {
+    match meta(r, &original_key(prefix)) {
+        Some(Value::String(orig)) => orig,
+        _ => id,
+    }
+}
+
+/// Make repeated call ids unique and pair results by position (see the
+/// module docs); `prefix` `None` only reports (JP, whose export must stay byte-exact). Warnings go to `warnings`.
+pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut Vec<String>) {
+    let mut calls_of: HashMap<String, usize> = HashMap::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    for r in records.iter() {
+        match &r.body {
+            Body::ToolCall { id, .. } => {
+                *calls_of.entry(id.clone()).or_default() += 1;
+                taken.insert(id.clone());
+            }
+            Body::ToolResult { id, .. } => {
+                taken.insert(id.clone());
+            }
+            _ => {}
+        }
+    }
+    // Calls of each original id still waiting for a result: their ids.
+    let mut open: HashMap<String, Vec<String>> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut renamed: Vec<(String, Vec<String>)> = Vec::new();
+    let mut orphans: Vec<String> = Vec::new();
+    let mut second_results: Vec<String> = Vec::new();
+    for r in records.iter_mut() {
+        match &mut r.body {
+            Body::ToolCall { id, .. } => {
+                let original = id.clone();
+                let n = seen.entry(original.clone()).or_default();
+                *n += 1;
+                let unique = match prefix {
+                    Some(prefix) if *n > 1 => {
+                        let mut k = *n;
+                        let mut fresh = format!("{original}#{k}");
+                        while taken.contains(&fresh) {
+                            k += 1;
+                            fresh = format!("{original}#{k}");
+                        }
+                        taken.insert(fresh.clone());
+                        *id = fresh.clone();
+                        set_meta(r, &original_key(prefix), Value::String(original.clone()));
+                        match renamed.iter_mut().find(|(o, _)| *o == original) {
+                            Some((_, v)) => v.push(fresh.clone()),
+                            None => renamed.push((original.clone(), vec![fresh.clone()])),
+                        }
+                        fresh
+                    }
+                    _ => original.clone(),
+                };
+                open.entry(original).or_default().push(unique);
+            }
+            Body::ToolResult { id, .. } => {
+                let original = id.clone();
+                match open.get_mut(&original).and_then(Vec::pop) {
+                    Some(unique) => {
+                        if unique != original
+                            && let Some(prefix) = prefix
+                        {
+                            *id = unique;
+                            set_meta(r, &original_key(prefix), Value::String(original));
+                        }
+                    }
+                    None if calls_of.contains_key(&original) => second_results.push(original),
+                    None => orphans.push(original),
+                }
+            }
+            _ => {}
+        }
+    }
+    for (id, fresh) in renamed {
+        let n = calls_of.get(&id).copied().unwrap_or(0);
+        let names = fresh
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        warnings.push(format!(
+            "tool call id `{id}` is used by {n} calls: all kept, the later ones as {names} (export writes `{id}` back); each result is paired with the nearest earlier call of its id that has no result yet"
+        ));
+    }
+    if prefix.is_none() {
+        for (id, n) in calls_of.iter().filter(|(_, n)| **n > 1) {
+            warnings.push(format!(
+                "tool call id `{id}` is used by {n} calls; the view pairs each result with the latest call of that id, leaving the others out"
+            ));
+        }
+    }
+    for id in orphans {
+        warnings.push(format!(
+            "a tool result for `{id}` has no tool call before it: kept, but a compacted view leaves it out"
+        ));
+    }
+    for id in second_results {
+        warnings.push(format!(
+            "a tool result for `{id}` answers a call that already has a result: kept, but a compacted view leaves it out"
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> Body {
+        Body::ToolCall {
+            id: id.into(),
+            name: "f".into(),
+            arguments: Value::Null,
+        }
+    }
+    fn result(id: &str, content: &str) -> Body {
+        Body::ToolResult {
+            id: id.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+    fn ids(records: &[Record]) -> Vec<&str> {
+        records
+            .iter()
+            .filter_map(|r| match &r.body {
+                Body::ToolCall { id, .. } | Body::ToolResult { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repeated_ids_become_unique_and_results_pair_with_the_nearest_open_call() {
+        // `c1#2` is taken by another call already: the suffix skips it.
+        let bodies = [
+            call("c1"),
+            call("c1"),
+            call("c1#2"),
+            result("c1", "second"),
+            result("c1#2", "third"),
+            result("c1", "first"),
+            call("c1"),
+            result("c1", "fourth"),
+        ];
+        let mut recs: Vec<Record> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| Record::new(i as u64, "", b))
+            .collect();
+        let mut w = Vec::new();
+        pair(&mut recs, Some("openai"), &mut w);
+        assert_eq!(
+            ids(&recs),
+            ["c1", "c1#3", "c1#2", "c1#3", "c1#2", "c1", "c1#4", "c1#4"]
+        );
+        assert_eq!(export_id(&recs[1], "c1#3", "openai"), "c1");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("`c1` is used by 3 calls"), "{w:?}");
+    }
+
+    #[test]
+    fn results_without_a_call_are_reported() {
+        let mut recs = vec![
+            Record::new(0, "", result("x", "?")),
+            Record::new(1, "", call("y")),
+            Record::new(2, "", result("y", "ok")),
+            Record::new(3, "", result("y", "again")),
+        ];
+        let mut w = Vec::new();
+        pair(&mut recs, None, &mut w);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("`x` has no tool call"), "{w:?}");
+        assert!(w[1].contains("`y` answers a call that already has a result"));
+    }
+}
