@@ -24,7 +24,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     };
     // Bytes, not text: a line that is not UTF-8 is one bad line, as in the
     // store, not a reason to refuse the file.
-    let bytes = std::fs::read(&file).map_err(|e| FormatError::io(&file, e))?;
+    let bytes = crate::read_bytes(&file)?;
     import_bytes(&file, &bytes)
 }
 
@@ -33,7 +33,8 @@ pub fn import_text(file: &Path, text: &str) -> Result<Transcript, FormatError> {
     import_bytes(file, text.as_bytes())
 }
 
-fn import_bytes(file: &Path, bytes: &[u8]) -> Result<Transcript, FormatError> {
+/// Read a ctxfold log from its bytes (already read from `file`).
+pub(crate) fn import_bytes(file: &Path, bytes: &[u8]) -> Result<Transcript, FormatError> {
     let read = read_lines(bytes);
     if read.records.is_empty()
         && let Some(bad) = &read.first_bad

@@ -235,7 +235,12 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FormatError> {
 
 /// Read a whole file as UTF-8 text, without a leading byte-order mark.
 pub(crate) fn read_text(path: &Path) -> Result<String, FormatError> {
-    let mut bytes = read_bytes(path)?;
+    utf8_text(path, read_bytes(path)?)
+}
+
+/// `bytes` read from `path` as UTF-8 text, without a leading byte-order
+/// mark; an error names where the text stops being UTF-8.
+fn utf8_text(path: &Path, mut bytes: Vec<u8>) -> Result<String, FormatError> {
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         bytes.drain(..3);
     }
@@ -301,8 +306,8 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
 enum Sniffed {
     /// Told from the path alone.
     Format(Format),
-    /// A ctxfold JSONL file, read.
-    Jsonl(String),
+    /// A ctxfold JSONL file, read (as bytes).
+    Jsonl(Vec<u8>),
     /// A JSON file, parsed.
     Json(Format, Value),
 }
@@ -340,22 +345,31 @@ fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
     if path.file_name().is_some_and(|n| n == "events.json") {
         return Ok(Sniffed::Format(Format::Jp));
     }
-    let text = read_text(path)?;
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
+    let mut bytes = read_bytes(path)?;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    if start == bytes.len() {
         return Err(FormatError::Undetected {
             path: path.to_owned(),
             detail: "the file is empty".into(),
         });
     }
-    // JSONL: the first line alone is an object with `seq` and `type`.
-    if let Some(first) = trimmed.lines().next()
-        && let Ok(Value::Object(o)) = serde_json::from_str::<Value>(first)
+    // JSONL: the first line alone is an object with `seq` and `type`. It is
+    // read as bytes: a later line that is not UTF-8 is one bad line of the
+    // log, not a reason to refuse the file.
+    let first = bytes[start..].split(|&b| b == b'\n').next().unwrap_or(&[]);
+    if let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(first)
         && o.contains_key("seq")
         && o.contains_key("type")
     {
-        return Ok(Sniffed::Jsonl(text));
+        return Ok(Sniffed::Jsonl(bytes));
     }
+    let text = utf8_text(path, bytes)?;
     let value: Value = serde_json::from_str(&text).map_err(|e| FormatError::json(path, &e))?;
     match detect_value(&value) {
         Some(f) => Ok(Sniffed::Json(f, value)),
@@ -431,7 +445,7 @@ pub fn import_detected(
     }
     match sniff(path)? {
         Sniffed::Format(f) => Ok((f, import_as(path, f)?)),
-        Sniffed::Jsonl(text) => Ok((Format::Ctxfold, ctxfold::import_text(path, &text)?)),
+        Sniffed::Jsonl(bytes) => Ok((Format::Ctxfold, ctxfold::import_bytes(path, &bytes)?)),
         Sniffed::Json(Format::Openai, v) => Ok((
             Format::Openai,
             openai::from_json(&v).map_err(|d| FormatError::shape(path, Format::Openai, d))?,
