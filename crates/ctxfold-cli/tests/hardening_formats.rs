@@ -335,8 +335,8 @@ fn duplicate_ids_openai() -> Value {
             {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}},
             {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"b\"}"}}
         ]},
-        {"role": "tool", "tool_call_id": "c1", "content": "text of b"},
         {"role": "tool", "tool_call_id": "c1", "content": "text of a"},
+        {"role": "tool", "tool_call_id": "c1", "content": "text of b"},
         {"role": "assistant", "content": "Both read."},
         {"role": "user", "content": "and now?"},
         {"role": "assistant", "content": "Done."}
@@ -352,6 +352,26 @@ fn duplicate_tool_call_ids_warn_and_keep_every_call_and_result() {
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("warning:") && err.contains("`c1`"), "{err}");
+    // Paired by position: the first result answers the first call (path a),
+    // the second the second (path b).
+    let raw = s.json(&["c", "print"]);
+    let pairs: Vec<(String, String)> = raw
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "tool_call" || r["type"] == "tool_result")
+        .map(|r| {
+            let what = match r["type"].as_str() {
+                Some("tool_call") => r["arguments"]["path"].as_str().unwrap().to_owned(),
+                _ => r["content"].as_str().unwrap().to_owned(),
+            };
+            (r["id"].as_str().unwrap().to_owned(), what)
+        })
+        .collect();
+    let id_of = |what: &str| pairs.iter().find(|(_, w)| w == what).unwrap().0.clone();
+    assert_eq!(id_of("a"), id_of("text of a"), "{pairs:?}");
+    assert_eq!(id_of("b"), id_of("text of b"), "{pairs:?}");
+    assert_ne!(id_of("a"), id_of("b"), "{pairs:?}");
     // The view keeps both calls and both results.
     let view = s.json(&["c", "print", "--compacted"]);
     let kinds: Vec<&str> = view["items"]
@@ -379,7 +399,7 @@ fn duplicate_tool_call_ids_warn_and_keep_every_call_and_result() {
     assert_eq!(msgs[1]["tool_calls"][1]["id"], "c1");
     assert_eq!(msgs[2]["tool_call_id"], "c1");
     assert_eq!(msgs[3]["tool_call_id"], "c1");
-    assert_eq!(msgs[3]["content"], "text of a");
+    assert_eq!(msgs[3]["content"], "text of b");
     // Export gives the transcript back as it was.
     let back = s.ok(&["c", "export", "--output-format", "openai"]);
     let back: Value = serde_json::from_str(&back).unwrap();

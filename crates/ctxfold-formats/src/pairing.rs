@@ -5,12 +5,13 @@
 //! result from the view. The chat formats make every repeated call's id
 //! unique instead: the first call keeps its id, later ones get
 //! `ID#2`, `ID#3`, … (a suffix no other id in the transcript uses), and
-//! each result takes the id of the nearest earlier call of its id that has
-//! no result yet. The original id is kept in metadata `{format}_original_id`
+//! results pair by position: each takes the id of the earliest call of its
+//! id that has no result yet, so parallel calls and their results, both in
+//! order, pair first with first and second with second. The original id is kept in metadata `{format}_original_id`
 //! so export writes the transcript back as it was. A result that no call
 //! answers is kept and reported: a compacted view leaves it out.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use ctxfold_core::{Body, Record};
 use serde_json::Value;
@@ -48,7 +49,7 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
         }
     }
     // Calls of each original id still waiting for a result: their ids.
-    let mut open: HashMap<String, Vec<String>> = HashMap::new();
+    let mut open: HashMap<String, VecDeque<String>> = HashMap::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut renamed: Vec<(String, Vec<String>)> = Vec::new();
     let mut orphans: Vec<String> = Vec::new();
@@ -78,11 +79,11 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
                     }
                     _ => original.clone(),
                 };
-                open.entry(original).or_default().push(unique);
+                open.entry(original).or_default().push_back(unique);
             }
             Body::ToolResult { id, .. } => {
                 let original = id.clone();
-                match open.get_mut(&original).and_then(Vec::pop) {
+                match open.get_mut(&original).and_then(VecDeque::pop_front) {
                     Some(unique) => {
                         if unique != original
                             && let Some(prefix) = prefix
@@ -106,7 +107,7 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
             .collect::<Vec<_>>()
             .join(", ");
         warnings.push(format!(
-            "tool call id `{id}` is used by {n} calls: all kept, the later ones as {names} (export writes `{id}` back); each result is paired with the nearest earlier call of its id that has no result yet"
+            "tool call id `{id}` is used by {n} calls: all kept, the later ones as {names} (export writes `{id}` back); results are paired with those calls in order"
         ));
     }
     if prefix.is_none() {
@@ -157,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn repeated_ids_become_unique_and_results_pair_with_the_nearest_open_call() {
+    fn repeated_ids_become_unique_and_results_pair_with_open_calls_in_order() {
         // `c1#2` is taken by another call already: the suffix skips it.
         let bodies = [
             call("c1"),
@@ -178,7 +179,7 @@ mod tests {
         pair(&mut recs, Some("openai"), &mut w);
         assert_eq!(
             ids(&recs),
-            ["c1", "c1#3", "c1#2", "c1#3", "c1#2", "c1", "c1#4", "c1#4"]
+            ["c1", "c1#3", "c1#2", "c1", "c1#2", "c1#3", "c1#4", "c1#4"]
         );
         assert_eq!(export_id(&recs[1], "c1#3", "openai"), "c1");
         assert_eq!(w.len(), 1, "{w:?}");
