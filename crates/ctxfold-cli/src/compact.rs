@@ -951,7 +951,15 @@ pub fn fork(
         let ts = ctxfold_store::now();
         for comp in compactions {
             // After the log's own seqs, so renumbering the copy keeps order.
-            let seq = records.last().map_or(0, |r| r.seq + 1);
+            let seq = match records.last() {
+                None => 0,
+                Some(r) => r.seq.checked_add(1).with_context(|| {
+                    format!(
+                        "conversation {}: its last record has seq {}, the largest there is; no record can follow it",
+                        c.meta.id, r.seq
+                    )
+                })?,
+            };
             records.push(Record::new(
                 seq,
                 ts.clone(),

@@ -274,7 +274,10 @@ fn export(
     };
     match output {
         Some(path) => {
-            ctxfold_formats::export(&t, format, path)?;
+            // Never into the workspace folder: an export there could
+            // replace a conversation's own log.
+            let protect = ctxfold_formats::output::Protect::input(ws.root());
+            ctxfold_formats::export_protected(&t, format, path, &protect)?;
             let p = path.display().to_string();
             out.emit(
                 &json!({"id": c.meta.id, "format": format.name(), "path": p}),

@@ -631,3 +631,70 @@ fn a_malformed_compaction_record_is_reported_with_what_was_wrong() {
         "{err}"
     );
 }
+
+/// Item 8, for `fork -k`: the compaction a fork adds after a log whose
+/// last seq is the largest there is gets no wrapped seq; the fork is
+/// refused and no conversation is created.
+#[test]
+fn a_fork_after_the_largest_seq_is_refused() {
+    let s = Scratch::new();
+    let f = s.path().join("tools.jsonl");
+    let records = [
+        json!({"type": "turn_start"}),
+        json!({"type": "user", "content": "read it"}),
+        json!({"type": "tool_call", "id": "c1", "name": "read", "arguments": {"body": "x".repeat(400)}}),
+        json!({"type": "tool_result", "id": "c1", "content": "y".repeat(400), "is_error": false}),
+        json!({"type": "assistant", "content": "done"}),
+    ];
+    let mut text = String::new();
+    for (i, r) in records.iter().enumerate() {
+        let mut r = r.clone();
+        r["seq"] = json!(i);
+        r["ts"] = json!("t");
+        text.push_str(&r.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&f, text).unwrap();
+    let id = s.import(&f);
+    let events = s.events_file(&id);
+    let edited = std::fs::read_to_string(&events)
+        .unwrap()
+        .replace("{\"seq\":4,", &format!("{{\"seq\":{},", u64::MAX));
+    std::fs::write(&events, &edited).unwrap();
+    let before = s.json(&["c", "ls"]).as_array().unwrap().len();
+    let out = s.run(&["c", "fork", &id, "-k", "t"]);
+    assert!(!out.status.success(), "the fork succeeded");
+    let err = stderr(&out);
+    assert!(
+        err.contains("no record can follow") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), before);
+}
+
+/// An export never goes into the workspace folder, where it could replace
+/// a conversation's own log.
+#[test]
+fn an_export_into_the_workspace_folder_is_refused() {
+    let s = Scratch::new();
+    let id = s.import(&log_file(s.path(), 2));
+    let events = s.events_file(&id);
+    let before = std::fs::read(&events).unwrap();
+    for target in [
+        events.clone(),
+        s.path()
+            .join(".ctxfold/conversations")
+            .join(&id)
+            .join("copy.jsonl"),
+    ] {
+        let out = s.run(&["c", "export", &id, "-o", target.to_str().unwrap()]);
+        assert!(!out.status.success(), "{} was written", target.display());
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read(&events).unwrap(), before);
+    s.ok(&["c", "export", &id, "-o", "elsewhere.jsonl"]);
+    assert_eq!(
+        std::fs::read(s.path().join("elsewhere.jsonl")).unwrap(),
+        before
+    );
+}
