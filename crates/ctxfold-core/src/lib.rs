@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod attempt;
 pub mod bounds;
 pub mod compaction;
 pub mod digest;
@@ -19,8 +20,11 @@ pub mod planner;
 pub mod projection;
 pub mod record;
 pub mod report;
+pub mod retention;
 pub mod summarizer;
 pub mod summary_prompt;
+pub mod trigger;
+pub mod view_size;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, LineReader, Log, ReadLines, Step};

@@ -5,7 +5,8 @@
 //! their placeholders, a summary as a user and an assistant message). The
 //! records the model never sees are kept where they were (turn starts,
 //! config deltas, inquiry events), except overlay records, which have been
-//! applied, and turn starts inside a summary, whose turns it replaced.
+//! applied, compaction attempt records (bookkeeping of the overlays), and
+//! turn starts inside a summary, whose turns it replaced.
 
 use crate::log::Log;
 use crate::projection::{
@@ -111,6 +112,7 @@ pub fn materialize_with_turns(log: &Log, view: &View<'_>) -> Vec<(u32, Record)> 
                 r.kind(),
                 Kind::Compaction | Kind::CompactionReset | Kind::System
             )
+            && !crate::attempt::is_attempt(r)
             && (r.kind() != Kind::TurnStart || !inside_summary[i]);
         if keep {
             placed.push((i, vec![r.clone()]));

@@ -1,0 +1,227 @@
+//! Which whole units stay verbatim before a model call, and what before
+//! them may be compacted (seed 002's retention walk).
+//!
+//! A unit is a step (one model call's output and the results of its tool
+//! calls) or a message outside any step (a user message). Walking from the
+//! newest unit back, units are kept until their tokens reach the budget;
+//! everything before the oldest kept unit may be compacted. A cut therefore
+//! never separates a tool call from its result and never splits a step, and
+//! a step still open (a call without its result) is always kept: it is the
+//! newest unit. The turn in progress gets no special treatment: its early
+//! closed steps can be compacted like any older history, which is what
+//! rescues a runaway turn.
+
+use crate::bounds::{BoundError, Keep};
+use crate::log::Log;
+use crate::record::{Body, Record};
+
+/// The tail kept verbatim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Index of the first record kept; records before it may be compacted.
+    pub cut: usize,
+    /// Estimated tokens of the kept units.
+    pub kept_tokens: usize,
+    /// How many units are kept.
+    pub kept_units: usize,
+    /// Tokens of the newest unit alone: when it is over the budget by
+    /// itself, compaction cannot make the request fit (bounding one unit is
+    /// the job of output truncation), and callers say so instead of looping.
+    pub newest_unit_tokens: usize,
+}
+
+/// The smallest tail of whole units whose tokens reach `retain_tokens`
+/// (all of them, when the log holds less), counting each model-visible
+/// record with `tokens`. `None` for a log with nothing the model sees.
+pub fn retained_tail(
+    log: &Log,
+    retain_tokens: usize,
+    tokens: impl Fn(&Record) -> usize,
+) -> Option<Retention> {
+    let records = log.records();
+    let mut out: Option<Retention> = None;
+    for turn in (0..log.turn_count() as u32).rev() {
+        let Some(range) = log.turn_range(turn) else {
+            continue;
+        };
+        // The turn's units, oldest first: its steps, and each model-visible
+        // record outside them.
+        let steps = log.steps(turn);
+        let mut units: Vec<(usize, usize)> = Vec::new();
+        let (mut i, mut s) = (range.start, 0);
+        while i < range.end {
+            if let Some(step) = steps.get(s).filter(|st| st.start == i) {
+                units.push((step.start, step.end));
+                i = step.end;
+                s += 1;
+                continue;
+            }
+            if records[i].body.is_model_visible() {
+                units.push((i, i + 1));
+            }
+            i += 1;
+        }
+        for &(start, end) in units.iter().rev() {
+            let t: usize = records[start..end]
+                .iter()
+                .filter(|r| r.body.is_model_visible())
+                .map(&tokens)
+                .sum();
+            let r = out.get_or_insert(Retention {
+                cut: start,
+                kept_tokens: 0,
+                kept_units: 0,
+                newest_unit_tokens: t,
+            });
+            r.cut = start;
+            r.kept_tokens += t;
+            r.kept_units += 1;
+            if r.kept_tokens >= retain_tokens {
+                return out;
+            }
+        }
+    }
+    out
+}
+
+/// The records before `cut` that may be compacted, inclusive, or `None`
+/// when nothing there is model-visible. The first `keep_first` turns stay
+/// out; when they reach the turn in progress, its opening (the user's
+/// request) stays too and only its steps may be compacted.
+pub fn region_before(
+    log: &Log,
+    cut: usize,
+    keep_first: Option<&Keep>,
+) -> Result<Option<(usize, usize)>, BoundError> {
+    let Some(last_turn) = (log.turn_count() as u32).checked_sub(1) else {
+        return Ok(None);
+    };
+    let first_open = match keep_first {
+        Some(k) => k.first_not_kept(log)?.max(0) as u64,
+        None => 0,
+    };
+    let floor = if first_open <= u64::from(last_turn) {
+        log.turn_range(first_open as u32).map_or(cut, |r| r.start)
+    } else {
+        log.steps(last_turn).first().map_or(cut, |s| s.start)
+    };
+    let Some(hi) = cut.checked_sub(1) else {
+        return Ok(None);
+    };
+    if floor > hi
+        || !log.records()[floor..=hi]
+            .iter()
+            .any(|r| r.body.is_model_visible())
+    {
+        return Ok(None);
+    }
+    Ok(Some((floor, hi)))
+}
+
+/// Whether a tool call and its result lie on the same side of `cut`, for
+/// every pair: the check a caller proposing its own cut needs.
+pub fn cut_keeps_pairs(log: &Log, cut: usize) -> bool {
+    let records = log.records();
+    let before: std::collections::HashSet<&str> = records[..cut.min(records.len())]
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let answered_before: std::collections::HashSet<&str> = records[..cut.min(records.len())]
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolResult { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    records[cut.min(records.len())..]
+        .iter()
+        .all(|r| match &r.body {
+            Body::ToolResult { id, .. } => {
+                !before.contains(id.as_str()) || answered_before.contains(id.as_str())
+            }
+            _ => true,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Turn 0: a question and `steps` steps of one call each (the last
+    /// open when `open`).
+    fn runaway(steps: usize, open: bool) -> Log {
+        let mut recs = Vec::new();
+        let mut push = |b: Body| {
+            let seq = recs.len() as u64;
+            recs.push(Record::new(seq, "t", b));
+        };
+        push(Body::TurnStart);
+        push(Body::User {
+            content: "fix it".into(),
+            author: None,
+        });
+        for k in 0..steps {
+            push(Body::ToolCall {
+                id: format!("c{k}"),
+                name: "run".into(),
+                arguments: json!({}),
+            });
+            if !(open && k + 1 == steps) {
+                push(Body::ToolResult {
+                    id: format!("c{k}"),
+                    content: "x".repeat(400),
+                    is_error: false,
+                });
+            }
+        }
+        Log::from_records(recs)
+    }
+
+    fn tk(r: &Record) -> usize {
+        crate::estimate::record_tokens(r)
+    }
+
+    #[test]
+    fn the_tail_is_whole_steps_reaching_the_budget() {
+        let log = runaway(10, false);
+        let one_step = tk(&log.records()[2]) + tk(&log.records()[3]);
+        let r = retained_tail(&log, one_step * 2 + 1, tk).unwrap();
+        assert_eq!(r.kept_units, 3);
+        assert_eq!(r.cut, 2 + 7 * 2, "a step starts at its call");
+        assert!(cut_keeps_pairs(&log, r.cut));
+        assert_eq!(r.newest_unit_tokens, one_step);
+    }
+
+    #[test]
+    fn an_open_step_is_always_kept() {
+        let log = runaway(4, true);
+        let r = retained_tail(&log, 1, tk).unwrap();
+        assert_eq!(r.kept_units, 1);
+        assert_eq!(r.cut, log.len() - 1, "the open call");
+    }
+
+    #[test]
+    fn keep_first_over_the_turn_in_progress_keeps_its_request() {
+        let log = runaway(10, false);
+        let r = retained_tail(&log, 1, tk).unwrap();
+        let region = region_before(&log, r.cut, Some(&Keep::Count(1)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(region, (2, r.cut - 1), "the user's request stays");
+        let region = region_before(&log, r.cut, None).unwrap().unwrap();
+        assert_eq!(region.0, 0);
+        // Nothing before the cut: nothing to compact.
+        assert_eq!(region_before(&log, 2, Some(&Keep::Count(1))).unwrap(), None);
+    }
+
+    #[test]
+    fn a_cut_inside_a_pair_is_seen() {
+        let log = runaway(3, false);
+        assert!(cut_keeps_pairs(&log, 2));
+        assert!(!cut_keeps_pairs(&log, 3), "between c0 and its result");
+    }
+}

@@ -1,0 +1,228 @@
+//! When automatic compaction fires (SPEC §8, seeds 004 and 002): pure
+//! decisions over a size estimate, the model's window and the conversation's
+//! shape. Doing the compaction is the compactor service's job.
+//!
+//! - Between turns (seed 004): after a turn completes, when enabled, the
+//!   conversation has more than `min_turns` turns and the projected size is
+//!   over `trigger_ratio × window`, one compaction over the rolling range
+//!   `max(keep_first, after the last compaction) ..= last turn - keep_last`
+//!   ([`rolling_rule`]). At most one firing per turn boundary.
+//! - Before a step (seed 002): when the projected request is over the same
+//!   threshold, the older history is compacted so that a tail of whole units
+//!   stays verbatim (see [`crate::retention`]).
+//!
+//! The estimate is of the projected view, never the raw log: once a
+//! compaction has run the view shrinks and the trigger goes quiet until the
+//! conversation grows again (estimating the raw log would fire forever).
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::bounds::Bound;
+use crate::planner::Rule;
+
+/// `[compaction.auto]`, as the decisions need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoPolicy {
+    /// Automatic compaction is on.
+    pub enabled: bool,
+    /// Fire above this share of the window, in (0, 1].
+    pub trigger_ratio: f64,
+    /// Between turns: only for conversations with more turns than this.
+    pub min_turns: u32,
+    /// Before a step: tokens of the newest whole units kept verbatim
+    /// (`None`: a third of the threshold).
+    pub retain_tokens: Option<usize>,
+    /// Before a step: further attempts while still over the threshold.
+    pub compaction_retries: u32,
+    /// What a firing does (its bounds are replaced by the rolling range).
+    pub rule: Rule,
+}
+
+impl Default for AutoPolicy {
+    fn default() -> Self {
+        AutoPolicy {
+            enabled: false,
+            trigger_ratio: 0.75,
+            min_turns: 5,
+            retain_tokens: None,
+            compaction_retries: 1,
+            rule: Rule::builtin(),
+        }
+    }
+}
+
+impl AutoPolicy {
+    /// The size above which compaction fires, for a window of `window`
+    /// tokens.
+    pub fn threshold(&self, window: u32) -> usize {
+        (f64::from(window) * self.trigger_ratio).floor() as usize
+    }
+
+    /// Tokens kept verbatim before a step, for a window of `window` tokens.
+    pub fn retain(&self, window: u32) -> usize {
+        self.retain_tokens.unwrap_or(self.threshold(window) / 3)
+    }
+}
+
+/// Why automatic compaction did not fire. Each is a normal outcome, logged
+/// (at debug level where it is the common case), never an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum Skip {
+    /// `[compaction.auto] enabled = false`.
+    Disabled,
+    /// The model's context window is not known.
+    UnknownWindow,
+    /// The conversation is not longer than `min_turns`.
+    TooFewTurns {
+        /// Turns it has.
+        turns: usize,
+        /// The configured minimum.
+        min_turns: u32,
+    },
+    /// The projected size is under the threshold.
+    UnderThreshold {
+        /// Estimated tokens of the view.
+        estimate: usize,
+        /// The threshold.
+        threshold: usize,
+    },
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Skip::Disabled => f.write_str("automatic compaction is off ([compaction.auto] enabled = false)"),
+            Skip::UnknownWindow => f.write_str(
+                "the model's context window is not known (give it with --window, or context_window in the provider's config)",
+            ),
+            Skip::TooFewTurns { turns, min_turns } => write!(
+                f,
+                "the conversation has {turns} turns, not more than min_turns = {min_turns}"
+            ),
+            Skip::UnderThreshold {
+                estimate,
+                threshold,
+            } => write!(
+                f,
+                "the view (~{estimate} tokens) is under the threshold (~{threshold} tokens)"
+            ),
+        }
+    }
+}
+
+/// Whether compaction is due after a turn completes: `Ok(threshold)` when
+/// it is, else why not.
+pub fn due_between_turns(
+    policy: &AutoPolicy,
+    turns: usize,
+    estimate: usize,
+    window: Option<u32>,
+) -> Result<usize, Skip> {
+    if !policy.enabled {
+        return Err(Skip::Disabled);
+    }
+    let window = window.ok_or(Skip::UnknownWindow)?;
+    if turns <= policy.min_turns as usize {
+        return Err(Skip::TooFewTurns {
+            turns,
+            min_turns: policy.min_turns,
+        });
+    }
+    over(policy, estimate, window)
+}
+
+/// Whether compaction is due before a model call: `Ok(threshold)` when the
+/// request about to be sent (`estimate` tokens) is over the threshold.
+/// `min_turns` does not apply: a runaway single turn must be rescued too.
+pub fn due_before_step(
+    policy: &AutoPolicy,
+    estimate: usize,
+    window: Option<u32>,
+) -> Result<usize, Skip> {
+    if !policy.enabled {
+        return Err(Skip::Disabled);
+    }
+    over(policy, estimate, window.ok_or(Skip::UnknownWindow)?)
+}
+
+fn over(policy: &AutoPolicy, estimate: usize, window: u32) -> Result<usize, Skip> {
+    let threshold = policy.threshold(window);
+    if estimate > threshold {
+        Ok(threshold)
+    } else {
+        Err(Skip::UnderThreshold {
+            estimate,
+            threshold,
+        })
+    }
+}
+
+/// The rule a between-turn firing applies: `policy.rule`'s policies and
+/// keeps over the rolling range, which starts after the last compaction
+/// (the planner takes the larger of that and `keep_first`, and stops
+/// `keep_last` turns before the end). Successive firings cover bands that
+/// do not overlap, each summarized once from raw events.
+pub fn rolling_rule(policy: &AutoPolicy) -> Rule {
+    Rule {
+        from: Some(Bound::LastCompaction),
+        to: None,
+        ..policy.rule.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on() -> AutoPolicy {
+        AutoPolicy {
+            enabled: true,
+            ..AutoPolicy::default()
+        }
+    }
+
+    #[test]
+    fn between_turns_checks_in_the_seed_order() {
+        assert_eq!(
+            due_between_turns(&AutoPolicy::default(), 9, 10_000, Some(1000)),
+            Err(Skip::Disabled)
+        );
+        assert_eq!(
+            due_between_turns(&on(), 9, 10_000, None),
+            Err(Skip::UnknownWindow)
+        );
+        assert_eq!(
+            due_between_turns(&on(), 5, 10_000, Some(1000)),
+            Err(Skip::TooFewTurns {
+                turns: 5,
+                min_turns: 5
+            })
+        );
+        assert_eq!(
+            due_between_turns(&on(), 6, 750, Some(1000)),
+            Err(Skip::UnderThreshold {
+                estimate: 750,
+                threshold: 750
+            })
+        );
+        assert_eq!(due_between_turns(&on(), 6, 751, Some(1000)), Ok(750));
+    }
+
+    #[test]
+    fn before_a_step_min_turns_does_not_apply() {
+        assert_eq!(due_before_step(&on(), 751, Some(1000)), Ok(750));
+        assert!(due_before_step(&on(), 700, Some(1000)).is_err());
+        assert_eq!(on().retain(1000), 250);
+    }
+
+    #[test]
+    fn the_rolling_rule_starts_after_the_last_compaction() {
+        let r = rolling_rule(&on());
+        assert_eq!(r.from, Some(Bound::LastCompaction));
+        assert_eq!(r.keep_first, Rule::builtin().keep_first);
+        assert_eq!(r.keep_last, Rule::builtin().keep_last);
+    }
+}
