@@ -54,6 +54,57 @@ pub struct Compaction {
     pub extra: Object,
 }
 
+impl Compaction {
+    /// What the record says it does, in words: its summary and where it
+    /// came from, its reasoning and tool policies, its per-tool overrides.
+    pub fn describe(&self) -> Vec<String> {
+        let name = |v: &dyn erased::Named| v.name();
+        let mut out = Vec::new();
+        match self.summary.as_ref().map(|s| &s.provenance) {
+            Some(Provenance::Derived { summarizer, .. }) => {
+                out.push(format!("summary by {summarizer}"))
+            }
+            Some(Provenance::Supplied { author }) => {
+                out.push(format!("summary written by {}", name(author)))
+            }
+            None => {}
+        }
+        if self.reasoning.is_some() {
+            out.push("strip reasoning".into());
+        }
+        if let Some(t) = self.tool_calls {
+            out.push(
+                match t {
+                    ToolPolicy::Strip => "strip tool calls",
+                    ToolPolicy::StripRequests => "strip tool requests",
+                    ToolPolicy::StripResponses => "strip tool results",
+                    ToolPolicy::Omit => "omit tool calls",
+                }
+                .into(),
+            );
+        }
+        for (tool, o) in &self.tool_overrides {
+            out.push(format!("{tool}: {}", name(o)));
+        }
+        out
+    }
+}
+
+mod erased {
+    /// The name a value serializes to (`user`, `strip-responses`, …).
+    pub trait Named {
+        fn name(&self) -> String;
+    }
+    impl<T: serde::Serialize> Named for T {
+        fn name(&self) -> String {
+            serde_json::to_value(self)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }
+    }
+}
+
 /// Longest note kept; longer notes are truncated, not refused.
 pub const NOTE_MAX_CHARS: usize = 200;
 

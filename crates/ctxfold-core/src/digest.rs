@@ -319,6 +319,10 @@ impl Summarizer for Digest {
         NAME.to_owned()
     }
 
+    fn offline(&self) -> bool {
+        true
+    }
+
     /// Digest the range. Instructions are ignored: the digest has one
     /// recipe, named by its version.
     ///

@@ -46,4 +46,11 @@ pub trait Summarizer {
 
     /// Summarize the range.
     fn summarize(&self, input: SummaryInput<'_>) -> Result<SummaryOutput, SummarizeError>;
+
+    /// Whether it works offline and fast (the digest): a slow one (a model)
+    /// is bracketed by `compaction_started` / `compaction_finished` records
+    /// so a crash while it runs is visible and inert.
+    fn offline(&self) -> bool {
+        false
+    }
 }

@@ -1,0 +1,108 @@
+//! A conversation as the service works on it: the log in memory, the store
+//! it is written to, and what the service keeps between calls (the running
+//! size of the view, the circuit breaker, the last turn boundary it fired
+//! at).
+
+use std::ops::Range;
+
+use ctxfold_core::view_size::ViewSize;
+use ctxfold_core::{Log, Record};
+use ctxfold_store::StoreError;
+use ctxfold_tokens::TokenEstimator;
+
+use crate::breaker::Breaker;
+use crate::journal::Journal;
+
+/// One conversation in the service's hands. Keep it for as long as the
+/// conversation is in use (a host's session, a proxy's cache entry): the
+/// view's size is then kept up to date at the cost of what each turn adds.
+pub struct Conversation<'j> {
+    log: Log,
+    journal: &'j dyn Journal,
+    size: ViewSize,
+    pub(crate) breaker: Breaker,
+    /// Turn count at the last between-turn firing: at most one per boundary.
+    pub(crate) fired_at_turns: Option<usize>,
+}
+
+impl<'j> Conversation<'j> {
+    /// `log` as loaded from `journal`.
+    pub fn new(log: Log, journal: &'j dyn Journal) -> Self {
+        Conversation {
+            log,
+            journal,
+            size: ViewSize::new(),
+            breaker: Breaker::new(),
+            fired_at_turns: None,
+        }
+    }
+
+    /// The log as it stands.
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    /// The log, giving the conversation up.
+    pub fn into_log(self) -> Log {
+        self.log
+    }
+
+    /// The store.
+    pub fn journal(&self) -> &'j dyn Journal {
+        self.journal
+    }
+
+    /// Append `records` (whatever `seq` they carry) to the store and the
+    /// log. When the store numbered them after records another process
+    /// appended meanwhile, the log is read again.
+    pub fn append(&mut self, records: Vec<Record>) -> Result<Range<u64>, StoreError> {
+        if records.is_empty() {
+            let next = self.log.next_seq();
+            return Ok(next..next);
+        }
+        let next = self.log.next_seq();
+        let range = self.journal.append(next, records.clone())?;
+        if range.start != next {
+            self.reload()?;
+            return Ok(range);
+        }
+        for (seq, mut r) in range.clone().zip(records) {
+            r.seq = seq;
+            self.log.push(r);
+        }
+        Ok(range)
+    }
+
+    /// A new turn starts: automatic compaction may be attempted again.
+    pub fn begin_turn(&mut self) {
+        self.breaker.reset();
+    }
+
+    /// The breaker's state this turn.
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    /// Read the log again from the store, when the store can tell.
+    pub(crate) fn reload(&mut self) -> Result<(), StoreError> {
+        if let Some(fresh) = self.journal.reload()? {
+            if fresh.len() < self.log.len() {
+                // Not a continuation of what we had: count afresh.
+                self.size = ViewSize::new();
+            }
+            self.log = fresh;
+        }
+        Ok(())
+    }
+
+    /// Estimated tokens of the view, kept up to date as the log grows.
+    pub(crate) fn view_tokens(&mut self, est: &dyn TokenEstimator) -> usize {
+        self.size
+            .update(&self.log, |r| est.record_tokens(r), |i| est.item_tokens(i))
+    }
+
+    /// How many full projections sizing the view took (benchmarks, tests).
+    pub fn projections(&self) -> usize {
+        self.size.projections
+    }
+}

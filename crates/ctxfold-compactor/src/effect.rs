@@ -1,0 +1,189 @@
+//! What new compactions change in the view, event by event, so that a
+//! compaction that would change nothing is never recorded and reports say
+//! only what was done.
+
+use ctxfold_core::planner::{Plan, Skipped};
+use ctxfold_core::projection::{covered_indices, project};
+use ctxfold_core::report::{Fate, fates};
+use ctxfold_core::{Body, Compaction, Log, Record};
+use serde::Serialize;
+
+/// What one new compaction changes in the view, by kind of event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Effect {
+    /// Events folded into its summary.
+    pub summarized: usize,
+    /// Reasoning blocks it drops.
+    pub reasoning_stripped: usize,
+    /// Tool calls whose long arguments it strips.
+    pub stripped_calls: usize,
+    /// Tool results it replaces by one line.
+    pub stripped_results: usize,
+    /// Tool calls and results it omits.
+    pub omitted: usize,
+}
+
+impl Effect {
+    /// Whether it changes nothing.
+    pub fn is_none(&self) -> bool {
+        *self == Effect::default()
+    }
+
+    /// What it changed, in words (only what it actually did).
+    pub fn describe(&self, c: &Compaction) -> Vec<String> {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut out = Vec::new();
+        if self.summarized > 0 {
+            let by = c
+                .describe()
+                .into_iter()
+                .find(|d| d.starts_with("summary"))
+                .unwrap_or_else(|| "summary".into());
+            out.push(format!(
+                "{by} in place of {}",
+                plural(self.summarized, "event", "events")
+            ));
+        }
+        if self.reasoning_stripped > 0 {
+            out.push(format!(
+                "{} stripped",
+                plural(
+                    self.reasoning_stripped,
+                    "reasoning block",
+                    "reasoning blocks"
+                )
+            ));
+        }
+        let calls = plural(self.stripped_calls, "tool request", "tool requests");
+        let results = plural(self.stripped_results, "tool result", "tool results");
+        match (self.stripped_calls, self.stripped_results) {
+            (0, 0) => {}
+            (_, 0) => out.push(format!("{calls} stripped")),
+            (0, _) => out.push(format!("{results} stripped")),
+            _ => out.push(format!("{calls} and {results} stripped")),
+        }
+        if self.omitted > 0 {
+            out.push(format!(
+                "{} omitted",
+                plural(self.omitted, "tool event", "tool events")
+            ));
+        }
+        out
+    }
+}
+
+/// `log` with `compactions` appended in memory (numbered after it).
+pub fn with_compactions(log: &Log, compactions: &[Compaction], ts: &str) -> Log {
+    let mut after = log.clone();
+    for c in compactions {
+        let seq = after.next_seq();
+        after.push(Record::new(seq, ts, Body::Compaction(Box::new(c.clone()))));
+    }
+    after
+}
+
+/// What each of `compactions` (appended after `log`) changes in the view:
+/// the events whose fate differs from the view without them, each put to
+/// the compaction that decided it. Stripping is put to the latest of them
+/// that covers the event with a tool policy.
+pub fn effects(log: &Log, compactions: &[Compaction]) -> Vec<Effect> {
+    let after = with_compactions(log, compactions, "");
+    let before = fates(log, &project(log));
+    let now = fates(&after, &project(&after));
+    let n = log.records().len();
+    let ranges: Vec<Option<(usize, usize)>> = compactions
+        .iter()
+        .map(|c| {
+            let has_tools = c.tool_calls.is_some() || !c.tool_overrides.is_empty();
+            has_tools.then(|| covered_indices(&after, c)).flatten()
+        })
+        .collect();
+    let mut out = vec![Effect::default(); compactions.len()];
+    let mine = |k: usize| k.checked_sub(n).filter(|j| *j < compactions.len());
+    for i in 0..n {
+        if before[i] == now[i] {
+            continue;
+        }
+        match now[i] {
+            Fate::Summarized { compaction } => {
+                if let Some(j) = mine(compaction) {
+                    out[j].summarized += 1;
+                }
+            }
+            Fate::ReasoningStripped { compaction } => {
+                if let Some(j) = mine(compaction) {
+                    out[j].reasoning_stripped += 1;
+                }
+            }
+            Fate::Omitted { compaction } => {
+                if let Some(j) = mine(compaction) {
+                    out[j].omitted += 1;
+                }
+            }
+            Fate::Stripped => {
+                let by = (0..compactions.len())
+                    .rev()
+                    .find(|&j| ranges[j].is_some_and(|(lo, hi)| lo <= i && i <= hi));
+                if let Some(j) = by {
+                    match log.records()[i].body {
+                        Body::ToolCall { .. } => out[j].stripped_calls += 1,
+                        _ => out[j].stripped_results += 1,
+                    }
+                }
+            }
+            Fate::Hidden | Fate::Kept | Fate::Unpaired => {}
+        }
+    }
+    out
+}
+
+/// Take out of the plan every compaction that would change nothing in the
+/// view (nothing in its range to strip, or already compacted that way):
+/// recording it would only say something untrue. The plan's `skipped` says
+/// why. Returns what the rest do, and for each compaction given whether it
+/// was kept.
+pub fn drop_no_ops(
+    log: &Log,
+    plan: &mut Plan,
+    compactions: &mut Vec<Compaction>,
+) -> (Vec<Effect>, Vec<bool>) {
+    let all = effects(log, compactions);
+    let kept_mask: Vec<bool> = all.iter().map(|e| !e.is_none()).collect();
+    if kept_mask.iter().all(|&k| k) {
+        return (all, kept_mask);
+    }
+    let mut kept_plan = Vec::new();
+    let mut kept = Vec::new();
+    let mut kept_effects = Vec::new();
+    for ((p, c), e) in std::mem::take(&mut plan.planned)
+        .into_iter()
+        .zip(std::mem::take(compactions))
+        .zip(all)
+    {
+        if e.is_none() {
+            plan.skipped.push(Skipped {
+                rule: p.rule,
+                reason: no_op_reason(&c),
+            });
+        } else {
+            kept_plan.push(p);
+            kept.push(c);
+            kept_effects.push(e);
+        }
+    }
+    plan.planned = kept_plan;
+    *compactions = kept;
+    // A no-op decided nothing, so the others' effects are unchanged.
+    (kept_effects, kept_mask)
+}
+
+/// Why a compaction that changes nothing is not recorded.
+pub fn no_op_reason(c: &Compaction) -> String {
+    format!(
+        "turns {}–{}: {} would change nothing in the view (nothing there to strip, or it is already compacted)",
+        u64::from(c.from_turn) + 1,
+        u64::from(c.to_turn) + 1,
+        c.describe().join(", ")
+    )
+}

@@ -1,0 +1,307 @@
+//! Automatic compaction through the library, on real files: between turns
+//! over a conversation grown turn by turn, before every step of a runaway
+//! turn, the circuit breaker, and the property that every request stays
+//! valid.
+
+mod common;
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use common::*;
+use ctxfold_compactor::{
+    BasicCompactor, Compactor, Context, Conversation, DigestOnly, Moment, Status, Summarizers,
+};
+use ctxfold_core::compaction::Source;
+use ctxfold_core::planner::{Rule, SummaryRequest, ToolHints};
+use ctxfold_core::summarizer::{SummarizeError, Summarizer, SummaryInput, SummaryOutput};
+use ctxfold_core::trigger::AutoPolicy;
+use ctxfold_core::{Body, Log};
+use ctxfold_store::EventLog;
+use ctxfold_tokens::Heuristic;
+
+fn compactor(policy: AutoPolicy) -> BasicCompactor {
+    BasicCompactor::new(
+        policy,
+        ToolHints::default(),
+        Box::new(Heuristic::default()),
+        Box::new(DigestOnly),
+    )
+}
+
+fn on() -> AutoPolicy {
+    AutoPolicy {
+        enabled: true,
+        ..AutoPolicy::default()
+    }
+}
+
+/// 30 turns grown one by one into a 6,000-token window with the default
+/// rule: compaction fires exactly when the view is over the threshold and
+/// the conversation has more than `min_turns` turns, over the rolling range
+/// after the last compaction, the bands never overlap, every view stays
+/// under the window, and the records on disk say `auto`.
+#[test]
+fn between_turns_rolling_bands_keep_the_view_under_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EventLog::new(dir.path().join("c"));
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let window = 6_000;
+    let policy = on();
+    let threshold = policy.threshold(window);
+    let c = compactor(policy.clone());
+    let mut conv = Conversation::new(Log::new(), &store);
+    let mut fired = Vec::new();
+    let mut last_to: Option<u32> = None;
+    for k in 0..30 {
+        conv.append(turn(k)).unwrap();
+        let turns = conv.log().turn_count();
+        // What the trigger must decide, computed here from scratch.
+        let size = checked_view(conv.log());
+        let due = turns > policy.min_turns as usize && size > threshold;
+        let out = c
+            .compact_if_needed(&mut conv, &Context::new(Moment::BetweenTurns, Some(window)))
+            .unwrap();
+        assert_eq!(out.before, size, "the running size is the view's size");
+        assert_eq!(out.compacted(), due, "turn {turns}: {out:?}");
+        if let Some(done) = out.committed.first() {
+            let comp = &done.compaction;
+            assert_eq!(comp.source, Source::Auto);
+            // Rolling range: after the last compaction (and after keep_first
+            // = 1), up to the last turn less keep_last = 3.
+            let from = last_to.map_or(1, |t| t + 1).max(1);
+            assert_eq!(
+                (comp.from_turn, comp.to_turn),
+                (from, turns as u32 - 4),
+                "turn {turns}"
+            );
+            last_to = Some(comp.to_turn);
+            fired.push(turns);
+        }
+        let after = checked_view(conv.log());
+        assert!(after < window as usize, "turn {turns}: ~{after} tokens");
+    }
+    assert!(fired.len() >= 2, "fired at {fired:?}");
+    // Once per boundary: asking again at the same turn does nothing.
+    let again = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BetweenTurns, Some(window)))
+        .unwrap();
+    assert!(!again.compacted());
+    // What the store holds is what the conversation holds.
+    let loaded = store.load().unwrap();
+    assert_eq!(loaded.records.len(), conv.log().len());
+    let autos = loaded
+        .records
+        .iter()
+        .filter(|r| matches!(&r.body, Body::Compaction(c) if c.source == Source::Auto))
+        .count();
+    assert_eq!(autos, fired.len());
+}
+
+/// A single turn of 200 tool steps grown step by step into an 8,000-token
+/// window, compacted before every model call with a summary rule: the
+/// early closed steps are folded, every request is valid and fits the
+/// window, and the turn runs to its end. The request and the last step
+/// stay verbatim.
+#[test]
+fn a_runaway_turn_is_folded_by_steps_and_every_request_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let store = EventLog::new(dir.path().join("c"));
+    let window = 8_000;
+    let policy = AutoPolicy {
+        rule: Rule {
+            summary: Some(SummaryRequest::Derive {
+                model: None,
+                instructions: None,
+            }),
+            keep_first: Some(ctxfold_core::bounds::Keep::Count(1)),
+            ..Rule::default()
+        },
+        ..on()
+    };
+    let c = compactor(policy);
+    let mut conv = Conversation::new(Log::new(), &store);
+    conv.append(runaway_opening()).unwrap();
+    let mut firings = 0;
+    for k in 0..200 {
+        // Before the model call that makes step k.
+        let out = c
+            .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(window)))
+            .unwrap();
+        firings += out.committed.len();
+        for done in &out.committed {
+            // Step granular: the range ends inside the one turn.
+            assert_eq!((done.compaction.from_turn, done.compaction.to_turn), (0, 0));
+            assert!(done.compaction.to_seq.is_some());
+        }
+        let size = checked_view(conv.log());
+        assert!(size <= window as usize, "step {k}: ~{size} tokens: {out:?}");
+        let (call, result) = step(k);
+        conv.append(vec![call, result]).unwrap();
+    }
+    conv.append(vec![ctxfold_core::Record::new(
+        0,
+        "t",
+        Body::Assistant {
+            content: "All tests pass now.".into(),
+        },
+    )])
+    .unwrap();
+    assert!(firings >= 3, "{firings} firings");
+    let log = conv.log();
+    let view = ctxfold_core::projection::project(log);
+    assert_valid_request(log, &view);
+    let texts: Vec<String> = ctxfold_core::materialize::materialize(log, &view)
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::User { content, .. } | Body::Assistant { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "Make every test in the repository pass.")
+    );
+    assert_eq!(
+        texts.last().map(String::as_str),
+        Some("All tests pass now.")
+    );
+}
+
+/// A summarizer that counts its calls and fails, or returns a summary as
+/// large as what it replaces.
+struct Counting {
+    calls: Rc<Cell<usize>>,
+    fail: bool,
+}
+
+struct CountingSummarizer {
+    calls: Rc<Cell<usize>>,
+    fail: bool,
+}
+
+impl Summarizer for CountingSummarizer {
+    fn name(&self) -> String {
+        "test/counting".into()
+    }
+    fn summarize(&self, input: SummaryInput<'_>) -> Result<SummaryOutput, SummarizeError> {
+        self.calls.set(self.calls.get() + 1);
+        if self.fail {
+            return Err(SummarizeError {
+                summarizer: self.name(),
+                message: "the model is down".into(),
+            });
+        }
+        // Everything the range held, and more: never smaller.
+        let text: String = input.log.records()[input.range.0..=input.range.1]
+            .iter()
+            .map(|r| r.to_json_line())
+            .collect();
+        Ok(SummaryOutput {
+            text: text.repeat(2),
+            provenance: ctxfold_core::compaction::Provenance::Derived {
+                summarizer: self.name(),
+                version: None,
+                instructions: None,
+                method: None,
+            },
+        })
+    }
+}
+
+impl Summarizers for Counting {
+    fn get(&self, _model: Option<&str>) -> Result<Box<dyn Summarizer>, String> {
+        Ok(Box::new(CountingSummarizer {
+            calls: self.calls.clone(),
+            fail: self.fail,
+        }))
+    }
+}
+
+/// A summarizer that fails, or whose summaries do not shrink, trips the
+/// breaker after 1 + `compaction_retries` attempts; no call follows in that
+/// turn, the next turn may try again, and every failed attempt is recorded
+/// as such (nothing else).
+#[test]
+fn failing_or_useless_summaries_trip_the_breaker() {
+    for fail in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("c")).unwrap();
+        let store = EventLog::new(dir.path().join("c"));
+        let calls = Rc::new(Cell::new(0));
+        let policy = AutoPolicy {
+            compaction_retries: 2,
+            rule: Rule {
+                summary: Some(SummaryRequest::Derive {
+                    model: Some("test/counting".into()),
+                    instructions: None,
+                }),
+                ..Rule::default()
+            },
+            ..on()
+        };
+        let c = BasicCompactor::new(
+            policy,
+            ToolHints::default(),
+            Box::new(Heuristic::default()),
+            Box::new(Counting {
+                calls: calls.clone(),
+                fail,
+            }),
+        );
+        let mut conv = Conversation::new(Log::new(), &store);
+        conv.append(runaway_opening()).unwrap();
+        let ctx = Context::new(Moment::BeforeStep, Some(4_000));
+        let mut statuses = Vec::new();
+        for k in 0..40 {
+            let (call, result) = step(k);
+            conv.append(vec![call, result]).unwrap();
+            let out = c.compact_if_needed(&mut conv, &ctx).unwrap();
+            assert!(out.committed.is_empty(), "{out:?}");
+            statuses.push(out.status);
+        }
+        assert_eq!(calls.get(), 3, "fail={fail}: 1 + compaction_retries calls");
+        assert!(conv.breaker().is_open());
+        assert!(statuses.iter().any(|s| matches!(s, Status::BreakerOpen)));
+        // Each attempt is on record as failed; the view is untouched.
+        let attempts = ctxfold_core::attempt::attempts(conv.log());
+        assert_eq!(attempts.len(), 3);
+        assert!(
+            attempts.iter().all(|a| a.state() == "failed"),
+            "{attempts:?}"
+        );
+        assert!(
+            !conv
+                .log()
+                .records()
+                .iter()
+                .any(|r| matches!(r.body, Body::Compaction(_)))
+        );
+        // A new turn: attempts are allowed again, as many as before.
+        conv.begin_turn();
+        c.compact_if_needed(&mut conv, &ctx).unwrap();
+        c.compact_if_needed(&mut conv, &ctx).unwrap();
+        assert_eq!(calls.get(), 6);
+    }
+}
+
+/// A single step larger than the budget is reported, not looped on.
+#[test]
+fn a_step_larger_than_the_window_is_reported_once_per_call() {
+    let c = compactor(on());
+    let store = ctxfold_compactor::Memory;
+    let mut conv = Conversation::new(Log::new(), &store);
+    conv.append(runaway_opening()).unwrap();
+    let (call, mut result) = step(0);
+    if let Body::ToolResult { content, .. } = &mut result.body {
+        *content = "x".repeat(40_000);
+    }
+    conv.append(vec![call, result]).unwrap();
+    let out = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(4_000)))
+        .unwrap();
+    assert!(matches!(out.status, Status::Unfit { .. }), "{out:?}");
+    assert!(out.committed.is_empty());
+}
