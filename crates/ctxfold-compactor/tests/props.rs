@@ -93,8 +93,7 @@ fn run(
     );
     let journal = Memory;
     let mut conv = Conversation::new(Log::new(), &journal);
-    let mut n = 0;
-    for g in growth {
+    for (n, g) in growth.into_iter().enumerate() {
         match g {
             Grow::Turn { user } => {
                 let out = c
@@ -153,7 +152,6 @@ fn run(
                 conv.append(recs).unwrap();
             }
         }
-        n += 1;
     }
     checked_view(conv.log());
     Ok(committed)

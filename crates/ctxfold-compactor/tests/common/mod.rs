@@ -62,7 +62,12 @@ pub fn step(k: usize) -> (Record, Record) {
             "2026-01-01T00:00:00Z",
             Body::ToolCall {
                 id: format!("s{k}"),
-                name: if k % 3 == 0 { "run_tests" } else { "edit_file" }.into(),
+                name: if k.is_multiple_of(3) {
+                    "run_tests"
+                } else {
+                    "edit_file"
+                }
+                .into(),
                 arguments: json!({"path": format!("src/f{}.rs", k % 17), "patch": "+ fixed\n".repeat(25)}),
             },
         ),
@@ -72,7 +77,7 @@ pub fn step(k: usize) -> (Record, Record) {
             Body::ToolResult {
                 id: format!("s{k}"),
                 content: format!("step {k}: {}", "test result line ok\n".repeat(70)),
-                is_error: k % 7 == 0,
+                is_error: k.is_multiple_of(7),
             },
         ),
     )
