@@ -17,6 +17,11 @@ pub struct Cli {
     #[arg(short = 'c', long = "config", global = true, value_name = "PATH")]
     pub config: Vec<PathBuf>,
 
+    /// Say more on standard error: -v what automatic compaction does, -vv
+    /// why it did not (`RUST_LOG` overrides).
+    #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -139,6 +144,14 @@ pub enum ConversationCommand {
         /// Restore revoked compaction N (all revoked ones when N is left out).
         #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number)]
         restore: Option<Option<usize>>,
+        /// Run automatic compaction's trigger once, as after the last turn
+        /// (`turn`, the default) or before the next model call (`step`),
+        /// with `[compaction.auto]`'s rule.
+        #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true, default_missing_value = "turn", conflicts_with_all = ["reset", "restore"])]
+        auto: Option<AutoWhen>,
+        /// The model's context window in tokens, for --auto (else from -m).
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+        window: Option<u32>,
     },
     /// Copy a conversation, optionally compacted.
     Fork {
@@ -170,13 +183,19 @@ pub enum ConversationCommand {
         #[arg(long)]
         compacted: bool,
     },
-    /// Append records (ctxfold JSONL, `seq` optional) to a conversation.
+    /// Append records (ctxfold JSONL, `seq` optional) to a conversation;
+    /// with `[compaction.auto] enabled`, a completed turn runs the
+    /// between-turn trigger.
     Append {
         /// The conversation (default: the active one).
         id: Option<String>,
         /// A JSONL file, or `-` for standard input.
         #[arg(long, default_value = "-")]
         input: PathBuf,
+        /// The model's context window in tokens, for automatic compaction
+        /// (without it, automatic compaction is skipped).
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+        window: Option<u32>,
     },
     /// Make a conversation the active one.
     Use {
@@ -221,6 +240,32 @@ pub struct CompactFileArgs {
     /// (default: beside the input, named `<name>.compacted…`).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Instead of rules, replay the transcript as a live agent with this
+    /// window would have grown it, compacting automatically between turns
+    /// and before every model call (`[compaction.auto]`'s rule).
+    #[arg(long, requires = "window", conflicts_with_all = ["keep_first", "keep_last", "from", "to", "reasoning", "tools", "summarize", "summary_text", "compact"])]
+    pub auto: bool,
+    /// The model's context window in tokens, for --auto.
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub window: Option<u32>,
+}
+
+/// When `--auto` runs the trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AutoWhen {
+    /// As after the last turn.
+    Turn,
+    /// As before the next model call.
+    Step,
+}
+
+impl From<AutoWhen> for ctxfold_compactor::Moment {
+    fn from(w: AutoWhen) -> Self {
+        match w {
+            AutoWhen::Turn => ctxfold_compactor::Moment::BetweenTurns,
+            AutoWhen::Step => ctxfold_compactor::Moment::BeforeStep,
+        }
+    }
 }
 
 /// Flags that make one compaction rule, and `-k` specs that add more.

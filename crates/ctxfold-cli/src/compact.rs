@@ -5,15 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use ctxfold_compactor::{Conversation, Moment, Run};
 use ctxfold_core::bounds::{Bound, Keep};
 use ctxfold_core::compaction::{AllMarker, CompactionReset, ReasoningPolicy, ResetTargets, Source};
 use ctxfold_core::digest::Digest;
-use ctxfold_core::estimate::{raw_tokens, view_tokens};
-use ctxfold_core::planner::{Plan, PlanContext, Rule, SummaryRequest, plan};
+use ctxfold_core::planner::{PlanContext, Rule, SummaryRequest};
 use ctxfold_core::projection::{Inactive, Item, project};
-use ctxfold_core::report::{timeline, turn_reports};
-use ctxfold_core::summarizer::{Summarizer, SummaryInput};
-use ctxfold_core::{Body, Compaction, Log, Object, Record, dsl};
+use ctxfold_core::summarizer::Summarizer;
+use ctxfold_core::{Body, Log, Object, Record, dsl};
 use ctxfold_formats::{Format, Transcript};
 use ctxfold_store::Workspace;
 use serde_json::{Value, json};
@@ -21,6 +20,7 @@ use serde_json::{Value, json};
 use crate::cli::{CompactFileArgs, RuleFlags};
 use crate::render::{self, Printer};
 use crate::settings::Settings;
+use crate::timeline;
 
 /// The rules a command's flags ask for (SPEC §5, §11):
 /// - `-r`, `-t`, `-s` with the range flags make one rule; range flags alone
@@ -161,403 +161,40 @@ fn summarizer_for(model: Option<&str>, settings: &Settings) -> anyhow::Result<Bo
     }
 }
 
-/// Plan `rules`, generate the summaries they need, and return the
-/// compaction records to append with what each changes in the view. A
-/// failed or too-large summary records nothing; a compaction that would
-/// change nothing is left out (and said so in the plan's `skipped`).
-fn make_compactions(
-    log: &Log,
+/// The summarizers a command may use: the offline digest, or a model as
+/// `provider/model` with a progress bar on a terminal.
+pub struct CliSummarizers(Settings);
+
+impl CliSummarizers {
+    /// With the providers of `settings`.
+    pub fn new(settings: Settings) -> Self {
+        CliSummarizers(settings)
+    }
+}
+
+impl ctxfold_compactor::Summarizers for CliSummarizers {
+    fn get(&self, model: Option<&str>) -> Result<Box<dyn Summarizer>, String> {
+        summarizer_for(model, &self.0).map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// Run `rules` on the conversation through the compaction service: plan,
+/// summarize, check, leave out what would change nothing, and append
+/// (unless `dry_run`).
+fn run_rules(
+    conv: &mut Conversation<'_>,
     rules: &[Rule],
     ctx: &PlanContext,
     settings: &Settings,
     dry_run: bool,
-) -> anyhow::Result<(Plan, Vec<Compaction>, Vec<Effect>)> {
-    let mut plan = plan(log, rules, ctx)?;
-    let mut out = Vec::new();
-    for p in &plan.planned {
-        let mut c = p.compaction.clone();
-        if let (Some((model, _)), true) = (&p.derive, dry_run) {
-            // A preview never pays for a model call: say who would write it.
-            let s = summarizer_for(model.as_deref(), settings)?;
-            c.summary = Some(ctxfold_core::compaction::Summary {
-                text: format!(
-                    "[a summary by {}, written when this runs without --dry-run]",
-                    s.name()
-                ),
-                provenance: ctxfold_core::compaction::Provenance::Derived {
-                    summarizer: s.name(),
-                    version: None,
-                    instructions: None,
-                    method: Some("dry run".into()),
-                },
-            });
-            out.push(c);
-            continue;
-        }
-        if let Some((model, instructions)) = &p.derive {
-            let s = summarizer_for(model.as_deref(), settings)?;
-            let summary = s.summarize(SummaryInput {
-                log,
-                range: p.range,
-                instructions: instructions.as_deref(),
-            })?;
-            c.summary = Some(ctxfold_core::compaction::Summary {
-                text: summary.text,
-                provenance: summary.provenance,
-            });
-        }
-        // A summary, derived or written, must say something and be smaller
-        // than what it replaces (SPEC §6).
-        if let Some(summary) = &c.summary
-            && let Err(why) = ctxfold_core::planner::check_summary(log, p.range, &summary.text)
-        {
-            let by = match &summary.provenance {
-                ctxfold_core::compaction::Provenance::Derived { summarizer, .. } => {
-                    format!("the {summarizer} summary")
-                }
-                ctxfold_core::compaction::Provenance::Supplied { .. } => {
-                    "the written summary".into()
-                }
-            };
-            bail!(
-                "{by} of turns {}–{} {why}; nothing was recorded",
-                u64::from(c.from_turn) + 1,
-                u64::from(c.to_turn) + 1
-            );
-        }
-        out.push(c);
-    }
-    let effects = drop_no_ops(log, &mut plan, &mut out);
-    Ok((plan, out, effects))
-}
-
-/// `log` with `compactions` appended (in memory).
-fn with_compactions(log: &Log, compactions: &[Compaction], ts: &str) -> Log {
-    let mut after = log.clone();
-    for c in compactions {
-        let seq = after.next_seq();
-        after.push(Record::new(seq, ts, Body::Compaction(Box::new(c.clone()))));
-    }
-    after
-}
-
-/// What one new compaction changes in the view, by kind of event.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-struct Effect {
-    summarized: usize,
-    reasoning_stripped: usize,
-    stripped_calls: usize,
-    stripped_results: usize,
-    omitted: usize,
-}
-
-impl Effect {
-    fn is_none(&self) -> bool {
-        *self == Effect::default()
-    }
-}
-
-/// What each of `compactions` (appended after `log`) changes in the view:
-/// the events whose fate differs from the view without them, each put to
-/// the compaction that decided it. Stripping is put to the latest of them
-/// that covers the event with a tool policy.
-fn effects(log: &Log, compactions: &[Compaction]) -> Vec<Effect> {
-    use ctxfold_core::report::{Fate, fates};
-    let after = with_compactions(log, compactions, "");
-    let before = fates(log, &project(log));
-    let now = fates(&after, &project(&after));
-    let n = log.records().len();
-    let ranges: Vec<Option<(usize, usize)>> = compactions
-        .iter()
-        .map(|c| {
-            let has_tools = c.tool_calls.is_some() || !c.tool_overrides.is_empty();
-            has_tools
-                .then(|| ctxfold_core::projection::covered_indices(&after, c))
-                .flatten()
-        })
-        .collect();
-    let mut out = vec![Effect::default(); compactions.len()];
-    let mine = |k: usize| k.checked_sub(n).filter(|j| *j < compactions.len());
-    for i in 0..n {
-        if before[i] == now[i] {
-            continue;
-        }
-        match now[i] {
-            Fate::Summarized { compaction } => {
-                if let Some(j) = mine(compaction) {
-                    out[j].summarized += 1;
-                }
-            }
-            Fate::ReasoningStripped { compaction } => {
-                if let Some(j) = mine(compaction) {
-                    out[j].reasoning_stripped += 1;
-                }
-            }
-            Fate::Omitted { compaction } => {
-                if let Some(j) = mine(compaction) {
-                    out[j].omitted += 1;
-                }
-            }
-            Fate::Stripped => {
-                let by = (0..compactions.len())
-                    .rev()
-                    .find(|&j| ranges[j].is_some_and(|(lo, hi)| lo <= i && i <= hi));
-                if let Some(j) = by {
-                    match log.records()[i].body {
-                        Body::ToolCall { .. } => out[j].stripped_calls += 1,
-                        _ => out[j].stripped_results += 1,
-                    }
-                }
-            }
-            Fate::Hidden | Fate::Kept | Fate::Unpaired => {}
-        }
-    }
-    out
-}
-
-/// Take out of the plan every compaction that would change nothing in the
-/// view (nothing in its range to strip, or already compacted the same way):
-/// recording it would only say something untrue. Returns what the rest do.
-fn drop_no_ops(log: &Log, plan: &mut Plan, compactions: &mut Vec<Compaction>) -> Vec<Effect> {
-    let all = effects(log, compactions);
-    if all.iter().all(|e| !e.is_none()) {
-        return all;
-    }
-    let mut kept_plan = Vec::new();
-    let mut kept = Vec::new();
-    let mut kept_effects = Vec::new();
-    for ((p, c), e) in std::mem::take(&mut plan.planned)
-        .into_iter()
-        .zip(std::mem::take(compactions))
-        .zip(all)
-    {
-        if e.is_none() {
-            plan.skipped.push(ctxfold_core::planner::Skipped {
-                rule: p.rule,
-                reason: format!(
-                    "turns {}–{}: {} would change nothing in the view (nothing there to strip, or it is already compacted)",
-                    u64::from(c.from_turn) + 1,
-                    u64::from(c.to_turn) + 1,
-                    describe_policies(&c).join(", ")
-                ),
-            });
-        } else {
-            kept_plan.push(p);
-            kept.push(c);
-            kept_effects.push(e);
-        }
-    }
-    plan.planned = kept_plan;
-    *compactions = kept;
-    // A no-op decided nothing, so the others' effects are unchanged.
-    kept_effects
-}
-
-/// What a compaction changed, in words: only what it actually did.
-fn describe_effect(c: &Compaction, e: &Effect) -> Vec<String> {
-    use ctxfold_core::compaction::Provenance;
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let mut out = Vec::new();
-    if e.summarized > 0 {
-        let by = match c.summary.as_ref().map(|s| &s.provenance) {
-            Some(Provenance::Derived { summarizer, .. }) => format!("summary by {summarizer}"),
-            Some(Provenance::Supplied { author }) => {
-                format!("summary written by {}", source_name(*author))
-            }
-            None => "summary".into(),
-        };
-        out.push(format!(
-            "{by} in place of {}",
-            plural(e.summarized, "event", "events")
-        ));
-    }
-    if e.reasoning_stripped > 0 {
-        out.push(format!(
-            "{} stripped",
-            plural(e.reasoning_stripped, "reasoning block", "reasoning blocks")
-        ));
-    }
-    match (e.stripped_calls, e.stripped_results) {
-        (0, 0) => {}
-        (calls, 0) => out.push(format!(
-            "{} stripped",
-            plural(calls, "tool request", "tool requests")
-        )),
-        (0, results) => out.push(format!(
-            "{} stripped",
-            plural(results, "tool result", "tool results")
-        )),
-        (calls, results) => out.push(format!(
-            "{} and {} stripped",
-            plural(calls, "tool request", "tool requests"),
-            plural(results, "tool result", "tool results")
-        )),
-    }
-    if e.omitted > 0 {
-        out.push(format!(
-            "{} omitted",
-            plural(e.omitted, "tool event", "tool events")
-        ));
-    }
-    out
-}
-
-/// Lines for what the view leaves out that no compaction decided: tool
-/// calls and results without their partner, and why.
-fn unpaired_lines(log: &Log, view: &ctxfold_core::projection::View<'_>) -> Vec<(Value, String)> {
-    use std::collections::HashSet;
-    let records = log.records();
-    let mut calls = HashSet::new();
-    let mut results = HashSet::new();
-    for r in records {
-        match &r.body {
-            Body::ToolCall { id, .. } => {
-                calls.insert(id.as_str());
-            }
-            Body::ToolResult { id, .. } => {
-                results.insert(id.as_str());
-            }
-            _ => {}
-        }
-    }
-    view.dropped
-        .iter()
-        .filter(|d| d.reason == ctxfold_core::projection::DropReason::Unpaired)
-        .filter_map(|d| {
-            let turn = log.turn_of(d.index) + 1;
-            let (what, id, why) = match &records[d.index].body {
-                Body::ToolResult { id, .. } if !calls.contains(id.as_str()) => {
-                    ("a tool result", id, "the transcript has no call with that id")
-                }
-                Body::ToolCall { id, .. } if !results.contains(id.as_str()) => {
-                    ("a tool call", id, "the transcript has no result for it")
-                }
-                Body::ToolResult { id, .. } => {
-                    ("a tool result", id, "its call was folded into a summary")
-                }
-                Body::ToolCall { id, .. } => {
-                    ("a tool call", id, "its result was folded into a summary")
-                }
-                _ => return None,
-            };
-            Some((
-                json!({"turn": turn, "seq": records[d.index].seq, "id": id, "why": why}),
-                format!(
-                    "left out of turn {turn}: {what} (id `{id}`): {why}; no provider accepts one without the other"
-                ),
-            ))
-        })
-        .collect()
-}
-
-/// The timeline of what `after` (the log with new compactions) makes of
-/// each turn, with sizes before and after, as text and JSON.
-fn report(
-    before: &Log,
-    after: &Log,
-    plan: &Plan,
-    compactions: &[Compaction],
-    effects: &[Effect],
-    verb: &str,
-) -> (Value, String) {
-    let view_before = project(before);
-    let view_after = project(after);
-    let tokens_raw = raw_tokens(before.records());
-    let tokens_before = view_tokens(&view_before);
-    let tokens_after = view_tokens(&view_after);
-    let reports = turn_reports(after, &view_after);
-    let lines = timeline(&reports);
-    let mut text = String::new();
-    let pct = |a: usize, b: usize| {
-        if b == 0 {
-            0.0
-        } else {
-            100.0 * (b as f64 - a as f64) / b as f64
-        }
-    };
-    text.push_str(&format!(
-        "{} turns, ~{} tokens in view → ~{} tokens ({:.0}% smaller; ~{} tokens raw)\n",
-        before.turn_count(),
-        tokens_before,
-        tokens_after,
-        pct(tokens_after, tokens_before),
-        tokens_raw
-    ));
-    for (first, last, label) in &lines {
-        let turns = if first == last {
-            format!("turn {first}")
-        } else {
-            format!("turns {first}–{last}")
-        };
-        let (b, a): (usize, usize) = reports[(*first - 1) as usize..*last as usize]
-            .iter()
-            .fold((0, 0), |(b, a), r| {
-                (b + r.tokens_before, a + r.tokens_after)
-            });
-        text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
-    }
-    for ((p, c), e) in plan.planned.iter().zip(compactions).zip(effects) {
-        text.push_str(&format!(
-            "{verb} turns {}–{}: {}\n",
-            u64::from(c.from_turn) + 1,
-            u64::from(c.to_turn) + 1,
-            describe_effect(c, e).join(", ")
-        ));
-        if let Some((a, b)) = p.grown_from {
-            text.push_str(&format!(
-                "  (asked for turns {}–{}; grown to cover the summaries it overlaps)\n",
-                a + 1,
-                b + 1
-            ));
-        }
-    }
-    for s in &plan.skipped {
-        text.push_str(&format!(
-            "rule {}: nothing to do: {}\n",
-            s.rule + 1,
-            s.reason
-        ));
-    }
-    // Only when something is folded: with nothing folded the output is the
-    // input, unpaired events and all.
-    let unpaired = if compactions.is_empty() {
-        Vec::new()
-    } else {
-        unpaired_lines(after, &view_after)
-    };
-    for (_, line) in &unpaired {
-        text.push_str(line);
-        text.push('\n');
-    }
-    let preamble =
-        !compactions.is_empty() && view_after.items.iter().any(|i| matches!(i, Item::Preamble));
-    if preamble {
-        text.push_str(&format!(
-            "put `{}` first: the view would otherwise start with the assistant, which providers refuse\n",
-            ctxfold_core::projection::PREAMBLE
-        ));
-    }
-    let json = json!({
-        "turns": before.turn_count(),
-        "tokens": {"raw": tokens_raw, "before": tokens_before, "after": tokens_after},
-        "timeline": lines.iter().map(|(f, l, label)| json!({"from_turn": f, "to_turn": l, "label": label})).collect::<Vec<_>>(),
-        "per_turn": reports,
-        "compactions": plan.planned.iter().zip(compactions).zip(effects).map(|((p, c), e)| {
-            let mut o = serde_json::to_value(c).unwrap_or_default();
-            if let Value::Object(m) = &mut o {
-                if let Some((a, b)) = p.grown_from {
-                    m.insert("grown_from".into(), json!([a + 1, b + 1]));
-                }
-                m.insert("effect".into(), json!(e));
-            }
-            o
-        }).collect::<Vec<_>>(),
-        "unpaired": unpaired.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>(),
-        "preamble": preamble,
-        "skipped": plan.skipped.iter().map(|s| json!({"rule": s.rule + 1, "reason": s.reason})).collect::<Vec<_>>(),
-    });
-    (json, text)
+) -> anyhow::Result<Run> {
+    Ok(ctxfold_compactor::compact_with_rules(
+        conv,
+        rules,
+        ctx,
+        &CliSummarizers::new(settings.clone()),
+        dry_run,
+    )?)
 }
 
 fn plan_context(settings: &Settings, note: Option<&str>) -> PlanContext {
@@ -580,7 +217,20 @@ pub fn compact_file(
     let out_format: Format = args.output_format.map_or(in_format, Format::from);
     render::warn_all(&t.warnings);
     let log = Log::from_records(t.records);
-    let rules = rules_from_flags(&args.rule, settings)?;
+    // Checked before anything is summarized.
+    let auto = match args.auto {
+        true => Some(crate::auto::Auto::from_flags(
+            settings,
+            args.window,
+            args.rule.model.as_deref(),
+        )?),
+        false => None,
+    };
+    let rules = if auto.is_some() {
+        Vec::new()
+    } else {
+        rules_from_flags(&args.rule, settings)?
+    };
     let ctx = plan_context(settings, args.rule.note.as_deref());
     // Refuse before any summary is paid for.
     let dest = match &args.output {
@@ -591,8 +241,18 @@ pub fn compact_file(
     if dest == Path::new("-") && out_format == Format::Jp {
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
-    let (plan, compactions, effects) = make_compactions(&log, &rules, &ctx, settings, false)?;
-    let after = with_compactions(&log, &compactions, &ctxfold_store::now());
+    let (plan, compactions, effects, after) = match &auto {
+        Some(auto) => {
+            let replay = auto.replay(&log, settings)?;
+            (replay.plan, replay.compactions, replay.effects, replay.log)
+        }
+        None => {
+            let journal = ctxfold_compactor::Memory;
+            let mut conv = Conversation::new(log.clone(), &journal);
+            let run = run_rules(&mut conv, &rules, &ctx, settings, false)?;
+            (run.plan, run.compactions, run.effects, conv.into_log())
+        }
+    };
     // Nothing folded: the output is the input, record for record (no
     // preamble, no unpaired event left out).
     let records = if compactions.is_empty() {
@@ -608,7 +268,7 @@ pub fn compact_file(
         warnings: Vec::new(),
     };
     let size_before = size_of(&args.file);
-    let (json, mut text) = report(&log, &after, &plan, &compactions, &effects, "folded");
+    let (json, mut text) = timeline::report(&log, &after, &plan, &compactions, &effects, "folded");
     let mut json = json;
     if compactions.is_empty() {
         text.push_str("nothing was folded: the output holds the input unchanged\n");
@@ -714,51 +374,70 @@ pub fn compact_conversation(
     dry_run: bool,
     reset: Option<Option<usize>>,
     restore: Option<Option<usize>>,
+    auto: Option<Moment>,
+    window: Option<u32>,
     settings: &Settings,
     out: &Printer,
 ) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
-    // Held until the records are appended: two compactions planned at once
-    // could slice each other's summaries. A dry run writes nothing, so it
-    // takes no lock (and works in a read-only workspace).
-    let _lock = if dry_run {
-        None
-    } else {
-        match c.log().try_compaction_lock()? {
-            Some(lock) => Some(lock),
-            None => bail!(
-                "conversation {} is being compacted by another process; try again when it is done",
-                c.meta.id
-            ),
-        }
-    };
-    let log = crate::conversation::load(&c)?;
     if reset.is_some() || restore.is_some() {
+        // Held until the reset is appended; a dry run writes nothing, so it
+        // takes no lock (and works in a read-only workspace).
+        let _lock = if dry_run {
+            None
+        } else {
+            match c.log().try_compaction_lock()? {
+                Some(lock) => Some(lock),
+                None => bail!(
+                    "conversation {} is being compacted by another process; try again when it is done",
+                    c.meta.id
+                ),
+            }
+        };
+        let log = crate::conversation::load(&c)?;
         return reset_or_restore(&c, &log, reset, restore, dry_run, out);
+    }
+    let log = crate::conversation::load(&c)?;
+    let store = c.log();
+    let mut conv = Conversation::new(log, &store);
+    if let Some(moment) = auto {
+        let auto = crate::auto::Auto::from_flags(settings, window, flags.model.as_deref())?;
+        return auto.once(&mut conv, moment, dry_run, &c.meta.id, out);
     }
     let rules = rules_from_flags(flags, settings)?;
     let ctx = plan_context(settings, flags.note.as_deref());
-    let (plan, compactions, effects) = make_compactions(&log, &rules, &ctx, settings, dry_run)?;
-    let ts = ctxfold_store::now();
-    let after = with_compactions(&log, &compactions, &ts);
+    let run = run_rules(&mut conv, &rules, &ctx, settings, dry_run).map_err(|e| {
+        match e.downcast_ref::<ctxfold_compactor::CompactError>() {
+            Some(ctxfold_compactor::CompactError::Busy) => anyhow::anyhow!(
+                "conversation {} is being compacted by another process; try again when it is done",
+                c.meta.id
+            ),
+            _ => e,
+        }
+    })?;
+    let before = Log::from_records(conv.log().records()[..run.planned_on].to_vec());
+    let after = ctxfold_compactor::effect::with_compactions(&before, &run.compactions, "");
     let verb = if dry_run {
         "would compact"
     } else {
         "compacted"
     };
-    let (mut json, mut text) = report(&log, &after, &plan, &compactions, &effects, verb);
-    if compactions.is_empty() {
+    let (mut json, mut text) = timeline::report(
+        &before,
+        &after,
+        &run.plan,
+        &run.compactions,
+        &run.effects,
+        verb,
+    );
+    if run.compactions.is_empty() {
         text.push_str("nothing to compact; nothing was written\n");
     } else if dry_run {
         text.push_str("dry run: nothing was written\n");
     } else {
-        let records = compactions
-            .into_iter()
-            .map(|comp| Record::new(0, ts.clone(), Body::Compaction(Box::new(comp))));
-        let seqs = c.log().append(records)?;
         text.push_str(&format!(
             "appended {} compaction record(s) to {}; `ctxfold conversation compact --reset` undoes\n",
-            seqs.end - seqs.start,
+            run.seqs.len(),
             c.meta.id
         ));
     }
@@ -946,7 +625,10 @@ pub fn fork(
         };
         let rules = rules_from_flags(&flags, settings)?;
         let ctx = plan_context(settings, Some("fork"));
-        let (_, compactions, _) = make_compactions(&log, &rules, &ctx, settings, false)?;
+        // Planned on a copy in memory: the original is not touched.
+        let journal = ctxfold_compactor::Memory;
+        let mut conv = Conversation::new(log.clone(), &journal);
+        let compactions = run_rules(&mut conv, &rules, &ctx, settings, false)?.compactions;
         folded = compactions.len();
         let ts = ctxfold_store::now();
         for comp in compactions {
@@ -1013,7 +695,7 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
                 None => "inactive".into(),
             }
         };
-        let policies = describe_policies(c);
+        let policies = c.describe();
         let note = c
             .note
             .as_deref()
@@ -1036,40 +718,6 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
         json.push(v);
     }
     (json, text)
-}
-
-/// What a compaction does, in words: its summary and where it came from,
-/// its reasoning and tool policies, its per-tool overrides.
-fn describe_policies(c: &Compaction) -> Vec<String> {
-    use ctxfold_core::compaction::{Provenance, ToolPolicy};
-    let mut out = Vec::new();
-    match c.summary.as_ref().map(|s| &s.provenance) {
-        Some(Provenance::Derived { summarizer, .. }) => {
-            out.push(format!("summary by {summarizer}"))
-        }
-        Some(Provenance::Supplied { author }) => {
-            out.push(format!("summary written by {}", source_name(*author)))
-        }
-        None => {}
-    }
-    if c.reasoning.is_some() {
-        out.push("strip reasoning".into());
-    }
-    if let Some(t) = c.tool_calls {
-        out.push(
-            match t {
-                ToolPolicy::Strip => "strip tool calls",
-                ToolPolicy::StripRequests => "strip tool requests",
-                ToolPolicy::StripResponses => "strip tool results",
-                ToolPolicy::Omit => "omit tool calls",
-            }
-            .into(),
-        );
-    }
-    for (tool, o) in &c.tool_overrides {
-        out.push(format!("{tool}: {}", enum_name(o)));
-    }
-    out
 }
 
 fn enum_name<T: serde::Serialize>(v: &T) -> String {

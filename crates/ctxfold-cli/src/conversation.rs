@@ -46,6 +46,8 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             dry_run,
             reset,
             restore,
+            auto,
+            window,
         } => compact::compact_conversation(
             &ws,
             id.as_deref(),
@@ -53,6 +55,8 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             dry_run,
             reset,
             restore,
+            auto.map(Into::into),
+            window,
             settings,
             out,
         ),
@@ -75,7 +79,9 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             compacted,
             out,
         ),
-        ConversationCommand::Append { id, input } => append(&ws, id.as_deref(), &input, out),
+        ConversationCommand::Append { id, input, window } => {
+            append(&ws, id.as_deref(), &input, window, settings, out)
+        }
         ConversationCommand::Use { id } => {
             let mut c = ws.get(&id)?;
             ws.set_active(&mut c)?;
@@ -151,6 +157,7 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
     let log = load(&c)?;
     let counts = log.counts();
     let (compactions_json, compactions_text) = compact::compaction_listing(&log);
+    let attempts = ctxfold_core::attempt::attempts(&log);
     let json = json!({
         "id": c.meta.id,
         "title": c.meta.title,
@@ -160,6 +167,13 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
         "path": c.dir.display().to_string(),
         "counts": counts,
         "compactions": compactions_json,
+        "attempts": attempts.iter().map(|a| {
+            let mut v = serde_json::to_value(a).unwrap_or_default();
+            if let Value::Object(m) = &mut v {
+                m.insert("state".into(), json!(a.state()));
+            }
+            v
+        }).collect::<Vec<_>>(),
     });
     out.emit(&json, || {
         let m = &c.meta;
@@ -193,6 +207,25 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
         if !compactions_text.is_empty() {
             s.push_str("compactions:\n");
             s.push_str(&compactions_text);
+        }
+        // Attempts that left no compaction: what failed, and what a crash
+        // cut short (inert: the view is as if it never started).
+        let unfinished: Vec<_> = attempts.iter().filter(|a| a.state() != "done").collect();
+        if !unfinished.is_empty() {
+            s.push_str("compaction attempts that recorded nothing:\n");
+            for a in unfinished {
+                let why = match &a.finished {
+                    Some(f) => format!("failed: {}", f.error.as_deref().unwrap_or("unknown")),
+                    None => "orphaned: the process stopped while summarizing; inert, nothing to undo".into(),
+                };
+                s.push_str(&format!(
+                    "  record {}: turns {}–{} by {}: {why}\n",
+                    a.seq,
+                    u64::from(a.started.from_turn) + 1,
+                    u64::from(a.started.to_turn) + 1,
+                    a.started.summarizer
+                ));
+            }
         }
         s
     })
@@ -295,7 +328,14 @@ fn export(
     }
 }
 
-fn append(ws: &Workspace, id: Option<&str>, input: &Path, out: &Printer) -> anyhow::Result<()> {
+fn append(
+    ws: &Workspace,
+    id: Option<&str>,
+    input: &Path,
+    window: Option<u32>,
+    settings: &Settings,
+    out: &Printer,
+) -> anyhow::Result<()> {
     let c = ws.resolve(id)?;
     let reader: Box<dyn BufRead> = if input == Path::new("-") {
         Box::new(std::io::BufReader::new(std::io::stdin()))
@@ -335,10 +375,25 @@ fn append(ws: &Workspace, id: Option<&str>, input: &Path, out: &Printer) -> anyh
             "stopped there; the {n} records before it were appended"
         )));
     }
-    out.emit(
-        &json!({"id": c.meta.id, "appended": n, "first_seq": range.start}),
-        || format!("appended {n} records to {}", c.meta.id),
-    )
+    // A completed turn runs the between-turn trigger (SPEC §8).
+    let auto = if settings.auto.enabled && n > 0 {
+        let store = c.log();
+        let mut conv = ctxfold_compactor::Conversation::new(load(&c)?, &store);
+        crate::auto::Auto::after_append(settings, &mut conv, window)?
+    } else {
+        None
+    };
+    let mut json = json!({"id": c.meta.id, "appended": n, "first_seq": range.start});
+    if let (Some(o), Value::Object(m)) = (&auto, &mut json) {
+        m.insert("auto".into(), serde_json::to_value(o)?);
+    }
+    out.emit(&json, || {
+        let mut text = format!("appended {n} records to {}\n", c.meta.id);
+        if let Some(o) = auto.as_ref().filter(|o| o.compacted()) {
+            text.push_str(&crate::auto::describe(o));
+        }
+        text
+    })
 }
 
 /// One input line for `append`: a ctxfold record whose `seq` may be left

@@ -1,11 +1,13 @@
 //! The `ctxfold` command.
 
+mod auto;
 mod cli;
 mod compact;
 mod conversation;
 mod render;
 mod settings;
 mod stats;
+mod timeline;
 
 use std::process::ExitCode;
 
@@ -15,6 +17,7 @@ use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped reading (`print | head`) is no error of
@@ -38,6 +41,25 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
                 .and_then(|j| j.io_error_kind())
                 == Some(std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// Log records (`tracing`) go to standard error: warnings by default, what
+/// automatic compaction does with -v, why it did not with -vv; `RUST_LOG`
+/// (e.g. `ctxfold_compactor=debug`) overrides.
+fn logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use ctxfold_config::{Layers, Loaded, SectionCheck, SectionProblem};
 use ctxfold_core::planner::{Rule, ToolHints};
+use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_providers::{ProviderConfig, ProviderKind, ProviderSettings, Providers};
 use serde_json::Value;
 
@@ -22,6 +23,8 @@ pub struct Settings {
     pub hints: ToolHints,
     /// Model providers: the built-in ones with `[providers.NAME]` over them.
     pub providers: Providers,
+    /// `[compaction.auto]`.
+    pub auto: AutoPolicy,
 }
 
 /// The checks of the sections the config crate passes through: each layer
@@ -111,6 +114,19 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
     Ok(Settings {
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
+        auto: {
+            let a = &l.config.auto;
+            AutoPolicy {
+                enabled: a.enabled,
+                trigger_ratio: a.trigger_ratio,
+                min_turns: a.min_turns,
+                retain_tokens: a
+                    .retain_tokens
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                compaction_retries: a.compaction_retries,
+                rule: a.rule.clone(),
+            }
+        },
         providers: providers(&l)?,
     })
 }

@@ -317,7 +317,26 @@ fn model_summaries_dry_run_offline_fail_cleanly_and_m_reaches_configured_rules()
         err.contains("dead/m") && err.contains("127.0.0.1:9"),
         "{err}"
     );
-    assert_eq!(records(&s, &id), n0, "nothing recorded");
+    // No compaction: only the failed attempt is on record (started and
+    // finished, with the error), and `show` lists it.
+    assert_eq!(records(&s, &id), n0 + 2, "the attempt only");
+    let shown = s.json(&["c", "show", &id]);
+    assert_eq!(shown["counts"]["compaction"], 0);
+    let attempts = shown["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["state"], "failed");
+    assert!(
+        attempts[0]["finished"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1:9")
+    );
+    let text = s.ok(&["c", "show", &id]);
+    assert!(
+        text.contains("compaction attempts that recorded nothing"),
+        "{text}"
+    );
+    assert!(text.contains("by dead/m: failed"), "{text}");
 
     // -m also names the summarizer of configured rules.
     std::fs::write(

@@ -186,10 +186,14 @@ fn rm_during_a_compaction_fails_the_compaction_and_writes_nothing() {
     let err = stderr(&out);
     assert!(err.contains("is gone"), "{err}");
     assert!(!conversation_dir(s.path(), &id).exists());
-    assert_eq!(
-        std::fs::read(trashed.unwrap().join("events.jsonl")).unwrap(),
-        before
-    );
+    // What was there before the rm is all there: the log as it was and the
+    // attempt's `compaction_started` (written before the summary was asked
+    // for), an inert orphan; nothing after the rm.
+    let after = std::fs::read(trashed.unwrap().join("events.jsonl")).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    let tail = String::from_utf8(after[before.len()..].to_vec()).unwrap();
+    assert_eq!(tail.lines().count(), 1, "{tail}");
+    assert!(tail.contains("\"type\":\"compaction_started\""), "{tail}");
 }
 
 // Item 3 -----------------------------------------------------------------

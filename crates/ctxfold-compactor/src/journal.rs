@@ -51,7 +51,14 @@ pub struct Memory;
 
 impl Journal for Memory {
     fn append(&self, next: u64, records: Vec<Record>) -> Result<Range<u64>, StoreError> {
-        Ok(next..next + records.len() as u64)
+        // As the workspace log: seqs up to u64::MAX - 1, never wrapped.
+        match next.checked_add(records.len() as u64) {
+            Some(end) => Ok(next..end),
+            None => Err(StoreError::SeqOverflow {
+                path: "(in memory)".into(),
+                seq: next.saturating_sub(1),
+            }),
+        }
     }
 
     fn try_lock(&self) -> Result<Option<Guard>, StoreError> {

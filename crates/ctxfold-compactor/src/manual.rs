@@ -24,6 +24,10 @@ pub struct Run {
     pub effects: Vec<Effect>,
     /// Their records' `seq`s (empty in a dry run).
     pub seqs: Vec<u64>,
+    /// How many records the log held when the run began (after reading it
+    /// again under the lock): what it planned against. Everything after
+    /// is the run's own (attempt records, compactions).
+    pub planned_on: usize,
 }
 
 /// Plan `rules` against the conversation, make the summaries they need,
@@ -51,6 +55,7 @@ pub fn compact_with_rules(
     if !dry_run {
         conv.reload()?;
     }
+    let planned_on = conv.log().len();
     let mut plan = plan(conv.log(), rules, ctx)?;
     let mut compactions = Vec::new();
     // The attempts opened (slow summaries), by the index of their compaction.
@@ -173,6 +178,7 @@ pub fn compact_with_rules(
         compactions,
         effects,
         seqs,
+        planned_on,
     })
 }
 

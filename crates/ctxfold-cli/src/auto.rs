@@ -1,0 +1,297 @@
+//! Automatic compaction from the command line, before the agent host
+//! exists: `conversation compact --auto[=turn|step]` runs the trigger once,
+//! `ctxfold compact FILE --auto` replays a transcript as a live agent with
+//! that window would have grown it, and `conversation append` runs the
+//! between-turn trigger when `[compaction.auto] enabled` and the appended
+//! records complete a turn.
+
+use anyhow::{Context as _, bail};
+use ctxfold_compactor::{
+    BasicCompactor, Committed, Compactor, Context, Conversation, Effect, Memory, Moment, Outcome,
+    Status,
+};
+use ctxfold_core::planner::{Plan, Planned, SummaryRequest};
+use ctxfold_core::{Body, Compaction, Log};
+use serde_json::{Value, json};
+
+use crate::render::Printer;
+use crate::settings::Settings;
+
+/// What an automatic run needs: the policy and the model's window.
+pub struct Auto {
+    compactor: BasicCompactor,
+    window: u32,
+}
+
+/// A transcript replayed with automatic compaction.
+pub struct Replay {
+    /// One entry per compaction recorded, for the timeline.
+    pub plan: Plan,
+    /// The compactions, in order.
+    pub compactions: Vec<Compaction>,
+    /// What each changed when it was recorded.
+    pub effects: Vec<Effect>,
+    /// The log with them.
+    pub log: Log,
+}
+
+impl Auto {
+    /// The automatic policy from config, made to run (the command asked
+    /// for it, whatever `enabled` says), with the window from `--window`
+    /// or the model's (`-m`, which also names the summarizer of a summary
+    /// rule).
+    pub fn from_flags(
+        settings: &Settings,
+        window: Option<u32>,
+        model: Option<&str>,
+    ) -> anyhow::Result<Auto> {
+        let mut policy = settings.auto.clone();
+        policy.enabled = true;
+        if let (Some(m), Some(SummaryRequest::Derive { model, .. })) =
+            (model, &mut policy.rule.summary)
+        {
+            *model = Some(m.to_owned());
+        }
+        let window = match (window, model) {
+            (Some(w), _) => w,
+            (None, Some(m)) => window_of(settings, m)?,
+            (None, None) => bail!(
+                "--auto needs the model's context window: give it with --window N (tokens), or name the model with -m provider/model"
+            ),
+        };
+        Ok(Auto {
+            compactor: compactor(settings, policy),
+            window,
+        })
+    }
+
+    /// Run the trigger once, as it would fire at `moment`.
+    pub fn once(
+        &self,
+        conv: &mut Conversation<'_>,
+        moment: Moment,
+        dry_run: bool,
+        id: &str,
+        out: &Printer,
+    ) -> anyhow::Result<()> {
+        let ctx = Context {
+            dry_run,
+            now: Some(jiff::Timestamp::now()),
+            ..Context::new(moment, Some(self.window))
+        };
+        let outcome = self.compactor.compact_if_needed(conv, &ctx)?;
+        let mut json = serde_json::to_value(&outcome)?;
+        if let Value::Object(m) = &mut json {
+            m.insert("id".into(), json!(id));
+            m.insert("window".into(), json!(self.window));
+            m.insert("dry_run".into(), json!(dry_run));
+        }
+        out.emit(&json, || {
+            let mut text = describe(&outcome);
+            if dry_run && outcome.compacted() {
+                text.push_str("dry run: nothing was written\n");
+            } else if outcome.compacted() {
+                text.push_str(
+                    "`ctxfold conversation compact --reset=N` undoes (N as `show` numbers it)\n",
+                );
+            }
+            text
+        })
+    }
+
+    /// Replay `log` record by record as a live agent would have grown it,
+    /// compacting before every model call and after every turn.
+    pub fn replay(&self, log: &Log, _settings: &Settings) -> anyhow::Result<Replay> {
+        let journal = Memory;
+        let mut conv = Conversation::new(Log::new(), &journal);
+        let mut committed: Vec<Committed> = Vec::new();
+        let mut moments: Vec<Moment> = Vec::new();
+        let now = log
+            .records()
+            .last()
+            .and_then(|r| ctxfold_core::bounds::parse_ts(&r.ts))
+            .or_else(|| Some(jiff::Timestamp::now()));
+        let run = |conv: &mut Conversation<'_>, moment: Moment| -> anyhow::Result<Outcome> {
+            let ctx = Context {
+                now,
+                ..Context::new(moment, Some(self.window))
+            };
+            Ok(self.compactor.compact_if_needed(conv, &ctx)?)
+        };
+        let mut previous: Option<&Body> = None;
+        for r in log.records() {
+            let body = &r.body;
+            let turn_ends = matches!(body, Body::TurnStart) && conv.log().turn_count() > 0;
+            let call_starts =
+                body.is_assistant_side() && !previous.is_some_and(|p| p.is_assistant_side());
+            if turn_ends {
+                let outcome = run(&mut conv, Moment::BetweenTurns)?;
+                moments.extend(outcome.committed.iter().map(|_| Moment::BetweenTurns));
+                committed.extend(outcome.committed);
+                conv.begin_turn();
+            } else if call_starts {
+                let outcome = run(&mut conv, Moment::BeforeStep)?;
+                moments.extend(outcome.committed.iter().map(|_| Moment::BeforeStep));
+                committed.extend(outcome.committed);
+            }
+            if body.is_model_visible() {
+                previous = Some(body);
+            }
+            conv.append(vec![r.clone()])?;
+        }
+        // The last turn is complete too.
+        let outcome = run(&mut conv, Moment::BetweenTurns)?;
+        moments.extend(outcome.committed.iter().map(|_| Moment::BetweenTurns));
+        committed.extend(outcome.committed);
+        let plan = Plan {
+            planned: committed
+                .iter()
+                .map(|c| Planned {
+                    compaction: c.compaction.clone(),
+                    range: (0, 0),
+                    derive: None,
+                    grown_from: None,
+                    rule: 0,
+                })
+                .collect(),
+            skipped: Vec::new(),
+        };
+        let (compactions, effects) = committed
+            .into_iter()
+            .map(|c| (c.compaction, c.effect))
+            .unzip();
+        let fired = moments.len();
+        let steps = moments.iter().filter(|m| **m == Moment::BeforeStep).count();
+        tracing::info!(
+            window = self.window,
+            fired,
+            before_a_step = steps,
+            between_turns = fired - steps,
+            "replayed with automatic compaction"
+        );
+        Ok(Replay {
+            plan,
+            compactions,
+            effects,
+            log: conv.into_log(),
+        })
+    }
+
+    /// After `conversation append`: when automatic compaction is on and
+    /// the appended records complete a turn, the between-turn trigger.
+    pub fn after_append(
+        settings: &Settings,
+        conv: &mut Conversation<'_>,
+        window: Option<u32>,
+    ) -> anyhow::Result<Option<Outcome>> {
+        if !settings.auto.enabled || !turn_complete(conv.log()) {
+            return Ok(None);
+        }
+        let compactor = compactor(settings, settings.auto.clone());
+        let ctx = Context {
+            now: Some(jiff::Timestamp::now()),
+            ..Context::new(Moment::BetweenTurns, window)
+        };
+        Ok(Some(compactor.compact_if_needed(conv, &ctx)?))
+    }
+}
+
+/// The compaction service as a command runs it.
+fn compactor(settings: &Settings, policy: ctxfold_core::trigger::AutoPolicy) -> BasicCompactor {
+    BasicCompactor::new(
+        policy,
+        settings.hints.clone(),
+        Box::new(ctxfold_tokens::Heuristic::default()),
+        Box::new(crate::compact::CliSummarizers::new(settings.clone())),
+    )
+}
+
+/// The context window of `model` (`provider/model`): the built-in table,
+/// then the provider (its server, then its config).
+fn window_of(settings: &Settings, model: &str) -> anyhow::Result<u32> {
+    let (provider, name) = settings
+        .providers
+        .resolve(model)
+        .with_context(|| format!("-m {model}"))?;
+    if let Some(w) = ctxfold_tokens::context_window(&name) {
+        return Ok(w);
+    }
+    match provider.context_window(&name)? {
+        Some(w) => Ok(w),
+        None => bail!(
+            "the context window of {model} is not known: give it with --window N, or context_window in [providers.{}]",
+            provider.name()
+        ),
+    }
+}
+
+/// Whether the log ends with a complete turn: the model answered (its last
+/// visible event is assistant text or a structured answer) and every call
+/// has its result.
+pub fn turn_complete(log: &Log) -> bool {
+    let last = log
+        .records()
+        .iter()
+        .rev()
+        .find(|r| r.body.is_model_visible());
+    let answered = matches!(
+        last.map(|r| &r.body),
+        Some(Body::Assistant { .. } | Body::Structured { .. })
+    );
+    let Some(turn) = (log.turn_count() as u32).checked_sub(1) else {
+        return false;
+    };
+    answered && log.steps(turn).iter().all(|s| s.closed)
+}
+
+/// An outcome in words.
+pub fn describe(o: &Outcome) -> String {
+    let mut text = String::new();
+    let moment = match o.moment {
+        Moment::BetweenTurns => "between turns",
+        Moment::BeforeStep => "before the next model call",
+    };
+    let threshold = o
+        .threshold
+        .map(|t| format!(" (threshold ~{t} tokens)"))
+        .unwrap_or_default();
+    for c in &o.committed {
+        let comp = &c.compaction;
+        text.push_str(&format!(
+            "automatic compaction {moment}: turns {}–{}{}: {}\n",
+            u64::from(comp.from_turn) + 1,
+            u64::from(comp.to_turn) + 1,
+            match (comp.from_seq, comp.to_seq) {
+                (Some(a), Some(b)) => format!(" (records {a}–{b})"),
+                _ => String::new(),
+            },
+            c.effect.describe(comp).join(", ")
+        ));
+    }
+    let status = match &o.status {
+        Status::Skipped { why } => format!("not compacted: {why}"),
+        Status::Compacted => format!("~{} → ~{} tokens{threshold}", o.before, o.after),
+        Status::StillOver { reason } => {
+            format!(
+                "~{} → ~{} tokens{threshold}; still over: {reason}",
+                o.before, o.after
+            )
+        }
+        Status::NothingToCompact { reason } => format!("nothing to compact: {reason}"),
+        Status::Unfit {
+            unit_tokens,
+            threshold,
+        } => format!(
+            "the newest step alone holds ~{unit_tokens} tokens, over the ~{threshold}-token threshold: compaction cannot make it fit"
+        ),
+        Status::Busy => "another process is compacting this conversation; nothing was done".into(),
+        Status::BreakerOpen => {
+            "automatic compaction is stopped for the rest of this turn after repeated failures"
+                .into()
+        }
+        Status::Failed { error } => format!("compaction failed, nothing was recorded: {error}"),
+    };
+    text.push_str(&status);
+    text.push('\n');
+    text
+}
