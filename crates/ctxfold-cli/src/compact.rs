@@ -587,7 +587,12 @@ pub fn compact_file(
         Some(p) => p.clone(),
         None => default_output(&args.file, in_format, out_format),
     };
-    refuse_overwriting_input(&args.file, &dest)?;
+    let protect = crate::conversation::protect_workspaces(
+        ctxfold_formats::output::Protect::input(&args.file),
+    )?;
+    if dest != Path::new("-") {
+        protect.check(&dest)?;
+    }
     if dest == Path::new("-") && out_format == Format::Jp {
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
@@ -619,12 +624,7 @@ pub fn compact_file(
         eprint!("{text}");
         return Ok(());
     }
-    ctxfold_formats::export_protected(
-        &transcript,
-        out_format,
-        &dest,
-        &ctxfold_formats::output::Protect::input(&args.file),
-    )?;
+    ctxfold_formats::export_protected(&transcript, out_format, &dest, &protect)?;
     let size_after = size_of(&dest);
     text.push_str(&format!(
         "wrote {} ({out_format}): {} → {} bytes\n",
@@ -640,18 +640,6 @@ pub fn compact_file(
         );
     }
     out.emit(&json, || text)
-}
-
-/// `compact FILE` never touches its input: refuse an output that is the
-/// input (by device and inode, after following links), holds a link to
-/// one of its files, or lies inside an input folder. Checked again as the
-/// output is written.
-fn refuse_overwriting_input(input: &Path, dest: &Path) -> anyhow::Result<()> {
-    if dest == Path::new("-") {
-        return Ok(());
-    }
-    ctxfold_formats::output::Protect::input(input).check(dest)?;
-    Ok(())
 }
 
 /// A one-file transcript exported to bytes.

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use ctxfold_core::{Log, Object, Record};
+use ctxfold_formats::output::Protect;
 use ctxfold_formats::{Format, Transcript};
 use ctxfold_store::{Conversation, ImportSource, Workspace};
 use serde_json::{Value, json};
@@ -20,6 +21,16 @@ fn current_dir() -> anyhow::Result<std::path::PathBuf> {
 
 fn workspace() -> anyhow::Result<Workspace> {
     Ok(Workspace::find(&current_dir()?)?)
+}
+
+/// `base` and every workspace folder a command run here could use: an
+/// output written there could replace a conversation's log, `active` or
+/// `meta.json`, so none goes there.
+pub fn protect_workspaces(base: Protect) -> anyhow::Result<Protect> {
+    let cwd = current_dir()?;
+    Ok(Workspace::known_roots(&cwd).iter().fold(base, |p, root| {
+        p.and_folder(root, "a ctxfold workspace folder")
+    }))
 }
 
 pub fn init(out: &Printer) -> anyhow::Result<()> {
@@ -274,9 +285,9 @@ fn export(
     };
     match output {
         Some(path) => {
-            // Never into the workspace folder: an export there could
-            // replace a conversation's own log.
-            let protect = ctxfold_formats::output::Protect::input(ws.root());
+            let protect = protect_workspaces(
+                Protect::none().and_folder(ws.root(), "a ctxfold workspace folder"),
+            )?;
             ctxfold_formats::export_protected(&t, format, path, &protect)?;
             let p = path.display().to_string();
             out.emit(

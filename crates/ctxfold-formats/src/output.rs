@@ -12,7 +12,8 @@
 //!   descriptors.
 //! - [`Protect`] refuses an output that is the input, compared by device
 //!   and inode after following links, or that holds a link to one of its
-//!   files, or lies inside its folder.
+//!   files, or lies inside its folder or inside a protected folder (a
+//!   workspace).
 //! - A replaced file keeps its mode (and owner, where allowed); a new one
 //!   gets `0666` less the umask (`0777` for a folder).
 //! - Temporary files are removed on every error path; one left by a killed
@@ -44,12 +45,15 @@ fn id_of(m: &Metadata) -> Id {
 }
 
 /// What an export must not overwrite: the files a transcript was read
-/// from, by device and inode.
+/// from, by device and inode, and folders no output may go into (a
+/// workspace folder, where an output could replace a conversation's log).
 #[derive(Debug, Clone, Default)]
 pub struct Protect {
     input: Option<PathBuf>,
     files: HashSet<Id>,
     dir: Option<Id>,
+    /// Folders guarded whole: (folder, what to call it, its id).
+    folders: Vec<(PathBuf, String, Id)>,
 }
 
 impl Protect {
@@ -91,13 +95,26 @@ impl Protect {
         p
     }
 
-    fn refuse(&self, dest: &Path, what: &str) -> FormatError {
+    /// Also refuse any output at or inside `folder`, calling it `what` in
+    /// the refusal ("the workspace folder"). A folder that does not exist
+    /// holds nothing to protect and is ignored.
+    pub fn and_folder(mut self, folder: &Path, what: &str) -> Protect {
+        if let Ok(m) = fs::metadata(folder) {
+            self.folders
+                .push((folder.to_owned(), what.to_owned(), id_of(&m)));
+        }
+        self
+    }
+
+    fn refuse(&self, dest: &Path, what: &str, rule: &str) -> FormatError {
         FormatError::Refused {
             path: dest.to_owned(),
-            reason: format!(
-                "{what}; name another path with -o (ctxfold compact never changes its input)"
-            ),
+            reason: format!("{what}; name another path with -o ({rule})"),
         }
+    }
+
+    fn refuse_input(&self, dest: &Path, what: &str) -> FormatError {
+        self.refuse(dest, what, "ctxfold never writes over its input")
     }
 
     fn input_shown(&self) -> String {
@@ -107,21 +124,27 @@ impl Protect {
     }
 
     /// Refuse `dest` when it is the input (after following links), holds a
-    /// link to one of the input's files, or lies inside the input's folder.
+    /// link to one of the input's files, or lies inside the input's folder
+    /// or a protected folder.
     pub fn check(&self, dest: &Path) -> Result<(), FormatError> {
-        if self.input.is_none() {
+        if self.input.is_none() && self.folders.is_empty() {
             return Ok(());
         }
-        if let Ok(m) = fs::metadata(dest) {
-            let id = id_of(&m);
+        let dest_meta = fs::metadata(dest).ok();
+        if let Some(m) = &dest_meta {
+            let id = id_of(m);
             if self.files.contains(&id) || self.dir == Some(id) {
                 let what = format!(
                     "is the input ({}), the same file after following links",
                     self.input_shown()
                 );
-                return Err(self.refuse(dest, &what));
+                return Err(self.refuse_input(dest, &what));
             }
-            if m.is_dir() {
+            if let Some((folder, name, _)) = self.folders.iter().find(|f| f.2 == id) {
+                let what = format!("is {name} ({})", folder.display());
+                return Err(self.refuse(dest, &what, "outputs never go there"));
+            }
+            if m.is_dir() && !self.files.is_empty() {
                 for e in fs::read_dir(dest).into_iter().flatten().flatten() {
                     if fs::metadata(e.path()).is_ok_and(|m| self.files.contains(&id_of(&m))) {
                         let what = format!(
@@ -129,7 +152,7 @@ impl Protect {
                             e.file_name().to_string_lossy(),
                             self.input_shown()
                         );
-                        return Err(self.refuse(dest, &what));
+                        return Err(self.refuse_input(dest, &what));
                     }
                 }
             }
@@ -147,14 +170,23 @@ impl Protect {
                 }
             })
             .find_map(|a| a.canonicalize().ok());
-        if let Some(dir) = self.dir
-            && let Some(parent) = existing
-            && parent
+        let Some(parent) = existing else {
+            return Ok(());
+        };
+        let inside = |id: Id| {
+            parent
                 .ancestors()
-                .any(|a| fs::metadata(a).is_ok_and(|m| id_of(&m) == dir))
+                .any(|a| fs::metadata(a).is_ok_and(|m| id_of(&m) == id))
+        };
+        if let Some(dir) = self.dir
+            && inside(dir)
         {
             let what = format!("lies inside the input folder ({})", self.input_shown());
-            return Err(self.refuse(dest, &what));
+            return Err(self.refuse_input(dest, &what));
+        }
+        if let Some((folder, name, _)) = self.folders.iter().find(|f| inside(f.2)) {
+            let what = format!("lies inside {name} ({})", folder.display());
+            return Err(self.refuse(dest, &what, "outputs never go there"));
         }
         Ok(())
     }

@@ -100,11 +100,24 @@ impl Workspace {
 
     /// The global workspace under the XDG data directory, created if needed.
     pub fn global() -> Result<Workspace, StoreError> {
-        let base = dirs::data_dir().ok_or(StoreError::NoDataDir)?;
-        let root = base.join("ctxfold");
+        let root = Self::global_root().ok_or(StoreError::NoDataDir)?;
         std::fs::create_dir_all(root.join("conversations"))
             .map_err(|e| StoreError::io(&root, e))?;
         Ok(Workspace { root })
+    }
+
+    /// Where the global workspace is (whether or not it exists yet).
+    pub fn global_root() -> Option<PathBuf> {
+        dirs::data_dir().map(|d| d.join("ctxfold"))
+    }
+
+    /// The workspace folders a command run in `start` could use, those that
+    /// exist: the nearest `.ctxfold/` and the global one. Exports and
+    /// compacted outputs never go into them.
+    pub fn known_roots(start: &Path) -> Vec<PathBuf> {
+        let local = Self::discover(start).map(|w| w.root);
+        let global = Self::global_root().filter(|g| g.is_dir());
+        local.into_iter().chain(global).collect()
     }
 
     /// The workspace for `start`: the nearest `.ctxfold/`, else the global one.

@@ -1,0 +1,138 @@
+//! Fixes from the review of the issue-7 hardening, through the real binary:
+//! outputs never go into a workspace folder, only our own standard output
+//! may close quietly, `append` is bounded, ids renamed on import stay
+//! valid in every format, `use`/`rm` and broken conversations, and the
+//! default keep taken from config.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{Scratch, command_in, stderr};
+use serde_json::{Value, json};
+
+fn write_json(path: &Path, v: &Value) {
+    std::fs::write(path, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+}
+
+/// A small OpenAI transcript of `turns` turns.
+fn openai(dir: &Path, turns: usize) -> PathBuf {
+    let mut messages = Vec::new();
+    for i in 0..turns {
+        messages.push(json!({"role": "user", "content": format!("question {i}")}));
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+    }
+    let path = dir.join(format!("chat{turns}.json"));
+    write_json(&path, &json!({ "messages": messages }));
+    path
+}
+
+fn failed(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "expected a failure, got success; stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// Every file under `dir` with its bytes, to show nothing changed.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+// Finding 1: no output into a workspace folder ---------------------------
+
+#[test]
+fn compact_and_export_never_write_into_the_workspace_folder() {
+    let s = Scratch::new();
+    let id = s.import(&openai(s.path(), 3));
+    let other = openai(s.path(), 2);
+    let ws = s.path().join(".ctxfold");
+    let conv = ws.join("conversations").join(&id);
+    let before = snapshot(&ws);
+    for target in [
+        conv.join("events.jsonl"),
+        conv.join("meta.json"),
+        ws.join("active"),
+        ws.join("new.jsonl"),
+    ] {
+        let t = target.to_str().unwrap();
+        let out = s.run(&[
+            "compact",
+            other.to_str().unwrap(),
+            "-o",
+            t,
+            "--output-format",
+            "ctxfold",
+        ]);
+        let err = failed(&out);
+        assert!(
+            err.contains("a ctxfold workspace folder") && err.contains("outputs never go there"),
+            "{err}"
+        );
+        let out = s.run(&["c", "export", &id, "-o", t]);
+        let err = failed(&out);
+        assert!(err.contains("a ctxfold workspace folder"), "{err}");
+        assert!(!err.contains("compact"), "export is no compact: {err}");
+    }
+    assert_eq!(snapshot(&ws), before, "the workspace changed");
+    // Outside it, both still write.
+    s.ok(&["compact", other.to_str().unwrap(), "-o", "fine.json"]);
+    s.ok(&["c", "export", &id, "-o", "fine.jsonl"]);
+}
+
+#[test]
+fn the_global_workspace_is_protected_too() {
+    let t = tempfile::tempdir().unwrap();
+    // No `.ctxfold/` here: the import goes to the global workspace.
+    let src = openai(t.path(), 2);
+    let out = command_in(t.path())
+        .args(["c", "import", src.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let global = t.path().join("xdg-data/ctxfold");
+    let events = global.join("conversations").join(&id).join("events.jsonl");
+    let before = std::fs::read(&events).unwrap();
+    // Run from a project with its own workspace: the global one is still
+    // where conversations live.
+    let project = t.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    assert!(command_in(&project).arg("init").status().unwrap().success());
+    let out = command_in(&project)
+        .args([
+            "compact",
+            src.to_str().unwrap(),
+            "--output-format",
+            "ctxfold",
+            "-o",
+            events.to_str().unwrap(),
+        ])
+        .env("XDG_DATA_HOME", t.path().join("xdg-data"))
+        .output()
+        .unwrap();
+    let err = failed(&out);
+    assert!(err.contains(global.to_str().unwrap()), "{err}");
+    assert_eq!(std::fs::read(&events).unwrap(), before);
+}
