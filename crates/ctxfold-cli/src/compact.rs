@@ -620,7 +620,7 @@ pub fn compact_file(
     }
     if dest == Path::new("-") {
         let bytes = export_bytes(&transcript, out_format)?;
-        std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?;
+        render::to_stdout(&bytes)?;
         eprint!("{text}");
         return Ok(());
     }

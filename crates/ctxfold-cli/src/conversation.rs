@@ -1,6 +1,6 @@
 //! `ctxfold init` and `ctxfold conversation …`.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -300,8 +300,7 @@ fn export(
         }
         None => {
             let bytes = compact::export_bytes(&t, format)?;
-            std::io::stdout().lock().write_all(&bytes)?;
-            Ok(())
+            render::to_stdout(&bytes)
         }
     }
 }

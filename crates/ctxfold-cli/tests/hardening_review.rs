@@ -136,3 +136,95 @@ fn the_global_workspace_is_protected_too() {
     assert!(err.contains(global.to_str().unwrap()), "{err}");
     assert_eq!(std::fs::read(&events).unwrap(), before);
 }
+
+// Finding 2: only our own standard output closes quietly -----------------
+
+/// A transcript whose output is far larger than a pipe holds.
+fn big_openai(dir: &Path) -> PathBuf {
+    let long = "a line of an answer that goes on. ".repeat(60);
+    let mut messages = Vec::new();
+    for i in 0..400 {
+        messages.push(json!({"role": "user", "content": format!("question {i}")}));
+        messages.push(json!({"role": "assistant", "content": format!("{i}: {long}")}));
+    }
+    let path = dir.join("big.json");
+    write_json(&path, &json!({ "messages": messages }));
+    path
+}
+
+/// A FIFO at `path` whose reader takes one byte and goes away.
+fn fifo_read_once(path: &Path) -> std::thread::JoinHandle<()> {
+    let st = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mkfifo");
+    let path = path.to_owned();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).unwrap();
+        let mut one = [0u8; 1];
+        f.read_exact(&mut one).unwrap();
+    })
+}
+
+#[test]
+fn an_output_fifo_whose_reader_goes_away_is_an_error() {
+    let s = Scratch::new();
+    let big = big_openai(s.path());
+    let ff = s.path().join("ff");
+    let reader = fifo_read_once(&ff);
+    let out = s.run(&["compact", big.to_str().unwrap(), "-o", ff.to_str().unwrap()]);
+    reader.join().unwrap();
+    let err = failed(&out);
+    assert!(err.contains("ff") && err.contains("Broken pipe"), "{err}");
+
+    let id = s.import(&big);
+    let ff2 = s.path().join("ff2");
+    let reader = fifo_read_once(&ff2);
+    let out = s.run(&[
+        "c",
+        "export",
+        &id,
+        "--output-format",
+        "openai",
+        "-o",
+        ff2.to_str().unwrap(),
+    ]);
+    reader.join().unwrap();
+    let err = failed(&out);
+    assert!(err.contains("ff2") && err.contains("Broken pipe"), "{err}");
+}
+
+#[test]
+fn compacting_or_exporting_into_a_closed_stdout_exits_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let s = Scratch::new();
+    let big = big_openai(s.path());
+    let id = s.import(&big);
+    for args in [
+        vec!["compact", big.to_str().unwrap(), "-o", "-"],
+        vec!["c", "export", &id, "--output-format", "openai"],
+    ] {
+        let mut child = s
+            .command()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 16];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(
+            out.status.success(),
+            "{args:?}: exit {:?}: {err}",
+            out.status
+        );
+        assert!(!err.contains("error"), "{args:?}: {err}");
+    }
+}
