@@ -319,10 +319,24 @@ fn append(ws: &Workspace, id: Option<&str>, input: &Path, out: &Printer) -> anyh
     let mut error = None;
     let mut warnings = Vec::new();
     let mut records = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let parsed = line
-            .map_err(anyhow::Error::from)
-            .and_then(|l| parse_append_line(&l).map_err(anyhow::Error::msg));
+    // Bounded like every input: an endless one (`/dev/zero`) must not
+    // exhaust memory, in total or in one line.
+    let limit = ctxfold_formats::max_input_bytes()?;
+    let mut reader = std::io::Read::take(reader, limit.saturating_add(1));
+    let mut buf = Vec::new();
+    for i in 0.. {
+        buf.clear();
+        let parsed = match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) if reader.limit() == 0 => Err(anyhow::anyhow!(
+                "more than {limit} bytes, the input limit; set {} to raise it",
+                ctxfold_formats::MAX_INPUT_VAR
+            )),
+            Ok(_) => std::str::from_utf8(&buf)
+                .map_err(|e| anyhow::anyhow!("not valid UTF-8 ({e})"))
+                .and_then(|l| parse_append_line(l).map_err(anyhow::Error::msg)),
+            Err(e) => Err(e.into()),
+        };
         match parsed {
             Ok(Some((rec, w))) => {
                 if let Some(w) = w {

@@ -228,3 +228,50 @@ fn compacting_or_exporting_into_a_closed_stdout_exits_quietly() {
         assert!(!err.contains("error"), "{args:?}: {err}");
     }
 }
+
+// Finding 3: `append` is bounded like every input ------------------------
+
+#[test]
+fn append_stops_at_the_input_limit() {
+    let s = Scratch::new();
+    let id = s.import(&openai(s.path(), 1));
+    let events = s.events_file(&id);
+    let before = std::fs::read(&events).unwrap();
+    // 100 short records, about 60 bytes each: past a 1000-byte limit.
+    let many = s.path().join("many.jsonl");
+    let line = json!({"type": "user", "content": "a short message here"}).to_string();
+    std::fs::write(&many, format!("{line}\n").repeat(100)).unwrap();
+    let out = s
+        .command()
+        .args(["c", "append", &id, "--input", many.to_str().unwrap()])
+        .env("CTXFOLD_MAX_INPUT_BYTES", "1000")
+        .output()
+        .unwrap();
+    let err = failed(&out);
+    assert!(
+        err.contains("many.jsonl:")
+            && err.contains("more than 1000 bytes")
+            && err.contains("CTXFOLD_MAX_INPUT_BYTES"),
+        "{err}"
+    );
+    // What came before the limit went in, as with any bad line.
+    let appended = std::fs::read(&events).unwrap().len() - before.len();
+    assert!(appended > 0 && appended < 2000, "{appended} bytes appended");
+
+    // An endless input with no newline at all: nothing to append.
+    let before = std::fs::read(&events).unwrap();
+    let out = s
+        .command()
+        .args(["c", "append", &id, "--input", "/dev/zero"])
+        .env("CTXFOLD_MAX_INPUT_BYTES", "1000")
+        .output()
+        .unwrap();
+    let err = failed(&out);
+    assert!(
+        err.contains(
+            "/dev/zero:1: more than 1000 bytes, the input limit; set CTXFOLD_MAX_INPUT_BYTES"
+        ),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&events).unwrap(), before);
+}
