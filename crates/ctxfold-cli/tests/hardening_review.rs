@@ -275,3 +275,73 @@ fn append_stops_at_the_input_limit() {
     );
     assert_eq!(std::fs::read(&events).unwrap(), before);
 }
+
+// Finding 4: a read-only JP folder is replaced, and keeps its mode --------
+
+/// `ctxfold` run as an ordinary user: as root, through `setpriv` as
+/// `nobody` (root ignores the permission bits this is about).
+fn as_ordinary_user(dir: &Path) -> std::process::Command {
+    if is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            common::BIN,
+        ]);
+        c.current_dir(dir)
+            .env("HOME", dir)
+            .env("XDG_DATA_HOME", dir.join("xdg-data"))
+            .env("XDG_CONFIG_HOME", dir.join("xdg-config"));
+        c
+    } else {
+        command_in(dir)
+    }
+}
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // Who we are, without libc: the owner of a file we just made.
+    let probe = tempfile::NamedTempFile::new().unwrap();
+    probe.as_file().metadata().unwrap().uid() == 0
+}
+
+#[test]
+fn a_read_only_jp_folder_is_replaced_and_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(t.path(), Some(65534), Some(65534)).unwrap();
+    }
+    let src = openai(t.path(), 2);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    for ro in [0o555, 0o500] {
+        let out_dir = t.path().join(format!("out{ro:o}"));
+        let run = || {
+            as_ordinary_user(t.path())
+                .args([
+                    "compact",
+                    src.to_str().unwrap(),
+                    "--output-format",
+                    "jp",
+                    "-o",
+                ])
+                .arg(&out_dir)
+                .output()
+                .unwrap()
+        };
+        let out = run();
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(ro)).unwrap();
+        let out = run();
+        assert!(out.status.success(), "mode {ro:o}: {}", stderr(&out));
+        assert_eq!(mode(&out_dir), ro, "the folder's mode was not kept");
+        assert!(out_dir.join("events.json").is_file());
+    }
+    let mut names: Vec<String> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["chat2.json", "out500", "out555"], "leftovers");
+}

@@ -334,6 +334,14 @@ fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
 /// Remove a staging folder: only the files a JP export writes, then the
 /// folder if that left it empty. Never a recursive removal.
 fn remove_staged(dir: &Path) {
+    // A replaced folder keeps its mode; a read-only one (0555) must become
+    // writable for its files to go. Ours alone: it has our temp name.
+    if let Ok(m) = fs::symlink_metadata(dir)
+        && m.is_dir()
+        && m.mode() & 0o300 != 0o300
+    {
+        let _ = fs::set_permissions(dir, Permissions::from_mode(m.mode() & 0o7777 | 0o700));
+    }
     for f in JP_FILES {
         let _ = fs::remove_file(dir.join(f));
     }
@@ -424,9 +432,6 @@ pub fn write_folder(
     let io = |e| FormatError::io(path, e);
     let lock = File::open(&stage.path).map_err(io)?;
     lock.lock().map_err(io)?;
-    if let Some((m, _)) = existing.as_ref().filter(|(m, _)| m.is_dir()) {
-        copy_owner_and_mode(&lock, m).map_err(io)?;
-    }
     for (file, bytes) in files {
         let target = path.join(file);
         let io = |e| FormatError::io(&target, e);
@@ -444,6 +449,11 @@ pub fn write_folder(
             copy_owner_and_mode(&f, m).map_err(io)?;
         }
         f.sync_all().map_err(io)?;
+    }
+    // The old folder's mode only now: a read-only one (0555) would stop
+    // the files above from being created in it.
+    if let Some((m, _)) = existing.as_ref().filter(|(m, _)| m.is_dir()) {
+        copy_owner_and_mode(&lock, m).map_err(io)?;
     }
     lock.sync_all().map_err(io)?;
     swap_in(&stage, path_clean, existing.is_some()).map_err(io)?;
