@@ -18,7 +18,9 @@
 //!   gets `0666` less the umask (`0777` for a folder).
 //! - Temporary files are removed on every error path; one left by a killed
 //!   run is removed at the next write to the same destination, unless a
-//!   live writer still holds its lock.
+//!   live writer still holds its lock. Where the folder swap falls back to
+//!   two renames, the old folder waits under a temporary name; if the run
+//!   is killed between them, the next write puts it back first.
 
 use std::collections::HashSet;
 use std::fs::{self, File, Metadata, OpenOptions, Permissions};
@@ -303,19 +305,32 @@ fn sync_dir(dir: &Path) {
 }
 
 /// Remove temporary files and staging folders of ours for `name` in `dir`
-/// that no live writer holds (a killed run's). Best effort.
+/// that no live writer holds (a killed run's). An old output a killed swap
+/// left aside goes back to `name` when nothing took its place, so a write
+/// that then fails leaves it as it was. Best effort.
 fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
     let prefix = temp_prefix(name);
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
-        if !e.file_name().as_bytes().starts_with(prefix.as_bytes()) {
+        let Some(rest) = e
+            .file_name()
+            .as_bytes()
+            .strip_prefix(prefix.as_bytes())
+            .map(<[u8]>::to_vec)
+        else {
             continue;
-        }
+        };
         let path = e.path();
         // Only what we create: opening a pipe of that name would block.
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
+        let aside = rest.starts_with(ASIDE_MARK.as_bytes());
+        if aside && meta.file_type().is_symlink() {
+            // A link set aside (it cannot be locked): put it back.
+            restore_or_remove(&path, &dir.join(name));
+            continue;
+        }
         if !meta.is_file() && !meta.is_dir() {
             continue;
         }
@@ -323,11 +338,24 @@ fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
         if f.try_lock().is_err() {
             continue;
         }
-        if meta.is_dir() {
+        if aside {
+            restore_or_remove(&path, &dir.join(name));
+        } else if meta.is_dir() {
             remove_staged(&path);
         } else if meta.is_file() {
             let _ = fs::remove_file(&path);
         }
+    }
+}
+
+/// Put the old output set aside at `aside` back at `dest` if nothing is
+/// there, else remove it (what replaced it is newer).
+fn restore_or_remove(aside: &Path, dest: &Path) {
+    match fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let _ = fs::rename(aside, dest);
+        }
+        _ => remove_replaced(aside),
     }
 }
 
@@ -375,6 +403,15 @@ pub fn write_folder(
         path: path.to_owned(),
         reason,
     };
+    let path_clean = path.components().as_path();
+    let dir = parent_of(path_clean);
+    // First, so that an old folder a killed run left aside is back in
+    // place before it is looked at.
+    if let Some(name) = path_clean.file_name()
+        && dir.is_dir()
+    {
+        clean_stale(dir, name);
+    }
     let existing = match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             let mut others = Vec::new();
@@ -412,13 +449,10 @@ pub fn write_folder(
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(FormatError::io(path, e)),
     };
-    let path_clean = path.components().as_path();
     let Some(name) = path_clean.file_name() else {
         return Err(refused("cannot be replaced: name the folder itself".into()));
     };
-    let dir = parent_of(path_clean);
     fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
-    clean_stale(dir, name);
     let stage_dir = tempfile::Builder::new()
         .prefix(&temp_prefix(name))
         .rand_bytes(6)
@@ -479,20 +513,36 @@ fn swap_in(stage: &Staged, dest: &Path, exists: bool) -> io::Result<()> {
                 || e.kind() == io::ErrorKind::Unsupported =>
         {
             // No atomic exchange here (EINVAL, ENOSYS, EOPNOTSUPP): move
-            // the old folder aside under a name no cleanup touches, then
-            // put the new one in place.
-            let name = dest.file_name().unwrap_or_default().to_string_lossy();
-            let aside = parent_of(dest).join(format!(".{name}.ctxfold-old-{}", std::process::id()));
+            // the old folder aside, then put the new one in place. The
+            // aside is locked meanwhile; if this run is killed between
+            // the two renames, the next write puts it back (clean_stale).
+            let aside = aside_path(dest);
+            let held = File::open(dest).and_then(|f| f.lock().map(|()| f));
             fs::rename(dest, &aside)?;
             if let Err(e) = fs::rename(&stage.path, dest) {
                 let _ = fs::rename(&aside, dest);
                 return Err(e);
             }
             remove_replaced(&aside);
+            drop(held);
             Ok(())
         }
         Err(e) => Err(e),
     }
+}
+
+/// What follows [`temp_prefix`] in the name of an old folder set aside.
+const ASIDE_MARK: &str = "old-";
+
+/// Where the fallback swap moves the old folder while the new one goes in:
+/// a temporary name of ours, so a killed run's is found by `clean_stale`.
+fn aside_path(dest: &Path) -> PathBuf {
+    let name = dest.file_name().unwrap_or_default();
+    parent_of(dest).join(format!(
+        "{}{ASIDE_MARK}{}",
+        temp_prefix(name),
+        std::process::id()
+    ))
 }
 
 /// Remove what a swap replaced: a folder of JP files, or a link.
@@ -536,6 +586,49 @@ mod tests {
         assert!(live.exists(), "a live writer's file was removed");
         assert!(!stale.exists());
         assert!(other.exists(), "another destination's file was removed");
+    }
+
+    /// The state a run killed between the fallback's two renames leaves:
+    /// the previous export aside, none at its name.
+    fn killed_between_renames(dir: &Path) -> PathBuf {
+        let dest = dir.join("conv");
+        let aside = aside_path(&dest);
+        fs::create_dir(&aside).unwrap();
+        fs::write(aside.join("events.json"), "[1]").unwrap();
+        dest
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn what_a_killed_fallback_swap_left_aside_is_cleaned_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = killed_between_renames(dir.path());
+        let files = vec![("events.json", b"[2]".to_vec())];
+        write_folder(&dest, &files, &Protect::none()).unwrap();
+        assert_eq!(fs::read_to_string(dest.join("events.json")).unwrap(), "[2]");
+        assert_eq!(names(dir.path()), ["conv"]);
+    }
+
+    #[test]
+    fn a_write_that_fails_after_a_killed_fallback_swap_leaves_the_previous_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = killed_between_renames(dir.path());
+        // The same file twice: the second cannot be created in the stage.
+        let files = vec![
+            ("events.json", b"[2]".to_vec()),
+            ("events.json", b"[3]".to_vec()),
+        ];
+        assert!(write_folder(&dest, &files, &Protect::none()).is_err());
+        assert_eq!(fs::read_to_string(dest.join("events.json")).unwrap(), "[1]");
+        assert_eq!(names(dir.path()), ["conv"]);
     }
 
     #[test]
