@@ -345,3 +345,90 @@ fn a_read_only_jp_folder_is_replaced_and_keeps_its_mode() {
     names.sort();
     assert_eq!(names, ["chat2.json", "out500", "out555"], "leftovers");
 }
+
+// Finding 6: renamed tool-call ids are valid in every format -------------
+
+/// Two parallel calls sharing the id `c1`, as some models number them.
+fn duplicate_ids_openai() -> Value {
+    json!({"messages": [
+        {"role": "user", "content": "read both"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}},
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"b\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "text of a"},
+        {"role": "tool", "tool_call_id": "c1", "content": "text of b"},
+        {"role": "assistant", "content": "Both read."}
+    ]})
+}
+
+/// The `tool_use` and `tool_result` ids of an Anthropic transcript, with
+/// what each carries.
+fn anthropic_ids(t: &Value) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    let (mut uses, mut results) = (Vec::new(), Vec::new());
+    for m in t["messages"].as_array().unwrap() {
+        for b in m["content"].as_array().into_iter().flatten() {
+            match b["type"].as_str() {
+                Some("tool_use") => uses.push((
+                    b["id"].as_str().unwrap().to_owned(),
+                    b["input"]["path"].as_str().unwrap().to_owned(),
+                )),
+                Some("tool_result") => results.push((
+                    b["tool_use_id"].as_str().unwrap().to_owned(),
+                    b["content"].to_string(),
+                )),
+                _ => {}
+            }
+        }
+    }
+    (uses, results)
+}
+
+#[test]
+fn repeated_ids_exported_to_anthropic_are_valid_there() {
+    let s = Scratch::new();
+    let input = s.path().join("dup.json");
+    write_json(&input, &duplicate_ids_openai());
+    let out = s.run(&["c", "import", "dup.json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    // The warning says which export writes `c1` back.
+    assert!(err.contains("`c1_2`") && err.contains("OpenAI"), "{err}");
+
+    // Anthropic requires ids matching ^[a-zA-Z0-9_-]+$, unique per message.
+    let valid = |id: &str| {
+        !id.is_empty()
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let exported: Value =
+        serde_json::from_str(&s.ok(&["c", "export", "--output-format", "anthropic"])).unwrap();
+    s.ok(&[
+        "compact",
+        "dup.json",
+        "--output-format",
+        "anthropic",
+        "-o",
+        "compacted.json",
+    ]);
+    let compacted: Value =
+        serde_json::from_slice(&std::fs::read(s.path().join("compacted.json")).unwrap()).unwrap();
+    for t in [exported, compacted] {
+        let (uses, results) = anthropic_ids(&t);
+        assert_eq!(uses.len(), 2, "{t}");
+        assert!(uses.iter().all(|(id, _)| valid(id)), "{uses:?}");
+        assert_ne!(uses[0].0, uses[1].0, "{uses:?}");
+        // Each result still answers its own call.
+        let answer = |path: &str| {
+            let id = &uses.iter().find(|(_, p)| p == path).unwrap().0;
+            results.iter().find(|(r, _)| r == id).unwrap().1.clone()
+        };
+        assert!(answer("a").contains("text of a"), "{results:?}");
+        assert!(answer("b").contains("text of b"), "{results:?}");
+    }
+    // Back to OpenAI it is as it was.
+    let back: Value =
+        serde_json::from_str(&s.ok(&["c", "export", "--output-format", "openai"])).unwrap();
+    assert_eq!(back, duplicate_ids_openai());
+}
