@@ -432,3 +432,57 @@ fn repeated_ids_exported_to_anthropic_are_valid_there() {
         serde_json::from_str(&s.ok(&["c", "export", "--output-format", "openai"])).unwrap();
     assert_eq!(back, duplicate_ids_openai());
 }
+
+// Finding 7: `use` and `rm` -----------------------------------------------
+
+/// `c use X` racing `c rm X`: X is moved to the trash after `use` found it
+/// and before it wrote `active`. The moment is made certain with a FIFO in
+/// place of X's `meta.json`: `use` waits on it until the test has moved
+/// the folder (as `rm` does) and then feeds it the metadata.
+#[test]
+fn use_of_a_conversation_removed_meanwhile_leaves_active_alone() {
+    use std::io::Write;
+    let s = Scratch::new();
+    let x = s.import(&openai(s.path(), 1));
+    let y = s.import(&openai(s.path(), 2));
+    let ws = s.path().join(".ctxfold");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("active")).unwrap().trim(),
+        y
+    );
+    let dir = ws.join("conversations").join(&x);
+    let meta = std::fs::read(dir.join("meta.json")).unwrap();
+    std::fs::remove_file(dir.join("meta.json")).unwrap();
+    let st = std::process::Command::new("mkfifo")
+        .arg(dir.join("meta.json"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+
+    let child = s
+        .command()
+        .args(["c", "use", &x])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening the FIFO to write waits for `use` to open it to read: from
+    // then on `use` has found X. Move X away, then let `use` go on.
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("meta.json"))
+        .unwrap();
+    std::fs::create_dir_all(ws.join("trash")).unwrap();
+    std::fs::rename(&dir, ws.join("trash").join(&x)).unwrap();
+    fifo.write_all(&meta).unwrap();
+    drop(fifo);
+    let out = child.wait_with_output().unwrap();
+
+    let err = failed(&out);
+    assert!(err.contains("is gone"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("active")).unwrap().trim(),
+        y,
+        "active names a trashed conversation"
+    );
+}

@@ -6,6 +6,7 @@
 //! .ctxfold/
 //!   config.toml                  workspace config (optional)
 //!   active                       id of the active conversation
+//!   active.lock                  held while `active` is set or cleared
 //!   conversations/<id>/
 //!     events.jsonl               the append-only log
 //!     meta.json                  title, created, last used, import source
@@ -384,12 +385,36 @@ impl Workspace {
         (!id.is_empty()).then(|| id.to_owned())
     }
 
+    /// Lock the `active` file against other processes' `use` and `rm`.
+    fn lock_active(&self) -> Result<Lock, StoreError> {
+        lock_file(&self.root.join(ACTIVE_LOCK))
+    }
+
     /// Make `conversation` the active one and note that it was used.
+    ///
+    /// Under the workspace's `active.lock`, which [`Workspace::remove`]
+    /// holds too: a conversation moved to the trash meanwhile is an error
+    /// ([`StoreError::Vanished`]) and `active` is left as it was.
     pub fn set_active(&self, conversation: &mut Conversation) -> Result<(), StoreError> {
-        meta::write_atomic(
-            &self.root.join("active"),
-            format!("{}\n", conversation.meta.id).as_bytes(),
-        )?;
+        let _lock = self.lock_active()?;
+        let vanished = || StoreError::Vanished {
+            dir: conversation.dir.clone(),
+        };
+        if !conversation.dir.is_dir() {
+            return Err(vanished());
+        }
+        let path = self.root.join("active");
+        let before = std::fs::read(&path).ok();
+        meta::write_atomic(&path, format!("{}\n", conversation.meta.id).as_bytes())?;
+        // Checked again after writing: a folder moved away by hand (no
+        // lock) must not stay named as active.
+        if !conversation.dir.is_dir() {
+            let _ = match before {
+                Some(b) => meta::write_atomic(&path, &b),
+                None => std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e)),
+            };
+            return Err(vanished());
+        }
         conversation.meta.last_used_at = now();
         meta::write(&conversation.dir, &conversation.meta)
     }
@@ -405,6 +430,9 @@ impl Workspace {
             dest = trash.join(format!("{}.{n}", conversation.meta.id));
             n += 1;
         }
+        // Held to the end: a `use` of this conversation waits and then
+        // finds it gone, and one of another is not undone below.
+        let _active = self.lock_active()?;
         {
             // Wait for an append in progress; appends that come after find
             // the folder gone and write nothing.
@@ -429,6 +457,9 @@ fn new_id() -> String {
     let suffix = h.finish() & 0xffff;
     format!("{}-{suffix:04x}", ts.strftime("%Y%m%d-%H%M%S"))
 }
+
+/// Name of the lock file that guards `active` (in the workspace folder).
+const ACTIVE_LOCK: &str = "active.lock";
 
 /// Name of the lock file that guards starting a creation and cleaning up.
 const STAGING_LOCK: &str = "lock";
