@@ -362,9 +362,11 @@ fn duplicate_ids_openai() -> Value {
     ]})
 }
 
-/// The `tool_use` and `tool_result` ids of an Anthropic transcript, with
-/// what each carries.
-fn anthropic_ids(t: &Value) -> (Vec<(String, String)>, Vec<(String, String)>) {
+/// Ids, each with what its block carries.
+type Ids = Vec<(String, String)>;
+
+/// The `tool_use` and `tool_result` ids of an Anthropic transcript.
+fn anthropic_ids(t: &Value) -> (Ids, Ids) {
     let (mut uses, mut results) = (Vec::new(), Vec::new());
     for m in t["messages"].as_array().unwrap() {
         for b in m["content"].as_array().into_iter().flatten() {
