@@ -96,9 +96,13 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             })
         }
         ConversationCommand::Rm { id } => {
-            let c = ws.get(&id)?;
-            let dest = ws.remove(&c)?;
-            let id = c.meta.id;
+            // A folder whose meta.json is broken can go too: only the
+            // folder is needed.
+            let (id, dir) = match ws.get_folder(&id)? {
+                Ok(c) => (c.meta.id, c.dir),
+                Err(b) => (b.id, b.dir),
+            };
+            let dest = ws.remove_folder(&id, &dir)?;
             let dest = dest.display().to_string();
             out.emit(&json!({"removed": id, "moved_to": dest}), || {
                 format!("moved conversation {id} to {dest}")
@@ -116,13 +120,16 @@ pub fn load(c: &Conversation) -> anyhow::Result<Log> {
 
 fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
     let listing = ws.list()?;
-    // One broken folder must not hide the others: list them, name it.
+    // One broken folder must not hide the others: list them, name it, and
+    // in JSON list it too (marked), so scripts see it.
+    let mut broken = Vec::new();
     for b in listing.broken {
+        let error = format!("{:#}", anyhow::Error::from(b.error));
         eprintln!(
-            "warning: conversation {} left out: {:#}",
-            b.id,
-            anyhow::Error::from(b.error)
+            "warning: conversation {} left out: {error}; `ctxfold conversation rm {}` moves it to the trash",
+            b.id, b.id
         );
+        broken.push(json!({"id": b.id, "broken": true, "error": error}));
     }
     let list = listing.conversations;
     let active = ws.active();
@@ -137,6 +144,7 @@ fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
                     "active": active.as_deref() == Some(c.meta.id.as_str()),
                 })
             })
+            .chain(broken)
             .collect(),
     );
     out.emit(&json, || {

@@ -488,3 +488,87 @@ fn use_of_a_conversation_removed_meanwhile_leaves_active_alone() {
         "active names a trashed conversation"
     );
 }
+
+// Findings 8 and 9: broken conversations can be removed, and are listed --
+
+/// Two good conversations and two broken ones (a corrupt and a missing
+/// `meta.json`): (good, corrupt, missing).
+fn with_broken(s: &Scratch) -> ([String; 2], String, String) {
+    let good = [
+        s.import(&openai(s.path(), 1)),
+        s.import(&openai(s.path(), 2)),
+    ];
+    let corrupt = s.import(&openai(s.path(), 3));
+    let missing = s.import(&openai(s.path(), 4));
+    let conv = s.path().join(".ctxfold/conversations");
+    std::fs::write(conv.join(&corrupt).join("meta.json"), "{\"id\": \"oops\"").unwrap();
+    std::fs::remove_file(conv.join(&missing).join("meta.json")).unwrap();
+    (good, corrupt, missing)
+}
+
+#[test]
+fn a_conversation_with_a_broken_meta_json_can_be_removed() {
+    let s = Scratch::new();
+    let (good, corrupt, missing) = with_broken(&s);
+    let out = s.run(&["c", "ls"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("ctxfold conversation rm {corrupt}")),
+        "the warning says how to remove it: {err}"
+    );
+    let conv = s.path().join(".ctxfold/conversations");
+    let events = std::fs::read(conv.join(&corrupt).join("events.jsonl")).unwrap();
+    // By its full id, and by a prefix.
+    let prefix = &missing[..missing.len() - 1];
+    for id in [corrupt.as_str(), prefix] {
+        let out = s.run(&["c", "rm", id]);
+        assert!(out.status.success(), "rm {id}: {}", stderr(&out));
+    }
+    let trash = s.path().join(".ctxfold/trash");
+    assert_eq!(
+        std::fs::read(trash.join(&corrupt).join("events.jsonl")).unwrap(),
+        events,
+        "the folder goes to the trash whole"
+    );
+    assert!(trash.join(&missing).join("events.jsonl").is_file());
+    let out = s.run(&["c", "ls", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "nothing broken is left");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [good[0].as_str(), good[1].as_str()]);
+}
+
+#[test]
+fn ls_in_json_lists_broken_conversations_too() {
+    let s = Scratch::new();
+    let (good, corrupt, missing) = with_broken(&s);
+    let v = s.json(&["c", "ls"]);
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), 4, "{v:#}");
+    // Good entries keep exactly the fields they had.
+    for (e, id) in entries.iter().zip(&good) {
+        let mut keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["active", "created_at", "id", "last_used_at", "title"]
+        );
+        assert_eq!(e["id"], id.as_str());
+    }
+    let broken = |id: &str| entries.iter().find(|e| e["id"] == id).cloned().unwrap();
+    for (id, why) in [(&corrupt, "expected"), (&missing, "No such file")] {
+        let e = broken(id);
+        assert_eq!(e["broken"], true, "{e}");
+        let error = e["error"].as_str().unwrap();
+        assert!(
+            error.contains("meta.json") && error.contains(why),
+            "{error}"
+        );
+    }
+}

@@ -483,13 +483,13 @@ fn one_broken_meta_json_does_not_hide_the_other_conversations() {
     let out = s.run(&["c", "ls", "--format", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = v
+    let ids: Vec<(&str, bool)> = v
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c["id"].as_str().unwrap())
+        .map(|c| (c["id"].as_str().unwrap(), c["broken"] == true))
         .collect();
-    assert_eq!(ids, [good.as_str()]);
+    assert_eq!(ids, [(good.as_str(), false), (bad.as_str(), true)]);
     let err = stderr(&out);
     assert!(err.contains(&bad) && err.contains("meta.json"), "{err}");
 

@@ -329,14 +329,27 @@ impl Workspace {
     /// metadata cannot be read counts as a match, and its error is the
     /// answer when it is the only one.
     pub fn get(&self, id: &str) -> Result<Conversation, StoreError> {
+        self.get_folder(id)?.map_err(|b| b.error)
+    }
+
+    /// The conversation folder whose id is `id` or starts with it, as
+    /// [`Workspace::get`] finds it, but one whose metadata cannot be read
+    /// is returned as [`Broken`] (`Ok(Err(_))`): enough to remove it.
+    pub fn get_folder(&self, id: &str) -> Result<Result<Conversation, Broken>, StoreError> {
         // An empty prefix would match every conversation.
         if id.is_empty() {
             return Err(StoreError::EmptyId);
         }
         let exact = self.conversations_dir().join(id);
         if !id.starts_with('.') && !id.contains(['/', '\\']) && exact.is_dir() {
-            let meta = meta::read(&exact)?;
-            return Ok(Conversation { dir: exact, meta });
+            return Ok(match meta::read(&exact) {
+                Ok(meta) => Ok(Conversation { dir: exact, meta }),
+                Err(error) => Err(Broken {
+                    id: id.to_owned(),
+                    dir: exact,
+                    error,
+                }),
+            });
         }
         let listing = self.list()?;
         let mut found: Vec<Conversation> = listing
@@ -350,8 +363,8 @@ impl Workspace {
             .filter(|b| b.id.starts_with(id))
             .collect();
         match (found.len(), broken.len()) {
-            (1, 0) => Ok(found.remove(0)),
-            (0, 1) => Err(broken.remove(0).error),
+            (1, 0) => Ok(Ok(found.remove(0))),
+            (0, 1) => Ok(Err(broken.remove(0))),
             (0, 0) => Err(StoreError::NotFound {
                 id: id.to_owned(),
                 workspace: self.root.clone(),
@@ -422,12 +435,18 @@ impl Workspace {
     /// Move a conversation to the workspace's `trash/` folder. Nothing is
     /// deleted: the folder can be moved back by hand. Returns where it went.
     pub fn remove(&self, conversation: &Conversation) -> Result<PathBuf, StoreError> {
+        self.remove_folder(&conversation.meta.id, &conversation.dir)
+    }
+
+    /// [`Workspace::remove`] for a conversation folder by its id alone: one
+    /// whose `meta.json` is corrupt or missing can be removed too.
+    pub fn remove_folder(&self, id: &str, dir: &Path) -> Result<PathBuf, StoreError> {
         let trash = self.root.join("trash");
         std::fs::create_dir_all(&trash).map_err(|e| StoreError::io(&trash, e))?;
-        let mut dest = trash.join(&conversation.meta.id);
+        let mut dest = trash.join(id);
         let mut n = 1;
         while dest.exists() {
-            dest = trash.join(format!("{}.{n}", conversation.meta.id));
+            dest = trash.join(format!("{id}.{n}"));
             n += 1;
         }
         // Held to the end: a `use` of this conversation waits and then
@@ -436,11 +455,10 @@ impl Workspace {
         {
             // Wait for an append in progress; appends that come after find
             // the folder gone and write nothing.
-            let _writing = conversation.log().lock(true)?;
-            std::fs::rename(&conversation.dir, &dest)
-                .map_err(|e| StoreError::io(&conversation.dir, e))?;
+            let _writing = EventLog::new(dir).lock(true)?;
+            std::fs::rename(dir, &dest).map_err(|e| StoreError::io(dir, e))?;
         }
-        if self.active().as_deref() == Some(conversation.meta.id.as_str()) {
+        if self.active().as_deref() == Some(id) {
             let active = self.root.join("active");
             std::fs::remove_file(&active).map_err(|e| StoreError::io(&active, e))?;
         }
