@@ -25,7 +25,9 @@ use crate::settings::Settings;
 /// The rules a command's flags ask for (SPEC §5, §11):
 /// - `-r`, `-t`, `-s` with the range flags make one rule; range flags alone
 ///   use the built-in policies (strip reasoning and tools), and policy flags
-///   alone the built-in range (keep the first turn and the last three);
+///   alone the configured keep (`keep_first`/`keep_last` of the first
+///   configured rule that has each), else the built-in one (keep the first
+///   turn and the last three);
 /// - each `-k SPEC` adds one rule; a bare `-k` adds the configured rules;
 /// - nothing at all applies the configured rules (or the built-in one).
 pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Result<Vec<Rule>> {
@@ -80,12 +82,14 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         rule.keep_first = keep("keep-first", &flags.keep_first)?;
         rule.keep_last = keep("keep-last", &flags.keep_last)?;
         if !has_range {
-            // Policy flags alone keep what the built-in rule keeps: the
-            // opening turn and the latest ones stay verbatim unless a range
-            // says otherwise (a bare -s must not summarize the turn in hand).
+            // Policy flags alone keep what config keeps (each from the first
+            // rule that sets it), else the built-in rule: the opening turn
+            // and the latest ones stay verbatim unless a range says
+            // otherwise (a bare -s must not summarize the turn in hand).
             let builtin = Rule::builtin();
-            rule.keep_first = builtin.keep_first;
-            rule.keep_last = builtin.keep_last;
+            let rules = || settings.rules.iter();
+            rule.keep_first = rules().find_map(|r| r.keep_first).or(builtin.keep_first);
+            rule.keep_last = rules().find_map(|r| r.keep_last).or(builtin.keep_last);
         }
         rules.push(rule);
     }

@@ -572,3 +572,47 @@ fn ls_in_json_lists_broken_conversations_too() {
         );
     }
 }
+
+// Finding 11: policy flags without a range keep what config keeps --------
+
+#[test]
+fn policy_flags_without_a_range_take_the_keep_from_config() {
+    let s = Scratch::new();
+    let long = "The answer explains the module in some detail. ".repeat(8);
+    let mut messages = Vec::new();
+    for i in 0..8 {
+        messages.push(json!({"role": "user", "content": format!("question {i}")}));
+        messages.push(json!({"role": "assistant", "content": format!("{i}: {long}")}));
+    }
+    let src = s.path().join("eight.json");
+    write_json(&src, &json!({ "messages": messages }));
+    let range = |config: Option<&Path>| {
+        let mut args = Vec::new();
+        if let Some(c) = config {
+            args.extend(["-c", c.to_str().unwrap()]);
+        }
+        args.extend(["compact", src.to_str().unwrap(), "-s", "-o", "out.json"]);
+        let v = s.json(&args);
+        let c = v["compactions"].as_array().unwrap();
+        assert_eq!(c.len(), 1, "{v}");
+        (
+            c[0]["from_turn"].as_u64().unwrap(),
+            c[0]["to_turn"].as_u64().unwrap(),
+        )
+    };
+    // Built in: keep the first turn and the last three (turns count from 0
+    // in JSON).
+    assert_eq!(range(None), (1, 4));
+    // keep_first and keep_last each from the first rule that has it.
+    let cfg = s.path().join("keep.toml");
+    std::fs::write(
+        &cfg,
+        "[[compaction.rules]]\nkeep_last = 2\nreasoning = \"strip\"\n\n\
+         [[compaction.rules]]\nkeep_first = 3\nkeep_last = 5\nreasoning = \"strip\"\n",
+    )
+    .unwrap();
+    assert_eq!(range(Some(&cfg)), (3, 5));
+    // A rule with neither leaves the built-in values.
+    std::fs::write(&cfg, "[[compaction.rules]]\nreasoning = \"strip\"\n").unwrap();
+    assert_eq!(range(Some(&cfg)), (1, 4));
+}
