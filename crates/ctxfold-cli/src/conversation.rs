@@ -68,6 +68,7 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             out,
         ),
         ConversationCommand::Fork { id, compact } => {
+            clean_staging(&ws);
             compact::fork(&ws, id.as_deref(), &compact, settings, out)
         }
         ConversationCommand::Import { path, input_format } => {
@@ -239,17 +240,21 @@ fn print(ws: &Workspace, id: Option<&str>, compacted: bool, out: &Printer) -> an
     out.emit(&Value::Null, || render::transcript_text(&log))
 }
 
+/// Remove what an interrupted import or fork left, saying so. Before a
+/// creation: the leftover may be what filled the disk.
+fn clean_staging(ws: &Workspace) {
+    for note in ws.clean_staging() {
+        eprintln!("note: {note}");
+    }
+}
+
 fn import(
     ws: &Workspace,
     path: &Path,
     format: Option<Format>,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    // What an interrupted import left behind goes first: it may be what
-    // filled the disk.
-    for note in ws.clean_staging() {
-        eprintln!("note: {note}");
-    }
+    clean_staging(ws);
     let (format, t) = ctxfold_formats::import_detected(path, format)?;
     render::warn_all(&t.warnings);
     let source = ImportSource {

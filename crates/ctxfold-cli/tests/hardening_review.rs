@@ -616,3 +616,25 @@ fn policy_flags_without_a_range_take_the_keep_from_config() {
     std::fs::write(&cfg, "[[compaction.rules]]\nreasoning = \"strip\"\n").unwrap();
     assert_eq!(range(Some(&cfg)), (1, 4));
 }
+
+// Finding 12: a fork cleans what a killed import or fork left ------------
+
+#[test]
+fn a_fork_removes_what_a_killed_fork_left() {
+    let s = Scratch::new();
+    let id = s.import(&openai(s.path(), 2));
+    let staging = s.path().join(".ctxfold/conversations/.staging");
+    let dead = staging.join("20260101-000000-dead");
+    std::fs::create_dir_all(&dead).unwrap();
+    std::fs::write(dead.join("events.jsonl"), "x".repeat(5000)).unwrap();
+    std::fs::write(staging.join("20260101-000000-dead.lock"), "").unwrap();
+    let out = s.run(&["c", "fork", &id]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("note: removed") && err.contains("20260101-000000-dead"),
+        "{err}"
+    );
+    assert!(!dead.exists());
+    assert!(!staging.join("20260101-000000-dead.lock").exists());
+}
