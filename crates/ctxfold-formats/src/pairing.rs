@@ -199,6 +199,44 @@ mod tests {
     }
 
     #[test]
+    fn results_without_a_call_are_reported_and_kept_on_the_chat_path_too() {
+        // The OpenAI/Anthropic path renames repeated calls; results with no
+        // open call must still be reported, and left as they are.
+        let mut recs = vec![
+            Record::new(0, "", result("x", "?")),
+            Record::new(1, "", call("y")),
+            Record::new(2, "", result("y", "ok")),
+            Record::new(3, "", result("y", "again")),
+            Record::new(4, "", call("z")),
+            Record::new(5, "", call("z")),
+            Record::new(6, "", result("z", "one")),
+            Record::new(7, "", result("z", "two")),
+            Record::new(8, "", result("z", "three")),
+        ];
+        let mut w = Vec::new();
+        pair(&mut recs, Some("openai"), &mut w);
+        assert_eq!(
+            ids(&recs),
+            ["x", "y", "y", "y", "z", "z_2", "z", "z_2", "z"]
+        );
+        for i in [0, 3, 8] {
+            assert_eq!(meta(&recs[i], &original_key("openai")), None, "{i}");
+        }
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(w[0].contains("`z` is used by 2 calls"), "{w:?}");
+        assert!(w[1].contains("`x` has no tool call"), "{w:?}");
+        let again: Vec<_> = w[2..]
+            .iter()
+            .filter(|m| m.contains("answers a call that already has a result"))
+            .collect();
+        assert_eq!(again.len(), 2, "{w:?}");
+        assert!(
+            again[0].contains("`y`") && again[1].contains("`z`"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
     fn results_without_a_call_are_reported() {
         let mut recs = vec![
             Record::new(0, "", result("x", "?")),
