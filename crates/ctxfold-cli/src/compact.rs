@@ -25,7 +25,9 @@ use crate::timeline;
 /// The rules a command's flags ask for (SPEC §5, §11):
 /// - `-r`, `-t`, `-s` with the range flags make one rule; range flags alone
 ///   use the built-in policies (strip reasoning and tools), and policy flags
-///   alone the built-in range (keep the first turn and the last three);
+///   alone the configured keep (`keep_first`/`keep_last` of the first
+///   configured rule that has each), else the built-in one (keep the first
+///   turn and the last three);
 /// - each `-k SPEC` adds one rule; a bare `-k` adds the configured rules;
 /// - nothing at all applies the configured rules (or the built-in one).
 pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Result<Vec<Rule>> {
@@ -80,12 +82,14 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         rule.keep_first = keep("keep-first", &flags.keep_first)?;
         rule.keep_last = keep("keep-last", &flags.keep_last)?;
         if !has_range {
-            // Policy flags alone keep what the built-in rule keeps: the
-            // opening turn and the latest ones stay verbatim unless a range
-            // says otherwise (a bare -s must not summarize the turn in hand).
+            // Policy flags alone keep what config keeps (each from the first
+            // rule that sets it), else the built-in rule: the opening turn
+            // and the latest ones stay verbatim unless a range says
+            // otherwise (a bare -s must not summarize the turn in hand).
             let builtin = Rule::builtin();
-            rule.keep_first = builtin.keep_first;
-            rule.keep_last = builtin.keep_last;
+            let rules = || settings.rules.iter();
+            rule.keep_first = rules().find_map(|r| r.keep_first).or(builtin.keep_first);
+            rule.keep_last = rules().find_map(|r| r.keep_last).or(builtin.keep_last);
         }
         rules.push(rule);
     }
@@ -237,7 +241,12 @@ pub fn compact_file(
         Some(p) => p.clone(),
         None => default_output(&args.file, in_format, out_format),
     };
-    refuse_overwriting_input(&args.file, &dest)?;
+    let protect = crate::conversation::protect_workspaces(
+        ctxfold_formats::output::Protect::input(&args.file),
+    )?;
+    if dest != Path::new("-") {
+        protect.check(&dest)?;
+    }
     if dest == Path::new("-") && out_format == Format::Jp {
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
@@ -275,16 +284,11 @@ pub fn compact_file(
     }
     if dest == Path::new("-") {
         let bytes = export_bytes(&transcript, out_format)?;
-        std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?;
+        render::to_stdout(&bytes)?;
         eprint!("{text}");
         return Ok(());
     }
-    ctxfold_formats::export_protected(
-        &transcript,
-        out_format,
-        &dest,
-        &ctxfold_formats::output::Protect::input(&args.file),
-    )?;
+    ctxfold_formats::export_protected(&transcript, out_format, &dest, &protect)?;
     let size_after = size_of(&dest);
     text.push_str(&format!(
         "wrote {} ({out_format}): {} → {} bytes\n",
@@ -300,18 +304,6 @@ pub fn compact_file(
         );
     }
     out.emit(&json, || text)
-}
-
-/// `compact FILE` never touches its input: refuse an output that is the
-/// input (by device and inode, after following links), holds a link to
-/// one of its files, or lies inside an input folder. Checked again as the
-/// output is written.
-fn refuse_overwriting_input(input: &Path, dest: &Path) -> anyhow::Result<()> {
-    if dest == Path::new("-") {
-        return Ok(());
-    }
-    ctxfold_formats::output::Protect::input(input).check(dest)?;
-    Ok(())
 }
 
 /// A one-file transcript exported to bytes.

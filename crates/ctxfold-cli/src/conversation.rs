@@ -1,10 +1,11 @@
 //! `ctxfold init` and `ctxfold conversation …`.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use ctxfold_core::{Log, Object, Record};
+use ctxfold_formats::output::Protect;
 use ctxfold_formats::{Format, Transcript};
 use ctxfold_store::{Conversation, ImportSource, Workspace};
 use serde_json::{Value, json};
@@ -20,6 +21,16 @@ fn current_dir() -> anyhow::Result<std::path::PathBuf> {
 
 fn workspace() -> anyhow::Result<Workspace> {
     Ok(Workspace::find(&current_dir()?)?)
+}
+
+/// `base` and every workspace folder a command run here could use: an
+/// output written there could replace a conversation's log, `active` or
+/// `meta.json`, so none goes there.
+pub fn protect_workspaces(base: Protect) -> anyhow::Result<Protect> {
+    let cwd = current_dir()?;
+    Ok(Workspace::known_roots(&cwd).iter().fold(base, |p, root| {
+        p.and_folder(root, "a ctxfold workspace folder")
+    }))
 }
 
 pub fn init(out: &Printer) -> anyhow::Result<()> {
@@ -61,6 +72,7 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             out,
         ),
         ConversationCommand::Fork { id, compact } => {
+            clean_staging(&ws);
             compact::fork(&ws, id.as_deref(), &compact, settings, out)
         }
         ConversationCommand::Import { path, input_format } => {
@@ -91,9 +103,13 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             })
         }
         ConversationCommand::Rm { id } => {
-            let c = ws.get(&id)?;
-            let dest = ws.remove(&c)?;
-            let id = c.meta.id;
+            // A folder whose meta.json is broken can go too: only the
+            // folder is needed.
+            let (id, dir) = match ws.get_folder(&id)? {
+                Ok(c) => (c.meta.id, c.dir),
+                Err(b) => (b.id, b.dir),
+            };
+            let dest = ws.remove_folder(&id, &dir)?;
             let dest = dest.display().to_string();
             out.emit(&json!({"removed": id, "moved_to": dest}), || {
                 format!("moved conversation {id} to {dest}")
@@ -111,13 +127,16 @@ pub fn load(c: &Conversation) -> anyhow::Result<Log> {
 
 fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
     let listing = ws.list()?;
-    // One broken folder must not hide the others: list them, name it.
+    // One broken folder must not hide the others: list them, name it, and
+    // in JSON list it too (marked), so scripts see it.
+    let mut broken = Vec::new();
     for b in listing.broken {
+        let error = format!("{:#}", anyhow::Error::from(b.error));
         eprintln!(
-            "warning: conversation {} left out: {:#}",
-            b.id,
-            anyhow::Error::from(b.error)
+            "warning: conversation {} left out: {error}; `ctxfold conversation rm {}` moves it to the trash",
+            b.id, b.id
         );
+        broken.push(json!({"id": b.id, "broken": true, "error": error}));
     }
     let list = listing.conversations;
     let active = ws.active();
@@ -132,6 +151,7 @@ fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
                     "active": active.as_deref() == Some(c.meta.id.as_str()),
                 })
             })
+            .chain(broken)
             .collect(),
     );
     out.emit(&json, || {
@@ -253,17 +273,21 @@ fn print(ws: &Workspace, id: Option<&str>, compacted: bool, out: &Printer) -> an
     out.emit(&Value::Null, || render::transcript_text(&log))
 }
 
+/// Remove what an interrupted import or fork left, saying so. Before a
+/// creation: the leftover may be what filled the disk.
+fn clean_staging(ws: &Workspace) {
+    for note in ws.clean_staging() {
+        eprintln!("note: {note}");
+    }
+}
+
 fn import(
     ws: &Workspace,
     path: &Path,
     format: Option<Format>,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    // What an interrupted import left behind goes first: it may be what
-    // filled the disk.
-    for note in ws.clean_staging() {
-        eprintln!("note: {note}");
-    }
+    clean_staging(ws);
     let (format, t) = ctxfold_formats::import_detected(path, format)?;
     render::warn_all(&t.warnings);
     let source = ImportSource {
@@ -307,9 +331,9 @@ fn export(
     };
     match output {
         Some(path) => {
-            // Never into the workspace folder: an export there could
-            // replace a conversation's own log.
-            let protect = ctxfold_formats::output::Protect::input(ws.root());
+            let protect = protect_workspaces(
+                Protect::none().and_folder(ws.root(), "a ctxfold workspace folder"),
+            )?;
             ctxfold_formats::export_protected(&t, format, path, &protect)?;
             let p = path.display().to_string();
             out.emit(
@@ -322,8 +346,7 @@ fn export(
         }
         None => {
             let bytes = compact::export_bytes(&t, format)?;
-            std::io::stdout().lock().write_all(&bytes)?;
-            Ok(())
+            render::to_stdout(&bytes)
         }
     }
 }
@@ -349,10 +372,24 @@ fn append(
     let mut error = None;
     let mut warnings = Vec::new();
     let mut records = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let parsed = line
-            .map_err(anyhow::Error::from)
-            .and_then(|l| parse_append_line(&l).map_err(anyhow::Error::msg));
+    // Bounded like every input: an endless one (`/dev/zero`) must not
+    // exhaust memory, in total or in one line.
+    let limit = ctxfold_formats::max_input_bytes()?;
+    let mut reader = std::io::Read::take(reader, limit.saturating_add(1));
+    let mut buf = Vec::new();
+    for i in 0.. {
+        buf.clear();
+        let parsed = match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) if reader.limit() == 0 => Err(anyhow::anyhow!(
+                "more than {limit} bytes, the input limit; set {} to raise it",
+                ctxfold_formats::MAX_INPUT_VAR
+            )),
+            Ok(_) => std::str::from_utf8(&buf)
+                .map_err(|e| anyhow::anyhow!("not valid UTF-8 ({e})"))
+                .and_then(|l| parse_append_line(l).map_err(anyhow::Error::msg)),
+            Err(e) => Err(e.into()),
+        };
         match parsed {
             Ok(Some((rec, w))) => {
                 if let Some(w) = w {

@@ -22,25 +22,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped reading (`print | head`) is no error of
         // ours: stop quietly, as other command-line tools do.
-        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.is::<render::StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
-}
-
-/// Whether the error comes from writing to a pipe whose reader has gone.
-fn broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            || cause
-                .downcast_ref::<serde_json::Error>()
-                .and_then(|j| j.io_error_kind())
-                == Some(std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// Log records (`tracing`) go to standard error: warnings by default, what

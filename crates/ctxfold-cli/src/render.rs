@@ -24,18 +24,40 @@ impl Printer {
 
     /// Print `json` in JSON mode, `text` otherwise.
     pub fn emit(&self, json: &Value, text: impl FnOnce() -> String) -> anyhow::Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        if self.is_json() {
-            serde_json::to_writer_pretty(&mut stdout, json)?;
-            writeln!(stdout)?;
+        let mut bytes = if self.is_json() {
+            serde_json::to_vec_pretty(json)?
         } else {
-            let t = text();
-            stdout.write_all(t.as_bytes())?;
-            if !t.is_empty() && !t.ends_with('\n') {
-                writeln!(stdout)?;
-            }
+            text().into_bytes()
+        };
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
         }
-        Ok(())
+        to_stdout(&bytes)
+    }
+}
+
+/// Our standard output was closed by its reader (`print | head`): no
+/// error of ours, so the command ends quietly. Only writes to standard
+/// output return it; a broken pipe anywhere else (an output file that is
+/// a FIFO, a provider's connection) is an error like any other.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Write `bytes` to standard output, and flush them.
+pub fn to_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to standard output")),
     }
 }
 

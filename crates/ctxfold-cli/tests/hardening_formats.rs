@@ -6,12 +6,15 @@
 //! transcript, bound the input size and say clearly what is wrong.
 
 mod common;
+#[path = "../../ctxfold-store/tests/common/mod.rs"]
+mod faults;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use common::{Scratch, corpus, stderr};
+use faults::SmallDisk;
 use serde_json::{Value, json};
 
 fn write_json(path: &Path, v: &Value) {
@@ -58,34 +61,6 @@ fn failed(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout)
     );
     stderr(out)
-}
-
-/// A small tmpfs mounted at a fresh folder, unmounted on drop (tests run
-/// as root, here and in CI).
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn new(size: &str) -> Tmpfs {
-        let dir = tempfile::tempdir().unwrap();
-        let st = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .unwrap();
-        assert!(st.success(), "mount tmpfs (needs root)");
-        Tmpfs { dir }
-    }
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
-    }
 }
 
 // ---- item 1: never overwrite the input, never write through a link ----
@@ -208,7 +183,8 @@ fn a_temp_file_left_by_a_killed_run_is_cleaned_at_the_next_write() {
 #[test]
 fn a_failed_write_leaves_the_old_output_and_no_temp_file() {
     let s = Scratch::new();
-    let fs = Tmpfs::new("16k");
+    let t = tempfile::tempdir().unwrap();
+    let fs = SmallDisk::new(&t.path().join("disk"), 16 * 1024);
     write_json(&s.path().join("small.json"), &small_openai());
     let dest = fs.path().join("out.json");
     let dest_s = dest.to_str().unwrap();
@@ -216,9 +192,14 @@ fn a_failed_write_leaves_the_old_output_and_no_temp_file() {
     let before = std::fs::read(&dest).unwrap();
     // The example's 32 KB do not fit in 16 KiB.
     let big = example();
-    let out = s.run(&["compact", big.to_str().unwrap(), "-o", dest_s, "-r"]);
+    let mut cmd = s.command();
+    cmd.args(["compact", big.to_str().unwrap(), "-o", dest_s, "-r"]);
+    let out = fs.command(cmd).output().unwrap();
     let err = failed(&out);
-    assert!(err.contains("out.json"), "{err}");
+    assert!(
+        err.contains("out.json") && faults::out_of_space(&err),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&dest).unwrap(), before);
     assert_eq!(entries(fs.path()), ["out.json"]);
 }
@@ -228,7 +209,8 @@ fn a_failed_write_leaves_the_old_output_and_no_temp_file() {
 #[test]
 fn a_jp_folder_that_cannot_be_written_whole_is_left_as_it_was() {
     let s = Scratch::new();
-    let fs = Tmpfs::new("256k");
+    let t = tempfile::tempdir().unwrap();
+    let fs = SmallDisk::new(&t.path().join("disk"), 256 * 1024);
     let dest = fs.path().join("out");
     let dest_s = dest.to_str().unwrap();
     write_json(&s.path().join("small.json"), &small_openai());
@@ -257,9 +239,11 @@ fn a_jp_folder_that_cannot_be_written_whole_is_left_as_it_was() {
         &jp.join("metadata.json"),
         &json!({"title": "x".repeat(400_000)}),
     );
-    let out = s.run(&["compact", "jp", "-o", dest_s, "-r"]);
+    let mut cmd = s.command();
+    cmd.args(["compact", "jp", "-o", dest_s, "-r"]);
+    let out = fs.command(cmd).output().unwrap();
     let err = failed(&out);
-    assert!(err.contains("out"), "{err}");
+    assert!(err.contains("out") && faults::out_of_space(&err), "{err}");
     assert_eq!(
         std::fs::read(dest.join("events.json")).unwrap(),
         events_before,

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 use common::{Scratch, command_in, corpus, stderr};
-use faults::{ReadOnly, Tmpfs};
+use faults::{ReadOnly, SmallDisk, Tmpfs};
 use serde_json::{Value, json};
 
 const SMALL: &str = "17738348630-workspace-sanitization-strategy"; // 9 turns
@@ -390,18 +390,18 @@ fn a_read_only_workspace_can_be_read_and_dry_run() {
 #[test]
 fn an_import_that_fills_the_disk_leaves_nothing_behind() {
     let t = tempfile::tempdir().unwrap();
-    let Some((root, _disk)) = workspace_on_tmpfs(t.path(), 256 * 1024) else {
-        eprintln!("mounting is not permitted here: skipping the full-disk import");
-        return;
-    };
+    // A tmpfs, or where mounting is not permitted a file-size limit: either
+    // way the import's log does not fit.
+    let disk = SmallDisk::new(&t.path().join("disk"), 256 * 1024);
+    let root = disk.path().to_owned();
+    ok_in(&root, &["init"]);
     let big = corpus().join("17728322628-bear-mcp-server-design-review");
-    let out = run_in(&root, &["c", "import", big.to_str().unwrap()]);
+    let mut cmd = command_in(&root);
+    cmd.args(["c", "import", big.to_str().unwrap()]);
+    let out = disk.command(cmd).output().unwrap();
     assert!(!out.status.success(), "a 1.6 MB import fit on 256 KB");
     let err = stderr(&out);
-    assert!(
-        err.contains("No space left") || err.contains("space"),
-        "{err}"
-    );
+    assert!(faults::out_of_space(&err), "{err}");
     let conversations = root.join(".ctxfold/conversations");
     let left: Vec<String> = walk(&conversations)
         .into_iter()
@@ -487,13 +487,13 @@ fn one_broken_meta_json_does_not_hide_the_other_conversations() {
     let out = s.run(&["c", "ls", "--format", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = v
+    let ids: Vec<(&str, bool)> = v
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c["id"].as_str().unwrap())
+        .map(|c| (c["id"].as_str().unwrap(), c["broken"] == true))
         .collect();
-    assert_eq!(ids, [good.as_str()]);
+    assert_eq!(ids, [(good.as_str(), false), (bad.as_str(), true)]);
     let err = stderr(&out);
     assert!(err.contains(&bad) && err.contains("meta.json"), "{err}");
 

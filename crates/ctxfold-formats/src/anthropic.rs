@@ -43,8 +43,9 @@
 //!   as it is, Unix seconds written as RFC 3339; the key stays in the
 //!   message), else empty; `seq` counts from 0.
 //! - Repeated `tool_use` ids are made unique as for OpenAI (the original in
-//!   metadata `anthropic_original_id`), with a warning, as is a
-//!   `tool_result` no call answers.
+//!   metadata `anthropic_original_id`, written back by an export to
+//!   Anthropic only), with a warning, as is a `tool_result` no call
+//!   answers.
 //!
 //! # Export
 //!

@@ -44,9 +44,10 @@
 //!   as it is, Unix seconds written as RFC 3339; the key stays in the
 //!   message), else empty; `seq` counts from 0.
 //! - A tool-call id used by several calls: the later calls get unique ids
-//!   (`c1#2`, …) and results pair with those calls in order (the first open
+//!   (`c1_2`, …) and results pair with those calls in order (the first open
 //!   call of its id), the original kept in metadata `openai_original_id`
-//!   for export; a result no call answers is kept. Both warn.
+//!   for an export to OpenAI (other formats keep the unique ids); a result
+//!   no call answers is kept. Both warn.
 //!
 //! # Export
 //!

@@ -12,12 +12,15 @@
 //!   descriptors.
 //! - [`Protect`] refuses an output that is the input, compared by device
 //!   and inode after following links, or that holds a link to one of its
-//!   files, or lies inside its folder.
+//!   files, or lies inside its folder or inside a protected folder (a
+//!   workspace).
 //! - A replaced file keeps its mode (and owner, where allowed); a new one
 //!   gets `0666` less the umask (`0777` for a folder).
 //! - Temporary files are removed on every error path; one left by a killed
 //!   run is removed at the next write to the same destination, unless a
-//!   live writer still holds its lock.
+//!   live writer still holds its lock. Where the folder swap falls back to
+//!   two renames, the old folder waits under a temporary name; if the run
+//!   is killed between them, the next write puts it back first.
 
 use std::collections::HashSet;
 use std::fs::{self, File, Metadata, OpenOptions, Permissions};
@@ -44,12 +47,15 @@ fn id_of(m: &Metadata) -> Id {
 }
 
 /// What an export must not overwrite: the files a transcript was read
-/// from, by device and inode.
+/// from, by device and inode, and folders no output may go into (a
+/// workspace folder, where an output could replace a conversation's log).
 #[derive(Debug, Clone, Default)]
 pub struct Protect {
     input: Option<PathBuf>,
     files: HashSet<Id>,
     dir: Option<Id>,
+    /// Folders guarded whole: (folder, what to call it, its id).
+    folders: Vec<(PathBuf, String, Id)>,
 }
 
 impl Protect {
@@ -91,13 +97,26 @@ impl Protect {
         p
     }
 
-    fn refuse(&self, dest: &Path, what: &str) -> FormatError {
+    /// Also refuse any output at or inside `folder`, calling it `what` in
+    /// the refusal ("the workspace folder"). A folder that does not exist
+    /// holds nothing to protect and is ignored.
+    pub fn and_folder(mut self, folder: &Path, what: &str) -> Protect {
+        if let Ok(m) = fs::metadata(folder) {
+            self.folders
+                .push((folder.to_owned(), what.to_owned(), id_of(&m)));
+        }
+        self
+    }
+
+    fn refuse(&self, dest: &Path, what: &str, rule: &str) -> FormatError {
         FormatError::Refused {
             path: dest.to_owned(),
-            reason: format!(
-                "{what}; name another path with -o (ctxfold compact never changes its input)"
-            ),
+            reason: format!("{what}; name another path with -o ({rule})"),
         }
+    }
+
+    fn refuse_input(&self, dest: &Path, what: &str) -> FormatError {
+        self.refuse(dest, what, "ctxfold never writes over its input")
     }
 
     fn input_shown(&self) -> String {
@@ -107,21 +126,27 @@ impl Protect {
     }
 
     /// Refuse `dest` when it is the input (after following links), holds a
-    /// link to one of the input's files, or lies inside the input's folder.
+    /// link to one of the input's files, or lies inside the input's folder
+    /// or a protected folder.
     pub fn check(&self, dest: &Path) -> Result<(), FormatError> {
-        if self.input.is_none() {
+        if self.input.is_none() && self.folders.is_empty() {
             return Ok(());
         }
-        if let Ok(m) = fs::metadata(dest) {
-            let id = id_of(&m);
+        let dest_meta = fs::metadata(dest).ok();
+        if let Some(m) = &dest_meta {
+            let id = id_of(m);
             if self.files.contains(&id) || self.dir == Some(id) {
                 let what = format!(
                     "is the input ({}), the same file after following links",
                     self.input_shown()
                 );
-                return Err(self.refuse(dest, &what));
+                return Err(self.refuse_input(dest, &what));
             }
-            if m.is_dir() {
+            if let Some((folder, name, _)) = self.folders.iter().find(|f| f.2 == id) {
+                let what = format!("is {name} ({})", folder.display());
+                return Err(self.refuse(dest, &what, "outputs never go there"));
+            }
+            if m.is_dir() && !self.files.is_empty() {
                 for e in fs::read_dir(dest).into_iter().flatten().flatten() {
                     if fs::metadata(e.path()).is_ok_and(|m| self.files.contains(&id_of(&m))) {
                         let what = format!(
@@ -129,7 +154,7 @@ impl Protect {
                             e.file_name().to_string_lossy(),
                             self.input_shown()
                         );
-                        return Err(self.refuse(dest, &what));
+                        return Err(self.refuse_input(dest, &what));
                     }
                 }
             }
@@ -147,14 +172,23 @@ impl Protect {
                 }
             })
             .find_map(|a| a.canonicalize().ok());
-        if let Some(dir) = self.dir
-            && let Some(parent) = existing
-            && parent
+        let Some(parent) = existing else {
+            return Ok(());
+        };
+        let inside = |id: Id| {
+            parent
                 .ancestors()
-                .any(|a| fs::metadata(a).is_ok_and(|m| id_of(&m) == dir))
+                .any(|a| fs::metadata(a).is_ok_and(|m| id_of(&m) == id))
+        };
+        if let Some(dir) = self.dir
+            && inside(dir)
         {
             let what = format!("lies inside the input folder ({})", self.input_shown());
-            return Err(self.refuse(dest, &what));
+            return Err(self.refuse_input(dest, &what));
+        }
+        if let Some((folder, name, _)) = self.folders.iter().find(|f| inside(f.2)) {
+            let what = format!("lies inside {name} ({})", folder.display());
+            return Err(self.refuse(dest, &what, "outputs never go there"));
         }
         Ok(())
     }
@@ -271,19 +305,32 @@ fn sync_dir(dir: &Path) {
 }
 
 /// Remove temporary files and staging folders of ours for `name` in `dir`
-/// that no live writer holds (a killed run's). Best effort.
+/// that no live writer holds (a killed run's). An old output a killed swap
+/// left aside goes back to `name` when nothing took its place, so a write
+/// that then fails leaves it as it was. Best effort.
 fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
     let prefix = temp_prefix(name);
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
-        if !e.file_name().as_bytes().starts_with(prefix.as_bytes()) {
+        let Some(rest) = e
+            .file_name()
+            .as_bytes()
+            .strip_prefix(prefix.as_bytes())
+            .map(<[u8]>::to_vec)
+        else {
             continue;
-        }
+        };
         let path = e.path();
         // Only what we create: opening a pipe of that name would block.
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
+        let aside = rest.starts_with(ASIDE_MARK.as_bytes());
+        if aside && meta.file_type().is_symlink() {
+            // A link set aside (it cannot be locked): put it back.
+            restore_or_remove(&path, &dir.join(name));
+            continue;
+        }
         if !meta.is_file() && !meta.is_dir() {
             continue;
         }
@@ -291,7 +338,9 @@ fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
         if f.try_lock().is_err() {
             continue;
         }
-        if meta.is_dir() {
+        if aside {
+            restore_or_remove(&path, &dir.join(name));
+        } else if meta.is_dir() {
             remove_staged(&path);
         } else if meta.is_file() {
             let _ = fs::remove_file(&path);
@@ -299,9 +348,28 @@ fn clean_stale(dir: &Path, name: &std::ffi::OsStr) {
     }
 }
 
+/// Put the old output set aside at `aside` back at `dest` if nothing is
+/// there, else remove it (what replaced it is newer).
+fn restore_or_remove(aside: &Path, dest: &Path) {
+    match fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let _ = fs::rename(aside, dest);
+        }
+        _ => remove_replaced(aside),
+    }
+}
+
 /// Remove a staging folder: only the files a JP export writes, then the
 /// folder if that left it empty. Never a recursive removal.
 fn remove_staged(dir: &Path) {
+    // A replaced folder keeps its mode; a read-only one (0555) must become
+    // writable for its files to go. Ours alone: it has our temp name.
+    if let Ok(m) = fs::symlink_metadata(dir)
+        && m.is_dir()
+        && m.mode() & 0o300 != 0o300
+    {
+        let _ = fs::set_permissions(dir, Permissions::from_mode(m.mode() & 0o7777 | 0o700));
+    }
     for f in JP_FILES {
         let _ = fs::remove_file(dir.join(f));
     }
@@ -335,6 +403,15 @@ pub fn write_folder(
         path: path.to_owned(),
         reason,
     };
+    let path_clean = path.components().as_path();
+    let dir = parent_of(path_clean);
+    // First, so that an old folder a killed run left aside is back in
+    // place before it is looked at.
+    if let Some(name) = path_clean.file_name()
+        && dir.is_dir()
+    {
+        clean_stale(dir, name);
+    }
     let existing = match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => {
             let mut others = Vec::new();
@@ -372,13 +449,10 @@ pub fn write_folder(
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(FormatError::io(path, e)),
     };
-    let path_clean = path.components().as_path();
     let Some(name) = path_clean.file_name() else {
         return Err(refused("cannot be replaced: name the folder itself".into()));
     };
-    let dir = parent_of(path_clean);
     fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
-    clean_stale(dir, name);
     let stage_dir = tempfile::Builder::new()
         .prefix(&temp_prefix(name))
         .rand_bytes(6)
@@ -392,9 +466,6 @@ pub fn write_folder(
     let io = |e| FormatError::io(path, e);
     let lock = File::open(&stage.path).map_err(io)?;
     lock.lock().map_err(io)?;
-    if let Some((m, _)) = existing.as_ref().filter(|(m, _)| m.is_dir()) {
-        copy_owner_and_mode(&lock, m).map_err(io)?;
-    }
     for (file, bytes) in files {
         let target = path.join(file);
         let io = |e| FormatError::io(&target, e);
@@ -412,6 +483,11 @@ pub fn write_folder(
             copy_owner_and_mode(&f, m).map_err(io)?;
         }
         f.sync_all().map_err(io)?;
+    }
+    // The old folder's mode only now: a read-only one (0555) would stop
+    // the files above from being created in it.
+    if let Some((m, _)) = existing.as_ref().filter(|(m, _)| m.is_dir()) {
+        copy_owner_and_mode(&lock, m).map_err(io)?;
     }
     lock.sync_all().map_err(io)?;
     swap_in(&stage, path_clean, existing.is_some()).map_err(io)?;
@@ -437,20 +513,36 @@ fn swap_in(stage: &Staged, dest: &Path, exists: bool) -> io::Result<()> {
                 || e.kind() == io::ErrorKind::Unsupported =>
         {
             // No atomic exchange here (EINVAL, ENOSYS, EOPNOTSUPP): move
-            // the old folder aside under a name no cleanup touches, then
-            // put the new one in place.
-            let name = dest.file_name().unwrap_or_default().to_string_lossy();
-            let aside = parent_of(dest).join(format!(".{name}.ctxfold-old-{}", std::process::id()));
+            // the old folder aside, then put the new one in place. The
+            // aside is locked meanwhile; if this run is killed between
+            // the two renames, the next write puts it back (clean_stale).
+            let aside = aside_path(dest);
+            let held = File::open(dest).and_then(|f| f.lock().map(|()| f));
             fs::rename(dest, &aside)?;
             if let Err(e) = fs::rename(&stage.path, dest) {
                 let _ = fs::rename(&aside, dest);
                 return Err(e);
             }
             remove_replaced(&aside);
+            drop(held);
             Ok(())
         }
         Err(e) => Err(e),
     }
+}
+
+/// What follows [`temp_prefix`] in the name of an old folder set aside.
+const ASIDE_MARK: &str = "old-";
+
+/// Where the fallback swap moves the old folder while the new one goes in:
+/// a temporary name of ours, so a killed run's is found by `clean_stale`.
+fn aside_path(dest: &Path) -> PathBuf {
+    let name = dest.file_name().unwrap_or_default();
+    parent_of(dest).join(format!(
+        "{}{ASIDE_MARK}{}",
+        temp_prefix(name),
+        std::process::id()
+    ))
 }
 
 /// Remove what a swap replaced: a folder of JP files, or a link.
@@ -494,6 +586,49 @@ mod tests {
         assert!(live.exists(), "a live writer's file was removed");
         assert!(!stale.exists());
         assert!(other.exists(), "another destination's file was removed");
+    }
+
+    /// The state a run killed between the fallback's two renames leaves:
+    /// the previous export aside, none at its name.
+    fn killed_between_renames(dir: &Path) -> PathBuf {
+        let dest = dir.join("conv");
+        let aside = aside_path(&dest);
+        fs::create_dir(&aside).unwrap();
+        fs::write(aside.join("events.json"), "[1]").unwrap();
+        dest
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn what_a_killed_fallback_swap_left_aside_is_cleaned_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = killed_between_renames(dir.path());
+        let files = vec![("events.json", b"[2]".to_vec())];
+        write_folder(&dest, &files, &Protect::none()).unwrap();
+        assert_eq!(fs::read_to_string(dest.join("events.json")).unwrap(), "[2]");
+        assert_eq!(names(dir.path()), ["conv"]);
+    }
+
+    #[test]
+    fn a_write_that_fails_after_a_killed_fallback_swap_leaves_the_previous_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = killed_between_renames(dir.path());
+        // The same file twice: the second cannot be created in the stage.
+        let files = vec![
+            ("events.json", b"[2]".to_vec()),
+            ("events.json", b"[3]".to_vec()),
+        ];
+        assert!(write_folder(&dest, &files, &Protect::none()).is_err());
+        assert_eq!(fs::read_to_string(dest.join("events.json")).unwrap(), "[1]");
+        assert_eq!(names(dir.path()), ["conv"]);
     }
 
     #[test]

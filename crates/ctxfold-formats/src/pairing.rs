@@ -4,12 +4,16 @@
 //! an id (some models number calls per step) would lose one call and one
 //! result from the view. The chat formats make every repeated call's id
 //! unique instead: the first call keeps its id, later ones get
-//! `ID#2`, `ID#3`, … (a suffix no other id in the transcript uses), and
+//! `ID_2`, `ID_3`, … (a suffix no other id in the transcript uses, in the
+//! alphabet every format accepts: Anthropic wants `^[a-zA-Z0-9_-]+$`), and
 //! results pair by position: each takes the id of the earliest call of its
 //! id that has no result yet, so parallel calls and their results, both in
-//! order, pair first with first and second with second. The original id is kept in metadata `{format}_original_id`
-//! so export writes the transcript back as it was. A result that no call
-//! answers is kept and reported: a compacted view leaves it out.
+//! order, pair first with first and second with second. The original id is
+//! kept in metadata `{format}_original_id`, so an export to the format it
+//! came from writes the transcript back as it was; other formats get the
+//! unique ids (Anthropic refuses two `tool_use` blocks with one id). A
+//! result that no call answers is kept and reported: a compacted view
+//! leaves it out.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -63,10 +67,10 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
                 let unique = match prefix {
                     Some(prefix) if *n > 1 => {
                         let mut k = *n;
-                        let mut fresh = format!("{original}#{k}");
+                        let mut fresh = format!("{original}_{k}");
                         while taken.contains(&fresh) {
                             k += 1;
-                            fresh = format!("{original}#{k}");
+                            fresh = format!("{original}_{k}");
                         }
                         taken.insert(fresh.clone());
                         *id = fresh.clone();
@@ -99,6 +103,12 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
             _ => {}
         }
     }
+    let format = match prefix {
+        Some("openai") => "OpenAI",
+        Some("anthropic") => "Anthropic",
+        Some(other) => other,
+        None => "",
+    };
     for (id, fresh) in renamed {
         let n = calls_of.get(&id).copied().unwrap_or(0);
         let names = fresh
@@ -107,7 +117,7 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
             .collect::<Vec<_>>()
             .join(", ");
         warnings.push(format!(
-            "tool call id `{id}` is used by {n} calls: all kept, the later ones as {names} (export writes `{id}` back); results are paired with those calls in order"
+            "tool call id `{id}` is used by {n} calls: all kept, the later ones as {names} (an export to {format} writes `{id}` back, other formats keep the unique ids); results are paired with those calls in order"
         ));
     }
     if prefix.is_none() {
@@ -159,13 +169,13 @@ mod tests {
 
     #[test]
     fn repeated_ids_become_unique_and_results_pair_with_open_calls_in_order() {
-        // `c1#2` is taken by another call already: the suffix skips it.
+        // `c1_2` is taken by another call already: the suffix skips it.
         let bodies = [
             call("c1"),
             call("c1"),
-            call("c1#2"),
+            call("c1_2"),
             result("c1", "second"),
-            result("c1#2", "third"),
+            result("c1_2", "third"),
             result("c1", "first"),
             call("c1"),
             result("c1", "fourth"),
@@ -179,11 +189,51 @@ mod tests {
         pair(&mut recs, Some("openai"), &mut w);
         assert_eq!(
             ids(&recs),
-            ["c1", "c1#3", "c1#2", "c1", "c1#2", "c1#3", "c1#4", "c1#4"]
+            ["c1", "c1_3", "c1_2", "c1", "c1_2", "c1_3", "c1_4", "c1_4"]
         );
-        assert_eq!(export_id(&recs[1], "c1#3", "openai"), "c1");
+        assert_eq!(export_id(&recs[1], "c1_3", "openai"), "c1");
+        // Another format's export keeps the unique id.
+        assert_eq!(export_id(&recs[1], "c1_3", "anthropic"), "c1_3");
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("`c1` is used by 3 calls"), "{w:?}");
+    }
+
+    #[test]
+    fn results_without_a_call_are_reported_and_kept_on_the_chat_path_too() {
+        // The OpenAI/Anthropic path renames repeated calls; results with no
+        // open call must still be reported, and left as they are.
+        let mut recs = vec![
+            Record::new(0, "", result("x", "?")),
+            Record::new(1, "", call("y")),
+            Record::new(2, "", result("y", "ok")),
+            Record::new(3, "", result("y", "again")),
+            Record::new(4, "", call("z")),
+            Record::new(5, "", call("z")),
+            Record::new(6, "", result("z", "one")),
+            Record::new(7, "", result("z", "two")),
+            Record::new(8, "", result("z", "three")),
+        ];
+        let mut w = Vec::new();
+        pair(&mut recs, Some("openai"), &mut w);
+        assert_eq!(
+            ids(&recs),
+            ["x", "y", "y", "y", "z", "z_2", "z", "z_2", "z"]
+        );
+        for i in [0, 3, 8] {
+            assert_eq!(meta(&recs[i], &original_key("openai")), None, "{i}");
+        }
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(w[0].contains("`z` is used by 2 calls"), "{w:?}");
+        assert!(w[1].contains("`x` has no tool call"), "{w:?}");
+        let again: Vec<_> = w[2..]
+            .iter()
+            .filter(|m| m.contains("answers a call that already has a result"))
+            .collect();
+        assert_eq!(again.len(), 2, "{w:?}");
+        assert!(
+            again[0].contains("`y`") && again[1].contains("`z`"),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -113,7 +113,9 @@ impl Provider {
 
     /// What this provider sends that must not come back out: the key
     /// (whether or not its variable is set now) and the values of
-    /// configured credential headers, with and without a `Bearer ` prefix.
+    /// configured credential headers, whole and without their scheme
+    /// (`Bearer`, `bearer`, `Basic`, `Token`, …: whatever comes before the
+    /// first space), since an upstream may quote the credential alone.
     fn secrets(&self) -> Secrets {
         let key = self.config.api_key.clone().or_else(|| {
             let var = self.config.api_key_env.as_ref()?;
@@ -125,7 +127,10 @@ impl Provider {
             .iter()
             .filter(|(k, _)| is_credential_header(k))
             .flat_map(|(_, v)| {
-                let bare = v.trim().strip_prefix("Bearer ").map(str::to_owned);
+                let bare = v
+                    .trim()
+                    .split_once(char::is_whitespace)
+                    .map(|(_, credential)| credential.trim().to_owned());
                 [Some(v.clone()), bare]
             })
             .flatten();

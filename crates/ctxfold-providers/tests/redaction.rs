@@ -212,3 +212,29 @@ fn a_credential_header_from_config_is_redacted_too() {
     let e = Provider::new("h", c).chat(&request(), None).unwrap_err();
     assert_clean("header", &format!("{e} {e:?}"));
 }
+
+#[test]
+fn a_credential_header_echoed_without_its_scheme_is_redacted_whatever_the_scheme() {
+    // The upstream quotes only the credential, not the header: the value
+    // after the scheme must be a secret too, whatever the scheme's case.
+    let secret = "dXNlcjpjb3JyZWN0LWhvcnNlLWJhdHRlcnk";
+    for value in [
+        format!("bearer {secret}"),
+        format!("BEARER {secret}"),
+        format!("Basic {secret}"),
+        format!("Token {secret}"),
+        format!("Bearer   {secret}"),
+    ] {
+        let server = FakeServer::start(vec![Reply::json(
+            401,
+            json!({"error": {"message": format!("credential {secret} is not valid")}}),
+        )]);
+        let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.url));
+        c.max_retries = 0;
+        c.headers.insert("Authorization".into(), value.clone());
+        let e = Provider::new("h", c).chat(&request(), None).unwrap_err();
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains(&secret[..8]), "{value}: leaked: {shown}");
+        assert!(shown.contains(REDACTED), "{value}: {shown}");
+    }
+}

@@ -409,17 +409,12 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The seq of a record line (with or without its newline), or `None` if it
-/// is not a record. Reads the leading `{"seq":N` that ctxfold writes, and
-/// parses the whole line only when the line is written otherwise.
+/// is not a record. The whole line is parsed, as loading parses it: a line
+/// that only starts like a record (`{"seq":7,"x}`) is skipped by loading,
+/// so its number must not count either. One line: still time proportional
+/// to the last record, not the log.
 fn seq_of(line: &[u8]) -> Option<u64> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
-    if let Some(rest) = line.strip_prefix(b"{\"seq\":") {
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        let after = rest.get(digits).copied();
-        if digits > 0 && matches!(after, Some(b',') | Some(b'}')) && line.ends_with(b"}") {
-            return std::str::from_utf8(&rest[..digits]).ok()?.parse().ok();
-        }
-    }
     let text = std::str::from_utf8(line).ok()?;
     if text.trim().is_empty() {
         return None;

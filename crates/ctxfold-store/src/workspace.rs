@@ -6,6 +6,7 @@
 //! .ctxfold/
 //!   config.toml                  workspace config (optional)
 //!   active                       id of the active conversation
+//!   active.lock                  held while `active` is set or cleared
 //!   conversations/<id>/
 //!     events.jsonl               the append-only log
 //!     meta.json                  title, created, last used, import source
@@ -100,11 +101,24 @@ impl Workspace {
 
     /// The global workspace under the XDG data directory, created if needed.
     pub fn global() -> Result<Workspace, StoreError> {
-        let base = dirs::data_dir().ok_or(StoreError::NoDataDir)?;
-        let root = base.join("ctxfold");
+        let root = Self::global_root().ok_or(StoreError::NoDataDir)?;
         std::fs::create_dir_all(root.join("conversations"))
             .map_err(|e| StoreError::io(&root, e))?;
         Ok(Workspace { root })
+    }
+
+    /// Where the global workspace is (whether or not it exists yet).
+    pub fn global_root() -> Option<PathBuf> {
+        dirs::data_dir().map(|d| d.join("ctxfold"))
+    }
+
+    /// The workspace folders a command run in `start` could use, those that
+    /// exist: the nearest `.ctxfold/` and the global one. Exports and
+    /// compacted outputs never go into them.
+    pub fn known_roots(start: &Path) -> Vec<PathBuf> {
+        let local = Self::discover(start).map(|w| w.root);
+        let global = Self::global_root().filter(|g| g.is_dir());
+        local.into_iter().chain(global).collect()
     }
 
     /// The workspace for `start`: the nearest `.ctxfold/`, else the global one.
@@ -315,14 +329,27 @@ impl Workspace {
     /// metadata cannot be read counts as a match, and its error is the
     /// answer when it is the only one.
     pub fn get(&self, id: &str) -> Result<Conversation, StoreError> {
+        self.get_folder(id)?.map_err(|b| b.error)
+    }
+
+    /// The conversation folder whose id is `id` or starts with it, as
+    /// [`Workspace::get`] finds it, but one whose metadata cannot be read
+    /// is returned as [`Broken`] (`Ok(Err(_))`): enough to remove it.
+    pub fn get_folder(&self, id: &str) -> Result<Result<Conversation, Broken>, StoreError> {
         // An empty prefix would match every conversation.
         if id.is_empty() {
             return Err(StoreError::EmptyId);
         }
         let exact = self.conversations_dir().join(id);
         if !id.starts_with('.') && !id.contains(['/', '\\']) && exact.is_dir() {
-            let meta = meta::read(&exact)?;
-            return Ok(Conversation { dir: exact, meta });
+            return Ok(match meta::read(&exact) {
+                Ok(meta) => Ok(Conversation { dir: exact, meta }),
+                Err(error) => Err(Broken {
+                    id: id.to_owned(),
+                    dir: exact,
+                    error,
+                }),
+            });
         }
         let listing = self.list()?;
         let mut found: Vec<Conversation> = listing
@@ -336,8 +363,8 @@ impl Workspace {
             .filter(|b| b.id.starts_with(id))
             .collect();
         match (found.len(), broken.len()) {
-            (1, 0) => Ok(found.remove(0)),
-            (0, 1) => Err(broken.remove(0).error),
+            (1, 0) => Ok(Ok(found.remove(0))),
+            (0, 1) => Ok(Err(broken.remove(0))),
             (0, 0) => Err(StoreError::NotFound {
                 id: id.to_owned(),
                 workspace: self.root.clone(),
@@ -371,12 +398,36 @@ impl Workspace {
         (!id.is_empty()).then(|| id.to_owned())
     }
 
+    /// Lock the `active` file against other processes' `use` and `rm`.
+    fn lock_active(&self) -> Result<Lock, StoreError> {
+        lock_file(&self.root.join(ACTIVE_LOCK))
+    }
+
     /// Make `conversation` the active one and note that it was used.
+    ///
+    /// Under the workspace's `active.lock`, which [`Workspace::remove`]
+    /// holds too: a conversation moved to the trash meanwhile is an error
+    /// ([`StoreError::Vanished`]) and `active` is left as it was.
     pub fn set_active(&self, conversation: &mut Conversation) -> Result<(), StoreError> {
-        meta::write_atomic(
-            &self.root.join("active"),
-            format!("{}\n", conversation.meta.id).as_bytes(),
-        )?;
+        let _lock = self.lock_active()?;
+        let vanished = || StoreError::Vanished {
+            dir: conversation.dir.clone(),
+        };
+        if !conversation.dir.is_dir() {
+            return Err(vanished());
+        }
+        let path = self.root.join("active");
+        let before = std::fs::read(&path).ok();
+        meta::write_atomic(&path, format!("{}\n", conversation.meta.id).as_bytes())?;
+        // Checked again after writing: a folder moved away by hand (no
+        // lock) must not stay named as active.
+        if !conversation.dir.is_dir() {
+            let _ = match before {
+                Some(b) => meta::write_atomic(&path, &b),
+                None => std::fs::remove_file(&path).map_err(|e| StoreError::io(&path, e)),
+            };
+            return Err(vanished());
+        }
         conversation.meta.last_used_at = now();
         meta::write(&conversation.dir, &conversation.meta)
     }
@@ -384,22 +435,30 @@ impl Workspace {
     /// Move a conversation to the workspace's `trash/` folder. Nothing is
     /// deleted: the folder can be moved back by hand. Returns where it went.
     pub fn remove(&self, conversation: &Conversation) -> Result<PathBuf, StoreError> {
+        self.remove_folder(&conversation.meta.id, &conversation.dir)
+    }
+
+    /// [`Workspace::remove`] for a conversation folder by its id alone: one
+    /// whose `meta.json` is corrupt or missing can be removed too.
+    pub fn remove_folder(&self, id: &str, dir: &Path) -> Result<PathBuf, StoreError> {
         let trash = self.root.join("trash");
         std::fs::create_dir_all(&trash).map_err(|e| StoreError::io(&trash, e))?;
-        let mut dest = trash.join(&conversation.meta.id);
+        let mut dest = trash.join(id);
         let mut n = 1;
         while dest.exists() {
-            dest = trash.join(format!("{}.{n}", conversation.meta.id));
+            dest = trash.join(format!("{id}.{n}"));
             n += 1;
         }
+        // Held to the end: a `use` of this conversation waits and then
+        // finds it gone, and one of another is not undone below.
+        let _active = self.lock_active()?;
         {
             // Wait for an append in progress; appends that come after find
             // the folder gone and write nothing.
-            let _writing = conversation.log().lock(true)?;
-            std::fs::rename(&conversation.dir, &dest)
-                .map_err(|e| StoreError::io(&conversation.dir, e))?;
+            let _writing = EventLog::new(dir).lock(true)?;
+            std::fs::rename(dir, &dest).map_err(|e| StoreError::io(dir, e))?;
         }
-        if self.active().as_deref() == Some(conversation.meta.id.as_str()) {
+        if self.active().as_deref() == Some(id) {
             let active = self.root.join("active");
             std::fs::remove_file(&active).map_err(|e| StoreError::io(&active, e))?;
         }
@@ -416,6 +475,9 @@ fn new_id() -> String {
     let suffix = h.finish() & 0xffff;
     format!("{}-{suffix:04x}", ts.strftime("%Y%m%d-%H%M%S"))
 }
+
+/// Name of the lock file that guards `active` (in the workspace folder).
+const ACTIVE_LOCK: &str = "active.lock";
 
 /// Name of the lock file that guards starting a creation and cleaning up.
 const STAGING_LOCK: &str = "lock";

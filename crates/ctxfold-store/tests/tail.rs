@@ -113,3 +113,18 @@ fn a_torn_record_that_happens_to_end_in_a_brace_is_still_torn() {
     assert!(log.load().unwrap().warnings.is_empty());
     assert!(d.path().join("events.jsonl.torn").is_file());
 }
+
+#[test]
+fn a_corrupt_line_that_starts_like_a_record_gives_no_seq() {
+    // `{"seq":N,` and then not JSON: loading skips it, so appending must
+    // not take N for the last seq (a jump, or a false overflow).
+    for corrupt in [
+        &b"{\"seq\":7,\"x}\n"[..],
+        b"{\"seq\":18446744073709551614,\"x}\n",
+    ] {
+        let (_d, log) = setup();
+        raw_append(&log, corrupt);
+        assert_eq!(log.append([user("c")]).unwrap(), 2..3);
+        assert_eq!(seqs(&log), [0, 1, 2]);
+    }
+}

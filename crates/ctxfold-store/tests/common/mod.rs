@@ -3,9 +3,10 @@
 //!
 //! As root (as here and in CI) they are real mounts. Where mounting is not
 //! permitted, a folder is made read-only with permission bits instead, and
-//! a test that needs a full disk uses that instead; when neither works
-//! (root without mount rights: root ignores permission bits) the helpers
-//! panic rather than let a test pass without its fault.
+//! a command that needs a full disk ([`SmallDisk`]) runs with a file-size
+//! limit instead; when neither works (root without mount rights: root
+//! ignores permission bits) the helpers panic rather than let a test pass
+//! without its fault.
 
 #![allow(dead_code)]
 
@@ -56,6 +57,72 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = run(Command::new("umount").arg("-l").arg(&self.path));
     }
+}
+
+/// A folder where a command's writes run out of space: a tmpfs of the
+/// given size where mounting is permitted, else a plain folder, with the
+/// commands run through [`SmallDisk::command`] limited to files of that
+/// size (`ulimit -f`, `SIGXFSZ` ignored, so a write past it fails with
+/// "File too large" as one on a full disk fails with "No space left").
+/// The limit is per file, not in total: tests write one large file.
+pub struct SmallDisk {
+    path: PathBuf,
+    mount: Option<Tmpfs>,
+    bytes: u64,
+}
+
+impl SmallDisk {
+    /// A small disk of `bytes` at `path` (created).
+    pub fn new(path: &Path, bytes: u64) -> SmallDisk {
+        let mount = Tmpfs::mount(path, bytes);
+        SmallDisk {
+            path: path.to_owned(),
+            mount,
+            bytes,
+        }
+    }
+
+    /// Its folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether it is a real tmpfs.
+    pub fn is_tmpfs(&self) -> bool {
+        self.mount.is_some()
+    }
+
+    /// `cmd`, as it must run to meet the limit: unchanged on a tmpfs, else
+    /// through `sh` with the file-size limit set.
+    pub fn command(&self, cmd: Command) -> Command {
+        if self.is_tmpfs() {
+            return cmd;
+        }
+        let blocks = self.bytes.div_ceil(512);
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!(
+                "trap '' XFSZ; ulimit -f {blocks} && exec \"$0\" \"$@\""
+            ))
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        if let Some(dir) = cmd.get_current_dir() {
+            sh.current_dir(dir);
+        }
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        sh
+    }
+}
+
+/// What a write that ran out of room says: on a full disk, or past a
+/// file-size limit.
+pub fn out_of_space(message: &str) -> bool {
+    message.contains("No space left") || message.contains("File too large")
 }
 
 /// A folder made read-only; writable again on drop.
