@@ -440,6 +440,13 @@ impl Loaded {
             let pad = width - line.chars().count();
             out.push_str(&format!("{line}{}    # from {src}\n", " ".repeat(pad)));
         }
+        // A key with no value (TOML has no null) is said in words, so that
+        // every key of [compaction.auto] shows up with its default.
+        if self.config.auto.retain_tokens.is_none() {
+            out.push_str(
+                "# compaction.auto.retain_tokens is unset: a third of trigger_ratio x window\n",
+            );
+        }
         out
     }
 
