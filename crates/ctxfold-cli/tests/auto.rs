@@ -399,3 +399,36 @@ fn two_processes_compacting_at_once_land_one_compaction() {
     assert_eq!(events(&s, &id).lines().count(), n0 + 3);
     let _ = Path::new(".");
 }
+
+/// An automatic compaction the user undoes is not redone at the next turn:
+/// the next firing starts after it.
+#[test]
+fn an_undone_automatic_compaction_is_not_redone() {
+    let s = Scratch::new();
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        "[compaction.auto]\nenabled = true\n",
+    )
+    .unwrap();
+    let id = started(&s);
+    let mut k = 1;
+    let first = loop {
+        let v = append(&s, &id, &turn_lines(k), &["--window", "6000"]);
+        k += 1;
+        if let Some(c) = v["auto"]["committed"].as_array().and_then(|a| a.first()) {
+            break c["compaction"].clone();
+        }
+        assert!(k < 30, "never fired");
+    };
+    s.ok(&["c", "compact", &id, "--reset"]);
+    for _ in 0..8 {
+        let v = append(&s, &id, &turn_lines(k), &["--window", "6000"]);
+        k += 1;
+        for c in v["auto"]["committed"].as_array().into_iter().flatten() {
+            assert!(
+                c["compaction"]["from_turn"].as_u64() > first["to_turn"].as_u64(),
+                "refolded what was undone: {c} after {first}"
+            );
+        }
+    }
+}

@@ -134,7 +134,7 @@ impl BasicCompactor {
         let note = format!(
             "automatic, between turns: ~{before} tokens in view, over the ~{threshold}-token threshold"
         );
-        let rule = rolling_rule(&self.policy);
+        let rule = rolling_rule(&self.policy, conv.log());
         let p = plan(conv.log(), &[rule], &self.plan_context(ctx, note))?;
         conv.fired_at_turns = Some(turns);
         let Some(planned) = p.planned.into_iter().next() else {

@@ -19,8 +19,12 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::bounds::Bound;
+use crate::bounds::{Bound, after_last_compaction};
+use crate::compaction::{Source, revoked_seqs};
+use crate::log::Log;
 use crate::planner::Rule;
+use crate::projection::covered_indices;
+use crate::record::Body;
 
 /// `[compaction.auto]`, as the decisions need it.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,9 +169,29 @@ fn over(policy: &AutoPolicy, estimate: usize, window: u32) -> Result<usize, Skip
 /// (the planner takes the larger of that and `keep_first`, and stops
 /// `keep_last` turns before the end). Successive firings cover bands that
 /// do not overlap, each summarized once from raw events.
-pub fn rolling_rule(policy: &AutoPolicy) -> Rule {
+///
+/// An automatic compaction the user revoked counts as done: the next firing
+/// starts after it instead of folding again what the user unfolded (turn
+/// automatic compaction off to stop it altogether).
+pub fn rolling_rule(policy: &AutoPolicy, log: &Log) -> Rule {
+    let revoked_auto = revoked_seqs(log.records());
+    let after_undone = log
+        .records()
+        .iter()
+        .filter(|r| revoked_auto.contains(&r.seq))
+        .filter_map(|r| match &r.body {
+            Body::Compaction(c) if c.source == Source::Auto => {
+                covered_indices(log, c).map(|(_, hi)| log.turn_of(hi) + 1)
+            }
+            _ => None,
+        })
+        .max();
+    let from = match after_undone {
+        Some(t) if t > after_last_compaction(log) => Bound::Turn(t + 1),
+        _ => Bound::LastCompaction,
+    };
     Rule {
-        from: Some(Bound::LastCompaction),
+        from: Some(from),
         to: None,
         ..policy.rule.clone()
     }
@@ -219,10 +243,40 @@ mod tests {
     }
 
     #[test]
-    fn the_rolling_rule_starts_after_the_last_compaction() {
-        let r = rolling_rule(&on());
+    fn the_rolling_rule_starts_after_the_last_compaction_or_an_undone_one() {
+        use crate::compaction::{AllMarker, Compaction, CompactionReset, ResetTargets};
+        use crate::record::{Object, Record};
+        let mut log = Log::new();
+        let push = |log: &mut Log, b: Body| {
+            let seq = log.next_seq();
+            log.push(Record::new(seq, "t", b));
+        };
+        for k in 0..10 {
+            push(&mut log, Body::TurnStart);
+            push(
+                &mut log,
+                Body::User {
+                    content: format!("q{k}"),
+                    author: None,
+                },
+            );
+        }
+        let r = rolling_rule(&on(), &log);
         assert_eq!(r.from, Some(Bound::LastCompaction));
         assert_eq!(r.keep_first, Rule::builtin().keep_first);
         assert_eq!(r.keep_last, Rule::builtin().keep_last);
+        // An automatic compaction of turns 2–5 (0-based 1–4), revoked.
+        let mut c = Compaction::new(1, 4, Source::Auto);
+        c.reasoning = Some(crate::compaction::ReasoningPolicy::Strip);
+        push(&mut log, Body::Compaction(Box::new(c)));
+        push(
+            &mut log,
+            Body::CompactionReset(CompactionReset {
+                targets: ResetTargets::All(AllMarker::All),
+                restore: false,
+                extra: Object::new(),
+            }),
+        );
+        assert_eq!(rolling_rule(&on(), &log).from, Some(Bound::Turn(6)));
     }
 }
