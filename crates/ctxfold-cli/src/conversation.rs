@@ -178,6 +178,10 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
     let counts = log.counts();
     let (compactions_json, compactions_text) = compact::compaction_listing(&log);
     let attempts = ctxfold_core::attempt::attempts(&log);
+    // An attempt without its end is running when its compaction lock is
+    // held, else orphaned (a lock dies with its process).
+    let running = attempts.iter().any(|a| a.finished.is_none())
+        && matches!(c.log().try_compaction_lock(), Ok(None));
     let json = json!({
         "id": c.meta.id,
         "title": c.meta.title,
@@ -190,7 +194,11 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
         "attempts": attempts.iter().map(|a| {
             let mut v = serde_json::to_value(a).unwrap_or_default();
             if let Value::Object(m) = &mut v {
-                m.insert("state".into(), json!(a.state()));
+                let state = match a.state() {
+                    "orphaned" if running => "running",
+                    s => s,
+                };
+                m.insert("state".into(), json!(state));
             }
             v
         }).collect::<Vec<_>>(),
@@ -236,6 +244,7 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
             for a in unfinished {
                 let why = match &a.finished {
                     Some(f) => format!("failed: {}", f.error.as_deref().unwrap_or("unknown")),
+                    None if running => "running: another process is summarizing now".into(),
                     None => "orphaned: the process stopped while summarizing; inert, nothing to undo".into(),
                 };
                 s.push_str(&format!(

@@ -7,7 +7,6 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -346,13 +345,14 @@ fn a_kill_while_summarizing_leaves_an_inert_orphan() {
     assert_ne!(s.ok(&["c", "print", &id, "--compacted"]), view_before);
 }
 
-/// Two processes triggering compaction at once: exactly one compaction
-/// lands, the other process is told it is busy (or, once the first is done,
-/// finds nothing due), and nothing is lost.
+/// Two processes triggering compaction at once: while one is summarizing
+/// (its model never answers), the other is told the conversation is busy
+/// and records nothing; `show` says the first is running; once it is gone,
+/// compaction proceeds.
 #[test]
 fn two_processes_compacting_at_once_land_one_compaction() {
     let s = Scratch::new();
-    let (url, calls) = model_server(Some(Duration::from_millis(1500)));
+    let (url, calls) = model_server(None);
     let cfg = provider_config(&s, &url);
     std::fs::write(
         s.path().join(".ctxfold/config.toml"),
@@ -360,44 +360,48 @@ fn two_processes_compacting_at_once_land_one_compaction() {
     )
     .unwrap();
     let id = conversation(&s, 12);
-    let n0 = events(&s, &id).lines().count();
-    let spawn = || {
-        s.command()
-            .args([
-                "-c", &cfg, "c", "compact", &id, "--auto", "--window", "4000", "--format", "json",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let a = spawn();
-    let b = spawn();
-    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
-    let mut statuses = Vec::new();
-    for o in &outs {
-        assert!(o.status.success(), "{}", stderr(o));
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        statuses.push(v["status"].as_str().unwrap().to_owned());
-    }
-    statuses.sort();
-    let landed = statuses
-        .iter()
-        .filter(|s| *s == "compacted" || *s == "still_over")
-        .count();
-    assert_eq!(landed, 1, "{statuses:?}");
-    assert!(
-        statuses
-            .iter()
-            .any(|s| s == "busy" || s == "skipped" || s == "nothing_to_compact"),
-        "{statuses:?}"
+    let auto = [
+        "c", "compact", &id, "--auto", "--window", "4000", "--format", "json",
+    ];
+    let mut first = s
+        .command()
+        .args(["-c", &cfg])
+        .args(auto)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the first summary request", || {
+        calls.load(Ordering::SeqCst) == 1
+    });
+    let n = events(&s, &id).lines().count();
+    let mut args = vec!["-c", cfg.as_str()];
+    args.extend(auto);
+    let second = s.run(&args);
+    assert!(second.status.success(), "{}", stderr(&second));
+    let v: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(v["status"], "busy", "{v}");
+    assert_eq!(
+        events(&s, &id).lines().count(),
+        n,
+        "the second wrote nothing"
     );
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "one summary paid for");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one summary asked for");
     let shown = s.json(&["c", "show", &id]);
-    assert_eq!(shown["counts"]["compaction"], 1);
-    // Started, the compaction, finished: nothing else, nothing lost.
-    assert_eq!(events(&s, &id).lines().count(), n0 + 3);
-    let _ = Path::new(".");
+    assert_eq!(shown["attempts"][0]["state"], "running", "{shown}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let shown = s.json(&["c", "show", &id]);
+    assert_eq!(shown["attempts"][0]["state"], "orphaned", "{shown}");
+    // With the first gone, the offline digest compacts.
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        "[compaction.auto.rule]\nkeep_first = 1\nkeep_last = 2\n[compaction.auto.rule.summary]\n",
+    )
+    .unwrap();
+    let v = s.json(&["c", "compact", &id, "--auto", "--window", "4000"]);
+    assert_eq!(v["committed"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(s.json(&["c", "show", &id])["counts"]["compaction"], 1);
 }
 
 /// An automatic compaction the user undoes is not redone at the next turn:

@@ -20,18 +20,22 @@
 //! for the rest of the turn once the failures exceed `compaction_retries`.
 
 use ctxfold_core::attempt::{Finished, Started};
+use ctxfold_core::bounds::Keep;
 use ctxfold_core::compaction::{Provenance, Source, Summary};
 use ctxfold_core::planner::{
     PlanContext, Planned, Rule, ToolHints, check_summary, plan, plan_region,
 };
-use ctxfold_core::retention::{cut_keeps_pairs, region_before, retained_tail};
+use ctxfold_core::projection::project;
+use ctxfold_core::retention::{
+    after_compactions, cut_keeps_pairs, holds_open_call, region_before, retained_tail,
+};
 use ctxfold_core::summarizer::SummaryInput;
 use ctxfold_core::trigger::{AutoPolicy, due_before_step, due_between_turns, rolling_rule};
 use ctxfold_core::{Body, Record};
 use ctxfold_tokens::TokenEstimator;
 use tracing::{debug, info, warn};
 
-use crate::effect::effects;
+use crate::effect::{effects, with_compactions};
 use crate::{
     Committed, CompactError, Compactor, Context, Conversation, Moment, Outcome, Status, Summarizers,
 };
@@ -134,9 +138,18 @@ impl BasicCompactor {
         let note = format!(
             "automatic, between turns: ~{before} tokens in view, over the ~{threshold}-token threshold"
         );
-        let rule = rolling_rule(&self.policy, conv.log());
+        let mut rule = rolling_rule(&self.policy, conv.log());
+        let len = conv.log().len();
+        if len > 0 && holds_open_call(conv.log(), 0, len - 1) {
+            // The turn in progress is not complete: never fold its open step.
+            if matches!(rule.keep_last, None | Some(Keep::Count(0))) {
+                rule.keep_last = Some(Keep::Count(1));
+            }
+        }
         let p = plan(conv.log(), &[rule], &self.plan_context(ctx, note))?;
-        conv.fired_at_turns = Some(turns);
+        if !ctx.dry_run {
+            conv.fired_at_turns = Some(turns);
+        }
         let Some(planned) = p.planned.into_iter().next() else {
             let reason = p
                 .skipped
@@ -178,7 +191,14 @@ impl BasicCompactor {
         conv: &mut Conversation<'_>,
         ctx: &Context,
     ) -> Result<Outcome, CompactError> {
+        conv.sync_turn();
         let before = self.estimate(conv, ctx);
+        if let Some((len, status)) = &conv.stuck
+            && *len == conv.log().len()
+            && !ctx.dry_run
+        {
+            return Ok(self.outcome(ctx, status.clone(), before, before));
+        }
         if conv.breaker.is_open() {
             if conv.breaker.first_notice() {
                 warn!(
@@ -205,15 +225,25 @@ impl BasicCompactor {
         let window = ctx.window.unwrap_or_default();
         let mut out = self.outcome(ctx, Status::Compacted, before, before);
         let mut current = before;
-        for _attempt in 0..=self.policy.compaction_retries {
-            let planned =
-                match self.plan_before_tail(conv, ctx, self.policy.retain(window), threshold)? {
-                    Ok(p) => p,
-                    Err(status) => {
+        for attempt in 0..=self.policy.compaction_retries {
+            // Each further attempt keeps half as much verbatim: the same
+            // tail would give the same (already compacted) region again.
+            let retain = self.policy.retain(window) >> attempt.min(16);
+            let planned = match self.plan_before_tail(conv, ctx, retain, threshold)? {
+                Ok(p) => p,
+                Err(status) => {
+                    if out.committed.is_empty() {
+                        if matches!(
+                            status,
+                            Status::NothingToCompact { .. } | Status::Unfit { .. }
+                        ) {
+                            conv.stuck = Some((conv.log().len(), status.clone()));
+                        }
                         out.status = status;
-                        break;
                     }
-                };
+                    break;
+                }
+            };
             match self.commit(conv, &planned, ctx)? {
                 Err(error) => {
                     warn!(%error, "automatic compaction failed; nothing was recorded");
@@ -224,9 +254,13 @@ impl BasicCompactor {
                     continue;
                 }
                 Ok(None) => {
-                    out.status = Status::NothingToCompact {
-                        reason: crate::effect::no_op_reason(&planned.compaction),
-                    };
+                    if out.committed.is_empty() {
+                        let status = Status::NothingToCompact {
+                            reason: crate::effect::no_op_reason(&planned.compaction),
+                        };
+                        conv.stuck = Some((conv.log().len(), status.clone()));
+                        out.status = status;
+                    }
                     break;
                 }
                 Ok(Some(c)) => {
@@ -270,8 +304,21 @@ impl BasicCompactor {
                 reason: "the conversation holds nothing the model sees".into(),
             }));
         };
-        let Some(region) = region_before(log, tail.cut, self.policy.rule.keep_first.as_ref())?
-        else {
+        // A new band after what is already compacted; when there is none
+        // (the bands themselves have grown too large), one summary over
+        // everything before the tail, which grows over the earlier ones and
+        // merges them into a single checkpoint (seed 002's head anchoring).
+        let keep_first = self.policy.rule.keep_first.as_ref();
+        let done = after_compactions(log);
+        let band = region_before(log, tail.cut, keep_first, done)?;
+        let region = match band {
+            Some(r) => Some(r),
+            None if done > 0 && self.policy.rule.summary.is_some() => {
+                region_before(log, tail.cut, keep_first, 0)?
+            }
+            None => None,
+        };
+        let Some(region) = region else {
             // Nothing before the tail: if the newest unit alone is too
             // large, say so rather than try again before every step.
             if tail.newest_unit_tokens + ctx.extra_tokens > threshold {
@@ -389,6 +436,24 @@ impl BasicCompactor {
             )?;
             return Ok(Ok(None));
         }
+        // Smaller than what it shadows: what the range takes up in the view
+        // now (often already compacted), not its raw size.
+        let est = self.estimator.as_ref();
+        let size = |log: &ctxfold_core::Log| -> usize {
+            project(log).items.iter().map(|i| est.item_tokens(i)).sum()
+        };
+        let (now, then) = (
+            size(conv.log()),
+            size(&with_compactions(conv.log(), std::slice::from_ref(&c), "")),
+        );
+        if then >= now {
+            let e = format!("it would not shrink the view (~{now} → ~{then} tokens)");
+            finish(conv, started, None, Some(&e))?;
+            return Ok(match c.summary {
+                Some(_) => Err(format!("the summary: {e}")),
+                None => Ok(None),
+            });
+        }
         if ctx.dry_run {
             return Ok(Ok(Some(Committed {
                 seq: None,
@@ -401,7 +466,14 @@ impl BasicCompactor {
             ctxfold_store::now(),
             Body::Compaction(Box::new(c.clone())),
         );
-        let seq = conv.append(vec![rec])?.start;
+        let seq = match conv.append(vec![rec]) {
+            Ok(r) => r.start,
+            Err(e) => {
+                // Best effort: say so in the log, unless writing is what fails.
+                let _ = finish(conv, started, None, Some(&e.to_string()));
+                return Err(e.into());
+            }
+        };
         finish(conv, started, Some(seq), None)?;
         Ok(Ok(Some(Committed {
             seq: Some(seq),
@@ -474,10 +546,18 @@ impl Compactor for BasicCompactor {
                 "the range separates a tool call from its result".into(),
             ));
         }
+        if holds_open_call(conv.log(), range.0, range.1) {
+            return Err(CompactError::Summary(
+                "the range holds a tool call still waiting for its result".into(),
+            ));
+        }
         let before = self.estimate(conv, ctx);
         let Some(_guard) = conv.journal().try_lock()? else {
             return Ok(self.outcome(ctx, Status::Busy, before, before));
         };
+        // Another process may have compacted this range meanwhile.
+        conv.reload()?;
+        let before = self.estimate(conv, ctx);
         let note = "automatic, over a given range".to_owned();
         let mut out = self.outcome(ctx, Status::Compacted, before, before);
         let Some(planned) = plan_region(

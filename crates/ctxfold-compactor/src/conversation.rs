@@ -21,8 +21,15 @@ pub struct Conversation<'j> {
     journal: &'j dyn Journal,
     size: ViewSize,
     pub(crate) breaker: Breaker,
+    /// The turn count the breaker's failures belong to: a new turn closes
+    /// it again, whether or not the caller says so.
+    pub(crate) breaker_turns: usize,
     /// Turn count at the last between-turn firing: at most one per boundary.
     pub(crate) fired_at_turns: Option<usize>,
+    /// The log's length when the service last found nothing it could do
+    /// before a step, and why: until the log grows, the answer is the same
+    /// (no lock, no reading the log again before every step).
+    pub(crate) stuck: Option<(usize, crate::Status)>,
 }
 
 impl<'j> Conversation<'j> {
@@ -33,7 +40,9 @@ impl<'j> Conversation<'j> {
             journal,
             size: ViewSize::new(),
             breaker: Breaker::new(),
+            breaker_turns: 0,
             fired_at_turns: None,
+            stuck: None,
         }
     }
 
@@ -74,8 +83,19 @@ impl<'j> Conversation<'j> {
     }
 
     /// A new turn starts: automatic compaction may be attempted again.
+    /// (The service also notices a new turn by itself.)
     pub fn begin_turn(&mut self) {
         self.breaker.reset();
+        self.breaker_turns = self.log.turn_count();
+    }
+
+    /// Close the breaker when the log has moved on to a new turn.
+    pub(crate) fn sync_turn(&mut self) {
+        let turns = self.log.turn_count();
+        if turns != self.breaker_turns {
+            self.breaker.reset();
+            self.breaker_turns = turns;
+        }
     }
 
     /// The breaker's state this turn.

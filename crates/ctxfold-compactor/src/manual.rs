@@ -63,9 +63,13 @@ pub fn compact_with_rules(
     for (k, p) in plan.planned.iter().enumerate() {
         let mut c = p.compaction.clone();
         if let Some((model, instructions)) = &p.derive {
-            let s = summarizers
-                .get(model.as_deref())
-                .map_err(CompactError::Summary)?;
+            let s = match summarizers.get(model.as_deref()) {
+                Ok(s) => s,
+                Err(e) => {
+                    close_all(conv, &open, &e)?;
+                    return Err(CompactError::Summary(e));
+                }
+            };
             if dry_run && !s.offline() {
                 // A preview never pays for a model call: say who would write it.
                 c.summary = Some(Summary {
@@ -143,7 +147,13 @@ pub fn compact_with_rules(
             .iter()
             .map(|c| Record::new(0, ts.clone(), Body::Compaction(Box::new(c.clone()))))
             .collect();
-        seqs = conv.append(records)?.collect();
+        seqs = match conv.append(records) {
+            Ok(r) => r.collect(),
+            Err(e) => {
+                let _ = close_all(conv, &open, &e.to_string());
+                return Err(e.into());
+            }
+        };
     }
     // Attempts are closed last, each naming its compaction (a summary left
     // out because it would change nothing has none).

@@ -305,3 +305,139 @@ fn a_step_larger_than_the_window_is_reported_once_per_call() {
     assert!(matches!(out.status, Status::Unfit { .. }), "{out:?}");
     assert!(out.committed.is_empty());
 }
+
+/// A summarizer whose summaries are smaller than the raw events but larger
+/// than what the range takes up in the view now.
+struct Bloated;
+
+impl Summarizer for Bloated {
+    fn name(&self) -> String {
+        "test/bloated".into()
+    }
+    fn summarize(&self, input: SummaryInput<'_>) -> Result<SummaryOutput, SummarizeError> {
+        let raw: usize = input.log.records()[input.range.0..=input.range.1]
+            .iter()
+            .map(|r| r.to_json_line().len())
+            .sum();
+        Ok(SummaryOutput {
+            text: "s".repeat(raw * 8 / 10),
+            provenance: ctxfold_core::compaction::Provenance::Derived {
+                summarizer: self.name(),
+                version: None,
+                instructions: None,
+                method: None,
+            },
+        })
+    }
+}
+
+struct BloatedOnly;
+
+impl Summarizers for BloatedOnly {
+    fn get(&self, _model: Option<&str>) -> Result<Box<dyn Summarizer>, String> {
+        Ok(Box::new(Bloated))
+    }
+}
+
+/// A summary smaller than the raw range but larger than what the range
+/// takes up in the view (already omitted by hand) is refused: the view
+/// never grows.
+#[test]
+fn a_summary_that_would_grow_the_view_is_refused() {
+    let journal = ctxfold_compactor::Memory;
+    let mut conv = Conversation::new(Log::new(), &journal);
+    conv.append(runaway_opening()).unwrap();
+    for k in 0..40 {
+        let (call, result) = step(k);
+        conv.append(vec![call, result]).unwrap();
+    }
+    // Omit steps 0–37 by hand.
+    let log = conv.log();
+    let mut omit = ctxfold_core::Compaction::new(0, 0, Source::User);
+    omit.from_seq = Some(log.records()[2].seq);
+    omit.to_seq = Some(log.records()[2 + 38 * 2 - 1].seq);
+    omit.tool_calls = Some(ctxfold_core::compaction::ToolPolicy::Omit);
+    conv.append(vec![ctxfold_core::Record::new(
+        0,
+        "t",
+        Body::Compaction(Box::new(omit)),
+    )])
+    .unwrap();
+    let before = checked_view(conv.log());
+    let c = BasicCompactor::new(
+        AutoPolicy {
+            rule: Rule {
+                summary: Some(SummaryRequest::Derive {
+                    model: Some("test/bloated".into()),
+                    instructions: None,
+                }),
+                ..Rule::default()
+            },
+            ..on()
+        },
+        ToolHints::default(),
+        Box::new(Heuristic::default()),
+        Box::new(BloatedOnly),
+    );
+    let window = u32::try_from(before).unwrap() * 9 / 10;
+    let out = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(window)))
+        .unwrap();
+    // A small band may shrink the view; the merge over the omitted steps,
+    // which would multiply it, is refused.
+    assert!(
+        matches!(&out.status, Status::Failed { error } if error.contains("would not shrink the view")),
+        "{:?}",
+        out.status
+    );
+    assert!(
+        out.committed
+            .iter()
+            .all(|c| c.compaction.to_seq > Some(2 + 38 * 2))
+    );
+    assert!(checked_view(conv.log()) <= before);
+}
+
+/// `compact_region` refuses a range holding a call still waiting for its
+/// result; between turns, an unfinished turn is never folded, even with
+/// `keep_last = 0`.
+#[test]
+fn an_open_step_is_never_compacted() {
+    let journal = ctxfold_compactor::Memory;
+    let mut conv = Conversation::new(Log::new(), &journal);
+    for k in 0..8 {
+        conv.append(turn(k)).unwrap();
+    }
+    let (call, _) = step(99);
+    conv.append(vec![call]).unwrap();
+    let policy = AutoPolicy {
+        min_turns: 1,
+        rule: Rule {
+            keep_last: Some(ctxfold_core::bounds::Keep::Count(0)),
+            ..Rule::builtin()
+        },
+        ..on()
+    };
+    let c = compactor(policy);
+    let n = conv.log().len();
+    let err = c
+        .compact_region(
+            &mut conv,
+            (0, n - 1),
+            &Context::new(Moment::BeforeStep, None),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("waiting for its result"), "{err}");
+    let out = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BetweenTurns, Some(1_000)))
+        .unwrap();
+    let done = &out.committed[0].compaction;
+    assert!(
+        done.to_seq.unwrap() < conv.log().records()[n - 1].seq,
+        "{done:?}"
+    );
+    assert!(
+        done.to_turn < 8,
+        "the turn in progress is left alone: {done:?}"
+    );
+}

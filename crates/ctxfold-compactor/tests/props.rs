@@ -69,6 +69,42 @@ fn rec(b: Body) -> Record {
     Record::new(0, "2026-01-01T00:00:00Z", b)
 }
 
+/// Every recorded range keeps each tool call with its result, and holds no
+/// call still waiting for one (the projection would hide a split by leaving
+/// the pair out; this checks the compaction never made one).
+fn check_ranges(
+    log: &Log,
+    committed: &[ctxfold_compactor::Committed],
+) -> Result<(), TestCaseError> {
+    use ctxfold_core::retention::{cut_keeps_pairs, holds_open_call};
+    for c in committed {
+        let (Some(from), Some(to)) = (c.compaction.from_seq, c.compaction.to_seq) else {
+            continue;
+        };
+        let lo = log.records().partition_point(|r| r.seq < from);
+        let hi = log.records().partition_point(|r| r.seq <= to) - 1;
+        prop_assert!(
+            cut_keeps_pairs(log, lo),
+            "range {}..={} starts inside a pair",
+            from,
+            to
+        );
+        prop_assert!(
+            cut_keeps_pairs(log, hi + 1),
+            "range {}..={} ends inside a pair",
+            from,
+            to
+        );
+        prop_assert!(
+            !holds_open_call(log, lo, hi),
+            "range {}..={} holds an open call",
+            from,
+            to
+        );
+    }
+    Ok(())
+}
+
 /// Grow a conversation by `growth`, compacting automatically; checks every
 /// view and returns how many compactions were recorded.
 fn run(
@@ -101,6 +137,7 @@ fn run(
                     .unwrap();
                 prop_assert!(out.committed.len() <= 1);
                 committed += out.committed.len();
+                check_ranges(conv.log(), &out.committed)?;
                 checked_view(conv.log());
                 conv.begin_turn();
                 let mut recs = vec![rec(Body::TurnStart)];
@@ -122,6 +159,7 @@ fn run(
                     .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(window)))
                     .unwrap();
                 committed += out.committed.len();
+                check_ranges(conv.log(), &out.committed)?;
                 checked_view(conv.log());
                 let mut recs = Vec::new();
                 if reasoning {

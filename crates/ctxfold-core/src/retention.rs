@@ -76,7 +76,9 @@ pub fn retained_tail(
             r.cut = start;
             r.kept_tokens += t;
             r.kept_units += 1;
-            if r.kept_tokens >= retain_tokens {
+            // A result that came after a user message interjected in its
+            // step is a unit of its own: keep going until no pair is cut.
+            if r.kept_tokens >= retain_tokens && cut_keeps_pairs(log, start) {
                 return out;
             }
         }
@@ -87,11 +89,16 @@ pub fn retained_tail(
 /// The records before `cut` that may be compacted, inclusive, or `None`
 /// when nothing there is model-visible. The first `keep_first` turns stay
 /// out; when they reach the turn in progress, its opening (the user's
-/// request) stays too and only its steps may be compacted.
+/// request) stays too and only its steps may be compacted. The region
+/// starts after `done` (the first record no compaction covers yet), so
+/// successive firings fold bands that do not overlap: each summary is made
+/// once, from the raw events of its own band, and never grows into a
+/// re-summary of the whole history.
 pub fn region_before(
     log: &Log,
     cut: usize,
     keep_first: Option<&Keep>,
+    done: usize,
 ) -> Result<Option<(usize, usize)>, BoundError> {
     let Some(last_turn) = (log.turn_count() as u32).checked_sub(1) else {
         return Ok(None);
@@ -105,6 +112,7 @@ pub fn region_before(
     } else {
         log.steps(last_turn).first().map_or(cut, |s| s.start)
     };
+    let floor = floor.max(done);
     let Some(hi) = cut.checked_sub(1) else {
         return Ok(None);
     };
@@ -116,6 +124,43 @@ pub fn region_before(
         return Ok(None);
     }
     Ok(Some((floor, hi)))
+}
+
+/// The first record after everything active compactions cover (0 when
+/// there is none): where a new band of automatic compaction starts.
+pub fn after_compactions(log: &Log) -> usize {
+    let (active, _) = crate::projection::compaction_status(log);
+    active
+        .iter()
+        .filter_map(|&i| match &log.records()[i].body {
+            Body::Compaction(c) => crate::projection::covered_indices(log, c).map(|(_, hi)| hi + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Whether records `lo..=hi` hold a tool call whose result is not in the
+/// log at all and lies in the turn in progress: a step still open, which
+/// no compaction may cover.
+pub fn holds_open_call(log: &Log, lo: usize, hi: usize) -> bool {
+    let Some(last) = (log.turn_count() as u32).checked_sub(1) else {
+        return false;
+    };
+    let Some(turn) = log.turn_range(last) else {
+        return false;
+    };
+    let records = log.records();
+    let answered: std::collections::HashSet<&str> = records[turn.start..]
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolResult { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    (lo.max(turn.start)..=hi).any(|i| {
+        matches!(&records[i].body, Body::ToolCall { id, .. } if !answered.contains(id.as_str()))
+    })
 }
 
 /// Whether a tool call and its result lie on the same side of `cut`, for
@@ -208,14 +253,72 @@ mod tests {
     fn keep_first_over_the_turn_in_progress_keeps_its_request() {
         let log = runaway(10, false);
         let r = retained_tail(&log, 1, tk).unwrap();
-        let region = region_before(&log, r.cut, Some(&Keep::Count(1)))
+        let region = region_before(&log, r.cut, Some(&Keep::Count(1)), 0)
             .unwrap()
             .unwrap();
         assert_eq!(region, (2, r.cut - 1), "the user's request stays");
-        let region = region_before(&log, r.cut, None).unwrap().unwrap();
+        let region = region_before(&log, r.cut, None, 0).unwrap().unwrap();
         assert_eq!(region.0, 0);
         // Nothing before the cut: nothing to compact.
-        assert_eq!(region_before(&log, 2, Some(&Keep::Count(1))).unwrap(), None);
+        assert_eq!(
+            region_before(&log, 2, Some(&Keep::Count(1)), 0).unwrap(),
+            None
+        );
+        // After a band already compacted, the next starts after it.
+        let region = region_before(&log, r.cut, Some(&Keep::Count(1)), 6)
+            .unwrap()
+            .unwrap();
+        assert_eq!(region, (6, r.cut - 1));
+        assert_eq!(region_before(&log, r.cut, None, r.cut).unwrap(), None);
+    }
+
+    #[test]
+    fn a_late_result_after_an_interjection_is_never_cut_from_its_call() {
+        // user, call a, user "wait", result a, assistant.
+        let mut recs = Vec::new();
+        let bodies = vec![
+            Body::TurnStart,
+            Body::User {
+                content: "go".into(),
+                author: None,
+            },
+            Body::ToolCall {
+                id: "a".into(),
+                name: "run".into(),
+                arguments: json!({}),
+            },
+            Body::User {
+                content: "wait".into(),
+                author: None,
+            },
+            Body::ToolResult {
+                id: "a".into(),
+                content: "x".repeat(400),
+                is_error: false,
+            },
+            Body::Assistant {
+                content: "done".into(),
+            },
+        ];
+        for (i, b) in bodies.into_iter().enumerate() {
+            recs.push(Record::new(i as u64, "t", b));
+        }
+        let log = Log::from_records(recs);
+        for budget in [1, 50, 150] {
+            let r = retained_tail(&log, budget, tk).unwrap();
+            assert!(
+                cut_keeps_pairs(&log, r.cut),
+                "budget {budget}: cut {}",
+                r.cut
+            );
+        }
+    }
+
+    #[test]
+    fn an_open_call_is_found_only_in_the_turn_in_progress() {
+        let log = runaway(3, true);
+        assert!(holds_open_call(&log, 0, log.len() - 1));
+        assert!(!holds_open_call(&log, 0, log.len() - 2));
     }
 
     #[test]

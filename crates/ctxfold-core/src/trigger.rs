@@ -20,7 +20,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::bounds::{Bound, after_last_compaction};
-use crate::compaction::{Source, revoked_seqs};
+use crate::compaction::revoked_seqs;
 use crate::log::Log;
 use crate::planner::Rule;
 use crate::projection::covered_indices;
@@ -170,19 +170,17 @@ fn over(policy: &AutoPolicy, estimate: usize, window: u32) -> Result<usize, Skip
 /// `keep_last` turns before the end). Successive firings cover bands that
 /// do not overlap, each summarized once from raw events.
 ///
-/// An automatic compaction the user revoked counts as done: the next firing
-/// starts after it instead of folding again what the user unfolded (turn
+/// A compaction the user revoked counts as done: the next firing starts
+/// after it instead of folding again what the user unfolded (turn
 /// automatic compaction off to stop it altogether).
 pub fn rolling_rule(policy: &AutoPolicy, log: &Log) -> Rule {
-    let revoked_auto = revoked_seqs(log.records());
+    let revoked = revoked_seqs(log.records());
     let after_undone = log
         .records()
         .iter()
-        .filter(|r| revoked_auto.contains(&r.seq))
+        .filter(|r| revoked.contains(&r.seq))
         .filter_map(|r| match &r.body {
-            Body::Compaction(c) if c.source == Source::Auto => {
-                covered_indices(log, c).map(|(_, hi)| log.turn_of(hi) + 1)
-            }
+            Body::Compaction(c) => covered_indices(log, c).map(|(_, hi)| log.turn_of(hi) + 1),
             _ => None,
         })
         .max();
@@ -244,7 +242,7 @@ mod tests {
 
     #[test]
     fn the_rolling_rule_starts_after_the_last_compaction_or_an_undone_one() {
-        use crate::compaction::{AllMarker, Compaction, CompactionReset, ResetTargets};
+        use crate::compaction::{AllMarker, Compaction, CompactionReset, ResetTargets, Source};
         use crate::record::{Object, Record};
         let mut log = Log::new();
         let push = |log: &mut Log, b: Body| {

@@ -41,8 +41,9 @@ pub struct ViewSize {
     empty: bool,
     /// The lowest `deferred_until_turn` not reached yet.
     next_activation: Option<u32>,
-    /// A compaction in force is bounded by turn and reaches the last turn:
-    /// records appended to that turn fall inside it.
+    /// A compaction in force is bounded by turn and reaches the last turn
+    /// (records appended to that turn fall inside it), or one lies beyond
+    /// the log (it comes into force as the log grows into it).
     open_ended: bool,
     /// How many full projections were made (for tests and benchmarks).
     pub projections: usize,
@@ -139,7 +140,16 @@ impl ViewSize {
             if answered[id] || !dropped.contains(&i) {
                 continue;
             }
-            if covered(log, &view, i) {
+            // A call whose result has not come is folded by any summary
+            // that starts after it (the projection cannot leave it open
+            // across the summary): its result will never count either.
+            let summary_after = view.active.iter().any(|&c| match &records[c].body {
+                Body::Compaction(comp) if comp.summary.is_some() => {
+                    crate::projection::covered_indices(log, comp).is_some_and(|(lo, _)| lo > i)
+                }
+                _ => false,
+            });
+            if covered(log, &view, i) || summary_after {
                 self.pending_covered.insert(id.to_owned());
             } else {
                 self.pending.insert(id.to_owned(), record(&records[i]));
@@ -158,7 +168,9 @@ impl ViewSize {
         let last_turn = (log.turn_count() as u32).saturating_sub(1);
         self.open_ended = active.iter().any(|&i| {
             matches!(&records[i].body, Body::Compaction(c) if c.to_seq.is_none() && c.to_turn >= last_turn)
-        });
+        }) || inactive
+            .iter()
+            .any(|&(_, why)| why == crate::projection::Inactive::OutOfBounds);
         self.total
     }
 }
@@ -269,5 +281,89 @@ mod tests {
             view_tokens(&project(&log)),
             "the call enters the view stripped"
         );
+    }
+
+    #[test]
+    fn a_call_waiting_before_a_summary_never_counts() {
+        use crate::compaction::{Compaction, Provenance, Source, Summary};
+        let mut log = Log::new();
+        for b in [
+            Body::TurnStart,
+            Body::User {
+                content: "go".into(),
+                author: None,
+            },
+            Body::ToolCall {
+                id: "c1".into(),
+                name: "run".into(),
+                arguments: json!({"script": "x".repeat(300)}),
+            },
+            Body::Assistant {
+                content: "a".repeat(400),
+            },
+        ] {
+            log.push(rec(&log, b));
+        }
+        // A summary of the assistant text after the waiting call.
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.from_seq = Some(3);
+        c.to_seq = Some(3);
+        c.summary = Some(Summary {
+            text: "said a lot".into(),
+            provenance: Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        log.push(rec(&log, Body::Compaction(Box::new(c))));
+        let mut size = ViewSize::new();
+        size.update(&log, record_tokens, item_tokens);
+        log.push(rec(
+            &log,
+            Body::ToolResult {
+                id: "c1".into(),
+                content: "done".into(),
+                is_error: false,
+            },
+        ));
+        assert_eq!(
+            size.update(&log, record_tokens, item_tokens),
+            view_tokens(&project(&log))
+        );
+    }
+
+    #[test]
+    fn a_compaction_beyond_the_log_counts_once_the_log_reaches_it() {
+        use crate::compaction::{Compaction, ReasoningPolicy, Source};
+        let mut log = Log::new();
+        log.push(rec(&log, Body::TurnStart));
+        log.push(rec(
+            &log,
+            Body::User {
+                content: "q".into(),
+                author: None,
+            },
+        ));
+        // Turn-bounded over turn 1, which does not exist yet.
+        let mut c = Compaction::new(1, 1, Source::User);
+        c.reasoning = Some(ReasoningPolicy::Strip);
+        log.push(rec(&log, Body::Compaction(Box::new(c))));
+        let mut size = ViewSize::new();
+        size.update(&log, record_tokens, item_tokens);
+        for b in [
+            Body::TurnStart,
+            Body::User {
+                content: "q2".into(),
+                author: None,
+            },
+            Body::Reasoning {
+                content: "r".repeat(500),
+            },
+        ] {
+            log.push(rec(&log, b));
+            assert_eq!(
+                size.update(&log, record_tokens, item_tokens),
+                view_tokens(&project(&log))
+            );
+        }
     }
 }
