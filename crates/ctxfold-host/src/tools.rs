@@ -294,18 +294,19 @@ enum End {
 
 /// Wait for the command, its timeout or `cancel`, whichever comes first.
 fn wait(child: &mut Child, timeout: Duration, cancel: &AtomicBool) -> io::Result<End> {
-    let deadline = Instant::now() + timeout;
+    // A timeout too long for the clock is no timeout.
+    let deadline = Instant::now().checked_add(timeout);
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(End::Exited(status));
         }
-        let now = Instant::now();
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let end = if cancel.load(Ordering::Relaxed) {
             End::Interrupted
-        } else if now >= deadline {
+        } else if left == Some(Duration::ZERO) {
             End::TimedOut
         } else {
-            thread::sleep(POLL.min(deadline - now));
+            thread::sleep(left.map_or(POLL, |l| POLL.min(l)));
             continue;
         };
         kill_group(child);
