@@ -111,6 +111,13 @@ pub enum Command {
     /// Work with the conversations of the workspace.
     #[command(visible_alias = "c", subcommand)]
     Conversation(ConversationCommand),
+    /// Print a shell completion script, e.g. `ctxfold completions bash >
+    /// ~/.local/share/bash-completion/completions/ctxfold`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `ctxfold conversation …`

@@ -71,5 +71,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = settings::load(ws_root, &cli.config)?;
             conversation::run(cmd, &settings, &out)
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "ctxfold", &mut script);
+            render::to_stdout(&script)
+        }
     }
 }

@@ -16,6 +16,16 @@ use crate::{ENV_VARS, Source};
 /// there is no value that turns `reasoning = "strip"` back off).
 const REPLACE_WHOLE: &[&str] = &["compaction.auto.rule"];
 
+/// Whether a table at `prefix`.`key` is replaced whole: [`REPLACE_WHOLE`],
+/// and a tool's `parameters`, a schema that two layers would otherwise
+/// blend into one that neither wrote.
+fn replaces_whole(prefix: &str, key: &str) -> bool {
+    let path = join(prefix, key);
+    REPLACE_WHOLE.contains(&path.as_str())
+        || (key == "parameters"
+            && crate::keys::split(prefix).is_some_and(|s| s.len() == 2 && s[0] == "tools"))
+}
+
 /// One layer: its table, and the line of each key when it is a file.
 #[derive(Debug)]
 pub(crate) struct Layer {
@@ -163,7 +173,7 @@ pub(crate) fn nest<S: Into<String>>(
 }
 
 /// Merge `src` into `dst` by key path, recording the source of every leaf
-/// that `src` sets. Tables merge recursively (except [`REPLACE_WHOLE`]);
+/// that `src` sets. Tables merge recursively (except [`replaces_whole`]);
 /// everything else, arrays included, replaces what was there.
 pub(crate) fn merge(
     dst: &mut Table,
@@ -175,7 +185,7 @@ pub(crate) fn merge(
     for (k, v) in src {
         let path = join(prefix, k);
         match (dst.get_mut(k), v) {
-            (Some(Value::Table(d)), Value::Table(s)) if !REPLACE_WHOLE.contains(&path.as_str()) => {
+            (Some(Value::Table(d)), Value::Table(s)) if !replaces_whole(prefix, k) => {
                 if !s.is_empty() {
                     // It was perhaps an empty table, itself a leaf.
                     origins.remove(&path);

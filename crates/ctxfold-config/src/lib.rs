@@ -43,6 +43,7 @@ mod error;
 mod keys;
 mod layer;
 mod schema;
+mod tools;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -53,6 +54,7 @@ use toml::{Table, Value};
 
 pub use error::ConfigError;
 pub use schema::{SectionCheck, SectionProblem, TOP_LEVEL_KEYS, rule_to_toml};
+pub use tools::{DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, RunMode, ToolDecl};
 
 use layer::Layer;
 use schema::{Ctx, Parsed};
@@ -183,6 +185,8 @@ pub struct Config {
     pub auto: AutoConfig,
     /// `[tools.NAME] compaction = …` and `[tools."*"]`.
     pub hints: ToolHints,
+    /// The local tools, `[tools.NAME]` tables with a `command`, by name.
+    pub tools: BTreeMap<String, ToolDecl>,
     /// Every other top-level key, merged, as raw TOML.
     pub other: Table,
 }
@@ -409,6 +413,7 @@ impl Loaded {
                 rule: p.auto_rule.unwrap_or(d.rule),
             },
             hints: p.hints,
+            tools: p.tools,
             other: p.other,
         };
         Ok(())
@@ -447,11 +452,28 @@ impl Loaded {
                 "# compaction.auto.retain_tokens is unset: a third of trigger_ratio x window\n",
             );
         }
+        // And each tool's defaults, which no layer writes.
+        for (name, d) in &self.config.tools {
+            let key = dotted(&["tools", name]);
+            let unset: Vec<String> = [
+                ("run", format!("\"{}\"", d.run.as_str())),
+                ("timeout", d.timeout.as_secs_f64().to_string()),
+                ("max_output_bytes", d.max_output_bytes.to_string()),
+            ]
+            .into_iter()
+            .filter(|(k, _)| !self.origins.contains_key(&keys::join(&key, k)))
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+            if !unset.is_empty() {
+                out.push_str(&format!("# {key}: {} (defaults)\n", unset.join(", ")));
+            }
+        }
         out
     }
 
-    /// `{"config": <merged table>, "origins": {"<dotted key>": <source>}}`,
-    /// sources as in [`Source::to_json`].
+    /// `{"config": <merged table>, "origins": {"<dotted key>": <source>},
+    /// "tools": {"<name>": <declaration, defaults filled in>}}`, sources as
+    /// in [`Source::to_json`].
     pub fn show_json(&self) -> serde_json::Value {
         let mut origins = serde_json::Map::new();
         keys::table_leaves(&self.merged, &mut |p, _| {
@@ -462,12 +484,13 @@ impl Loaded {
         serde_json::json!({
             "config": to_json(&Value::Table(self.merged.clone())),
             "origins": origins,
+            "tools": tools::to_json(&self.config.tools),
         })
     }
 }
 
 /// TOML to JSON: datetimes become strings, non-finite floats strings.
-fn to_json(v: &Value) -> serde_json::Value {
+pub(crate) fn to_json(v: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
         Value::String(s) => J::String(s.clone()),

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use ctxfold_core::bounds::{Bound, Keep};
-use ctxfold_core::compaction::{ReasoningPolicy, ToolOverride, ToolPolicy};
+use ctxfold_core::compaction::{ReasoningPolicy, ToolPolicy};
 use ctxfold_core::planner::{Rule, SummaryRequest, ToolHints};
 use toml::{Table, Value};
 
@@ -47,7 +47,6 @@ const RULE_KEYS: &[&str] = &[
     "tool_calls",
 ];
 const SUMMARY_KEYS: &[&str] = &["instructions", "model"];
-const TOOL_KEYS: &[&str] = &["compaction"];
 
 const BOUND_EXPECTED: &str = "a turn number from 1 (3), a count from the end (-3 or \"-3\"), a duration (\"5h\", \"30m\", \"2d\") or \"last-compaction\"";
 const KEEP_EXPECTED: &str = "a number of turns (3) or a duration (\"2h\", \"30m\", \"2d\")";
@@ -200,6 +199,8 @@ pub(crate) struct Parsed {
     pub compaction_retries: Option<u32>,
     pub auto_rule: Option<Rule>,
     pub hints: ToolHints,
+    /// The local tools; only filled when reading the merged table.
+    pub tools: BTreeMap<String, crate::ToolDecl>,
     pub other: Table,
 }
 
@@ -209,7 +210,7 @@ pub(crate) fn parse(table: &Table, ctx: &Ctx) -> Result<Parsed, ConfigError> {
     for (k, v) in table {
         match k.as_str() {
             "compaction" => parse_compaction(v, ctx, &mut out)?,
-            "tools" => parse_tools(v, ctx, &mut out.hints)?,
+            "tools" => crate::tools::parse_tools(v, ctx, &mut out)?,
             _ if TOP_LEVEL_KEYS.contains(&k.as_str()) => {
                 out.other.insert(k.clone(), v.clone());
             }
@@ -219,7 +220,12 @@ pub(crate) fn parse(table: &Table, ctx: &Ctx) -> Result<Parsed, ConfigError> {
     Ok(out)
 }
 
-fn table<'v>(v: &'v Value, key: &str, ctx: &Ctx, what: &str) -> Result<&'v Table, ConfigError> {
+pub(crate) fn table<'v>(
+    v: &'v Value,
+    key: &str,
+    ctx: &Ctx,
+    what: &str,
+) -> Result<&'v Table, ConfigError> {
     v.as_table().ok_or_else(|| ctx.invalid(key, v, what))
 }
 
@@ -402,42 +408,6 @@ fn keep(v: &Value, key: &str, ctx: &Ctx) -> Result<Keep, ConfigError> {
         _ => None,
     };
     k.ok_or_else(|| ctx.invalid(key, v, KEEP_EXPECTED))
-}
-
-fn parse_tools(v: &Value, ctx: &Ctx, hints: &mut ToolHints) -> Result<(), ConfigError> {
-    let t = table(v, "tools", ctx, "a table of tools ([tools.NAME])")?;
-    for (name, v) in t {
-        let key = join("tools", name);
-        let tool = table(v, &key, ctx, "a table (compaction)")?;
-        for (k, v) in tool {
-            let key = join(&key, k);
-            match k.as_str() {
-                "compaction" => {
-                    let o = match v.as_str() {
-                        Some("keep") => ToolOverride::Keep,
-                        Some("strip") => ToolOverride::Strip,
-                        Some("strip-requests") => ToolOverride::StripRequests,
-                        Some("strip-responses") => ToolOverride::StripResponses,
-                        Some("omit") => ToolOverride::Omit,
-                        _ => {
-                            return Err(ctx.invalid(
-                                &key,
-                                v,
-                                "one of keep, strip, strip-requests, strip-responses, omit",
-                            ));
-                        }
-                    };
-                    if name == "*" {
-                        hints.default = Some(o);
-                    } else {
-                        hints.per_tool.insert(name.clone(), o);
-                    }
-                }
-                _ => return Err(ctx.unknown(&key, k, TOOL_KEYS)),
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A rule as a config table (the inverse of the reader, for the built-in

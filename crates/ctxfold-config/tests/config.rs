@@ -732,7 +732,7 @@ fn wrong_types_are_errors() {
             "[tools]\nsearch = \"omit\"\n",
             "tools.search",
             "\"omit\"",
-            "a table (compaction)",
+            "a table (command, description, parameters, run, timeout, max_output_bytes, compaction)",
         ),
         (
             "compaction = 1\n",
