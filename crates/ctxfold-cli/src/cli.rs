@@ -118,6 +118,11 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// One turn of the agent: send a message to the model, run the tools it
+    /// calls, repeat until it answers; compacts automatically when
+    /// `[compaction.auto] enabled`.
+    #[command(visible_alias = "q")]
+    Query(Box<QueryArgs>),
 }
 
 /// `ctxfold conversation …`
@@ -341,4 +346,36 @@ fn tool_mode(s: &str) -> Result<String, String> {
                 .into(),
         ),
     }
+}
+
+/// `ctxfold query …`
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The message (default: standard input when piped, else `$EDITOR`).
+    pub message: Vec<String>,
+    /// The model, as provider/model (remembered by the conversation).
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Compact before the turn with this rule (repeatable; a bare -k
+    /// applies the configured rules).
+    #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    pub compact: Vec<String>,
+    /// Enable a built-in tool for this query (repeatable).
+    #[arg(short = 't', long = "tool", value_name = "TOOL")]
+    pub tools: Vec<String>,
+    /// Make the model's first call use this tool.
+    #[arg(short = 'u', long = "use-tool", value_name = "TOOL")]
+    pub use_tool: Option<String>,
+    /// Start a new conversation (default: the active one).
+    #[arg(long)]
+    pub new: bool,
+    /// Approve every tool call without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// No automatic compaction for this turn.
+    #[arg(long)]
+    pub no_auto: bool,
+    /// The model's context window in tokens (else from the model).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub window: Option<u32>,
 }

@@ -201,6 +201,31 @@ fn run_rules(
     )?)
 }
 
+/// `query -k SPEC…`: compact the conversation before the turn, saying what
+/// was done on standard error.
+pub fn compact_before_turn(
+    conv: &mut Conversation<'_>,
+    specs: &[String],
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let flags = RuleFlags {
+        compact: specs.to_vec(),
+        ..RuleFlags::default()
+    };
+    let rules = rules_from_flags(&flags, settings)?;
+    let ctx = plan_context(settings, Some("before a query (-k)"));
+    let run = run_rules(conv, &rules, &ctx, settings, false)?;
+    for (c, e) in run.compactions.iter().zip(&run.effects) {
+        eprintln!(
+            "compacted turns {}–{}: {}",
+            u64::from(c.from_turn) + 1,
+            u64::from(c.to_turn) + 1,
+            e.describe(c).join(", ")
+        );
+    }
+    Ok(())
+}
+
 fn plan_context(settings: &Settings, note: Option<&str>) -> PlanContext {
     PlanContext {
         now: Some(jiff::Timestamp::now()),

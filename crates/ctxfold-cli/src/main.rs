@@ -4,6 +4,7 @@ mod auto;
 mod cli;
 mod compact;
 mod conversation;
+mod query;
 mod render;
 mod settings;
 mod stats;
@@ -66,6 +67,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = settings::load(ws_root, &cli.config)?;
             let ws = ctxfold_store::Workspace::find(&cwd)?;
             stats::stats(&ws, id.as_deref(), model.as_deref(), &settings, &out)
+        }
+        Command::Query(args) => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            let ws = ctxfold_store::Workspace::find(&cwd)?;
+            let mut tools = query::LocalTools::new(&settings, args.yes);
+            query::query(&ws, &args, &settings, &mut tools, &out)
         }
         Command::Conversation(cmd) => {
             let settings = settings::load(ws_root, &cli.config)?;

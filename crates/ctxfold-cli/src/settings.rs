@@ -25,14 +25,64 @@ pub struct Settings {
     pub providers: Providers,
     /// `[compaction.auto]`.
     pub auto: AutoPolicy,
+    /// Local tools declared with `[tools.NAME] command = …`.
+    pub tools: BTreeMap<String, ctxfold_config::ToolDecl>,
+    /// `[query] step_limit`: model calls allowed in one turn (default 100).
+    pub step_limit: usize,
+    /// `[query] system`: a system prompt sent with every request.
+    pub system: Option<String>,
 }
 
 /// The checks of the sections the config crate passes through: each layer
 /// is checked on its own so that an error names its file and line.
-const CHECKS: &[SectionCheck] = &[SectionCheck {
-    section: "providers",
-    check: check_providers,
-}];
+const CHECKS: &[SectionCheck] = &[
+    SectionCheck {
+        section: "providers",
+        check: check_providers,
+    },
+    SectionCheck {
+        section: "query",
+        check: check_query,
+    },
+];
+
+/// The keys of `[query]`.
+const QUERY_KEYS: &[&str] = &["step_limit", "system"];
+
+/// `[query]`: `step_limit` (model calls in one turn, at least 1) and
+/// `system` (a system prompt sent with every request).
+fn check_query(v: &toml::Value) -> Result<(), SectionProblem> {
+    let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
+        key: vec![],
+        expected: "a table ([query])".into(),
+    })?;
+    for (k, v) in t {
+        let key = vec![k.clone()];
+        match k.as_str() {
+            "step_limit" if v.as_integer().is_some_and(|n| n >= 1) => {}
+            "step_limit" => {
+                return Err(SectionProblem::Invalid {
+                    key,
+                    expected: "a number of model calls, at least 1".into(),
+                });
+            }
+            "system" if v.is_str() => {}
+            "system" => {
+                return Err(SectionProblem::Invalid {
+                    key,
+                    expected: "a string (the system prompt)".into(),
+                });
+            }
+            _ => {
+                return Err(SectionProblem::UnknownKey {
+                    key,
+                    expected: QUERY_KEYS.to_vec(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
 
 /// `[providers]` as one layer sets it: a table of `[providers.NAME]`
 /// tables whose keys are [`ProviderSettings::KEYS`], each value accepted on
@@ -114,6 +164,22 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
     Ok(Settings {
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
+        tools: l.config.tools.clone(),
+        step_limit: l
+            .config
+            .other
+            .get("query")
+            .and_then(|q| q.get("step_limit"))
+            .and_then(toml::Value::as_integer)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(crate::query::STEP_LIMIT),
+        system: l
+            .config
+            .other
+            .get("query")
+            .and_then(|q| q.get("system"))
+            .and_then(toml::Value::as_str)
+            .map(str::to_owned),
         auto: {
             let a = &l.config.auto;
             AutoPolicy {

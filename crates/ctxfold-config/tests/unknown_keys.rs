@@ -67,7 +67,9 @@ fn an_unknown_section_with_no_near_key_lists_the_known_ones() {
     let (msg, path) = error_with("answer = 42\n[model]\nid = \"openai/gpt-4o\"\n", &[]);
     assert_eq!(
         msg,
-        format!("{path}:1: unknown key answer: expected one of compaction, providers, tools")
+        format!(
+            "{path}:1: unknown key answer: expected one of compaction, providers, query, tools"
+        )
     );
 }
 
@@ -126,7 +128,7 @@ fn a_typo_in_a_flag_key_or_an_environment_variable_is_named_too() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "flag --set: unknown key compation: expected one of compaction, providers, tools; did you mean compaction?"
+        "flag --set: unknown key compation: expected one of compaction, providers, query, tools; did you mean compaction?"
     );
     let e = load(&Layers {
         env: vec![("CTXFOLD_COMPACTION_AUTO_ENABLE".into(), "1".into())],

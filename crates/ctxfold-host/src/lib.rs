@@ -1,6 +1,13 @@
-//! The agent host of ctxfold (SPEC §10): the parts `ctxfold query` runs a
-//! turn with.
+//! The agent host of ctxfold (SPEC §10): the turn loop behind `ctxfold
+//! query`, and the parts it runs a turn with.
 //!
+//! - [`turn`]: per step, ask the compaction service whether the request
+//!   must be compacted (seed 002's pre-step seam), derive the request from
+//!   the projected view once, call the model (streaming), record every
+//!   event as it completes, run the tool calls, and repeat until the model
+//!   answers without tools; then the between-turn trigger (seed 004). What
+//!   it shows goes through [`turn::Ui`], tool calls through
+//!   [`turn::ToolRunner`].
 //! - [`tools`]: local tools declared in config (`[tools.NAME]`), run as
 //!   commands with the call's JSON arguments on standard input, their
 //!   output bounded; and their specs for the model.
@@ -12,3 +19,4 @@
 
 pub mod approval;
 pub mod tools;
+pub mod turn;

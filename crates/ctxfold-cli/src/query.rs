@@ -1,0 +1,331 @@
+//! `ctxfold query` (`q`): one turn of the agent in the active conversation
+//! (or a new one), on the terminal.
+//!
+//! - The message comes from the arguments, else standard input when it is
+//!   piped, else `$EDITOR`.
+//! - The model is `-m provider/model`, remembered by the conversation for
+//!   the next query.
+//! - Output streams on a terminal (reasoning dimmed), is plain text when
+//!   piped; tool runs and compactions are one line each on standard error;
+//!   `--format json` prints one document at the end instead.
+//! - Ctrl-C ends the turn cleanly (what was recorded stays; a tool call left
+//!   without its result gets an `interrupted` error result); a second
+//!   Ctrl-C exits at once, and the next query repairs the log the same way.
+
+use std::io::{IsTerminal, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context as _, bail};
+use ctxfold_compactor::{BasicCompactor, Conversation, Outcome};
+use ctxfold_host::turn::{Host, ToolOutput, ToolRunner, TurnEnd, Ui};
+use ctxfold_providers::ToolSpec;
+use ctxfold_store::Workspace;
+use serde_json::{Value, json};
+
+use crate::cli::QueryArgs;
+use crate::render::Printer;
+use crate::settings::Settings;
+
+/// Key of ctxfold's own data in a conversation's `meta.json` extras.
+const META_KEY: &str = "ctxfold";
+
+/// Model calls allowed in one turn unless `[query] step_limit` says
+/// otherwise.
+pub const STEP_LIMIT: usize = 100;
+
+pub fn query(
+    ws: &Workspace,
+    args: &QueryArgs,
+    settings: &Settings,
+    tools: &mut dyn ToolRunner,
+    out: &Printer,
+) -> anyhow::Result<()> {
+    let message = message(args)?;
+    let mut c = if args.new {
+        ws.create(None, None, ctxfold_core::Object::new(), Vec::new())?
+    } else {
+        match ws.resolve(None) {
+            Ok(c) => c,
+            Err(ctxfold_store::StoreError::NoActive) => {
+                ws.create(None, None, ctxfold_core::Object::new(), Vec::new())?
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let remembered = c
+        .meta
+        .extras
+        .get(META_KEY)
+        .and_then(|v| v.get("model"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let Some(model_name) = args.model.clone().or(remembered) else {
+        bail!(
+            "name the model with -m provider/model (for example -m local/smollm2 or -m openai/gpt-4o-mini); the conversation remembers it"
+        );
+    };
+    let (provider, model) = settings
+        .providers
+        .resolve(&model_name)
+        .with_context(|| format!("-m {model_name}"))?;
+    let window = match args.window {
+        Some(w) => Some(w),
+        None => ctxfold_tokens::context_window(&model)
+            .or(provider.context_window(&model).ok().flatten()),
+    };
+    if window.is_none() {
+        tracing::warn!(
+            "the context window of {model_name} is not known: no automatic compaction (give --window N)"
+        );
+    }
+    // Remember the model and make the conversation the active one.
+    let mut extras = c.meta.extras.get(META_KEY).cloned().unwrap_or(json!({}));
+    extras["model"] = json!(model_name);
+    c.meta.extras.insert(META_KEY.into(), extras);
+    ws.set_active(&mut c)?;
+
+    let store = c.log();
+    let log = crate::conversation::load(&c)?;
+    let mut conv = Conversation::new(log, &store);
+    if !args.compact.is_empty() {
+        crate::compact::compact_before_turn(&mut conv, &args.compact, settings)?;
+    }
+    let host = Host {
+        provider,
+        model,
+        system: settings.system.clone(),
+        compactor: BasicCompactor::new(
+            settings.auto.clone(),
+            settings.hints.clone(),
+            Box::new(ctxfold_tokens::Heuristic::default()),
+            Box::new(crate::compact::CliSummarizers::new(settings.clone())),
+        ),
+        window,
+        auto: settings.auto.enabled && !args.no_auto,
+        step_limit: settings.step_limit,
+        max_tokens: None,
+        force_tool: args.use_tool.clone(),
+    };
+    let cancel = interrupts();
+    let mut ui = Terminal::new(out.is_json());
+    let report = host.run_turn(&mut conv, &message, tools, &mut ui, &cancel)?;
+    ui.finish();
+    let log = conv.log();
+    if out.is_json() {
+        let events: Vec<Value> = log.records()[report.first_record..]
+            .iter()
+            .map(|r| Value::Object(r.to_object()))
+            .collect();
+        let mut v = serde_json::to_value(&report)?;
+        if let Value::Object(m) = &mut v {
+            m.insert("id".into(), json!(c.meta.id));
+            m.insert("events".into(), Value::Array(events));
+        }
+        out.emit(&v, String::new)?;
+    }
+    match report.end {
+        TurnEnd::Answered => Ok(()),
+        TurnEnd::Interrupted => {
+            eprintln!("interrupted; what was recorded stays in {}", c.meta.id);
+            std::process::exit(130);
+        }
+        TurnEnd::StepLimit { limit } => bail!(
+            "the model called tools {limit} times in a row without answering; the turn was stopped (what it did is recorded in {})",
+            c.meta.id
+        ),
+    }
+}
+
+/// The message: the arguments, else standard input when piped, else the
+/// editor.
+fn message(args: &QueryArgs) -> anyhow::Result<String> {
+    let text = if !args.message.is_empty() {
+        args.message.join(" ")
+    } else if !std::io::stdin().is_terminal() {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading the message from standard input")?;
+        s
+    } else {
+        let editor = std::env::var("VISUAL")
+            .or_else(|_| std::env::var("EDITOR"))
+            .unwrap_or_else(|_| "vi".into());
+        let file = tempfile::Builder::new().suffix(".md").tempfile()?;
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("sh")
+            .arg(file.path())
+            .status()
+            .with_context(|| format!("running the editor `{editor}`"))?;
+        if !status.success() {
+            bail!("the editor `{editor}` failed ({status}); nothing was sent");
+        }
+        std::fs::read_to_string(file.path())?
+    };
+    let text = text.trim().to_owned();
+    if text.is_empty() {
+        bail!("the message is empty; nothing was sent");
+    }
+    Ok(text)
+}
+
+/// Ctrl-C sets the flag the turn checks; a second one exits at once.
+fn interrupts() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let _ = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            // The log is valid at every append; the next query repairs an
+            // unclosed step.
+            std::process::exit(130);
+        }
+        eprintln!("\n(stopping after the current step; Ctrl-C again to quit now)");
+    });
+    flag
+}
+
+/// The turn on the terminal: text to standard output as it streams,
+/// reasoning dimmed (on a terminal only), one line per tool run and per
+/// compaction on standard error.
+struct Terminal {
+    quiet: bool,
+    tty: bool,
+    in_reasoning: bool,
+    wrote: bool,
+}
+
+impl Terminal {
+    fn new(quiet: bool) -> Self {
+        Terminal {
+            quiet,
+            tty: std::io::stdout().is_terminal(),
+            in_reasoning: false,
+            wrote: false,
+        }
+    }
+
+    fn write(&mut self, s: &str) {
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(s.as_bytes());
+        let _ = o.flush();
+    }
+
+    fn end_reasoning(&mut self) {
+        if self.in_reasoning {
+            self.in_reasoning = false;
+            self.write("\x1b[0m\n");
+        }
+    }
+
+    fn finish(&mut self) {
+        self.end_reasoning();
+        if self.wrote && !self.quiet {
+            self.write("\n");
+        }
+    }
+}
+
+impl Ui for Terminal {
+    fn text(&mut self, piece: &str) {
+        if self.quiet {
+            return;
+        }
+        self.end_reasoning();
+        self.wrote = true;
+        self.write(piece);
+    }
+
+    fn reasoning(&mut self, piece: &str) {
+        if self.quiet || !self.tty {
+            return;
+        }
+        if !self.in_reasoning {
+            self.in_reasoning = true;
+            self.write("\x1b[2m");
+        }
+        self.write(piece);
+    }
+
+    fn tool_call(&mut self, _name: &str) {}
+
+    fn tool_result(&mut self, name: &str, output: &ToolOutput) {
+        if self.quiet {
+            return;
+        }
+        self.end_reasoning();
+        let status = if output.is_error { "failed" } else { "ok" };
+        let first = output.content.lines().next().unwrap_or("");
+        let first: String = first.chars().take(100).collect();
+        eprintln!("[{name}: {status}] {first}");
+    }
+
+    fn compaction(&mut self, outcome: &Outcome) {
+        if self.quiet {
+            return;
+        }
+        self.end_reasoning();
+        eprint!("{}", crate::auto::describe(outcome));
+    }
+
+    fn step_end(&mut self) {
+        self.end_reasoning();
+        if self.wrote && !self.quiet {
+            self.write("\n");
+            self.wrote = false;
+        }
+    }
+}
+
+/// The local tools declared in config, run with approval (`ask` asks on
+/// the terminal, or declines without one unless `--yes`).
+pub struct LocalTools {
+    decls: std::collections::BTreeMap<String, ctxfold_config::ToolDecl>,
+    yes: bool,
+}
+
+impl LocalTools {
+    /// The tools of `settings`; `yes` approves every call.
+    pub fn new(settings: &Settings, yes: bool) -> Self {
+        LocalTools {
+            decls: settings.tools.clone(),
+            yes,
+        }
+    }
+}
+
+impl ToolRunner for LocalTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        ctxfold_host::tools::tool_specs(self.decls.values())
+    }
+
+    fn run(&mut self, _id: &str, name: &str, arguments: &Value, cancel: &AtomicBool) -> ToolOutput {
+        use ctxfold_host::approval::{Decision, decide_on_terminal};
+        use ctxfold_host::tools::{ToolResult, run_tool};
+        let Some(decl) = self.decls.get(name) else {
+            let known: Vec<&str> = self.decls.keys().map(String::as_str).collect();
+            return ToolOutput {
+                content: format!(
+                    "there is no tool named `{name}`; the tools are: {}",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+                is_error: true,
+            };
+        };
+        let result = match decide_on_terminal(decl, arguments, self.yes) {
+            Ok(Decision::Run(args)) => run_tool(decl, &args, cancel),
+            Ok(Decision::Decline { reason }) => ToolResult::declined(reason.as_deref()),
+            Err(e) => ToolResult::declined(Some(&format!("the terminal could not be read: {e}"))),
+        };
+        ToolOutput {
+            content: result.content,
+            is_error: result.is_error,
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! `ctxfold query` through the real binary against a scripted model server
+//! on 127.0.0.1 that speaks OpenAI's and Anthropic's streaming shapes and
+//! checks every request it gets: every tool call has its result, every
+//! result its call.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use common::{Scratch, stderr};
+use serde_json::{Value, json};
+
+/// What the scripted model says at each call.
+#[derive(Clone)]
+enum Say {
+    /// Call a tool with these arguments.
+    Tool(&'static str, Value),
+    /// Answer with this text.
+    Text(&'static str),
+}
+
+/// A streaming model server playing `script` (then answering "done"), for
+/// `kind` ("openai" or "anthropic"). Returns its base URL and the request
+/// bodies it received; a request that fails the checks gets a 400 naming
+/// the problem (so the test fails on it).
+fn model(kind: &'static str, script: Vec<Say>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = match kind {
+        "openai" => format!("http://{}/v1", listener.local_addr().unwrap()),
+        _ => format!("http://{}", listener.local_addr().unwrap()),
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let bodies = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                continue;
+            }
+            let mut length = 0;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut out = stream;
+            if !line.starts_with("POST") {
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                continue;
+            }
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let n = {
+                let mut b = bodies.lock().unwrap();
+                b.push(request.clone());
+                b.len()
+            };
+            if let Err(problem) = check(kind, &request) {
+                let e = json!({"error": {"message": problem, "type": "invalid_request_error"}})
+                    .to_string();
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{e}",
+                    e.len()
+                );
+                continue;
+            }
+            let say = script.get(n - 1).cloned().unwrap_or(Say::Text("done"));
+            let events = match kind {
+                "openai" => openai_stream(n, &say),
+                _ => anthropic_stream(n, &say),
+            };
+            let _ = write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}"
+            );
+        }
+    });
+    (base, seen)
+}
+
+/// Every tool call answered once, after it; every result after its call.
+fn check(kind: &str, request: &Value) -> Result<(), String> {
+    let mut open: HashSet<String> = HashSet::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for m in request["messages"].as_array().ok_or("no messages")? {
+        match kind {
+            "openai" => {
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    open.insert(c["id"].as_str().unwrap_or_default().to_owned());
+                }
+                if m["role"] == "tool" {
+                    let id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
+                    if !open.contains(&id) || !answered.insert(id.clone()) {
+                        return Err(format!("tool result {id} without its call"));
+                    }
+                }
+            }
+            _ => {
+                for b in m["content"].as_array().into_iter().flatten() {
+                    match b["type"].as_str() {
+                        Some("tool_use") => {
+                            open.insert(b["id"].as_str().unwrap_or_default().to_owned());
+                        }
+                        Some("tool_result") => {
+                            let id = b["tool_use_id"].as_str().unwrap_or_default().to_owned();
+                            if !open.contains(&id) || !answered.insert(id.clone()) {
+                                return Err(format!("tool result {id} without its call"));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    match open.difference(&answered).next() {
+        Some(id) => Err(format!("tool call {id} without its result")),
+        None => Ok(()),
+    }
+}
+
+fn sse(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+fn openai_stream(n: usize, say: &Say) -> String {
+    let mut s = String::new();
+    match say {
+        Say::Text(t) => {
+            let (a, b) = t.split_at(t.len() / 2);
+            for piece in [a, b] {
+                s += &sse(
+                    &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": piece}}]}),
+                );
+            }
+            s += &sse(
+                &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            );
+        }
+        Say::Tool(name, args) => {
+            let args = args.to_string();
+            let (a, b) = args.split_at(args.len() / 2);
+            s += &sse(
+                &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": a}}]}}]}),
+            );
+            s += &sse(
+                &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": b}}]}}]}),
+            );
+            s += &sse(
+                &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            );
+        }
+    }
+    s + "data: [DONE]\n\n"
+}
+
+fn anthropic_stream(n: usize, say: &Say) -> String {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut s = ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": format!("m{n}"), "type": "message", "role": "assistant", "content": [], "model": "m", "usage": {"input_tokens": 10, "output_tokens": 0}}}),
+    );
+    let stop = match say {
+        Say::Text(t) => {
+            s += &ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            );
+            s += &ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}),
+            );
+            "end_turn"
+        }
+        Say::Tool(name, args) => {
+            s += &ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}}),
+            );
+            s += &ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+            );
+            "tool_use"
+        }
+    };
+    s += &ev(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    );
+    s += &ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
+    );
+    s + &ev("message_stop", json!({"type": "message_stop"}))
+}
+
+/// A workspace whose config names the fake provider and one local tool,
+/// `echo_args`, that prints the JSON arguments it gets (run unattended).
+fn workspace(kind: &str, base: &str, extra: &str) -> Scratch {
+    let s = Scratch::new();
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        format!(
+            "[providers.fake]\nkind = \"{kind}\"\nbase_url = \"{base}\"\napi_key_env = \"\"\ncontext_window = 100000\nmax_retries = 0\n\n[tools.echo_args]\ncommand = [\"cat\"]\ndescription = \"Print the arguments back.\"\nrun = \"unattended\"\nparameters = {{ type = \"object\", properties = {{ path = {{ type = \"string\" }} }} }}\n{extra}"
+        ),
+    )
+    .unwrap();
+    s
+}
+
+fn events(s: &Scratch) -> Vec<Value> {
+    s.json(&["c", "print"]).as_array().unwrap().clone()
+}
+
+/// A turn with several tool calls and a final answer, in each provider's
+/// streaming shape: the answer streams to standard output, every event is
+/// recorded in order, and every request the model got was valid.
+#[test]
+fn a_turn_with_tools_records_every_event_in_order() {
+    for kind in ["openai", "anthropic"] {
+        let script = vec![
+            Say::Tool("echo_args", json!({"path": "a.txt"})),
+            Say::Tool("echo_args", json!({"path": "b.txt"})),
+            Say::Text("Both files are fine."),
+        ];
+        let (base, seen) = model(kind, script);
+        let s = workspace(kind, &base, "");
+        let out = s.run(&["q", "-m", "fake/m", "--new", "check", "both", "files"]);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        let printed = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            printed.contains("Both files are fine."),
+            "{kind}: {printed}"
+        );
+        let kinds: Vec<String> = events(&s)
+            .iter()
+            .map(|r| r["type"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "turn_start",
+                "user",
+                "tool_call",
+                "tool_result",
+                "tool_call",
+                "tool_result",
+                "assistant"
+            ],
+            "{kind}"
+        );
+        let recs = events(&s);
+        assert_eq!(recs[1]["content"], "check both files");
+        assert_eq!(
+            recs[3]["content"].as_str().unwrap().trim(),
+            r#"{"path":"a.txt"}"#,
+            "{kind}"
+        );
+        assert_eq!(recs[3]["is_error"], false);
+        assert_eq!(recs[2]["id"], recs[3]["id"]);
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            3,
+            "{kind}: one request per step"
+        );
+        // The next query continues the conversation, with the model it
+        // remembered.
+        let out = s.run(&["q", "and now?"]);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        assert_eq!(events(&s).len(), 10, "{kind}");
+        let last = seen.lock().unwrap().last().unwrap().clone();
+        let tools = &last["tools"];
+        assert!(tools.to_string().contains("echo_args"), "{kind}: {tools}");
+    }
+}
+
+/// A runaway turn of 200 tool steps into an 8,000-token window completes:
+/// compaction fires within the turn, every request fits the window and
+/// keeps its tool pairs, and the final answer is recorded.
+#[test]
+fn a_runaway_turn_completes_within_the_window() {
+    let mut script: Vec<Say> = (0..200)
+        .map(|_| Say::Tool("echo_args", json!({"path": "x".repeat(300)})))
+        .collect();
+    script.push(Say::Text("All 200 steps done."));
+    let (base, seen) = model("openai", script);
+    let s = workspace(
+        "openai",
+        &base,
+        "\n[query]\nstep_limit = 300\n[compaction.auto]\nenabled = true\n[compaction.auto.rule]\nkeep_first = 1\n[compaction.auto.rule.summary]\n",
+    );
+    let out = s.run(&["q", "-m", "fake/m", "--new", "--window", "8000", "go"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 201);
+    for (i, r) in requests.iter().enumerate() {
+        // Characters / 4, the estimate's own measure, with room for the
+        // wire format's keys.
+        let size = r["messages"].to_string().len() / 4;
+        assert!(size <= 8_000, "request {}: ~{size} tokens", i + 1);
+    }
+    let recs = events(&s);
+    assert_eq!(recs.last().unwrap()["content"], "All 200 steps done.");
+    let compactions = recs.iter().filter(|r| r["type"] == "compaction").count();
+    assert!(compactions >= 2, "{compactions} compactions");
+    assert!(
+        stderr(&out).contains("automatic compaction before the next model call"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Without a terminal, a tool that asks declines (the model reads why),
+/// unless `--yes`.
+#[test]
+fn ask_without_a_terminal_declines_unless_yes() {
+    let script = vec![Say::Tool("asker", json!({"path": "a"})), Say::Text("ok")];
+    let (base, _) = model("openai", script.clone());
+    let tool = "\n[tools.asker]\ncommand = [\"cat\"]\nrun = \"ask\"\n";
+    let s = workspace("openai", &base, tool);
+    let out = s.run(&["q", "-m", "fake/m", "--new", "go"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result = events(&s)
+        .into_iter()
+        .find(|r| r["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["is_error"], true, "{result}");
+    let (base, _) = model("openai", script);
+    let s = workspace("openai", &base, tool);
+    let out = s.run(&["q", "-m", "fake/m", "--new", "--yes", "go"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result = events(&s)
+        .into_iter()
+        .find(|r| r["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+}
+
+/// The step limit ends a turn that never stops, with a clear message.
+#[test]
+fn the_step_limit_stops_a_loop() {
+    let script: Vec<Say> = (0..10)
+        .map(|_| Say::Tool("echo_args", json!({"path": "a"})))
+        .collect();
+    let (base, seen) = model("openai", script);
+    let s = workspace("openai", &base, "\n[query]\nstep_limit = 3\n");
+    let out = s.run(&["q", "-m", "fake/m", "--new", "go"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("3 times in a row"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    // What it did is recorded, every call with its result.
+    let recs = events(&s);
+    assert_eq!(
+        recs.iter().filter(|r| r["type"] == "tool_result").count(),
+        3
+    );
+}
+
+/// A model name is needed once; without one the query says how to give it.
+#[test]
+fn a_query_without_a_model_says_how_to_name_one() {
+    let s = Scratch::new();
+    let out = s.run(&["q", "hello"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("-m provider/model"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `[query]` is checked like every section: a bad value or an unknown key
+/// names the file, the line and what was expected.
+#[test]
+fn query_settings_are_checked() {
+    let s = Scratch::new();
+    for (text, needle) in [
+        (
+            "[query]\nstep_limit = 0\n",
+            "a number of model calls, at least 1",
+        ),
+        ("[query]\nsteps = 3\n", "step_limit"),
+        ("[query]\nsystem = 3\n", "a string (the system prompt)"),
+    ] {
+        let f = s.path().join("q.toml");
+        std::fs::write(&f, text).unwrap();
+        let out = s.run(&["-c", f.to_str().unwrap(), "config", "show"]);
+        assert!(!out.status.success(), "{text}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("q.toml") && err.contains(needle),
+            "{text}: {err}"
+        );
+    }
+}

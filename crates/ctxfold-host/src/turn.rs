@@ -1,0 +1,375 @@
+//! One turn of the agent: a user message, then model calls and tool runs
+//! until the model answers without tools.
+//!
+//! ```text
+//! repair an unclosed step left by a crash or an interrupt
+//! turn_start, user
+//! per step (at most `step_limit`):
+//!   compact_if_needed (before the step)          ← seed 002's pre-step seam
+//!   request from the projected view, once
+//!   call the model, streaming; on "context too long": one compaction, one retry
+//!   record what it said (text, reasoning with its signature, tool calls, usage)
+//!   run each tool call, recording its result as it completes
+//!   no tool calls → the turn is answered
+//! compact_if_needed (between turns)              ← seed 004
+//! ```
+//!
+//! An interrupt (the caller's `cancel` flag) ends the turn at the next
+//! point where the log is consistent: calls left without a result get an
+//! `interrupted` error result, so the log stays valid and the next turn
+//! continues from it.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ctxfold_compactor::{
+    BasicCompactor, Compactor, Context, Conversation, Moment, Outcome, OverflowError,
+    retry_on_overflow,
+};
+use ctxfold_core::projection::project;
+use ctxfold_core::{Body, Log, Record};
+use ctxfold_providers::response::StreamEvent;
+use ctxfold_providers::{Provider, ProviderError, RequestOptions, ToolSpec, request_from_view};
+use ctxfold_tokens::{Heuristic, TokenEstimator};
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a tool run gives back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the model reads.
+    pub content: String,
+    /// Whether the tool failed (or was declined, timed out, interrupted).
+    pub is_error: bool,
+}
+
+/// Runs the tool calls the model makes: local commands, with approval.
+pub trait ToolRunner {
+    /// The tools offered to the model.
+    fn specs(&self) -> Vec<ToolSpec>;
+
+    /// Run one call. `cancel` turns true on an interrupt: stop the tool and
+    /// return an error result saying so.
+    fn run(&mut self, id: &str, name: &str, arguments: &Value, cancel: &AtomicBool) -> ToolOutput;
+}
+
+/// Where the turn shows what happens.
+pub trait Ui {
+    /// A piece of the assistant's text, as it streams.
+    fn text(&mut self, piece: &str);
+    /// A piece of reasoning, as it streams.
+    fn reasoning(&mut self, piece: &str);
+    /// The model started a tool call.
+    fn tool_call(&mut self, name: &str);
+    /// A tool finished.
+    fn tool_result(&mut self, name: &str, output: &ToolOutput);
+    /// Automatic compaction did something (or tried and failed).
+    fn compaction(&mut self, outcome: &Outcome);
+    /// The model call of a step ended.
+    fn step_end(&mut self) {}
+}
+
+/// What the host runs with.
+pub struct Host {
+    /// The provider the model is called through.
+    pub provider: Provider,
+    /// The model, as the provider names it.
+    pub model: String,
+    /// A system prompt from config, sent before the log's own.
+    pub system: Option<String>,
+    /// The compaction service.
+    pub compactor: BasicCompactor,
+    /// The model's window, when known.
+    pub window: Option<u32>,
+    /// Compact automatically (before every step and between turns).
+    pub auto: bool,
+    /// Model calls allowed in one turn.
+    pub step_limit: usize,
+    /// Output limit per call.
+    pub max_tokens: Option<u32>,
+    /// Force the first call of the turn to use this tool.
+    pub force_tool: Option<String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "end")]
+pub enum TurnEnd {
+    /// The model answered without tools.
+    Answered,
+    /// The caller interrupted it.
+    Interrupted,
+    /// The model kept calling tools past the step limit.
+    StepLimit {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// What a turn did.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnReport {
+    /// How it ended.
+    #[serde(flatten)]
+    pub end: TurnEnd,
+    /// Model calls made.
+    pub steps: usize,
+    /// Index of the turn's first record in the log.
+    pub first_record: usize,
+    /// What automatic compaction did (only the attempts that did or failed
+    /// something).
+    pub compactions: Vec<Outcome>,
+}
+
+/// Why a turn could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The model call failed.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// Compaction could not read or write the conversation.
+    #[error(transparent)]
+    Compact(#[from] ctxfold_compactor::CompactError),
+    /// The conversation could not be written.
+    #[error(transparent)]
+    Store(#[from] ctxfold_store::StoreError),
+}
+
+/// The error result given to a tool call that never ran to completion.
+pub const INTERRUPTED: &str = "interrupted: the turn was stopped before this tool call finished";
+
+/// Give every tool call left without a result (a crash, an interrupt, a
+/// second Ctrl-C) an `interrupted` error result, so the log is valid for
+/// every provider and the conversation can go on. Returns how many.
+pub fn repair(conv: &mut Conversation<'_>) -> Result<usize, HostError> {
+    let open = unanswered(conv.log());
+    let n = open.len();
+    if n > 0 {
+        let ts = ctxfold_store::now();
+        conv.append(
+            open.into_iter()
+                .map(|id| {
+                    Record::new(
+                        0,
+                        ts.clone(),
+                        Body::ToolResult {
+                            id,
+                            content: INTERRUPTED.into(),
+                            is_error: true,
+                        },
+                    )
+                })
+                .collect(),
+        )?;
+    }
+    Ok(n)
+}
+
+/// Calls of the last turn without a result, in order.
+fn unanswered(log: &Log) -> Vec<String> {
+    let Some(turn) = (log.turn_count() as u32).checked_sub(1) else {
+        return Vec::new();
+    };
+    let Some(range) = log.turn_range(turn) else {
+        return Vec::new();
+    };
+    let records = &log.records()[range];
+    let answered: HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolResult { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall { id, .. } if !answered.contains(id.as_str()) => Some(id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Host {
+    /// Tokens the request holds besides the view: the system prompt and
+    /// the tool definitions.
+    fn extra_tokens(&self, tools: &[ToolSpec]) -> usize {
+        let est = Heuristic::default();
+        let system = self
+            .system
+            .as_deref()
+            .map_or(0, |s| est.system_prompt_tokens(s));
+        let schema: Vec<Value> = tools
+            .iter()
+            .map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        system + est.schema_tokens(&Value::Array(schema))
+    }
+
+    fn context(&self, moment: Moment, extra: usize) -> Context {
+        Context {
+            extra_tokens: extra,
+            now: Some(jiff::Timestamp::now()),
+            ..Context::new(moment, self.window)
+        }
+    }
+
+    /// Run one turn for `message`.
+    pub fn run_turn(
+        &self,
+        conv: &mut Conversation<'_>,
+        message: &str,
+        tools: &mut dyn ToolRunner,
+        ui: &mut dyn Ui,
+        cancel: &AtomicBool,
+    ) -> Result<TurnReport, HostError> {
+        let repaired = repair(conv)?;
+        if repaired > 0 {
+            tracing::info!(
+                repaired,
+                "tool calls left without a result were closed as interrupted"
+            );
+        }
+        conv.begin_turn();
+        let first_record = conv.log().len();
+        let ts = ctxfold_store::now();
+        conv.append(vec![
+            Record::new(0, ts.clone(), Body::TurnStart),
+            Record::new(
+                0,
+                ts,
+                Body::User {
+                    content: message.to_owned(),
+                    author: None,
+                },
+            ),
+        ])?;
+        let specs = tools.specs();
+        let extra = self.extra_tokens(&specs);
+        let mut report = TurnReport {
+            end: TurnEnd::Answered,
+            steps: 0,
+            first_record,
+            compactions: Vec::new(),
+        };
+        loop {
+            if cancel.load(Ordering::SeqCst) {
+                report.end = TurnEnd::Interrupted;
+                break;
+            }
+            if report.steps == self.step_limit {
+                report.end = TurnEnd::StepLimit {
+                    limit: self.step_limit,
+                };
+                break;
+            }
+            if self.auto {
+                let outcome = self
+                    .compactor
+                    .compact_if_needed(conv, &self.context(Moment::BeforeStep, extra))?;
+                self.show(&outcome, ui, &mut report);
+            }
+            let force = if report.steps == 0 {
+                self.force_tool.as_deref()
+            } else {
+                None
+            };
+            let opts = RequestOptions {
+                model: self.model.clone(),
+                system: self.system.clone(),
+                tools: specs.clone(),
+                max_tokens: self.max_tokens,
+                extra: force.map(|t| self.tool_choice(t)).unwrap_or_default(),
+            };
+            let ctx = self.context(Moment::BeforeStep, extra);
+            let sent = retry_on_overflow(
+                &self.compactor,
+                conv,
+                &ctx,
+                |log: &Log| {
+                    let req = request_from_view(log, &project(log), &opts);
+                    let mut on = |e: StreamEvent| match e {
+                        StreamEvent::Text(t) => ui.text(&t),
+                        StreamEvent::Reasoning(t) => ui.reasoning(&t),
+                        StreamEvent::ToolCall { name, .. } => ui.tool_call(&name),
+                    };
+                    self.provider.chat(&req, Some(&mut on))
+                },
+                |e| e.is_context_overflow(),
+            );
+            report.steps += 1;
+            let (response, overflow) = match sent {
+                Ok(r) => r,
+                Err(OverflowError::Send(e)) => return Err(e.into()),
+                Err(OverflowError::Compact(e)) => return Err(e.into()),
+            };
+            if let Some(o) = overflow {
+                self.show(&o, ui, &mut report);
+            }
+            ui.step_end();
+            conv.append(response.to_records(&ctxfold_store::now()))?;
+            let calls: Vec<(String, String, Value)> = response
+                .tool_calls()
+                .into_iter()
+                .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
+                .collect();
+            if calls.is_empty() {
+                break;
+            }
+            for (id, name, args) in calls {
+                let output = if cancel.load(Ordering::SeqCst) {
+                    ToolOutput {
+                        content: INTERRUPTED.into(),
+                        is_error: true,
+                    }
+                } else {
+                    tools.run(&id, &name, &args, cancel)
+                };
+                ui.tool_result(&name, &output);
+                conv.append(vec![Record::new(
+                    0,
+                    ctxfold_store::now(),
+                    Body::ToolResult {
+                        id,
+                        content: output.content,
+                        is_error: output.is_error,
+                    },
+                )])?;
+            }
+        }
+        if self.auto && report.end == TurnEnd::Answered {
+            let outcome = self
+                .compactor
+                .compact_if_needed(conv, &self.context(Moment::BetweenTurns, extra))?;
+            self.show(&outcome, ui, &mut report);
+        }
+        Ok(report)
+    }
+
+    /// `tool_choice` forcing `tool`, in the provider's shape.
+    fn tool_choice(&self, tool: &str) -> ctxfold_core::Object {
+        use ctxfold_providers::model::ProviderKind;
+        let choice = match self.provider.config().kind {
+            ProviderKind::OpenAi => {
+                serde_json::json!({"type": "function", "function": {"name": tool}})
+            }
+            ProviderKind::Anthropic => serde_json::json!({"type": "tool", "name": tool}),
+        };
+        let mut o = ctxfold_core::Object::new();
+        o.insert("tool_choice".into(), choice);
+        o
+    }
+
+    fn show(&self, outcome: &Outcome, ui: &mut dyn Ui, report: &mut TurnReport) {
+        use ctxfold_compactor::Status;
+        let worth = outcome.compacted()
+            || matches!(
+                outcome.status,
+                Status::Failed { .. } | Status::Unfit { .. } | Status::StillOver { .. }
+            );
+        if worth {
+            ui.compaction(outcome);
+            report.compactions.push(outcome.clone());
+        }
+    }
+}
