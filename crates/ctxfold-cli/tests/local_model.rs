@@ -105,3 +105,45 @@ fn the_window_comes_from_the_server() {
     );
     assert_eq!(provider.context_window("smollm2").unwrap(), Some(4096));
 }
+
+/// `ctxfold q` against the real local model with one local tool: the turn
+/// completes and is recorded (its events, not the model's wording: a 135M
+/// model may or may not call the tool; if it does, the call has its
+/// result).
+#[test]
+#[ignore = "needs the local model: scripts/local-model start (scripts/test does it)"]
+fn a_query_completes_a_turn_against_the_local_model() {
+    let s = Scratch::new();
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}/v1\"\nmax_tokens = 60\ntimeout_secs = 600\n\n[tools.list_files]\ncommand = [\"ls\"]\ndescription = \"List the files in the current directory.\"\nrun = \"unattended\"\n",
+            url()
+        ),
+    )
+    .unwrap();
+    let out = s
+        .command()
+        .args(["q", "-m", "local/smollm2", "--new", "--format", "json"])
+        .arg("Which files are in this directory? Use the list_files tool.")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let turn: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(turn["end"], "answered", "{turn}");
+    let events = turn["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(&kinds[..2], ["turn_start", "user"], "{kinds:?}");
+    assert!(
+        matches!(kinds.last(), Some(&"assistant") | Some(&"reasoning")),
+        "{kinds:?}"
+    );
+    let calls = kinds.iter().filter(|k| **k == "tool_call").count();
+    let results = kinds.iter().filter(|k| **k == "tool_result").count();
+    assert_eq!(calls, results, "{kinds:?}");
+    // What was printed is what was recorded.
+    assert_eq!(
+        s.json(&["c", "print"]).as_array().unwrap().len(),
+        events.len()
+    );
+}

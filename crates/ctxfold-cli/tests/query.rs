@@ -412,3 +412,60 @@ fn query_settings_are_checked() {
         );
     }
 }
+
+/// Ctrl-C (SIGINT to the real process) while a tool runs: the tool is
+/// stopped, its call gets an error result, the turn ends with status 130,
+/// the conversation loads, and the next query continues from it.
+#[test]
+fn ctrl_c_during_a_tool_run_leaves_a_valid_log() {
+    let script = vec![Say::Tool("slow", json!({})), Say::Text("never reached")];
+    let (base, seen) = model("openai", script);
+    let s = workspace(
+        "openai",
+        &base,
+        "\n[tools.slow]\ncommand = [\"sh\", \"-c\", \"touch started; sleep 30\"]\nrun = \"unattended\"\n",
+    );
+    let child = s
+        .command()
+        .args(["q", "-m", "fake/m", "--new", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = s.path().join("started");
+    let t0 = std::time::Instant::now();
+    while !started.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "the tool never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(20),
+        "the tool was stopped"
+    );
+    let recs = events(&s);
+    let result = recs
+        .iter()
+        .find(|r| r["type"] == "tool_result")
+        .expect("a result");
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "no model call after the interrupt"
+    );
+    // The next query continues from the valid log (the server answers text).
+    let out = s.run(&["q", "continue"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = events(&s);
+    assert_eq!(recs.last().unwrap()["type"], "assistant");
+}
