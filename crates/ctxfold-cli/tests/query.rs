@@ -469,3 +469,92 @@ fn ctrl_c_during_a_tool_run_leaves_a_valid_log() {
     let recs = events(&s);
     assert_eq!(recs.last().unwrap()["type"], "assistant");
 }
+
+/// Run `ctxfold ARGS` on a pseudo-terminal (util-linux `script`), typing
+/// `keys`; returns once it exits.
+fn on_a_terminal(
+    s: &Scratch,
+    args: &str,
+    keys: &str,
+    editor: Option<&str>,
+) -> std::process::Output {
+    let mut c = std::process::Command::new("script");
+    c.current_dir(s.path())
+        .env("HOME", s.path())
+        .env("XDG_DATA_HOME", s.path().join("xdg-data"))
+        .env("XDG_CONFIG_HOME", s.path().join("xdg-config"))
+        .args(["-qec", &format!("{} {args}", common::BIN), "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(e) = editor {
+        c.env("EDITOR", e).env_remove("VISUAL");
+    }
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(keys.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Approval on a pseudo-terminal: `y` runs the call, `n` with a reason
+/// declines it and the model reads the reason, `e` runs it with the
+/// arguments as edited in `$EDITOR`.
+#[test]
+fn approval_on_a_terminal_runs_declines_and_edits() {
+    let tool = "\n[tools.asker]\ncommand = [\"cat\"]\nrun = \"ask\"\n";
+    let cases: [(&str, Option<&str>); 3] = [
+        ("y\n", None),
+        ("n\nnot this file\n", None),
+        ("e\ny\n", Some("edit")),
+    ];
+    for (keys, editor) in cases {
+        let (base, seen) = model(
+            "openai",
+            vec![
+                Say::Tool("asker", json!({"path": "a.txt"})),
+                Say::Text("ok"),
+            ],
+        );
+        let s = workspace("openai", &base, tool);
+        // An editor that points the call at another file.
+        let ed = s.path().join("ed.sh");
+        std::fs::write(&ed, "#!/bin/sh\nsed -i 's/a.txt/b.txt/' \"$1\"\n").unwrap();
+        let mut mode = std::fs::metadata(&ed).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+        std::fs::set_permissions(&ed, mode).unwrap();
+        let editor = editor.map(|_| ed.to_str().unwrap().to_owned());
+        let out = on_a_terminal(&s, "q -m fake/m --new go", keys, editor.as_deref());
+        assert!(
+            out.status.success(),
+            "{keys:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
+        let result = events(&s)
+            .into_iter()
+            .find(|r| r["type"] == "tool_result")
+            .unwrap();
+        let content = result["content"].as_str().unwrap();
+        match keys {
+            "y\n" => {
+                assert_eq!(result["is_error"], false, "{result}");
+                assert!(content.contains("a.txt"), "{content}");
+            }
+            "e\ny\n" => {
+                assert_eq!(result["is_error"], false, "{result}");
+                assert!(content.contains("b.txt"), "{content}");
+            }
+            _ => {
+                assert_eq!(result["is_error"], true, "{result}");
+                assert!(content.contains("not this file"), "{content}");
+                // The model was told.
+                let last = seen.lock().unwrap().last().unwrap().to_string();
+                assert!(last.contains("not this file"), "{last}");
+            }
+        }
+    }
+}
