@@ -18,5 +18,6 @@
 #![warn(missing_docs)]
 
 pub mod approval;
+pub mod request_cache;
 pub mod tools;
 pub mod turn;

@@ -26,12 +26,13 @@ use ctxfold_compactor::{
     BasicCompactor, Compactor, Context, Conversation, Moment, Outcome, OverflowError,
     retry_on_overflow,
 };
-use ctxfold_core::projection::project;
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_providers::response::StreamEvent;
-use ctxfold_providers::{Provider, ProviderError, RequestOptions, ToolSpec, request_from_view};
+use ctxfold_providers::{Provider, ProviderError, RequestOptions, ToolSpec};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde::Serialize;
+
+use crate::request_cache::RequestCache;
 use serde_json::Value;
 
 /// What a tool run gives back.
@@ -246,6 +247,8 @@ impl Host {
         ])?;
         let specs = tools.specs();
         let extra = self.extra_tokens(&specs);
+        // Derived from the view once, then extended with each step.
+        let mut requests = RequestCache::new();
         let mut report = TurnReport {
             end: TurnEnd::Answered,
             steps: 0,
@@ -287,7 +290,7 @@ impl Host {
                 conv,
                 &ctx,
                 |log: &Log| {
-                    let req = request_from_view(log, &project(log), &opts);
+                    let req = requests.request(log, &opts);
                     let mut on = |e: StreamEvent| match e {
                         StreamEvent::Text(t) => ui.text(&t),
                         StreamEvent::Reasoning(t) => ui.reasoning(&t),

@@ -56,6 +56,8 @@ pub use model::{
     ModelName, ProviderConfig, ProviderKind, ProviderSettings, Providers, WindowSource,
 };
 pub use provider::Provider;
-pub use request::{ChatRequest, Message, Part, RequestOptions, Role, ToolSpec, request_from_view};
+pub use request::{
+    ChatRequest, Message, Part, RequestOptions, Role, ToolSpec, push_body, request_from_view,
+};
 pub use response::{ChatResponse, StopReason, StreamEvent, Usage};
 pub use summarizer::ModelSummarizer;

@@ -267,8 +267,11 @@ fn signature_of(meta: Option<&Object>) -> Option<String> {
     }
 }
 
-/// Add the part a (non-reasoning) event body stands for.
-fn push_body(req: &mut ChatRequest, body: Body) {
+/// Add the part an event body stands for, as it is (no compaction, no
+/// signature kept for reasoning): what [`request_from_view`] adds for a
+/// record shown unchanged. Callers extending a request with new records
+/// use it so both agree.
+pub fn push_body(req: &mut ChatRequest, body: Body) {
     match body {
         Body::User { content, .. } => req.push(Role::User, Part::Text(content)),
         Body::Assistant { content } => req.push(Role::Assistant, Part::Text(content)),
