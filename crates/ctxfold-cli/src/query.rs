@@ -41,6 +41,13 @@ pub fn query(
     tools: &mut dyn ToolRunner,
     out: &Printer,
 ) -> anyhow::Result<()> {
+    // Built-in tools are named with -t; there is none yet (the assistant's
+    // `compact` tool is still to come). Config tools are always offered.
+    if let Some(t) = args.tools.first() {
+        bail!(
+            "-t {t}: there is no built-in tool of that name yet; tools declared in config ([tools.NAME] command = …) are offered without -t"
+        );
+    }
     let message = message(args)?;
     let mut c = if args.new {
         ws.create(None, None, ctxfold_core::Object::new(), Vec::new())?

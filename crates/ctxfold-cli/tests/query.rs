@@ -20,6 +20,8 @@ enum Say {
     Tool(&'static str, Value),
     /// Answer with this text.
     Text(&'static str),
+    /// Call a tool, the stream pausing two seconds half way.
+    SlowTool(&'static str, Value),
 }
 
 /// A streaming model server playing `script` (then answering "done"), for
@@ -83,10 +85,17 @@ fn model(kind: &'static str, script: Vec<Say>) -> (String, Arc<Mutex<Vec<Value>>
                 "openai" => openai_stream(n, &say),
                 _ => anthropic_stream(n, &say),
             };
-            let _ = write!(
-                out,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}"
-            );
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if let Say::SlowTool(..) = say {
+                let cut = events.find("\n\n").unwrap() + 2;
+                let _ = write!(out, "{head}{}", &events[..cut]);
+                let _ = out.flush();
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                let _ = write!(out, "{}", &events[cut..]);
+                continue;
+            }
+            let _ = write!(out, "{head}{events}");
         }
     });
     (base, seen)
@@ -151,7 +160,7 @@ fn openai_stream(n: usize, say: &Say) -> String {
                 &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
             );
         }
-        Say::Tool(name, args) => {
+        Say::Tool(name, args) | Say::SlowTool(name, args) => {
             let args = args.to_string();
             let (a, b) = args.split_at(args.len() / 2);
             s += &sse(
@@ -186,7 +195,7 @@ fn anthropic_stream(n: usize, say: &Say) -> String {
             );
             "end_turn"
         }
-        Say::Tool(name, args) => {
+        Say::Tool(name, args) | Say::SlowTool(name, args) => {
             s += &ev(
                 "content_block_start",
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}}),
@@ -386,6 +395,14 @@ fn a_query_without_a_model_says_how_to_name_one() {
         "{}",
         stderr(&out)
     );
+    // A built-in tool that does not exist is refused, not ignored.
+    let out = s.run(&["q", "-m", "local/x", "-t", "compact", "hello"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("-t compact: there is no built-in tool"),
+        "{err}"
+    );
 }
 
 /// `[query]` is checked like every section: a bad value or an unknown key
@@ -557,4 +574,90 @@ fn approval_on_a_terminal_runs_declines_and_edits() {
             }
         }
     }
+}
+
+/// Ctrl-C while the model's answer streams: the answer is recorded, the
+/// tool call it made gets an `interrupted` error result instead of running,
+/// the turn ends with status 130, and the next query continues.
+#[test]
+fn ctrl_c_during_streaming_leaves_a_valid_log() {
+    let script = vec![
+        Say::SlowTool("echo_args", json!({"path": "a"})),
+        Say::Text("back"),
+    ];
+    let (base, seen) = model("openai", script);
+    let s = workspace("openai", &base, "");
+    let child = s
+        .command()
+        .args(["q", "-m", "fake/m", "--new", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while seen.lock().unwrap().is_empty() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "no request"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Mid-stream: the server pauses two seconds after its first event.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let recs = events(&s);
+    let kinds: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["turn_start", "user", "tool_call", "tool_result"],
+        "{recs:?}"
+    );
+    assert_eq!(recs[3]["is_error"], true);
+    assert!(recs[3]["content"].as_str().unwrap().contains("interrupted"));
+    let out = s.run(&["q", "continue"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(events(&s).last().unwrap()["content"], "back");
+}
+
+/// A tool that fails (non-zero exit) or times out gives an error result the
+/// model reads, and the turn goes on to its answer.
+#[test]
+fn failing_tools_give_error_results_and_the_loop_goes_on() {
+    let script = vec![
+        Say::Tool("fails", json!({})),
+        Say::Tool("hangs", json!({})),
+        Say::Text("noted"),
+    ];
+    let (base, _) = model("openai", script);
+    let s = workspace(
+        "openai",
+        &base,
+        "\n[tools.fails]\ncommand = [\"sh\", \"-c\", \"echo broken >&2; exit 3\"]\nrun = \"unattended\"\n[tools.hangs]\ncommand = [\"sleep\", \"30\"]\nrun = \"unattended\"\ntimeout = 1\n",
+    );
+    let out = s.run(&["q", "-m", "fake/m", "--new", "go"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = events(&s);
+    let results: Vec<&Value> = recs.iter().filter(|r| r["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r["is_error"] == true), "{results:?}");
+    assert!(
+        results[0]["content"].as_str().unwrap().contains("broken"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(recs.last().unwrap()["content"], "noted");
 }
