@@ -116,6 +116,7 @@ pub fn query(
     };
     let cancel = interrupts();
     let mut ui = Terminal::new(out.is_json());
+    ui.hide_reasoning = settings.hide_reasoning;
     let report = host.run_turn(&mut conv, &message, tools, &mut ui, &cancel)?;
     ui.finish();
     let log = conv.log();
@@ -200,6 +201,7 @@ fn interrupts() -> Arc<AtomicBool> {
 struct Terminal {
     quiet: bool,
     tty: bool,
+    hide_reasoning: bool,
     in_reasoning: bool,
     wrote: bool,
 }
@@ -209,6 +211,7 @@ impl Terminal {
         Terminal {
             quiet,
             tty: std::io::stdout().is_terminal(),
+            hide_reasoning: false,
             in_reasoning: false,
             wrote: false,
         }
@@ -246,7 +249,7 @@ impl Ui for Terminal {
     }
 
     fn reasoning(&mut self, piece: &str) {
-        if self.quiet || !self.tty {
+        if self.quiet || !self.tty || self.hide_reasoning {
             return;
         }
         if !self.in_reasoning {

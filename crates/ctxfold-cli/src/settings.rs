@@ -31,6 +31,8 @@ pub struct Settings {
     pub step_limit: usize,
     /// `[query] system`: a system prompt sent with every request.
     pub system: Option<String>,
+    /// `[query] reasoning = "hide"`: reasoning is not shown on a terminal.
+    pub hide_reasoning: bool,
 }
 
 /// The checks of the sections the config crate passes through: each layer
@@ -47,10 +49,11 @@ const CHECKS: &[SectionCheck] = &[
 ];
 
 /// The keys of `[query]`.
-const QUERY_KEYS: &[&str] = &["step_limit", "system"];
+const QUERY_KEYS: &[&str] = &["reasoning", "step_limit", "system"];
 
-/// `[query]`: `step_limit` (model calls in one turn, at least 1) and
-/// `system` (a system prompt sent with every request).
+/// `[query]`: `step_limit` (model calls in one turn, at least 1),
+/// `system` (a system prompt sent with every request) and `reasoning`
+/// (`dim` or `hide`: how a terminal shows it).
 fn check_query(v: &toml::Value) -> Result<(), SectionProblem> {
     let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
         key: vec![],
@@ -67,6 +70,13 @@ fn check_query(v: &toml::Value) -> Result<(), SectionProblem> {
                 });
             }
             "system" if v.is_str() => {}
+            "reasoning" if matches!(v.as_str(), Some("dim" | "hide")) => {}
+            "reasoning" => {
+                return Err(SectionProblem::Invalid {
+                    key,
+                    expected: "\"dim\" (shown dimmed on a terminal) or \"hide\"".into(),
+                });
+            }
             "system" => {
                 return Err(SectionProblem::Invalid {
                     key,
@@ -180,6 +190,13 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             .and_then(|q| q.get("system"))
             .and_then(toml::Value::as_str)
             .map(str::to_owned),
+        hide_reasoning: l
+            .config
+            .other
+            .get("query")
+            .and_then(|q| q.get("reasoning"))
+            .and_then(toml::Value::as_str)
+            == Some("hide"),
         auto: {
             let a = &l.config.auto;
             AutoPolicy {

@@ -417,6 +417,10 @@ fn query_settings_are_checked() {
         ),
         ("[query]\nsteps = 3\n", "step_limit"),
         ("[query]\nsystem = 3\n", "a string (the system prompt)"),
+        (
+            "[query]\nreasoning = \"loud\"\n",
+            "\"dim\" (shown dimmed on a terminal) or \"hide\"",
+        ),
     ] {
         let f = s.path().join("q.toml");
         std::fs::write(&f, text).unwrap();
