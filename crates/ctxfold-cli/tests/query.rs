@@ -630,31 +630,35 @@ fn ctrl_c_during_streaming_leaves_a_valid_log() {
 }
 
 /// A tool that fails (non-zero exit) or times out gives an error result the
-/// model reads, and the turn goes on to its answer.
+/// A tool that fails (non-zero exit), one that times out and one that
+/// prints 10 MB: two error results the model reads and one result cut with
+/// a note, and the turn goes on to its answer.
 #[test]
 fn failing_tools_give_error_results_and_the_loop_goes_on() {
     let script = vec![
         Say::Tool("fails", json!({})),
         Say::Tool("hangs", json!({})),
+        Say::Tool("floods", json!({})),
         Say::Text("noted"),
     ];
-    let (base, _) = model("openai", script);
+    let (base, seen) = model("openai", script);
     let s = workspace(
         "openai",
         &base,
-        "\n[tools.fails]\ncommand = [\"sh\", \"-c\", \"echo broken >&2; exit 3\"]\nrun = \"unattended\"\n[tools.hangs]\ncommand = [\"sleep\", \"30\"]\nrun = \"unattended\"\ntimeout = 1\n",
+        "\n[tools.fails]\ncommand = [\"sh\", \"-c\", \"echo broken >&2; exit 3\"]\nrun = \"unattended\"\n[tools.hangs]\ncommand = [\"sleep\", \"30\"]\nrun = \"unattended\"\ntimeout = 1\n[tools.floods]\ncommand = [\"sh\", \"-c\", \"head -c 10000000 /dev/zero | tr '\\\\000' a\"]\nrun = \"unattended\"\nmax_output_bytes = 20000\n",
     );
     let out = s.run(&["q", "-m", "fake/m", "--new", "go"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let recs = events(&s);
     let results: Vec<&Value> = recs.iter().filter(|r| r["type"] == "tool_result").collect();
-    assert_eq!(results.len(), 2);
-    assert!(results.iter().all(|r| r["is_error"] == true), "{results:?}");
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["is_error"], true);
     assert!(
         results[0]["content"].as_str().unwrap().contains("broken"),
         "{}",
         results[0]
     );
+    assert_eq!(results[1]["is_error"], true);
     assert!(
         results[1]["content"]
             .as_str()
@@ -663,5 +667,11 @@ fn failing_tools_give_error_results_and_the_loop_goes_on() {
         "{}",
         results[1]
     );
+    let flood = results[2]["content"].as_str().unwrap();
+    assert!(flood.len() < 25_000, "cut: {} bytes", flood.len());
+    assert!(flood.starts_with("aaaa"), "{}", &flood[..40]);
     assert_eq!(recs.last().unwrap()["content"], "noted");
+    // What the model got back is what was recorded: bounded.
+    let last = seen.lock().unwrap().last().unwrap().to_string();
+    assert!(last.len() < 60_000, "{} bytes sent", last.len());
 }
