@@ -356,9 +356,10 @@ pub struct QueryArgs {
     /// The model, as provider/model (remembered by the conversation).
     #[arg(short = 'm', long, value_name = "MODEL")]
     pub model: Option<String>,
-    /// Compact before the turn with this rule (repeatable; a bare -k
-    /// applies the configured rules).
-    #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    /// Compact before the turn with this rule, as -k=SPEC (repeatable; a
+    /// bare -k applies the configured rules). The `=` is required: the
+    /// message follows.
+    #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub compact: Vec<String>,
     /// Enable a built-in tool for this query (repeatable).
     #[arg(short = 't', long = "tool", value_name = "TOOL")]

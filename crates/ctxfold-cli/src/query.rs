@@ -93,6 +93,14 @@ pub fn query(
     ws.set_active(&mut c)?;
 
     let store = c.log();
+    // One turn at a time: a second query would interleave its events with
+    // this one's (and close its running tool calls as interrupted).
+    let Some(_turn) = store.try_turn_lock()? else {
+        bail!(
+            "conversation {} is running a turn in another ctxfold query; wait for it to finish, or start another with --new",
+            c.meta.id
+        );
+    };
     let log = crate::conversation::load(&c)?;
     let mut conv = Conversation::new(log, &store);
     if !args.compact.is_empty() {
@@ -114,6 +122,19 @@ pub fn query(
         max_tokens: None,
         force_tool: args.use_tool.clone(),
     };
+    if let Some(t) = &args.use_tool
+        && !tools.specs().iter().any(|s| &s.name == t)
+    {
+        let known: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+        bail!(
+            "-u {t}: no such tool; the tools are: {}",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+    }
     let cancel = interrupts();
     let mut ui = Terminal::new(out.is_json());
     ui.hide_reasoning = settings.hide_reasoning;
@@ -180,7 +201,8 @@ fn message(args: &QueryArgs) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Ctrl-C sets the flag the turn checks; a second one exits at once.
+/// Ctrl-C (and SIGTERM, SIGHUP) sets the flag the turn checks, which stops
+/// a running tool and its process group; a second one exits at once.
 fn interrupts() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
@@ -294,6 +316,8 @@ impl Ui for Terminal {
 pub struct LocalTools {
     decls: std::collections::BTreeMap<String, ctxfold_config::ToolDecl>,
     yes: bool,
+    /// Environment variables holding provider keys: a tool never sees them.
+    secrets: Vec<String>,
 }
 
 impl LocalTools {
@@ -302,6 +326,7 @@ impl LocalTools {
         LocalTools {
             decls: settings.tools.clone(),
             yes,
+            secrets: settings.providers.key_variables(),
         }
     }
 }
@@ -329,7 +354,7 @@ impl ToolRunner for LocalTools {
             };
         };
         let result = match decide_on_terminal(decl, arguments, self.yes) {
-            Ok(Decision::Run(args)) => run_tool(decl, &args, cancel),
+            Ok(Decision::Run(args)) => run_tool(decl, &args, cancel, &self.secrets),
             Ok(Decision::Decline { reason }) => ToolResult::declined(reason.as_deref()),
             Err(e) => ToolResult::declined(Some(&format!("the terminal could not be read: {e}"))),
         };

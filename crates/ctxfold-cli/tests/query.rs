@@ -8,7 +8,12 @@ mod common;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// How many slow streams have paused half way (the Ctrl-C test waits for
+/// one, rather than for a guessed delay).
+static PAUSED: AtomicUsize = AtomicUsize::new(0);
 
 use common::{Scratch, stderr};
 use serde_json::{Value, json};
@@ -91,6 +96,7 @@ fn model(kind: &'static str, script: Vec<Say>) -> (String, Arc<Mutex<Vec<Value>>
                 let cut = events.find("\n\n").unwrap() + 2;
                 let _ = write!(out, "{head}{}", &events[..cut]);
                 let _ = out.flush();
+                PAUSED.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(std::time::Duration::from_secs(2));
                 let _ = write!(out, "{}", &events[cut..]);
                 continue;
@@ -606,8 +612,14 @@ fn ctrl_c_during_streaming_leaves_a_valid_log() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // Mid-stream: the server pauses two seconds after its first event.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Mid-stream: the server has sent its first event and pauses.
+    while PAUSED.load(Ordering::SeqCst) == 0 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "never paused"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -674,4 +686,97 @@ fn failing_tools_give_error_results_and_the_loop_goes_on() {
     // What the model got back is what was recorded: bounded.
     let last = seen.lock().unwrap().last().unwrap().to_string();
     assert!(last.len() < 60_000, "{} bytes sent", last.len());
+}
+
+/// One turn at a time in a conversation: a second query while a turn runs
+/// is refused and writes nothing; the first completes intact.
+#[test]
+fn a_second_query_on_a_busy_conversation_is_refused() {
+    let script = vec![Say::Tool("slow", json!({})), Say::Text("first done")];
+    let (base, _) = model("openai", script);
+    let s = workspace(
+        "openai",
+        &base,
+        "\n[tools.slow]\ncommand = [\"sh\", \"-c\", \"touch started; sleep 2; echo real output\"]\nrun = \"unattended\"\n",
+    );
+    let first = s
+        .command()
+        .args(["q", "-m", "fake/m", "--new", "go"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !s.path().join("started").exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "the tool never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let n = events(&s).len();
+    let second = s.run(&["q", "hello there"]);
+    assert!(!second.status.success());
+    let err = stderr(&second);
+    assert!(
+        err.contains("running a turn in another ctxfold query"),
+        "{err}"
+    );
+    assert_eq!(events(&s).len(), n, "the second wrote nothing");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = events(&s);
+    let kinds: Vec<&str> = recs.iter().map(|r| r["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn_start",
+            "user",
+            "tool_call",
+            "tool_result",
+            "assistant"
+        ]
+    );
+    assert!(recs[3]["content"].as_str().unwrap().contains("real output"));
+}
+
+/// A tool never sees the providers' keys, `-u` names a tool that exists,
+/// and `-k` needs `=` (the message follows it).
+#[test]
+fn tools_never_see_keys_and_flags_do_not_swallow_the_message() {
+    let script = vec![Say::Tool("env", json!({})), Say::Text("ok")];
+    let (base, _) = model("openai", script);
+    let s = workspace(
+        "openai",
+        &base,
+        "\n[tools.env]\ncommand = [\"sh\", \"-c\", \"echo key=$OPENAI_API_KEY/$ANTHROPIC_API_KEY\"]\nrun = \"unattended\"\n",
+    );
+    let out = s
+        .command()
+        .args(["q", "-m", "fake/m", "--new", "-k", "what", "is", "set"])
+        .env("OPENAI_API_KEY", "sk-SECRET-1")
+        .env("ANTHROPIC_API_KEY", "sk-SECRET-2")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = events(&s);
+    let user = recs.iter().find(|r| r["type"] == "user").unwrap();
+    assert_eq!(
+        user["content"], "what is set",
+        "-k took no word of the message"
+    );
+    let result = recs.iter().find(|r| r["type"] == "tool_result").unwrap();
+    assert_eq!(
+        result["content"].as_str().unwrap().trim(),
+        "key=/",
+        "{result}"
+    );
+    assert!(!recs.iter().any(|r| r.to_string().contains("SECRET")));
+    let out = s.run(&["q", "-u", "nope", "go"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("-u nope: no such tool; the tools are: echo_args, env"),
+        "{err}"
+    );
 }

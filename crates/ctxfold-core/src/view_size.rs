@@ -166,8 +166,11 @@ impl ViewSize {
             })
             .min();
         let last_turn = (log.turn_count() as u32).saturating_sub(1);
+        let last_seq = records.last().map_or(0, |r| r.seq);
         self.open_ended = active.iter().any(|&i| {
-            matches!(&records[i].body, Body::Compaction(c) if c.to_seq.is_none() && c.to_turn >= last_turn)
+            matches!(&records[i].body, Body::Compaction(c)
+                if (c.to_seq.is_none() && c.to_turn >= last_turn)
+                    || c.to_seq.is_some_and(|s| s >= last_seq))
         }) || inactive
             .iter()
             .any(|&(_, why)| why == crate::projection::Inactive::OutOfBounds);
@@ -365,5 +368,45 @@ mod tests {
                 view_tokens(&project(&log))
             );
         }
+    }
+
+    #[test]
+    fn a_range_reaching_past_the_end_covers_what_comes_next() {
+        use crate::compaction::{Compaction, Source, ToolPolicy};
+        let mut log = Log::new();
+        log.push(rec(&log, Body::TurnStart));
+        log.push(rec(
+            &log,
+            Body::User {
+                content: "go".into(),
+                author: None,
+            },
+        ));
+        // A hand-edited range whose end lies beyond the log.
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.from_seq = Some(0);
+        c.to_seq = Some(1_000_000);
+        c.tool_calls = Some(ToolPolicy::Strip);
+        log.push(rec(&log, Body::Compaction(Box::new(c))));
+        let mut size = ViewSize::new();
+        size.update(&log, record_tokens, item_tokens);
+        for b in [
+            Body::ToolCall {
+                id: "c1".into(),
+                name: "run".into(),
+                arguments: json!({"script": "x".repeat(500)}),
+            },
+            Body::ToolResult {
+                id: "c1".into(),
+                content: "y".repeat(500),
+                is_error: false,
+            },
+        ] {
+            log.push(rec(&log, b));
+        }
+        assert_eq!(
+            size.update(&log, record_tokens, item_tokens),
+            view_tokens(&project(&log))
+        );
     }
 }

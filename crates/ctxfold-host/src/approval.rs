@@ -21,10 +21,6 @@ use std::process::Command;
 use ctxfold_config::{RunMode, ToolDecl};
 use serde_json::Value;
 
-/// How long a string argument may be on the prompt before it is shortened
-/// (the call gets it whole).
-const SHOWN_CHARS: usize = 300;
-
 /// The reason given to the model when no one could be asked.
 pub const NO_TERMINAL: &str = "no one could be asked to approve it: ctxfold is not running on a terminal (--yes approves every tool call)";
 
@@ -261,19 +257,9 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()) + "\n"
 }
 
-/// The call as the prompt shows it: pretty JSON, long strings shortened.
+/// The call as the prompt shows it: pretty JSON, in full. (What `y` runs
+/// is exactly what is shown: a shortened value could hide its tail.)
 fn show(name: &str, args: &Value, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Tool call: {name}")?;
-    write!(out, "{}", pretty(&shortened(args)))
-}
-
-fn shortened(v: &Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(crate::tools::shorten(s, SHOWN_CHARS)),
-        Value::Array(a) => Value::Array(a.iter().map(shortened).collect()),
-        Value::Object(o) => {
-            Value::Object(o.iter().map(|(k, v)| (k.clone(), shortened(v))).collect())
-        }
-        other => other.clone(),
-    }
+    write!(out, "{}", pretty(args))
 }

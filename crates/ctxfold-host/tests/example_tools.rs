@@ -24,7 +24,7 @@ fn tools() -> BTreeMap<String, ToolDecl> {
 }
 
 fn run(name: &str, args: Value) -> ToolResult {
-    run_tool(&tools()[name], &args, &AtomicBool::new(false))
+    run_tool(&tools()[name], &args, &AtomicBool::new(false), &[])
 }
 
 /// A small project: `src/lib.rs`, `README.md`, and a `.git` folder that

@@ -34,6 +34,7 @@ enum Add {
         back: usize,
         kind: usize,
         deferred: bool,
+        beyond: bool,
     },
     Reset,
 }
@@ -48,8 +49,8 @@ fn add() -> impl Strategy<Value = Add> {
             .prop_map(|(n, late, reuse)| Add::Calls { n, late, reuse }),
         1 => Just(Add::LateResult),
         1 => Just(Add::System),
-        1 => (1..20usize, 0..3usize, prop::bool::weighted(0.2))
-            .prop_map(|(back, kind, deferred)| Add::Compact { back, kind, deferred }),
+        1 => (1..20usize, 0..3usize, prop::bool::weighted(0.2), prop::bool::weighted(0.2))
+            .prop_map(|(back, kind, deferred, beyond)| Add::Compact { back, kind, deferred, beyond }),
         1 => Just(Add::Reset),
     ]
 }
@@ -124,6 +125,7 @@ fn records(a: &Add, log: &Log, n: &mut usize, late: &mut Vec<String>) -> Vec<Bod
             back,
             kind,
             deferred,
+            beyond,
         } => {
             let len = log.len();
             if len == 0 {
@@ -132,7 +134,13 @@ fn records(a: &Add, log: &Log, n: &mut usize, late: &mut Vec<String>) -> Vec<Bod
             let lo = len.saturating_sub(*back);
             let mut c = Compaction::new(log.turn_of(lo), log.turn_of(len - 1), Source::Auto);
             c.from_seq = Some(log.records()[lo].seq);
-            c.to_seq = Some(log.records()[len - 1].seq);
+            // Sometimes a range that reaches past the end of the log (a
+            // hand-edited or imported record): it covers what comes next.
+            c.to_seq = Some(if *beyond {
+                1_000_000
+            } else {
+                log.records()[len - 1].seq
+            });
             match kind {
                 0 => c.reasoning = Some(ReasoningPolicy::Strip),
                 1 => c.tool_calls = Some(ToolPolicy::Strip),

@@ -25,7 +25,7 @@ fn sh(script: &str) -> ToolDecl {
 }
 
 fn run(decl: &ToolDecl, args: &Value) -> ToolResult {
-    run_tool(decl, args, &AtomicBool::new(false))
+    run_tool(decl, args, &AtomicBool::new(false), &[])
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn a_cancelled_run_is_interrupted() {
     let mut decl = sh("echo begun; sleep 300");
     // No clock holds this deadline: the run waits for the command alone.
     decl.timeout = Duration::MAX;
-    let r = run_tool(&decl, &json!({}), &AtomicBool::new(true));
+    let r = run_tool(&decl, &json!({}), &AtomicBool::new(true), &[]);
     assert_eq!(r.outcome, Outcome::Interrupted);
     assert!(r.is_error);
     assert!(

@@ -442,6 +442,20 @@ impl Providers {
         }
     }
 
+    /// The environment variables that hold the providers' keys (what a
+    /// tool run for the model must never see).
+    pub fn key_variables(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .map
+            .values()
+            .filter_map(|c| c.api_key_env.clone())
+            .filter(|e| !e.is_empty())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// The provider of `provider/model`, and the model's name for it.
     pub fn resolve(&self, name: &str) -> Result<(Provider, String), ProviderError> {
         let Some(m) = ModelName::parse(name) else {

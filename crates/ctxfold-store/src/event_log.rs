@@ -32,6 +32,7 @@ pub const EVENTS_FILE: &str = "events.jsonl";
 pub const TORN_FILE: &str = "events.jsonl.torn";
 const LOCK_FILE: &str = "lock";
 const COMPACTION_LOCK_FILE: &str = "compaction.lock";
+const TURN_LOCK_FILE: &str = "turn.lock";
 
 /// The log of one conversation, by its folder.
 #[derive(Debug, Clone)]
@@ -141,10 +142,21 @@ impl EventLog {
         }
     }
 
+    /// Take the turn lock without waiting: one agent turn at a time in a
+    /// conversation (two would interleave their events). `Ok(None)` means
+    /// another process is running a turn in it now.
+    pub fn try_turn_lock(&self) -> Result<Option<CompactionLock>, StoreError> {
+        self.try_named_lock(TURN_LOCK_FILE)
+    }
+
     /// Take the compaction lock without waiting. `Ok(None)` means another
     /// process is compacting this conversation now.
     pub fn try_compaction_lock(&self) -> Result<Option<CompactionLock>, StoreError> {
-        let path = self.dir.join(COMPACTION_LOCK_FILE);
+        self.try_named_lock(COMPACTION_LOCK_FILE)
+    }
+
+    fn try_named_lock(&self, name: &str) -> Result<Option<CompactionLock>, StoreError> {
+        let path = self.dir.join(name);
         let f = match open_or_create(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound && !self.dir.is_dir() => {
