@@ -19,23 +19,21 @@
 //! counts towards the circuit breaker, which stops automatic compaction
 //! for the rest of the turn once the failures exceed `compaction_retries`.
 
-use ctxfold_core::attempt::{Finished, Started};
 use ctxfold_core::bounds::Keep;
-use ctxfold_core::compaction::{Provenance, Source, Summary};
+use ctxfold_core::compaction::Source;
 use ctxfold_core::planner::{
     PlanContext, Planned, Rule, ToolHints, check_summary, plan, plan_region,
 };
-use ctxfold_core::projection::project;
 use ctxfold_core::retention::{
     after_compactions, cut_keeps_pairs, holds_open_call, region_before, retained_tail,
 };
-use ctxfold_core::summarizer::SummaryInput;
 use ctxfold_core::trigger::{AutoPolicy, due_before_step, due_between_turns, rolling_rule};
 use ctxfold_core::{Body, Record};
 use ctxfold_tokens::TokenEstimator;
 use tracing::{debug, info, warn};
 
-use crate::effect::{effects, with_compactions};
+use crate::derive::derive;
+use crate::effect::assess;
 use crate::{
     Committed, CompactError, Compactor, Context, Conversation, Moment, Outcome, Status, Summarizers,
 };
@@ -367,55 +365,14 @@ impl BasicCompactor {
     ) -> Result<Result<Option<Committed>, String>, CompactError> {
         let mut c = planned.compaction.clone();
         let mut started = None;
-        if let Some((model, instructions)) = &planned.derive {
-            let s = match self.summarizers.get(model.as_deref()) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(e)),
-            };
-            if ctx.dry_run && !s.offline() {
-                // A preview never pays for a model call.
-                c.summary = Some(Summary {
-                    text: format!("[a summary by {}, written when this runs]", s.name()),
-                    provenance: Provenance::Derived {
-                        summarizer: s.name(),
-                        version: None,
-                        instructions: None,
-                        method: Some("dry run".into()),
-                    },
-                });
-            } else {
-                if !s.offline() && !ctx.dry_run {
-                    let log = conv.log();
-                    let rec = Started {
-                        from_turn: c.from_turn,
-                        to_turn: c.to_turn,
-                        from_seq: log.records()[planned.range.0].seq,
-                        to_seq: log.records()[planned.range.1].seq,
-                        source: c.source,
-                        summarizer: s.name(),
-                    };
-                    let seq = conv
-                        .append(vec![Record::new(0, ctxfold_store::now(), rec.body())])?
-                        .start;
-                    started = Some(seq);
-                }
-                let made = s.summarize(SummaryInput {
-                    log: conv.log(),
-                    range: planned.range,
-                    instructions: instructions.as_deref(),
-                });
-                match made {
-                    Ok(out) => {
-                        c.summary = Some(Summary {
-                            text: out.text,
-                            provenance: out.provenance,
-                        })
-                    }
-                    Err(e) => {
-                        let e = e.to_string();
-                        finish(conv, started, None, Some(&e))?;
-                        return Ok(Err(e));
-                    }
+        if planned.derive.is_some() {
+            let d = derive(conv, planned, self.summarizers.as_ref(), ctx.dry_run)?;
+            started = d.started;
+            match d.summary {
+                Ok(summary) => c.summary = Some(summary),
+                Err(e) => {
+                    finish(conv, started, None, Some(&e))?;
+                    return Ok(Err(e));
                 }
             }
         }
@@ -426,7 +383,11 @@ impl BasicCompactor {
             finish(conv, started, None, Some(&e))?;
             return Ok(Err(e));
         }
-        let effect = effects(conv.log(), std::slice::from_ref(&c))[0];
+        // What it changes, and whether the view shrinks: smaller than what
+        // it shadows means what the range takes up in the view now (often
+        // already compacted), not its raw size. One projection each way.
+        let est = self.estimator.as_ref();
+        let (effect, now, then) = assess(conv.log(), &c, |i| est.item_tokens(i));
         if effect.is_none() {
             finish(
                 conv,
@@ -436,16 +397,6 @@ impl BasicCompactor {
             )?;
             return Ok(Ok(None));
         }
-        // Smaller than what it shadows: what the range takes up in the view
-        // now (often already compacted), not its raw size.
-        let est = self.estimator.as_ref();
-        let size = |log: &ctxfold_core::Log| -> usize {
-            project(log).items.iter().map(|i| est.item_tokens(i)).sum()
-        };
-        let (now, then) = (
-            size(conv.log()),
-            size(&with_compactions(conv.log(), std::slice::from_ref(&c), "")),
-        );
         if then >= now {
             let e = format!("it would not shrink the view (~{now} → ~{then} tokens)");
             finish(conv, started, None, Some(&e))?;
@@ -490,15 +441,10 @@ fn finish(
     compaction: Option<u64>,
     error: Option<&str>,
 ) -> Result<(), CompactError> {
-    if let Some(started) = started {
-        let rec = Finished {
-            started,
-            compaction,
-            error: error.map(str::to_owned),
-        };
-        conv.append(vec![Record::new(0, ctxfold_store::now(), rec.body())])?;
+    match started {
+        Some(s) => crate::derive::close(conv, &[(s, compaction)], error),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn log_fired(c: &Committed, before: usize, after: usize, ctx: &Context) {

@@ -3,7 +3,7 @@
 //! only what was done.
 
 use ctxfold_core::planner::{Plan, Skipped};
-use ctxfold_core::projection::{covered_indices, project};
+use ctxfold_core::projection::{Item, View, covered_indices, project};
 use ctxfold_core::report::{Fate, fates};
 use ctxfold_core::{Body, Compaction, Log, Record};
 use serde::Serialize;
@@ -89,14 +89,39 @@ pub fn with_compactions(log: &Log, compactions: &[Compaction], ts: &str) -> Log 
 /// that covers the event with a tool policy.
 pub fn effects(log: &Log, compactions: &[Compaction]) -> Vec<Effect> {
     let after = with_compactions(log, compactions, "");
-    let before = fates(log, &project(log));
-    let now = fates(&after, &project(&after));
+    effects_in(log, &project(log), &after, &project(&after), compactions)
+}
+
+/// What `compaction` changes, and the size of the view before and after it
+/// (each item counted with `count`): one projection each way.
+pub fn assess(
+    log: &Log,
+    compaction: &Compaction,
+    count: impl Fn(&Item<'_>) -> usize,
+) -> (Effect, usize, usize) {
+    let compactions = std::slice::from_ref(compaction);
+    let after = with_compactions(log, compactions, "");
+    let (view_before, view_after) = (project(log), project(&after));
+    let effect = effects_in(log, &view_before, &after, &view_after, compactions)[0];
+    let size = |v: &View<'_>| v.items.iter().map(&count).sum();
+    (effect, size(&view_before), size(&view_after))
+}
+
+fn effects_in(
+    log: &Log,
+    view_before: &View<'_>,
+    after: &Log,
+    view_after: &View<'_>,
+    compactions: &[Compaction],
+) -> Vec<Effect> {
+    let before = fates(log, view_before);
+    let now = fates(after, view_after);
     let n = log.records().len();
     let ranges: Vec<Option<(usize, usize)>> = compactions
         .iter()
         .map(|c| {
             let has_tools = c.tool_calls.is_some() || !c.tool_overrides.is_empty();
-            has_tools.then(|| covered_indices(&after, c)).flatten()
+            has_tools.then(|| covered_indices(after, c)).flatten()
         })
         .collect();
     let mut out = vec![Effect::default(); compactions.len()];

@@ -25,6 +25,7 @@
 mod basic;
 mod breaker;
 mod conversation;
+mod derive;
 pub mod effect;
 pub mod journal;
 mod manual;

@@ -3,12 +3,11 @@
 //! nothing, append. `conversation compact`, `conversation fork -k` and
 //! `ctxfold compact FILE` run this.
 
-use ctxfold_core::attempt::{Finished, Started};
-use ctxfold_core::compaction::{Provenance, Summary};
+use ctxfold_core::compaction::Provenance;
 use ctxfold_core::planner::{Plan, PlanContext, Rule, check_summary, plan};
-use ctxfold_core::summarizer::SummaryInput;
 use ctxfold_core::{Body, Compaction, Record};
 
+use crate::derive::{close, derive};
 use crate::effect::{Effect, drop_no_ops};
 use crate::{CompactError, Conversation, Summarizers};
 
@@ -62,61 +61,16 @@ pub fn compact_with_rules(
     let mut open: Vec<(usize, u64)> = Vec::new();
     for (k, p) in plan.planned.iter().enumerate() {
         let mut c = p.compaction.clone();
-        if let Some((model, instructions)) = &p.derive {
-            let s = match summarizers.get(model.as_deref()) {
-                Ok(s) => s,
+        if p.derive.is_some() {
+            let d = derive(conv, p, summarizers, dry_run)?;
+            if let Some(seq) = d.started {
+                open.push((k, seq));
+            }
+            match d.summary {
+                Ok(summary) => c.summary = Some(summary),
                 Err(e) => {
                     close_all(conv, &open, &e)?;
-                    return Err(CompactError::Summary(e));
-                }
-            };
-            if dry_run && !s.offline() {
-                // A preview never pays for a model call: say who would write it.
-                c.summary = Some(Summary {
-                    text: format!(
-                        "[a summary by {}, written when this runs without --dry-run]",
-                        s.name()
-                    ),
-                    provenance: Provenance::Derived {
-                        summarizer: s.name(),
-                        version: None,
-                        instructions: None,
-                        method: Some("dry run".into()),
-                    },
-                });
-            } else {
-                if !s.offline() && !dry_run {
-                    let log = conv.log();
-                    let rec = Started {
-                        from_turn: c.from_turn,
-                        to_turn: c.to_turn,
-                        from_seq: log.records()[p.range.0].seq,
-                        to_seq: log.records()[p.range.1].seq,
-                        source: c.source,
-                        summarizer: s.name(),
-                    };
-                    let seq = conv
-                        .append(vec![Record::new(0, ctxfold_store::now(), rec.body())])?
-                        .start;
-                    open.push((k, seq));
-                }
-                let made = s.summarize(SummaryInput {
-                    log: conv.log(),
-                    range: p.range,
-                    instructions: instructions.as_deref(),
-                });
-                match made {
-                    Ok(out) => {
-                        c.summary = Some(Summary {
-                            text: out.text,
-                            provenance: out.provenance,
-                        })
-                    }
-                    Err(e) => {
-                        let e = e.to_string();
-                        close_all(conv, &open, &e)?;
-                        return Err(CompactError::Summary(format!("{e}; nothing was recorded")));
-                    }
+                    return Err(CompactError::Summary(format!("{e}; nothing was recorded")));
                 }
             }
         }
@@ -161,28 +115,11 @@ pub fn compact_with_rules(
         let position = kept[..k].iter().filter(|&&kept| kept).count();
         kept[k].then(|| seqs.get(position).copied()).flatten()
     };
-    let finished: Vec<Record> = open
+    let closing: Vec<(u64, Option<u64>)> = open
         .iter()
-        .map(|&(k, started)| {
-            let compaction = seq_of(k);
-            let error = compaction
-                .is_none()
-                .then(|| "it would change nothing in the view".to_owned());
-            Record::new(
-                0,
-                ctxfold_store::now(),
-                Finished {
-                    started,
-                    compaction,
-                    error,
-                }
-                .body(),
-            )
-        })
+        .map(|&(k, started)| (started, seq_of(k)))
         .collect();
-    if !finished.is_empty() {
-        conv.append(finished)?;
-    }
+    close(conv, &closing, None)?;
     Ok(Run {
         plan,
         compactions,
@@ -198,24 +135,6 @@ fn close_all(
     open: &[(usize, u64)],
     error: &str,
 ) -> Result<(), CompactError> {
-    if open.is_empty() {
-        return Ok(());
-    }
-    let records = open
-        .iter()
-        .map(|&(_, started)| {
-            Record::new(
-                0,
-                ctxfold_store::now(),
-                Finished {
-                    started,
-                    compaction: None,
-                    error: Some(error.to_owned()),
-                }
-                .body(),
-            )
-        })
-        .collect();
-    conv.append(records)?;
-    Ok(())
+    let closing: Vec<(u64, Option<u64>)> = open.iter().map(|&(_, s)| (s, None)).collect();
+    close(conv, &closing, Some(error))
 }
