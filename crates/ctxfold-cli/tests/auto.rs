@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -229,23 +229,9 @@ fn model_server(delay: Option<Duration>) -> (String, Arc<AtomicUsize>) {
             let Ok(stream) = stream else { continue };
             let counter = counter.clone();
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                let Some((line, _body)) = common::read_request(&stream) else {
                     return;
-                }
-                let mut length = 0;
-                loop {
-                    let mut h = String::new();
-                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
+                };
                 let reply = if line.starts_with("POST") {
                     counter.fetch_add(1, Ordering::SeqCst);
                     match delay {

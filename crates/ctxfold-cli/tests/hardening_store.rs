@@ -10,7 +10,7 @@ mod common;
 #[path = "../../ctxfold-store/tests/common/mod.rs"]
 mod faults;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -112,20 +112,7 @@ fn rm_during_an_append_fails_the_append_and_writes_nothing() {
 /// then answers.
 fn serve_one_summary(listener: TcpListener, meanwhile: impl FnOnce()) {
     let (stream, _) = listener.accept().unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut len = 0;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap();
-        }
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-    }
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body).unwrap();
+    let (_, body) = common::read_request(&stream).expect("a summary request");
     let streamed = String::from_utf8_lossy(&body).contains("\"stream\":true");
     meanwhile();
     let mut stream = stream;

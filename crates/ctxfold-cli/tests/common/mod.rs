@@ -101,3 +101,28 @@ pub fn corpus_conversations() -> Vec<PathBuf> {
     assert_eq!(dirs.len(), 15);
     dirs
 }
+
+/// Reads one HTTP/1.1 request from a fake server's connection: its request
+/// line (such as `POST /v1/chat/completions HTTP/1.1`) and its body, by
+/// content-length. None when the client closed before sending a line.
+pub fn read_request(stream: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use std::io::{BufRead, BufReader, Read};
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut length = 0;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+            break;
+        }
+        if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    Some((line, body))
+}
