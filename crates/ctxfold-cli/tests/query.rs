@@ -138,6 +138,16 @@ fn sse(data: &Value) -> String {
     format!("data: {data}\n\n")
 }
 
+/// The arguments text a scripted tool call streams: a JSON string is sent
+/// as it is (so a script can send text that is not JSON), anything else as
+/// its JSON.
+fn raw(args: &Value) -> String {
+    match args {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn openai_stream(n: usize, say: &Say) -> String {
     let mut s = String::new();
     match say {
@@ -153,7 +163,7 @@ fn openai_stream(n: usize, say: &Say) -> String {
             );
         }
         Say::Tool(name, args) | Say::SlowTool(name, args) => {
-            let args = args.to_string();
+            let args = raw(args);
             let (a, b) = args.split_at(args.len() / 2);
             s += &sse(
                 &json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": format!("call_{n}"), "type": "function", "function": {"name": name, "arguments": a}}]}}]}),
@@ -194,7 +204,7 @@ fn anthropic_stream(n: usize, say: &Say) -> String {
             );
             s += &ev(
                 "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": raw(args)}}),
             );
             "tool_use"
         }
@@ -765,4 +775,65 @@ fn tools_never_see_keys_and_flags_do_not_swallow_the_message() {
         err.contains("-u nope: no such tool; the tools are: echo_args, env"),
         "{err}"
     );
+}
+
+/// A model that calls a tool that does not exist, then one with arguments
+/// that are not JSON: each gets an error result it can read, the loop goes
+/// on, and the next request carries the call back as the model sent it.
+#[test]
+fn a_model_calling_unknown_tools_or_sending_broken_arguments_gets_errors_back() {
+    let script = vec![
+        Say::Tool("nope", json!({})),
+        Say::Tool("echo_args", json!("{\"path\": \"src/ma")),
+        Say::Text("sorry"),
+    ];
+    let (base, seen) = model("openai", script);
+    let s = workspace("openai", &base, "");
+    let out = s.run(&["q", "-m", "fake/m", "--new", "go"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = events(&s);
+    let results: Vec<&Value> = recs.iter().filter(|r| r["type"] == "tool_result").collect();
+    assert_eq!(results.len(), 2, "{recs:#?}");
+    let unknown = results[0]["content"].as_str().unwrap();
+    assert_eq!(results[0]["is_error"], true);
+    assert!(
+        unknown.contains("no tool named `nope`") && unknown.contains("echo_args"),
+        "{unknown}"
+    );
+    let broken = results[1]["content"].as_str().unwrap();
+    assert_eq!(results[1]["is_error"], true);
+    assert!(broken.contains("must be a JSON object"), "{broken}");
+    assert_eq!(recs.last().unwrap()["content"], "sorry");
+    // The third request passed the server's pairing checks, and gave the
+    // model its broken arguments back verbatim.
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    let sent: Vec<&Value> = seen[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| &c["function"]["arguments"])
+        .collect();
+    assert_eq!(sent, [&json!("{}"), &json!("{\"path\": \"src/ma")]);
+}
+
+/// An Anthropic-style stream whose tool input is not JSON fails the turn
+/// with a message that says so; the log stays valid and a next query on
+/// the conversation works.
+#[test]
+fn a_broken_anthropic_tool_input_fails_the_turn_cleanly() {
+    let script = vec![Say::Tool("echo_args", json!("{\"path\": "))];
+    let (base, _) = model("anthropic", script);
+    let s = workspace("anthropic", &base, "");
+    let out = s.run(&["q", "-m", "fake/m", "--new", "go"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("not JSON"), "{err}");
+    // The log is whole: the next query (the server now answers "done")
+    // sends a valid request and completes.
+    let out = s.run(&["q", "-m", "fake/m", "again"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recs = events(&s);
+    assert_eq!(recs.last().unwrap()["content"], "done");
 }
