@@ -71,8 +71,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Query(args) => {
             let settings = settings::load(ws_root, &cli.config)?;
             let ws = ctxfold_store::Workspace::find(&cwd)?;
-            let mut tools = query::LocalTools::new(&settings, args.yes);
-            query::query(&ws, &args, &settings, &mut tools, &out)
+            query::query(&ws, &args, &settings, &out)
         }
         Command::Conversation(cmd) => {
             let settings = settings::load(ws_root, &cli.config)?;

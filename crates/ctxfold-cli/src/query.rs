@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, bail};
 use ctxfold_compactor::{BasicCompactor, Conversation, Outcome};
+use ctxfold_host::compact_tool::{self, CompactTool};
 use ctxfold_host::turn::{Host, ToolOutput, ToolRunner, TurnEnd, Ui};
 use ctxfold_providers::ToolSpec;
 use ctxfold_store::Workspace;
@@ -38,15 +39,31 @@ pub fn query(
     ws: &Workspace,
     args: &QueryArgs,
     settings: &Settings,
-    tools: &mut dyn ToolRunner,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    // Built-in tools are named with -t; there is none yet (the assistant's
-    // `compact` tool is still to come). Config tools are always offered.
-    if let Some(t) = args.tools.first() {
-        bail!(
-            "-t {t}: there is no built-in tool of that name yet; tools declared in config ([tools.NAME] command = …) are offered without -t"
-        );
+    // Built-in tools are off unless named: -t NAME, or -u NAME (which
+    // implies -t NAME).
+    let mut builtins: Vec<&str> = Vec::new();
+    for t in args.tools.iter().chain(&args.use_tool) {
+        if settings.tools.contains_key(t) {
+            if args.tools.contains(t) {
+                bail!(
+                    "-t {t}: {t} is a tool declared in config, offered without -t; -t names the built-in tools ({})",
+                    compact_tool::NAME
+                );
+            }
+            continue;
+        }
+        if t != compact_tool::NAME {
+            bail!(
+                "-{} {t}: no such tool; the built-in tools are: {} (tools declared in config, [tools.NAME] command = …, are offered without -t)",
+                if args.tools.contains(t) { "t" } else { "u" },
+                compact_tool::NAME
+            );
+        }
+        if !builtins.contains(&t.as_str()) {
+            builtins.push(t);
+        }
     }
     let message = message(args)?;
     let mut c = if args.new {
@@ -103,6 +120,13 @@ pub fn query(
     };
     let log = crate::conversation::load(&c)?;
     let mut conv = Conversation::new(log, &store);
+    let mut tools = QueryTools::new(settings, args.yes);
+    if builtins.contains(&compact_tool::NAME) {
+        let mut tool = CompactTool::new(&c.meta.id, settings.hints.clone());
+        tool.run = settings.compact_run;
+        tool.yes = args.yes;
+        tools.compact = Some(tool);
+    }
     if !args.compact.is_empty() {
         crate::compact::compact_before_turn(&mut conv, &args.compact, settings)?;
     }
@@ -122,23 +146,10 @@ pub fn query(
         max_tokens: None,
         force_tool: args.use_tool.clone(),
     };
-    if let Some(t) = &args.use_tool
-        && !tools.specs().iter().any(|s| &s.name == t)
-    {
-        let known: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
-        bail!(
-            "-u {t}: no such tool; the tools are: {}",
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        );
-    }
     let cancel = interrupts();
     let mut ui = Terminal::new(out.is_json());
     ui.hide_reasoning = settings.hide_reasoning;
-    let report = host.run_turn(&mut conv, &message, tools, &mut ui, &cancel)?;
+    let report = host.run_turn(&mut conv, &message, &mut tools, &mut ui, &cancel)?;
     ui.finish();
     let log = conv.log();
     if out.is_json() {
@@ -311,38 +322,64 @@ impl Ui for Terminal {
     }
 }
 
-/// The local tools declared in config, run with approval (`ask` asks on
-/// the terminal, or declines without one unless `--yes`).
-pub struct LocalTools {
+/// The tools of a query: the local tools declared in config, run with
+/// approval (`ask` asks on the terminal, or declines without one unless
+/// `--yes`), and the built-in `compact` tool when named.
+pub struct QueryTools {
     decls: std::collections::BTreeMap<String, ctxfold_config::ToolDecl>,
     yes: bool,
     /// Environment variables holding provider keys: a tool never sees them.
     secrets: Vec<String>,
+    /// The assistant's `compact` tool, when `-t compact` or `-u compact`.
+    compact: Option<CompactTool>,
 }
 
-impl LocalTools {
+impl QueryTools {
     /// The tools of `settings`; `yes` approves every call.
     pub fn new(settings: &Settings, yes: bool) -> Self {
-        LocalTools {
+        QueryTools {
             decls: settings.tools.clone(),
             yes,
             secrets: settings.providers.key_variables(),
+            compact: None,
         }
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.specs().into_iter().map(|s| s.name).collect()
     }
 }
 
-impl ToolRunner for LocalTools {
+impl ToolRunner for QueryTools {
     fn specs(&self) -> Vec<ToolSpec> {
-        ctxfold_host::tools::tool_specs(self.decls.values())
+        let mut specs = ctxfold_host::tools::tool_specs(self.decls.values());
+        if self.compact.is_some() {
+            specs.push(compact_tool::spec());
+        }
+        specs
     }
 
-    fn run(&mut self, _id: &str, name: &str, arguments: &Value, cancel: &AtomicBool) -> ToolOutput {
-        use ctxfold_host::approval::{Decision, decide_on_terminal};
+    fn run(
+        &mut self,
+        _id: &str,
+        name: &str,
+        arguments: &Value,
+        log: &ctxfold_core::Log,
+        cancel: &AtomicBool,
+    ) -> ToolOutput {
+        use ctxfold_host::approval::{Decision, decide_on_terminal, decide_on_terminal_with};
         use ctxfold_host::tools::{ToolResult, run_tool};
+        if name == compact_tool::NAME
+            && let Some(tool) = &self.compact
+        {
+            return tool.call(log, arguments, &mut |run, args, yes, presenter| {
+                decide_on_terminal_with(run, args, yes, presenter, compact_tool::NAME)
+            });
+        }
         let Some(decl) = self.decls.get(name) else {
-            let known: Vec<&str> = self.decls.keys().map(String::as_str).collect();
-            return ToolOutput {
-                content: format!(
+            let known = self.names();
+            return ToolOutput::text(
+                format!(
                     "there is no tool named `{name}`; the tools are: {}",
                     if known.is_empty() {
                         "none".to_owned()
@@ -350,17 +387,14 @@ impl ToolRunner for LocalTools {
                         known.join(", ")
                     }
                 ),
-                is_error: true,
-            };
+                true,
+            );
         };
         let result = match decide_on_terminal(decl, arguments, self.yes) {
             Ok(Decision::Run(args)) => run_tool(decl, &args, cancel, &self.secrets),
             Ok(Decision::Decline { reason }) => ToolResult::declined(reason.as_deref()),
             Err(e) => ToolResult::declined(Some(&format!("the terminal could not be read: {e}"))),
         };
-        ToolOutput {
-            content: result.content,
-            is_error: result.is_error,
-        }
+        ToolOutput::text(result.content, result.is_error)
     }
 }

@@ -27,6 +27,8 @@ pub struct Settings {
     pub auto: AutoPolicy,
     /// Local tools declared with `[tools.NAME] command = …`.
     pub tools: BTreeMap<String, ctxfold_config::ToolDecl>,
+    /// `[tools.compact] run`: when the assistant's `compact` tool records.
+    pub compact_run: ctxfold_config::RunMode,
     /// `[query] step_limit`: model calls allowed in one turn (default 100).
     pub step_limit: usize,
     /// `[query] system`: a system prompt sent with every request.
@@ -175,6 +177,7 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
         tools: l.config.tools.clone(),
+        compact_run: l.config.compact_run,
         step_limit: l
             .config
             .other

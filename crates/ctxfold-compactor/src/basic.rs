@@ -70,6 +70,11 @@ impl BasicCompactor {
         &self.policy
     }
 
+    /// The per-tool hints it bakes into compactions with a tool policy.
+    pub fn hints(&self) -> &ToolHints {
+        &self.hints
+    }
+
     /// Estimated tokens of the request the conversation's view makes,
     /// with what `ctx` adds.
     pub fn estimate(&self, conv: &mut Conversation<'_>, ctx: &Context) -> usize {

@@ -107,7 +107,7 @@ pub fn assess(
     (effect, size(&view_before), size(&view_after))
 }
 
-fn effects_in(
+pub(crate) fn effects_in(
     log: &Log,
     view_before: &View<'_>,
     after: &Log,

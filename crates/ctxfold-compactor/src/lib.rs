@@ -14,6 +14,8 @@
 //!   ([`Summarizers`]) and the store ([`Journal`]).
 //! - [`compact_with_rules`] runs manual rules (`conversation compact`,
 //!   `ctxfold compact FILE`) through the same steps.
+//! - [`assistant`]: what the assistant's `compact` tool proposes, planned
+//!   for its preview and recorded with the call's result.
 //! - [`retry_on_overflow`] is what a caller does with a "context too long"
 //!   answer: one forced compaction, one retry, never a loop.
 //!
@@ -22,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod assistant;
 mod basic;
 mod breaker;
 mod conversation;

@@ -187,6 +187,9 @@ pub struct Config {
     pub hints: ToolHints,
     /// The local tools, `[tools.NAME]` tables with a `command`, by name.
     pub tools: BTreeMap<String, ToolDecl>,
+    /// `[tools.compact] run`: when the assistant's `compact` tool records
+    /// (`ask` by default).
+    pub compact_run: RunMode,
     /// Every other top-level key, merged, as raw TOML.
     pub other: Table,
 }
@@ -414,6 +417,7 @@ impl Loaded {
             },
             hints: p.hints,
             tools: p.tools,
+            compact_run: p.compact_run.unwrap_or_default(),
             other: p.other,
         };
         Ok(())

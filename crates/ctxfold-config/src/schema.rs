@@ -202,6 +202,8 @@ pub(crate) struct Parsed {
     pub hints: ToolHints,
     /// The local tools; only filled when reading the merged table.
     pub tools: BTreeMap<String, crate::ToolDecl>,
+    /// `[tools.compact] run`.
+    pub compact_run: Option<crate::RunMode>,
     pub other: Table,
 }
 

@@ -4,7 +4,9 @@
 //! A tool table with a `command` declares a local tool; one with only
 //! `compaction` is a hint for a tool ctxfold does not run (the `compact`
 //! tool, or tools in an imported transcript). `[tools."*"]` is a hint for
-//! every tool and nothing else.
+//! every tool and nothing else. `[tools.compact]` takes a hint and `run`
+//! (when the assistant's built-in `compact` tool records: `ask` by
+//! default).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,7 +46,7 @@ const HINT_ONLY: &[(&str, &str)] = &[
     ),
     (
         "compact",
-        "no such key here: compact is ctxfold's own tool; only compaction = … can be set for it",
+        "no such key here: compact is ctxfold's own tool; only run = … and compaction = … can be set for it",
     ),
 ];
 
@@ -139,6 +141,10 @@ pub(crate) fn parse_tools(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), 
             if !TOOL_KEYS.contains(&k.as_str()) {
                 return Err(ctx.unknown(&key, k, TOOL_KEYS));
             }
+            if name == "compact" && k == "run" {
+                out.compact_run = Some(run_mode(v, &key, ctx)?);
+                continue;
+            }
             if let Some((_, why)) = HINT_ONLY.iter().find(|(n, _)| n == name) {
                 return Err(ctx.invalid(&key, v, *why));
             }
@@ -149,14 +155,7 @@ pub(crate) fn parse_tools(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), 
                     p.description = Some(d.to_owned());
                 }
                 "parameters" => p.parameters = Some(parameters(v, &key, ctx)?),
-                "run" => {
-                    p.run = Some(match v.as_str() {
-                        Some("ask") => RunMode::Ask,
-                        Some("unattended") => RunMode::Unattended,
-                        Some("edit") => RunMode::Edit,
-                        _ => return Err(ctx.invalid(&key, v, "one of ask, unattended, edit")),
-                    });
-                }
+                "run" => p.run = Some(run_mode(v, &key, ctx)?),
                 "timeout" => p.timeout = Some(timeout(v, &key, ctx)?),
                 "max_output_bytes" => {
                     let expected = "a whole number of bytes >= 1";
@@ -207,6 +206,15 @@ pub(crate) fn parse_tools(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), 
         }
     }
     Ok(())
+}
+
+fn run_mode(v: &Value, key: &str, ctx: &Ctx) -> Result<RunMode, ConfigError> {
+    Ok(match v.as_str() {
+        Some("ask") => RunMode::Ask,
+        Some("unattended") => RunMode::Unattended,
+        Some("edit") => RunMode::Edit,
+        _ => return Err(ctx.invalid(key, v, "one of ask, unattended, edit")),
+    })
 }
 
 fn hint(v: &Value, key: &str, ctx: &Ctx) -> Result<ToolOverride, ConfigError> {

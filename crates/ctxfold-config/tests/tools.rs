@@ -105,6 +105,25 @@ fn hints_alone_declare_no_tool() {
 }
 
 #[test]
+fn the_compact_tool_takes_a_run_mode_and_asks_by_default() {
+    let (_dir, _p, r) = load_one("[tools.compact]\ncompaction = \"keep\"\n");
+    assert_eq!(r.unwrap().config.compact_run, RunMode::Ask);
+    let (_dir, _p, r) = load_one("[tools.compact]\nrun = \"unattended\"\n");
+    let l = r.unwrap();
+    assert_eq!(l.config.compact_run, RunMode::Unattended);
+    assert!(
+        l.config.tools.is_empty(),
+        "run alone declares no local tool"
+    );
+    let (_dir, p, r) = load_one("[tools.compact]\nrun = \"sometimes\"\n");
+    let e = r.unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("{}", p.display())) && e.contains("one of ask, unattended, edit"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_higher_layer_changes_one_key_and_replaces_a_schema_whole() {
     let dir = TempDir::new().unwrap();
     let user = write(&dir, "user.toml", READ_FILE);

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod anchor;
 pub mod attempt;
 pub mod bounds;
 pub mod compaction;

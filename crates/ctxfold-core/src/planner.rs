@@ -192,6 +192,21 @@ pub enum PlanError {
     },
 }
 
+impl PlanError {
+    /// The same error, said of rule `n` (1-based): for callers that plan
+    /// their rules one at a time.
+    pub fn for_rule(mut self, n: usize) -> PlanError {
+        match &mut self {
+            PlanError::Bound { rule, .. }
+            | PlanError::EmptyRange { rule, .. }
+            | PlanError::SuppliedOverlap { rule, .. }
+            | PlanError::NoPolicy { rule }
+            | PlanError::EmptySummary { rule } => *rule = n,
+        }
+        self
+    }
+}
+
 /// Why a summary may not be recorded (SPEC §6).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SummaryRefused {

@@ -238,9 +238,20 @@ pub fn covered_indices(log: &Log, c: &Compaction) -> Option<(usize, usize)> {
 
 /// Which compaction records are in force, and which are not and why.
 pub fn compaction_status(log: &Log) -> (Vec<usize>, Vec<(usize, Inactive)>) {
+    compaction_status_as_of(log, highest_turn(log))
+}
+
+/// The log's highest turn index (0 for a log without turns).
+fn highest_turn(log: &Log) -> u32 {
+    (log.turn_count() as u32).saturating_sub(1)
+}
+
+/// [`compaction_status`] as it will be once the log's highest turn index
+/// reaches `turn`: deferred compactions due by then count as in force.
+pub fn compaction_status_as_of(log: &Log, turn: u32) -> (Vec<usize>, Vec<(usize, Inactive)>) {
     let records = log.records();
     let revoked = revoked_seqs(records);
-    let highest_turn = (log.turn_count() as u32).saturating_sub(1);
+    let highest_turn = turn;
     let mut active = Vec::new();
     let mut inactive = Vec::new();
     for (i, r) in records.iter().enumerate() {
@@ -327,8 +338,16 @@ fn unpair(
 
 /// Project `log`: apply every compaction in force. See the module docs.
 pub fn project(log: &Log) -> View<'_> {
+    project_as_of(log, highest_turn(log))
+}
+
+/// The view the model will get once the log's highest turn index reaches
+/// `turn` (nothing else appended): compactions deferred until then are in
+/// force. What an assistant's compaction, deferred to the next turn, will
+/// do is measured on this view.
+pub fn project_as_of(log: &Log, turn: u32) -> View<'_> {
     let records = log.records();
-    let (active, inactive) = compaction_status(log);
+    let (active, inactive) = compaction_status_as_of(log, turn);
 
     let mut spans: Vec<Span<'_>> = active
         .iter()
@@ -732,6 +751,9 @@ mod tests {
         let log = log_of(bodies.clone());
         assert_eq!(project(&log).inactive, vec![(6, Inactive::Deferred)]);
         assert!(project(&log).dropped.is_empty());
+        // As of the next turn it applies, before that turn exists.
+        assert_eq!(project_as_of(&log, 1).dropped.len(), 1);
+        assert_eq!(project_as_of(&log, 0).dropped.len(), 0);
         // The next turn starts: now it applies.
         bodies.extend(turn(1, "body", false));
         let log = log_of(bodies);

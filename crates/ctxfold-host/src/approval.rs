@@ -64,18 +64,52 @@ pub fn editor_from_env() -> String {
         .unwrap_or_else(|| "vi".to_owned())
 }
 
+/// How the prompt shows a call, and whether its arguments can run.
+pub trait Presenter {
+    /// Write the call with `args` as the person deciding should see it.
+    /// `false` when these arguments cannot run as they are (what is wrong
+    /// written too): `y` is then refused until an edit fixes them.
+    fn present(&mut self, args: &Value, out: &mut dyn Write) -> io::Result<bool>;
+}
+
+/// A call shown as its name and its arguments, pretty JSON in full. (What
+/// `y` runs is exactly what is shown: a shortened value could hide its
+/// tail.)
+pub struct Json<'a>(pub &'a str);
+
+impl Presenter for Json<'_> {
+    fn present(&mut self, args: &Value, out: &mut dyn Write) -> io::Result<bool> {
+        writeln!(out, "Tool call: {}", self.0)?;
+        write!(out, "{}", pretty(args))?;
+        Ok(true)
+    }
+}
+
 /// Decide on a call of `decl` with `arguments`, asking on the terminal when
 /// standard input is one (the prompt goes to standard error, so that
 /// standard output holds only the turn).
 pub fn decide_on_terminal(decl: &ToolDecl, arguments: &Value, yes: bool) -> io::Result<Decision> {
+    decide_on_terminal_with(decl.run, arguments, yes, &mut Json(&decl.name), &decl.name)
+}
+
+/// [`decide_on_terminal`] for a tool of run mode `run` named `name`, shown
+/// by `presenter`.
+pub fn decide_on_terminal_with(
+    run: RunMode,
+    arguments: &Value,
+    yes: bool,
+    presenter: &mut dyn Presenter,
+    name: &str,
+) -> io::Result<Decision> {
     let stdin = io::stdin();
     if !stdin.is_terminal() {
-        return decide(decl, arguments, yes, None);
+        return decide_with(name, run, arguments, yes, None, presenter);
     }
     let mut input = stdin.lock();
     let mut output = io::stderr().lock();
-    decide(
-        decl,
+    decide_with(
+        name,
+        run,
         arguments,
         yes,
         Some(Prompt {
@@ -83,6 +117,7 @@ pub fn decide_on_terminal(decl: &ToolDecl, arguments: &Value, yes: bool) -> io::
             output: &mut output,
             editor: editor_from_env(),
         }),
+        presenter,
     )
 }
 
@@ -94,7 +129,27 @@ pub fn decide(
     yes: bool,
     prompt: Option<Prompt>,
 ) -> io::Result<Decision> {
-    if decl.run == RunMode::Unattended || yes {
+    decide_with(
+        &decl.name,
+        decl.run,
+        arguments,
+        yes,
+        prompt,
+        &mut Json(&decl.name),
+    )
+}
+
+/// [`decide`] for a tool of run mode `run` named `name`, shown by
+/// `presenter`.
+pub fn decide_with(
+    name: &str,
+    run: RunMode,
+    arguments: &Value,
+    yes: bool,
+    prompt: Option<Prompt>,
+    presenter: &mut dyn Presenter,
+) -> io::Result<Decision> {
+    if run == RunMode::Unattended || yes {
         return Ok(Decision::Run(arguments.clone()));
     }
     let Some(mut p) = prompt else {
@@ -103,27 +158,32 @@ pub fn decide(
         });
     };
     let mut draft = Draft::new(arguments);
-    if decl.run == RunMode::Edit {
+    if run == RunMode::Edit {
         match draft.edit(&mut p)? {
-            Edited::Valid => return Ok(Decision::Run(draft.args)),
+            // Checked quietly: an edit that can run, runs.
+            Edited::Valid if presenter.present(&draft.args, &mut io::sink())? => {
+                return Ok(Decision::Run(draft.args));
+            }
             Edited::Emptied => {
-                writeln!(
-                    p.output,
-                    "The arguments were emptied: {} not run.",
-                    decl.name
-                )?;
+                writeln!(p.output, "The arguments were emptied: {name} not run.")?;
                 return Ok(Decision::Decline { reason: None });
             }
-            // Said why; the prompt takes over, the edit kept for `e`.
-            Edited::Kept => {}
+            // Said why (or the prompt will); the prompt takes over, the
+            // edit kept for `e`.
+            Edited::Valid | Edited::Kept => {}
         }
     }
-    ask(&decl.name, draft, &mut p)
+    ask(name, draft, &mut p, presenter)
 }
 
 /// The prompt loop for `ask` (and for `edit` when the edit went wrong).
-fn ask(name: &str, mut draft: Draft, p: &mut Prompt) -> io::Result<Decision> {
-    show(name, &draft.args, p.output)?;
+fn ask(
+    name: &str,
+    mut draft: Draft,
+    p: &mut Prompt,
+    presenter: &mut dyn Presenter,
+) -> io::Result<Decision> {
+    let mut runnable = presenter.present(&draft.args, p.output)?;
     loop {
         write!(p.output, "Run {name}? [y/n/e/?] ")?;
         p.output.flush()?;
@@ -133,7 +193,11 @@ fn ask(name: &str, mut draft: Draft, p: &mut Prompt) -> io::Result<Decision> {
             return Ok(Decision::Decline { reason: None });
         };
         match answer.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => return Ok(Decision::Run(draft.args)),
+            "y" | "yes" if runnable => return Ok(Decision::Run(draft.args)),
+            "y" | "yes" => writeln!(
+                p.output,
+                "These arguments cannot run as they are (see above): e edits them, n declines."
+            )?,
             "n" | "no" => {
                 write!(
                     p.output,
@@ -146,7 +210,7 @@ fn ask(name: &str, mut draft: Draft, p: &mut Prompt) -> io::Result<Decision> {
                 return Ok(Decision::Decline { reason });
             }
             "e" | "edit" => match draft.edit(p)? {
-                Edited::Valid => show(name, &draft.args, p.output)?,
+                Edited::Valid => runnable = presenter.present(&draft.args, p.output)?,
                 Edited::Emptied => writeln!(
                     p.output,
                     "The edit left no arguments; they are unchanged. y runs them as shown, n declines."
@@ -255,11 +319,4 @@ fn read_line(input: &mut dyn BufRead) -> io::Result<Option<String>> {
 
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()) + "\n"
-}
-
-/// The call as the prompt shows it: pretty JSON, in full. (What `y` runs
-/// is exactly what is shown: a shortened value could hide its tail.)
-fn show(name: &str, args: &Value, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "Tool call: {name}")?;
-    write!(out, "{}", pretty(args))
 }

@@ -11,6 +11,9 @@
 //! - [`tools`]: local tools declared in config (`[tools.NAME]`), run as
 //!   commands with the call's JSON arguments on standard input, their
 //!   output bounded; and their specs for the model.
+//! - [`compact_tool`]: the assistant's `compact` tool: quote anchors, the
+//!   preview the user approves, and the compactions it hands the turn loop
+//!   to record with its result, in effect from the next turn.
 //! - [`approval`]: whether a tool call runs, asked on the terminal for
 //!   `run = "ask"` tools (`y`, `n` with a reason, `e` to edit the arguments
 //!   in `$EDITOR`, `?`).
@@ -18,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod approval;
+pub mod compact_tool;
 pub mod request_cache;
 pub mod tools;
 pub mod turn;

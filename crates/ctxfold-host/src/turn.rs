@@ -32,26 +32,51 @@ use ctxfold_providers::{Provider, ProviderError, RequestOptions, ToolSpec};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde::Serialize;
 
+use crate::compact_tool::HostEffect;
 use crate::request_cache::RequestCache;
+use ctxfold_compactor::assistant::{Proposal, record_proposals};
 use serde_json::Value;
 
 /// What a tool run gives back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
     /// The text the model reads.
     pub content: String,
     /// Whether the tool failed (or was declined, timed out, interrupted).
     pub is_error: bool,
+    /// What the turn loop records with the result (built-in tools only:
+    /// the `compact` tool's approved compactions).
+    pub effects: Vec<HostEffect>,
 }
 
-/// Runs the tool calls the model makes: local commands, with approval.
+impl ToolOutput {
+    /// A result with no effects.
+    pub fn text(content: impl Into<String>, is_error: bool) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error,
+            effects: Vec::new(),
+        }
+    }
+}
+
+/// Runs the tool calls the model makes: local commands, with approval, and
+/// the built-in `compact` tool.
 pub trait ToolRunner {
     /// The tools offered to the model.
     fn specs(&self) -> Vec<ToolSpec>;
 
-    /// Run one call. `cancel` turns true on an interrupt: stop the tool and
-    /// return an error result saying so.
-    fn run(&mut self, id: &str, name: &str, arguments: &Value, cancel: &AtomicBool) -> ToolOutput;
+    /// Run one call. `log` is the conversation as it stands (the view the
+    /// model was shown, then its own answer). `cancel` turns true on an
+    /// interrupt: stop the tool and return an error result saying so.
+    fn run(
+        &mut self,
+        id: &str,
+        name: &str,
+        arguments: &Value,
+        log: &Log,
+        cancel: &AtomicBool,
+    ) -> ToolOutput;
 }
 
 /// Where the turn shows what happens.
@@ -327,23 +352,12 @@ impl Host {
             }
             for (id, name, args) in calls {
                 let output = if cancel.load(Ordering::SeqCst) {
-                    ToolOutput {
-                        content: INTERRUPTED.into(),
-                        is_error: true,
-                    }
+                    ToolOutput::text(INTERRUPTED, true)
                 } else {
-                    tools.run(&id, &name, &args, cancel)
+                    tools.run(&id, &name, &args, conv.log(), cancel)
                 };
+                let output = self.record_result(conv, id, output)?;
                 ui.tool_result(&name, &output);
-                conv.append(vec![Record::new(
-                    0,
-                    ctxfold_store::now(),
-                    Body::ToolResult {
-                        id,
-                        content: output.content,
-                        is_error: output.is_error,
-                    },
-                )])?;
             }
         }
         if self.auto && report.end == TurnEnd::Answered {
@@ -353,6 +367,60 @@ impl Host {
             self.show(&outcome, ui, &mut report);
         }
         Ok(report)
+    }
+
+    /// Record a tool call's result, with its effects: the compactions an
+    /// approved `compact` call proposes go in the same batch as the result,
+    /// planned again against the log as it now is (each after the ones
+    /// before it). When they cannot be recorded, the result says so instead
+    /// and nothing else is written. Returns the output as recorded.
+    fn record_result(
+        &self,
+        conv: &mut Conversation<'_>,
+        id: String,
+        output: ToolOutput,
+    ) -> Result<ToolOutput, HostError> {
+        let result = |content: &str, is_error: bool| {
+            Record::new(
+                0,
+                ctxfold_store::now(),
+                Body::ToolResult {
+                    id: id.clone(),
+                    content: content.to_owned(),
+                    is_error,
+                },
+            )
+        };
+        let proposals: Vec<Proposal> = output
+            .effects
+            .iter()
+            .flat_map(|HostEffect::Compact(p)| p.iter().cloned())
+            .collect();
+        if proposals.is_empty() {
+            conv.append(vec![result(&output.content, output.is_error)])?;
+            return Ok(output);
+        }
+        let with = vec![result(&output.content, output.is_error)];
+        let now = Some(jiff::Timestamp::now());
+        match record_proposals(conv, &proposals, self.compactor.hints(), now, with) {
+            Ok(committed) => {
+                tracing::info!(
+                    compactions = committed.len(),
+                    "the assistant's compactions were recorded, in effect from the next turn"
+                );
+                Ok(output)
+            }
+            Err(e) => {
+                let failed = ToolOutput::text(
+                    format!(
+                        "The user approved, but the compactions could not be recorded: {e}. Nothing was recorded."
+                    ),
+                    true,
+                );
+                conv.append(vec![result(&failed.content, true)])?;
+                Ok(failed)
+            }
+        }
     }
 
     /// `tool_choice` forcing `tool`, in the provider's shape.

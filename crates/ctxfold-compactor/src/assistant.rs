@@ -1,0 +1,194 @@
+//! Compactions the assistant proposes through its `compact` tool (SPEC §9,
+//! seed 000): planned one rule after another, each against the log as the
+//! ones before it left it; in force from the next turn
+//! (`deferred_until_turn`), so the rest of the turn keeps its prompt prefix;
+//! recorded in one batch with the tool call's result.
+//!
+//! [`plan_proposals`] is pure: the tool's preview and the record are made by
+//! the same code, and what the user approved is what is recorded.
+
+use ctxfold_core::compaction::{Provenance, Source, truncate_note};
+use ctxfold_core::estimate::item_tokens;
+use ctxfold_core::planner::{PlanContext, Rule, SummaryRequest, ToolHints, check_summary, plan};
+use ctxfold_core::{Body, Compaction, Log, Record};
+
+use ctxfold_core::projection::{View, project_as_of};
+use ctxfold_core::report::{Fate, fates};
+
+use crate::effect::{Effect, effects_in, no_op_reason, with_compactions};
+use crate::{Committed, CompactError, Conversation};
+
+/// One rule the assistant proposes, with its note.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// Which turns and how. Its summary, if any, must be supplied text.
+    pub rule: Rule,
+    /// One sentence on why (cut at 200 characters).
+    pub note: String,
+}
+
+/// What one proposed rule would do, once in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposed {
+    /// The compaction to record; `None` when the rule has nothing to do.
+    pub compaction: Option<Compaction>,
+    /// Record indices it covers, inclusive.
+    pub range: Option<(usize, usize)>,
+    /// What it changes in the view.
+    pub effect: Effect,
+    /// Estimated tokens of the view at the next turn without it (but with
+    /// the rules before it) and with it.
+    pub tokens: (usize, usize),
+    /// The records whose fate in the view it changes, with their new fate:
+    /// everything it would fold away.
+    pub changed: Vec<(usize, Fate)>,
+    /// Why it has nothing to do, when it has not.
+    pub skipped: Option<String>,
+}
+
+impl Proposed {
+    /// Estimated tokens it saves, once in force.
+    pub fn saving(&self) -> usize {
+        self.tokens.0.saturating_sub(self.tokens.1)
+    }
+}
+
+/// Why a proposal cannot be recorded; the message is written for the model
+/// (and the person approving), naming the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// Plan `proposals` against `log`, in order, each seeing the compactions
+/// of the ones before it (and every deferred one already recorded).
+pub fn plan_proposals(
+    log: &Log,
+    proposals: &[Proposal],
+    hints: &ToolHints,
+    now: Option<jiff::Timestamp>,
+) -> Result<Vec<Proposed>, Refused> {
+    // In force from the next turn: the turn after the one in progress.
+    let next_turn = log.turn_count() as u32;
+    let mut working = log.clone();
+    let mut out = Vec::new();
+    for (k, p) in proposals.iter().enumerate() {
+        let n = k + 1;
+        if matches!(p.rule.summary, Some(SummaryRequest::Derive { .. })) {
+            return Err(Refused(format!(
+                "rule {n}: only a summary written in the call can be recorded"
+            )));
+        }
+        let ctx = PlanContext {
+            now,
+            hints: hints.clone(),
+            source: Source::Assistant,
+            note: Some(truncate_note(p.note.trim())),
+            deferred_until_turn: Some(next_turn),
+        };
+        let mut planned = plan(&working, std::slice::from_ref(&p.rule), &ctx)
+            .map_err(|e| Refused(e.for_rule(n).to_string()))?;
+        let Some(one) = planned.planned.pop() else {
+            let why = planned
+                .skipped
+                .pop()
+                .map_or_else(|| "nothing to compact".to_owned(), |s| s.reason);
+            out.push(skipped(why));
+            continue;
+        };
+        let c = one.compaction;
+        if let Some(summary) = &c.summary
+            && let Provenance::Supplied { .. } = summary.provenance
+            && let Err(why) = check_summary(&working, one.range, &summary.text)
+        {
+            return Err(Refused(format!(
+                "rule {n}: the summary of turns {}–{} {why}; write a shorter one",
+                u64::from(c.from_turn) + 1,
+                u64::from(c.to_turn) + 1
+            )));
+        }
+        let one_more = std::slice::from_ref(&c);
+        let after = with_compactions(&working, one_more, "");
+        let (view_before, view_after) = (
+            project_as_of(&working, next_turn),
+            project_as_of(&after, next_turn),
+        );
+        let effect = effects_in(&working, &view_before, &after, &view_after, one_more)[0];
+        if effect.is_none() {
+            out.push(skipped(no_op_reason(&c)));
+            continue;
+        }
+        let fates_before = fates(&working, &view_before);
+        let changed = fates(&after, &view_after)
+            .into_iter()
+            .enumerate()
+            .take(working.len())
+            .filter(|&(i, f)| f != fates_before[i])
+            .collect();
+        let size = |v: &View<'_>| v.items.iter().map(item_tokens).sum::<usize>();
+        let tokens = (size(&view_before), size(&view_after));
+        drop((view_before, view_after));
+        working = after;
+        out.push(Proposed {
+            compaction: Some(c),
+            range: Some(one.range),
+            effect,
+            tokens,
+            changed,
+            skipped: None,
+        });
+    }
+    Ok(out)
+}
+
+fn skipped(why: String) -> Proposed {
+    Proposed {
+        compaction: None,
+        range: None,
+        effect: Effect::default(),
+        tokens: (0, 0),
+        changed: Vec::new(),
+        skipped: Some(why),
+    }
+}
+
+/// Plan `proposals` again under the conversation's compaction lock,
+/// against the log as stored, and append their compactions followed by
+/// `with` (the tool call's result) in one batch: both or neither. Returns
+/// what was recorded.
+pub fn record_proposals(
+    conv: &mut Conversation<'_>,
+    proposals: &[Proposal],
+    hints: &ToolHints,
+    now: Option<jiff::Timestamp>,
+    with: Vec<Record>,
+) -> Result<Vec<Committed>, CompactError> {
+    let Some(_guard) = conv.journal().try_lock()? else {
+        return Err(CompactError::Busy);
+    };
+    conv.reload()?;
+    let planned = plan_proposals(conv.log(), proposals, hints, now)
+        .map_err(|e| CompactError::Summary(e.0))?;
+    let ts = ctxfold_store::now();
+    let kept: Vec<Proposed> = planned
+        .into_iter()
+        .filter(|p| p.compaction.is_some())
+        .collect();
+    let mut records: Vec<Record> = kept
+        .iter()
+        .filter_map(|p| p.compaction.clone())
+        .map(|c| Record::new(0, ts.clone(), Body::Compaction(Box::new(c))))
+        .collect();
+    records.extend(with);
+    let seqs = conv.append(records)?;
+    Ok(kept
+        .into_iter()
+        .zip(seqs)
+        .filter_map(|(p, seq)| {
+            Some(Committed {
+                seq: Some(seq),
+                compaction: p.compaction?,
+                effect: p.effect,
+            })
+        })
+        .collect())
+}
