@@ -361,10 +361,12 @@ pub struct QueryArgs {
     /// message follows.
     #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub compact: Vec<String>,
-    /// Enable a built-in tool for this query (repeatable).
+    /// Enable a built-in tool for this query (repeatable): `compact`, the
+    /// assistant proposing compactions you approve.
     #[arg(short = 't', long = "tool", value_name = "TOOL")]
     pub tools: Vec<String>,
-    /// Make the model's first call use this tool.
+    /// Make the model's first call use this tool (a built-in one is
+    /// enabled too).
     #[arg(short = 'u', long = "use-tool", value_name = "TOOL")]
     pub use_tool: Option<String>,
     /// Start a new conversation (default: the active one).

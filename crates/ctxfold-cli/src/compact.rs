@@ -382,6 +382,31 @@ pub fn numbered_compactions(log: &Log) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Whether each compaction record (by index) is in force, in words:
+/// `active`, `deferred until turn N`, `revoked`, `out of bounds`.
+pub fn compaction_statuses(log: &Log) -> std::collections::HashMap<usize, String> {
+    let (active, inactive) = ctxfold_core::projection::compaction_status(log);
+    let mut out: std::collections::HashMap<usize, String> = active
+        .into_iter()
+        .map(|i| (i, "active".to_owned()))
+        .collect();
+    for (i, why) in inactive {
+        let words = match why {
+            Inactive::Revoked => "revoked".to_owned(),
+            Inactive::Deferred => match &log.records()[i].body {
+                Body::Compaction(c) => format!(
+                    "deferred until turn {}",
+                    u64::from(c.deferred_until_turn.unwrap_or_default()) + 1
+                ),
+                _ => "deferred".to_owned(),
+            },
+            Inactive::OutOfBounds => "out of bounds".to_owned(),
+        };
+        out.insert(i, words);
+    }
+    out
+}
+
 /// `conversation compact`.
 #[allow(clippy::too_many_arguments)]
 pub fn compact_conversation(
@@ -619,7 +644,10 @@ pub fn print_compacted(log: &Log, out: &Printer) -> anyhow::Result<()> {
     // compacted copy would.
     let entries = ctxfold_core::materialize::materialize_with_turns(log, &view);
     out.emit(&Value::Null, || {
-        render::turns_text(entries.iter().map(|(turn, r)| (*turn, r)))
+        render::turns_text(
+            entries.iter().map(|(turn, r)| (*turn, r)),
+            &Default::default(),
+        )
     })
 }
 
@@ -692,26 +720,14 @@ pub fn fork(
 
 /// One line per compaction for `conversation show`, and the same as JSON.
 pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
-    let (active, inactive) = ctxfold_core::projection::compaction_status(log);
+    let statuses = compaction_statuses(log);
     let mut json = Vec::new();
     let mut text = String::new();
     for (n, i) in numbered_compactions(log) {
         let Body::Compaction(c) = &log.records()[i].body else {
             continue;
         };
-        let status = if active.contains(&i) {
-            "active".to_owned()
-        } else {
-            match inactive.iter().find(|(k, _)| *k == i).map(|(_, w)| *w) {
-                Some(Inactive::Revoked) => "revoked".into(),
-                Some(Inactive::Deferred) => format!(
-                    "deferred until turn {}",
-                    u64::from(c.deferred_until_turn.unwrap_or_default()) + 1
-                ),
-                Some(Inactive::OutOfBounds) => "out of bounds".into(),
-                None => "inactive".into(),
-            }
-        };
+        let status = statuses.get(&i).cloned().unwrap_or_default();
         let policies = c.describe();
         let note = c
             .note

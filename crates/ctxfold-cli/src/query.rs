@@ -55,11 +55,15 @@ pub fn query(
             continue;
         }
         if t != compact_tool::NAME {
-            bail!(
-                "-{} {t}: no such tool; the built-in tools are: {} (tools declared in config, [tools.NAME] command = …, are offered without -t)",
-                if args.tools.contains(t) { "t" } else { "u" },
-                compact_tool::NAME
-            );
+            if args.tools.contains(t) {
+                bail!(
+                    "-t {t}: no such built-in tool; the built-in tools are: {} (tools declared in config, [tools.NAME] command = …, are offered without -t)",
+                    compact_tool::NAME
+                );
+            }
+            let mut known: Vec<&str> = settings.tools.keys().map(String::as_str).collect();
+            known.push(compact_tool::NAME);
+            bail!("-u {t}: no such tool; the tools are: {}", known.join(", "));
         }
         if !builtins.contains(&t.as_str()) {
             builtins.push(t);

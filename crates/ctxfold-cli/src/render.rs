@@ -70,16 +70,25 @@ pub fn warn_all(warnings: &[String]) {
 
 /// A conversation as text: a header per turn (1-based), one block per event.
 pub fn transcript_text(log: &Log) -> String {
+    let by_seq = crate::compact::compaction_statuses(log)
+        .into_iter()
+        .map(|(i, words)| (log.records()[i].seq, words))
+        .collect();
     turns_text(
         log.records()
             .iter()
             .enumerate()
             .map(|(i, r)| (log.turn_of(i), r)),
+        &by_seq,
     )
 }
 
-/// Records with the (0-based) turn each belongs to, as text.
-pub fn turns_text<'a>(entries: impl Iterator<Item = (u32, &'a Record)>) -> String {
+/// Records with the (0-based) turn each belongs to, as text. `statuses`
+/// says, by `seq`, whether each compaction record is in force.
+pub fn turns_text<'a>(
+    entries: impl Iterator<Item = (u32, &'a Record)>,
+    statuses: &std::collections::HashMap<u64, String>,
+) -> String {
     let mut out = String::new();
     let mut current_turn = None;
     for (turn, rec) in entries {
@@ -122,13 +131,24 @@ pub fn turns_text<'a>(entries: impl Iterator<Item = (u32, &'a Record)>) -> Strin
                 let _ = writeln!(out, "[system]\n{}", content.trim_end());
             }
             Body::Compaction(c) => {
+                // Who asked, what it does, and whether it is in force yet:
+                // an assistant's compaction waits for the next turn.
+                let status = statuses
+                    .get(&rec.seq)
+                    .map(|s| format!(", {s}"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "[compaction of turns {}-{}, record {}]",
+                    "[compaction of turns {}-{}, record {}, by {}{status}: {}]",
                     u64::from(c.from_turn) + 1,
                     u64::from(c.to_turn) + 1,
-                    rec.seq
+                    rec.seq,
+                    source_words(c.source),
+                    c.describe().join(", ")
                 );
+                if let Some(note) = &c.note {
+                    let _ = writeln!(out, "note: {note}");
+                }
             }
             Body::CompactionReset(_) => {
                 let _ = writeln!(out, "[compaction reset, record {}]", rec.seq);
@@ -139,4 +159,14 @@ pub fn turns_text<'a>(entries: impl Iterator<Item = (u32, &'a Record)>) -> Strin
         }
     }
     out
+}
+
+/// Who made a compaction, as the transcript says it.
+fn source_words(s: ctxfold_core::compaction::Source) -> &'static str {
+    use ctxfold_core::compaction::Source;
+    match s {
+        Source::User => "the user",
+        Source::Assistant => "the assistant",
+        Source::Auto => "automatic compaction",
+    }
 }

@@ -1,6 +1,8 @@
 //! Runs the real `ctxfold` binary in a scratch workspace.
 #![allow(dead_code)]
 
+pub mod model;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
