@@ -317,6 +317,22 @@ impl Ui for Terminal {
         eprint!("{}", crate::auto::describe(outcome));
     }
 
+    fn recorded(&mut self, compactions: &[(usize, ctxfold_compactor::Committed)]) {
+        if self.quiet {
+            return;
+        }
+        self.end_reasoning();
+        for (n, c) in compactions {
+            let k = &c.compaction;
+            eprintln!(
+                "compaction #{n} recorded (turns {}–{}: {}), in effect from the next turn; undo: ctxfold conversation compact --reset={n}",
+                u64::from(k.from_turn) + 1,
+                u64::from(k.to_turn) + 1,
+                c.effect.describe(k).join(", ")
+            );
+        }
+    }
+
     fn step_end(&mut self) {
         self.end_reasoning();
         if self.wrote && !self.quiet {

@@ -399,6 +399,11 @@ fn approval_on_a_terminal_previews_records_declines_and_edits() {
                 assert_eq!(recorded.len(), 1);
                 assert_eq!(recorded[0]["summary"]["text"], summary);
                 assert!(!content.contains("edited"), "{content}");
+                // The user is told what was recorded and how to undo it.
+                assert!(
+                    screen.contains("compaction #1 recorded (turns 1–2: summary written by assistant in place of 4 events), in effect from the next turn; undo: ctxfold conversation compact --reset=1"),
+                    "{screen}"
+                );
             }
             "e\ny\n" => {
                 assert_eq!(recorded.len(), 1);

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use common::*;
 use ctxfold_core::compaction::{Compaction, ResetTargets, ToolOverride};
-use ctxfold_core::projection::{Item, View, project};
+use ctxfold_core::projection::{Item, View, project, project_as_of};
 use ctxfold_core::{Body, Log, Record};
 use proptest::prelude::*;
 
@@ -72,6 +72,31 @@ proptest! {
             .collect();
         let stripped = Log::from_records(kept);
         prop_assert_eq!(signature(&log, &view), signature(&stripped, &project(&stripped)));
+    }
+}
+
+proptest! {
+    /// The view "as of the next turn" (how an assistant's deferred
+    /// compaction is previewed) is the view the log gets once that turn
+    /// starts; as of the current turn it is the view.
+    #[test]
+    fn the_view_as_of_the_next_turn_is_the_view_when_it_starts(
+        turns in prop::collection::vec(turn(), 1..10),
+        comps in prop::collection::vec(comp(), 0..8),
+        resets in prop::collection::vec(reset(), 0..3),
+    ) {
+        let log = build(&turns, &comps, &resets, false);
+        let now = (log.turn_count() as u32).saturating_sub(1);
+        prop_assert_eq!(
+            signature(&log, &project_as_of(&log, now)),
+            signature(&log, &project(&log))
+        );
+        let mut next = log.clone();
+        next.push(Record::new(next.next_seq(), "2026-01-01T00:00:00Z", Body::TurnStart));
+        prop_assert_eq!(
+            signature(&log, &project_as_of(&log, now + 1)),
+            signature(&next, &project(&next))
+        );
     }
 }
 

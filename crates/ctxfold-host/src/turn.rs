@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ctxfold_compactor::{
-    BasicCompactor, Compactor, Context, Conversation, Moment, Outcome, OverflowError,
+    BasicCompactor, Committed, Compactor, Context, Conversation, Moment, Outcome, OverflowError,
     retry_on_overflow,
 };
 use ctxfold_core::{Body, Log, Record};
@@ -93,6 +93,9 @@ pub trait Ui {
     fn compaction(&mut self, outcome: &Outcome);
     /// The model call of a step ended.
     fn step_end(&mut self) {}
+    /// The assistant's compactions were recorded (in effect from the next
+    /// turn), each with its number as `conversation show` numbers them.
+    fn recorded(&mut self, _compactions: &[(usize, Committed)]) {}
 }
 
 /// What the host runs with.
@@ -189,6 +192,23 @@ pub fn repair(conv: &mut Conversation<'_>) -> Result<usize, HostError> {
         )?;
     }
     Ok(n)
+}
+
+/// Each compaction with its number among the log's compaction records
+/// (1-based, as `conversation show` numbers them and `--reset=N` takes).
+fn number(log: &Log, committed: Vec<Committed>) -> Vec<(usize, Committed)> {
+    let mut n = 0;
+    let mut numbers = std::collections::HashMap::new();
+    for r in log.records() {
+        if let Body::Compaction(_) = r.body {
+            n += 1;
+            numbers.insert(r.seq, n);
+        }
+    }
+    committed
+        .into_iter()
+        .filter_map(|c| Some((*numbers.get(&c.seq?)?, c)))
+        .collect()
 }
 
 /// Calls of the last turn without a result, in order.
@@ -356,8 +376,11 @@ impl Host {
                 } else {
                     tools.run(&id, &name, &args, conv.log(), cancel)
                 };
-                let output = self.record_result(conv, id, output)?;
+                let (output, recorded) = self.record_result(conv, id, output)?;
                 ui.tool_result(&name, &output);
+                if !recorded.is_empty() {
+                    ui.recorded(&recorded);
+                }
             }
         }
         if self.auto && report.end == TurnEnd::Answered {
@@ -373,13 +396,14 @@ impl Host {
     /// approved `compact` call proposes go in the same batch as the result,
     /// planned again against the log as it now is (each after the ones
     /// before it). When they cannot be recorded, the result says so instead
-    /// and nothing else is written. Returns the output as recorded.
+    /// and nothing else is written. Returns the output as recorded, and the
+    /// compactions recorded with their numbers.
     fn record_result(
         &self,
         conv: &mut Conversation<'_>,
         id: String,
         output: ToolOutput,
-    ) -> Result<ToolOutput, HostError> {
+    ) -> Result<(ToolOutput, Vec<(usize, Committed)>), HostError> {
         let result = |content: &str, is_error: bool| {
             Record::new(
                 0,
@@ -398,7 +422,7 @@ impl Host {
             .collect();
         if proposals.is_empty() {
             conv.append(vec![result(&output.content, output.is_error)])?;
-            return Ok(output);
+            return Ok((output, Vec::new()));
         }
         let with = vec![result(&output.content, output.is_error)];
         let now = Some(jiff::Timestamp::now());
@@ -408,7 +432,8 @@ impl Host {
                     compactions = committed.len(),
                     "the assistant's compactions were recorded, in effect from the next turn"
                 );
-                Ok(output)
+                let numbered = number(conv.log(), committed);
+                Ok((output, numbered))
             }
             Err(e) => {
                 let failed = ToolOutput::text(
@@ -418,7 +443,7 @@ impl Host {
                     true,
                 );
                 conv.append(vec![result(&failed.content, true)])?;
-                Ok(failed)
+                Ok((failed, Vec::new()))
             }
         }
     }
