@@ -27,7 +27,9 @@ use ctxfold_core::planner::{
 use ctxfold_core::retention::{
     after_compactions, cut_keeps_pairs, holds_open_call, region_before, retained_tail,
 };
-use ctxfold_core::trigger::{AutoPolicy, due_before_step, due_between_turns, rolling_rule};
+use ctxfold_core::trigger::{
+    AutoPolicy, Skip, deferred_to_next_turn, due_before_step, due_between_turns, rolling_rule,
+};
 use ctxfold_core::{Body, Record};
 use ctxfold_tokens::TokenEstimator;
 use tracing::{debug, info, warn};
@@ -123,6 +125,17 @@ impl BasicCompactor {
             return Ok(self.outcome(ctx, Status::NothingToCompact { reason }, before, before));
         }
         if let Err(why) = due_between_turns(&self.policy, turns, before, ctx.window) {
+            debug!(%why, "automatic compaction between turns skipped");
+            return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
+        }
+        // Folding now would shadow what was just approved for the next turn
+        // (a newer summary wins); the next turn's first step measures the
+        // view with it in force.
+        let pending = deferred_to_next_turn(conv.log());
+        if pending > 0 {
+            let why = Skip::DeferredPending {
+                compactions: pending,
+            };
             debug!(%why, "automatic compaction between turns skipped");
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }

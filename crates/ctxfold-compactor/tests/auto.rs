@@ -441,3 +441,83 @@ fn an_open_step_is_never_compacted() {
         "the turn in progress is left alone: {done:?}"
     );
 }
+
+/// Compactions the assistant had approved during a turn are in force from
+/// the next turn: automatic compaction at that boundary does not fold over
+/// them (a newer summary would shadow them), and the next turn's first step
+/// measures the view with them in force.
+#[test]
+fn what_the_assistant_deferred_to_the_next_turn_is_not_folded_over() {
+    use ctxfold_compactor::assistant::{Proposal, plan_proposals, record_proposals};
+    use ctxfold_core::bounds::Keep;
+    use ctxfold_core::compaction::{ReasoningPolicy, ToolPolicy};
+    use ctxfold_core::trigger::Skip;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let store = EventLog::new(dir.path().join("c"));
+    let window = 6_000;
+    let c = compactor(on());
+    let mut conv = Conversation::new(Log::new(), &store);
+    for k in 0..20 {
+        conv.append(turn(k)).unwrap();
+    }
+    let over = checked_view(conv.log());
+    assert!(
+        over > on().threshold(window),
+        "the test needs a view over the threshold"
+    );
+    let proposals = vec![Proposal {
+        rule: Rule {
+            keep_last: Some(Keep::Count(1)),
+            reasoning: Some(ReasoningPolicy::Strip),
+            tool_calls: Some(ToolPolicy::Strip),
+            ..Rule::default()
+        },
+        note: "The files hold it all.".into(),
+    }];
+    let preview = plan_proposals(conv.log(), &proposals, &ToolHints::default(), None).unwrap();
+    let recorded = record_proposals(
+        &mut conv,
+        &proposals,
+        &ToolHints::default(),
+        None,
+        Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        recorded[0].compaction,
+        preview[0].compaction.clone().unwrap()
+    );
+    assert_eq!(recorded[0].compaction.deferred_until_turn, Some(20));
+    // Not in force yet: the view is as large as before.
+    assert_eq!(checked_view(conv.log()), over);
+
+    let out = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BetweenTurns, Some(window)))
+        .unwrap();
+    assert_eq!(
+        out.status,
+        Status::Skipped {
+            why: Skip::DeferredPending { compactions: 1 }
+        }
+    );
+    assert!(!out.compacted());
+
+    // The next turn starts: the preview's "after" size is what it sees.
+    let mut opening = turn(20);
+    opening.truncate(2);
+    conv.append(opening).unwrap();
+    let out = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(window)))
+        .unwrap();
+    let now = checked_view(conv.log());
+    assert_eq!(out.before, now);
+    assert!(now < over, "{now} < {over}");
+    assert!(
+        now.abs_diff(preview[0].tokens.1) < 40,
+        "the preview's estimate ({}) is the view the next turn starts from ({now}), but for its opening",
+        preview[0].tokens.1
+    );
+}

@@ -93,6 +93,13 @@ pub enum Skip {
         /// The threshold.
         threshold: usize,
     },
+    /// Compactions approved during the turn (the assistant's) take effect
+    /// when the next turn starts: the view is measured again then, before
+    /// its first model call, rather than folded over now.
+    DeferredPending {
+        /// How many.
+        compactions: usize,
+    },
 }
 
 impl fmt::Display for Skip {
@@ -112,6 +119,12 @@ impl fmt::Display for Skip {
             } => write!(
                 f,
                 "the view (~{estimate} tokens) is under the threshold (~{threshold} tokens)"
+            ),
+            Skip::DeferredPending { compactions } => write!(
+                f,
+                "{compactions} compaction{} take{} effect when the next turn starts; the view is measured again before its first model call",
+                if *compactions == 1 { "" } else { "s" },
+                if *compactions == 1 { "s" } else { "" }
             ),
         }
     }
@@ -193,6 +206,21 @@ pub fn rolling_rule(policy: &AutoPolicy, log: &Log) -> Rule {
         to: None,
         ..policy.rule.clone()
     }
+}
+
+/// Compactions recorded but deferred that the next turn brings into force
+/// (the assistant's, approved during the turn that just ended).
+pub fn deferred_to_next_turn(log: &Log) -> usize {
+    let next = log.turn_count() as u32;
+    let (_, inactive) = crate::projection::compaction_status(log);
+    inactive
+        .iter()
+        .filter(|&&(i, why)| {
+            why == crate::projection::Inactive::Deferred
+                && matches!(&log.records()[i].body,
+                    Body::Compaction(c) if c.deferred_until_turn.is_some_and(|t| t <= next))
+        })
+        .count()
 }
 
 #[cfg(test)]
