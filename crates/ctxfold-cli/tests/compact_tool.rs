@@ -16,6 +16,11 @@ const TURNS: [&str; 2] = ["set up the repo", "fix the divider bug in pane.rs"];
 /// long arguments), against a model that then plays `script`. Returns the
 /// workspace and the requests the model got.
 fn three_turns(kind: &'static str, script: Vec<Say>) -> (Scratch, SeenRequests) {
+    three_turns_with(kind, "", script)
+}
+
+/// [`three_turns`] with more config.
+fn three_turns_with(kind: &'static str, config: &str, script: Vec<Say>) -> (Scratch, SeenRequests) {
     let long = "x".repeat(300);
     let mut all = vec![
         Say::Text(
@@ -29,7 +34,7 @@ fn three_turns(kind: &'static str, script: Vec<Say>) -> (Scratch, SeenRequests) 
     ];
     all.extend(script);
     let (base, seen) = model(kind, all);
-    let s = workspace(kind, &base, "");
+    let s = workspace(kind, &base, config);
     let out = s.run(&["q", "-m", "fake/m", "--new", TURNS[0]]);
     assert!(out.status.success(), "{}", stderr(&out));
     for m in [TURNS[1], "run the tests"] {
@@ -379,17 +384,31 @@ fn approval_on_a_terminal_previews_records_declines_and_edits() {
         ] {
             assert!(screen.contains(part), "{keys:?}: {part:?} not in {screen}");
         }
+        // The last preview's (an edit shows a new one, replacing the files
+        // of the one before).
         let file = screen
             .lines()
+            .rev()
             .find_map(|l| l.trim().strip_prefix("folded away, in full: "))
             .unwrap_or_else(|| panic!("no preview file in {screen}"));
-        let dropped = std::fs::read_to_string(file.trim()).unwrap();
-        assert!(
-            dropped.contains("turn 2, user (replaced by the summary)"),
-            "{dropped}"
-        );
-        assert!(dropped.contains(TURNS[1]), "{dropped}");
-        assert!(dropped.contains(summary), "{dropped}");
+        let path = std::path::Path::new(file.trim());
+        if keys.starts_with('n') {
+            assert!(
+                !path.exists(),
+                "a declined call's preview file is removed: {file}"
+            );
+        } else {
+            let dropped = std::fs::read_to_string(path).unwrap();
+            assert!(
+                dropped.contains("turn 2, user (replaced by the summary)"),
+                "{dropped}"
+            );
+            assert!(dropped.contains(TURNS[1]), "{dropped}");
+            assert!(
+                dropped.contains("the repo and the divider fix."),
+                "{dropped}"
+            );
+        }
 
         let recorded = assistant_compactions(&s);
         let result = &tool_results(&s)[1];
@@ -413,7 +432,7 @@ fn approval_on_a_terminal_previews_records_declines_and_edits() {
                 );
                 assert!(content.contains("The user edited your rules"), "{content}");
                 // The edit was previewed again before `y`.
-                assert!(screen.contains("(8 words)"), "{screen}");
+                assert_eq!(screen.matches("1 rule proposed").count(), 2, "{screen}");
             }
             _ => {
                 assert!(recorded.is_empty(), "{recorded:?}");
@@ -452,4 +471,42 @@ fn the_tool_is_off_unless_named() {
         "{result}"
     );
     assert!(assistant_compactions(&s).is_empty());
+}
+
+/// `[tools.compact] run`: `unattended` records without asking (and says
+/// so to the model); `edit` opens the rules in the editor first, then
+/// shows the preview and asks: nothing is recorded unseen.
+#[test]
+fn the_run_mode_comes_from_config() {
+    let call = || {
+        vec![
+            Say::Tool(
+                "compact",
+                json!({"rules": [{"before_quote": "run the tests", "summary": "ORIGINAL summary: the repo and the divider fix.", "note": "n"}]}),
+            ),
+            Say::Text("OK."),
+        ]
+    };
+    let (s, _) = three_turns_with("openai", "[tools.compact]\nrun = \"unattended\"\n", call());
+    let out = s.run(&["q", "-t", "compact", "fold"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(assistant_compactions(&s).len(), 1);
+    let content = tool_results(&s)[1]["content"].as_str().unwrap().to_owned();
+    assert!(content.starts_with("Recorded without asking"), "{content}");
+
+    let (s, _) = three_turns_with("openai", "[tools.compact]\nrun = \"edit\"\n", call());
+    let ed = s.path().join("ed.sh");
+    std::fs::write(&ed, "#!/bin/sh\nsed -i 's/ORIGINAL/EDITED/' \"$1\"\n").unwrap();
+    let mut mode = std::fs::metadata(&ed).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&ed, mode).unwrap();
+    let out = on_a_terminal(&s, "q -t compact fold", "y\n", Some(ed.to_str().unwrap()));
+    let screen = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(out.status.success(), "{screen}{}", stderr(&out));
+    assert_eq!(screen.matches("1 rule proposed").count(), 1, "{screen}");
+    let recorded = assistant_compactions(&s);
+    assert_eq!(
+        recorded[0]["summary"]["text"],
+        "EDITED summary: the repo and the divider fix."
+    );
 }

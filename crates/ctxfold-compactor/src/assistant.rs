@@ -29,7 +29,7 @@ pub struct Proposal {
 
 /// What one proposed rule would do, once in force.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Proposed {
+pub struct PlannedProposal {
     /// The compaction to record; `None` when the rule has nothing to do.
     pub compaction: Option<Compaction>,
     /// Record indices it covers, inclusive.
@@ -46,7 +46,7 @@ pub struct Proposed {
     pub skipped: Option<String>,
 }
 
-impl Proposed {
+impl PlannedProposal {
     /// Estimated tokens it saves, once in force.
     pub fn saving(&self) -> usize {
         self.tokens.0.saturating_sub(self.tokens.1)
@@ -66,7 +66,7 @@ pub fn plan_proposals(
     proposals: &[Proposal],
     hints: &ToolHints,
     now: Option<jiff::Timestamp>,
-) -> Result<Vec<Proposed>, Refused> {
+) -> Result<Vec<PlannedProposal>, Refused> {
     // In force from the next turn: the turn after the one in progress.
     let next_turn = log.turn_count() as u32;
     let mut working = log.clone();
@@ -128,7 +128,7 @@ pub fn plan_proposals(
         let tokens = (size(&view_before), size(&view_after));
         drop((view_before, view_after));
         working = after;
-        out.push(Proposed {
+        out.push(PlannedProposal {
             compaction: Some(c),
             range: Some(one.range),
             effect,
@@ -140,8 +140,8 @@ pub fn plan_proposals(
     Ok(out)
 }
 
-fn skipped(why: String) -> Proposed {
-    Proposed {
+fn skipped(why: String) -> PlannedProposal {
+    PlannedProposal {
         compaction: None,
         range: None,
         effect: Effect::default(),
@@ -151,13 +151,21 @@ fn skipped(why: String) -> Proposed {
     }
 }
 
-/// Plan `proposals` again under the conversation's compaction lock,
-/// against the log as stored, and append their compactions followed by
-/// `with` (the tool call's result) in one batch: both or neither. Returns
-/// what was recorded.
+/// Record what the user approved: `proposals` planned again under the
+/// conversation's compaction lock, against the log as stored, must give
+/// exactly the `approved` compactions (what the preview showed); then they
+/// are appended followed by `with` (the tool call's result) in one append.
+/// When the log changed meanwhile so that the plan differs (another process
+/// compacted, a turn began), nothing is recorded:
+/// [`CompactError::Changed`]. Returns what was recorded.
+///
+/// One append is one write of the store, but not a transaction: a crash in
+/// the middle of it can keep the compactions without the result, which the
+/// next turn closes as interrupted (the host says that they were recorded).
 pub fn record_proposals(
     conv: &mut Conversation<'_>,
     proposals: &[Proposal],
+    approved: &[Compaction],
     hints: &ToolHints,
     now: Option<jiff::Timestamp>,
     with: Vec<Record>,
@@ -166,17 +174,24 @@ pub fn record_proposals(
         return Err(CompactError::Busy);
     };
     conv.reload()?;
-    let planned = plan_proposals(conv.log(), proposals, hints, now)
-        .map_err(|e| CompactError::Summary(e.0))?;
+    let kept: Vec<PlannedProposal> = match plan_proposals(conv.log(), proposals, hints, now) {
+        Ok(planned) => planned
+            .into_iter()
+            .filter(|p| p.compaction.is_some())
+            .collect(),
+        Err(e) => return Err(CompactError::Changed(e.0)),
+    };
+    let now_planned: Vec<&Compaction> = kept.iter().filter_map(|p| p.compaction.as_ref()).collect();
+    if now_planned.len() != approved.len() || now_planned.iter().zip(approved).any(|(a, b)| *a != b)
+    {
+        return Err(CompactError::Changed(
+            "planned again, the rules no longer give the compactions that were approved".into(),
+        ));
+    }
     let ts = ctxfold_store::now();
-    let kept: Vec<Proposed> = planned
-        .into_iter()
-        .filter(|p| p.compaction.is_some())
-        .collect();
-    let mut records: Vec<Record> = kept
+    let mut records: Vec<Record> = approved
         .iter()
-        .filter_map(|p| p.compaction.clone())
-        .map(|c| Record::new(0, ts.clone(), Body::Compaction(Box::new(c))))
+        .map(|c| Record::new(0, ts.clone(), Body::Compaction(Box::new(c.clone()))))
         .collect();
     records.extend(with);
     let seqs = conv.append(records)?;

@@ -214,6 +214,12 @@ pub enum CompactError {
     /// Another process is compacting this conversation.
     #[error("the conversation is being compacted by another process; try again when it is done")]
     Busy,
+    /// What was approved no longer fits the conversation, which changed
+    /// while the user decided; nothing was recorded.
+    #[error(
+        "the conversation changed while the compaction was being approved ({0}); nothing was recorded"
+    )]
+    Changed(String),
 }
 
 /// The compaction service's contract.

@@ -477,9 +477,14 @@ fn what_the_assistant_deferred_to_the_next_turn_is_not_folded_over() {
         note: "The files hold it all.".into(),
     }];
     let preview = plan_proposals(conv.log(), &proposals, &ToolHints::default(), None).unwrap();
+    let approved: Vec<_> = preview
+        .iter()
+        .filter_map(|p| p.compaction.clone())
+        .collect();
     let recorded = record_proposals(
         &mut conv,
         &proposals,
+        &approved,
         &ToolHints::default(),
         None,
         Vec::new(),
@@ -520,4 +525,74 @@ fn what_the_assistant_deferred_to_the_next_turn_is_not_folded_over() {
         "the preview's estimate ({}) is the view the next turn starts from ({now}), but for its opening",
         preview[0].tokens.1
     );
+}
+
+/// Before a step of the same turn, automatic compaction starts its band
+/// after what the assistant deferred: a newer band over the approved
+/// summary would shadow it once both are in force.
+#[test]
+fn a_step_of_the_same_turn_does_not_fold_over_what_was_deferred() {
+    use ctxfold_compactor::assistant::{Proposal, plan_proposals, record_proposals};
+    use ctxfold_core::bounds::{Bound, Keep};
+    use ctxfold_core::projection::covered_indices;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let store = EventLog::new(dir.path().join("c"));
+    let window = 6_000;
+    // Summaries for the automatic rule, so that it would grow over others.
+    let c = compactor(AutoPolicy {
+        rule: Rule {
+            summary: Some(SummaryRequest::Derive {
+                model: None,
+                instructions: None,
+            }),
+            ..Rule::builtin()
+        },
+        ..on()
+    });
+    let mut conv = Conversation::new(Log::new(), &store);
+    for k in 0..20 {
+        conv.append(turn(k)).unwrap();
+    }
+    let proposals = vec![Proposal {
+        rule: Rule {
+            to: Some(Bound::Turn(10)),
+            keep_last: Some(Keep::Count(1)),
+            summary: Some(SummaryRequest::Supplied {
+                text: "Turns 1-10 read modules 0-9; each has two tests.".into(),
+                author: Source::Assistant,
+            }),
+            ..Rule::default()
+        },
+        note: "The modules are on disk.".into(),
+    }];
+    let planned = plan_proposals(conv.log(), &proposals, &ToolHints::default(), None).unwrap();
+    let approved: Vec<_> = planned
+        .iter()
+        .filter_map(|p| p.compaction.clone())
+        .collect();
+    record_proposals(
+        &mut conv,
+        &proposals,
+        &approved,
+        &ToolHints::default(),
+        None,
+        Vec::new(),
+    )
+    .unwrap();
+    let deferred_end = covered_indices(conv.log(), &approved[0]).unwrap().1;
+
+    let out = c
+        .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(window)))
+        .unwrap();
+    assert!(out.compacted(), "the view is over the threshold: {out:?}");
+    for done in &out.committed {
+        let (lo, _) = covered_indices(conv.log(), &done.compaction).unwrap();
+        assert!(
+            lo > deferred_end,
+            "{lo} > {deferred_end}: {:?}",
+            done.compaction
+        );
+    }
 }

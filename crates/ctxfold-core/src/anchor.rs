@@ -12,9 +12,11 @@
 //! Two rules keep the assistant from tripping over its own words:
 //! - calls of the compacting tool itself and their results are not
 //!   searched (their arguments hold the very quotes being resolved);
-//! - the turn in progress (the log's last turn) counts only when nothing
-//!   else matches: the assistant's text before a call often repeats the
-//!   quote, and that turn is never compacted anyway.
+//! - the turn in progress (the log's last turn) is not a place a quote can
+//!   name: the assistant's text before a call often repeats the quote, and
+//!   a paraphrase is often in the user's request. A quote found only there
+//!   is an error, not "everything before this turn" (which `keep_last: 1`
+//!   says plainly).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -60,6 +62,11 @@ pub enum AnchorError {
         /// Every place it matched, one per turn or summary.
         candidates: Vec<Candidate>,
     },
+    /// The quote is only in the turn in progress.
+    #[error(
+        "that text is only in the turn in progress, which cannot bound a range; quote an earlier message, or use keep_last: 1 to fold everything before this turn"
+    )]
+    InProgress,
     /// The quote lands inside a summary: those turns are already compacted.
     #[error(
         "the quote is inside the summary that stands for {}, which are already compacted; quote text outside the summary",
@@ -162,12 +169,11 @@ pub fn resolve_anchor(
         }
     }
     let current = (log.turn_count() as u32).saturating_sub(1);
-    let elsewhere = order.iter().any(|&(s, a, _)| s || a != current);
-    let keys: Vec<(bool, u32, u32)> = order
-        .into_iter()
-        .filter(|&(s, a, _)| !(elsewhere && !s && a == current))
-        .collect();
+    let in_progress = |&(s, a, _): &(bool, u32, u32)| !s && a == current;
+    let found_there = order.iter().any(in_progress);
+    let keys: Vec<(bool, u32, u32)> = order.into_iter().filter(|k| !in_progress(k)).collect();
     match keys.as_slice() {
+        [] if found_there => Err(AnchorError::InProgress),
         [] => Err(AnchorError::NotFound),
         [(false, turn, _)] => Ok(*turn),
         [(true, a, b)] => Err(AnchorError::AlreadyCompacted { turns: (*a, *b) }),
@@ -332,6 +338,7 @@ mod tests {
                 "so the divider\n  cursor works if I move",
             ),
             ("now the tests", "they pass"),
+            ("and now?", "docs"),
         ]));
         assert_eq!(resolve(&log, "so the divider cursor works"), Ok(1));
         assert_eq!(resolve(&log, "…divider cursor works if I..."), Ok(1));
@@ -425,8 +432,12 @@ mod tests {
         let log = load(bodies);
         assert_eq!(resolve(&log, "fix the divider bug"), Ok(0));
         assert_eq!(resolve(&log, "matched"), Err(AnchorError::NotFound));
-        // Only the turn in progress holds it: that turn it is.
-        assert_eq!(resolve(&log, "fold everything before"), Ok(2));
+        // Only the turn in progress holds it: not a bound (a paraphrase in
+        // the user's request must not mean "everything before").
+        assert_eq!(
+            resolve(&log, "fold everything before"),
+            Err(AnchorError::InProgress)
+        );
     }
 
     #[test]

@@ -126,12 +126,19 @@ pub fn region_before(
     Ok(Some((floor, hi)))
 }
 
-/// The first record after everything active compactions cover (0 when
-/// there is none): where a new band of automatic compaction starts.
+/// The first record after everything active or deferred compactions cover
+/// (0 when there is none): where a new band of automatic compaction starts.
+/// A deferred one (the assistant's, approved this turn) counts: a newer
+/// band over it would shadow what was approved once it comes into force.
 pub fn after_compactions(log: &Log) -> usize {
-    let (active, _) = crate::projection::compaction_status(log);
+    let (active, inactive) = crate::projection::compaction_status(log);
+    let deferred = inactive
+        .iter()
+        .filter(|(_, why)| *why == crate::projection::Inactive::Deferred)
+        .map(|(i, _)| i);
     active
         .iter()
+        .chain(deferred)
         .filter_map(|&i| match &log.records()[i].body {
             Body::Compaction(c) => crate::projection::covered_indices(log, c).map(|(_, hi)| hi + 1),
             _ => None,

@@ -70,6 +70,13 @@ pub trait Presenter {
     /// `false` when these arguments cannot run as they are (what is wrong
     /// written too): `y` is then refused until an edit fixes them.
     fn present(&mut self, args: &Value, out: &mut dyn Write) -> io::Result<bool>;
+
+    /// Whether the call is always shown and confirmed before it runs, also
+    /// after the editor in `edit` mode (which otherwise runs a valid edit
+    /// at once).
+    fn always_ask(&self) -> bool {
+        false
+    }
 }
 
 /// A call shown as its name and its arguments, pretty JSON in full. (What
@@ -161,7 +168,10 @@ pub fn decide_with(
     if run == RunMode::Edit {
         match draft.edit(&mut p)? {
             // Checked quietly: an edit that can run, runs.
-            Edited::Valid if presenter.present(&draft.args, &mut io::sink())? => {
+            Edited::Valid
+                if !presenter.always_ask()
+                    && presenter.present(&draft.args, &mut io::sink())? =>
+            {
                 return Ok(Decision::Run(draft.args));
             }
             Edited::Emptied => {

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use ctxfold_compactor::assistant::{Proposal, Proposed, plan_proposals};
+use ctxfold_compactor::assistant::{PlannedProposal, Proposal, plan_proposals};
 use ctxfold_config::RunMode;
 use ctxfold_core::anchor::{normalize, resolve_anchor};
 use ctxfold_core::bounds::{Bound, Keep};
@@ -28,7 +28,7 @@ use ctxfold_core::compaction::{ReasoningPolicy, Source, ToolPolicy};
 use ctxfold_core::planner::{Rule, SummaryRequest, ToolHints};
 use ctxfold_core::projection::project;
 use ctxfold_core::report::Fate;
-use ctxfold_core::{Body, Log, Record};
+use ctxfold_core::{Body, Compaction, Log, Record};
 use ctxfold_providers::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -47,8 +47,15 @@ const BOUNDARY_CHARS: usize = 70;
 /// result. Only built-in tools return these.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostEffect {
-    /// Record these compactions, in order, with the call's result.
-    Compact(Vec<Proposal>),
+    /// Record the compactions the user approved, with the call's result.
+    Compact {
+        /// The rules, to plan again under the lock against the log as it
+        /// then is.
+        proposals: Vec<Proposal>,
+        /// What they gave when approved: what is recorded, provided
+        /// planning again gives the same (else nothing is).
+        approved: Vec<Compaction>,
+    },
 }
 
 /// How a call is put to the user: the run mode, the arguments, `--yes`,
@@ -150,7 +157,8 @@ pub fn resolve(log: &Log, args: &Value) -> Result<Resolved, String> {
         let n = k + 1;
         let a: RuleArgs =
             serde_json::from_value(raw.clone()).map_err(|e| format!("rule {n}: {e}"))?;
-        let note = a.note.as_deref().map(str::trim).unwrap_or_default();
+        // One line of printable text: it is shown on the user's terminal.
+        let note = printable(&normalize(a.note.as_deref().unwrap_or_default()));
         if note.is_empty() {
             return Err(format!(
                 "rule {n}: `note` is required: one sentence on why this range can be folded"
@@ -198,6 +206,8 @@ pub fn resolve(log: &Log, args: &Value) -> Result<Resolved, String> {
             None => None,
         };
         let from = match &a.after_quote {
+            // The turn after the quoted one (0-based t + 1) is turn t + 2,
+            // 1-based.
             Some(q) => Some(Bound::Turn(anchor("after_quote", q)? + 2)),
             None => None,
         };
@@ -214,7 +224,7 @@ pub fn resolve(log: &Log, args: &Value) -> Result<Resolved, String> {
                     author: Source::Assistant,
                 }),
             },
-            note: note.to_owned(),
+            note,
         });
     }
     Ok(out)
@@ -265,25 +275,22 @@ impl CompactTool {
                 .collect();
             return error(format!("nothing to compact: {}", why.join("; ")));
         }
-        let mut presenter = Preview { tool: self, log };
+        let mut presenter = Preview {
+            tool: self,
+            log,
+            files: Vec::new(),
+        };
         let decision = decide(self.run, args, self.yes, &mut presenter);
         let approved = match decision {
             Ok(Decision::Run(a)) => a,
             Ok(Decision::Decline { reason }) => {
-                let r = ToolResult::declined(reason.as_deref());
-                return ToolOutput {
-                    content: r.content,
-                    is_error: true,
-                    effects: Vec::new(),
-                };
+                presenter.remove_files();
+                return error(ToolResult::declined(reason.as_deref()).content);
             }
             Err(e) => {
-                let r = ToolResult::declined(Some(&format!("the terminal could not be read: {e}")));
-                return ToolOutput {
-                    content: r.content,
-                    is_error: true,
-                    effects: Vec::new(),
-                };
+                presenter.remove_files();
+                let why = format!("the terminal could not be read: {e}");
+                return error(ToolResult::declined(Some(&why)).content);
             }
         };
         // What was approved (maybe edited) is planned once more, as shown.
@@ -291,9 +298,12 @@ impl CompactTool {
             Ok(p) => p,
             Err(e) => return error(e),
         };
-        let mut content = String::from(
-            "Approved by the user. Recorded, in effect from the next turn (this turn's context is unchanged):",
-        );
+        let asked = !(self.yes || self.run == RunMode::Unattended);
+        let mut content = String::from(if asked {
+            "Approved by the user. Recorded, in effect from the next turn (this turn's context is unchanged):"
+        } else {
+            "Recorded without asking (the user approves every call), in effect from the next turn (this turn's context is unchanged):"
+        });
         for (k, p) in planned.iter().enumerate() {
             let _ = write!(content, "\n- rule {}: ", k + 1);
             match (&p.compaction, &p.skipped) {
@@ -320,14 +330,18 @@ impl CompactTool {
                 "\nThe user edited your rules before approving them; the rules above are theirs.",
             );
         }
+        let approved = planned.into_iter().filter_map(|p| p.compaction).collect();
         ToolOutput {
             content,
             is_error: false,
-            effects: vec![HostEffect::Compact(resolved.proposals)],
+            effects: vec![HostEffect::Compact {
+                proposals: resolved.proposals,
+                approved,
+            }],
         }
     }
 
-    fn plan(&self, log: &Log, args: &Value) -> Result<(Resolved, Vec<Proposed>), String> {
+    fn plan(&self, log: &Log, args: &Value) -> Result<(Resolved, Vec<PlannedProposal>), String> {
         let resolved = resolve(log, args)?;
         let planned = plan_proposals(
             log,
@@ -363,10 +377,19 @@ fn turns(a: u32, b: u32) -> String {
 struct Preview<'a> {
     tool: &'a CompactTool,
     log: &'a Log,
+    /// The files of the preview last shown.
+    files: Vec<PathBuf>,
 }
 
 impl Presenter for Preview<'_> {
+    fn always_ask(&self) -> bool {
+        // Never recorded unseen, `run = "edit"` included.
+        true
+    }
+
     fn present(&mut self, args: &Value, out: &mut dyn Write) -> io::Result<bool> {
+        // A new preview (after an edit) replaces the last one's files.
+        self.remove_files();
         let (resolved, planned) = match self.tool.plan(self.log, args) {
             Ok(p) => p,
             Err(e) => {
@@ -380,7 +403,7 @@ impl Presenter for Preview<'_> {
             "\ncompact — {n} rule{} proposed, in effect from the next turn\n",
             if n == 1 { "" } else { "s" }
         )?;
-        for (k, (p, prop)) in planned.iter().zip(&resolved.proposals).enumerate() {
+        for (k, p) in planned.iter().enumerate() {
             let Some(c) = &p.compaction else {
                 writeln!(
                     out,
@@ -410,7 +433,7 @@ impl Presenter for Preview<'_> {
                 writeln!(out, "     from  \"{first}\"")?;
                 writeln!(out, "     to    \"{last}\"")?;
             }
-            writeln!(out, "     why   {}", prop.note)?;
+            writeln!(out, "     why   {}", c.note.as_deref().unwrap_or_default())?;
             match self.spill(k + 1, c, p) {
                 Ok(path) => writeln!(out, "     folded away, in full: {path}")?,
                 Err(e) => writeln!(out, "     (the preview file could not be written: {e})")?,
@@ -425,12 +448,20 @@ impl Presenter for Preview<'_> {
 }
 
 impl Preview<'_> {
+    /// Remove the files of the preview last shown (declined, or replaced
+    /// by a new preview).
+    fn remove_files(&mut self) {
+        for f in self.files.drain(..) {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+
     /// Write everything rule `n` folds away to a file; its path.
     fn spill(
         &mut self,
         n: usize,
         c: &ctxfold_core::Compaction,
-        p: &Proposed,
+        p: &PlannedProposal,
     ) -> io::Result<String> {
         let mut text = format!(
             "# What compaction rule {n} would fold out of the model's view\n\n\
@@ -475,7 +506,9 @@ impl Preview<'_> {
         file.write_all(text.as_bytes())?;
         // Kept after the prompt: the user may open it after answering.
         let (_, path) = file.keep().map_err(|e| e.error)?;
-        Ok(path.display().to_string())
+        let shown = path.display().to_string();
+        self.files.push(path);
+        Ok(shown)
     }
 }
 
@@ -517,7 +550,7 @@ fn boundaries(log: &Log, lo: usize, hi: usize) -> (String, String) {
     let texts: Vec<String> = log.records()[lo..=hi]
         .iter()
         .filter(|r| r.body.is_model_visible())
-        .map(|r| normalize(&full_text(r)))
+        .map(|r| printable(&normalize(&full_text(r))))
         .filter(|t| !t.is_empty())
         .collect();
     let first = texts.first().map(|t| {
@@ -538,4 +571,12 @@ fn boundaries(log: &Log, lo: usize, hi: usize) -> (String, String) {
         }
     });
     (first.unwrap_or_default(), last.unwrap_or_default())
+}
+
+/// `s` with every control character (terminal escapes) replaced by `�`:
+/// what the model wrote never drives the user's terminal.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect()
 }

@@ -26,7 +26,7 @@ use ctxfold_compactor::{
     BasicCompactor, Committed, Compactor, Context, Conversation, Moment, Outcome, OverflowError,
     retry_on_overflow,
 };
-use ctxfold_core::{Body, Log, Record};
+use ctxfold_core::{Body, Compaction, Log, Record};
 use ctxfold_providers::response::StreamEvent;
 use ctxfold_providers::{Provider, ProviderError, RequestOptions, ToolSpec};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
@@ -66,8 +66,9 @@ pub trait ToolRunner {
     /// The tools offered to the model.
     fn specs(&self) -> Vec<ToolSpec>;
 
-    /// Run one call. `log` is the conversation as it stands (the view the
-    /// model was shown, then its own answer). `cancel` turns true on an
+    /// Run one call. `log` is the raw log as it stands: what the model was
+    /// shown, its answer with this call, and the results of the calls of
+    /// this step run before it. `cancel` turns true on an
     /// interrupt: stop the tool and return an error result saying so.
     fn run(
         &mut self,
@@ -177,13 +178,13 @@ pub fn repair(conv: &mut Conversation<'_>) -> Result<usize, HostError> {
         let ts = ctxfold_store::now();
         conv.append(
             open.into_iter()
-                .map(|id| {
+                .map(|(id, content)| {
                     Record::new(
                         0,
                         ts.clone(),
                         Body::ToolResult {
                             id,
-                            content: INTERRUPTED.into(),
+                            content: content.into(),
                             is_error: true,
                         },
                     )
@@ -193,6 +194,10 @@ pub fn repair(conv: &mut Conversation<'_>) -> Result<usize, HostError> {
     }
     Ok(n)
 }
+
+/// The result given to a `compact` call cut short after its approved
+/// compactions were written (they were appended just before the result).
+pub const INTERRUPTED_RECORDED: &str = "interrupted after the user approved this call: its compactions were recorded and take effect from the next turn";
 
 /// Each compaction with its number among the log's compaction records
 /// (1-based, as `conversation show` numbers them and `--reset=N` takes).
@@ -211,8 +216,11 @@ fn number(log: &Log, committed: Vec<Committed>) -> Vec<(usize, Committed)> {
         .collect()
 }
 
-/// Calls of the last turn without a result, in order.
-fn unanswered(log: &Log) -> Vec<String> {
+/// Calls of the last turn without a result, in order, each with the
+/// result it gets: [`INTERRUPTED`], or [`INTERRUPTED_RECORDED`] for the
+/// `compact` call whose compactions end the log (a crash between them and
+/// their result, which are one append).
+fn unanswered(log: &Log) -> Vec<(String, &'static str)> {
     let Some(turn) = (log.turn_count() as u32).checked_sub(1) else {
         return Vec::new();
     };
@@ -227,10 +235,27 @@ fn unanswered(log: &Log) -> Vec<String> {
             _ => None,
         })
         .collect();
+    // The assistant's compactions after the last result belong to the
+    // first unanswered `compact` call: calls run, and record, in order.
+    let tail = records
+        .iter()
+        .rposition(|r| matches!(r.body, Body::ToolResult { .. } | Body::ToolCall { .. }))
+        .map_or(records, |i| &records[i + 1..]);
+    let mut recorded = tail.iter().any(|r| {
+        matches!(&r.body, Body::Compaction(c) if c.source == ctxfold_core::compaction::Source::Assistant)
+    });
     records
         .iter()
         .filter_map(|r| match &r.body {
-            Body::ToolCall { id, .. } if !answered.contains(id.as_str()) => Some(id.clone()),
+            Body::ToolCall { id, name, .. } if !answered.contains(id.as_str()) => {
+                let content = if recorded && name == crate::compact_tool::NAME {
+                    recorded = false;
+                    INTERRUPTED_RECORDED
+                } else {
+                    INTERRUPTED
+                };
+                Some((id.clone(), content))
+            }
             _ => None,
         })
         .collect()
@@ -415,18 +440,24 @@ impl Host {
                 },
             )
         };
-        let proposals: Vec<Proposal> = output
-            .effects
-            .iter()
-            .flat_map(|HostEffect::Compact(p)| p.iter().cloned())
-            .collect();
-        if proposals.is_empty() {
+        let mut proposals: Vec<Proposal> = Vec::new();
+        let mut approved: Vec<Compaction> = Vec::new();
+        for HostEffect::Compact {
+            proposals: p,
+            approved: a,
+        } in &output.effects
+        {
+            proposals.extend(p.iter().cloned());
+            approved.extend(a.iter().cloned());
+        }
+        if output.effects.is_empty() {
             conv.append(vec![result(&output.content, output.is_error)])?;
             return Ok((output, Vec::new()));
         }
         let with = vec![result(&output.content, output.is_error)];
         let now = Some(jiff::Timestamp::now());
-        match record_proposals(conv, &proposals, self.compactor.hints(), now, with) {
+        let hints = self.compactor.hints();
+        match record_proposals(conv, &proposals, &approved, hints, now, with) {
             Ok(committed) => {
                 tracing::info!(
                     compactions = committed.len(),
