@@ -12,10 +12,11 @@ use ctxfold_core::estimate::item_tokens;
 use ctxfold_core::planner::{PlanContext, Rule, SummaryRequest, ToolHints, check_summary, plan};
 use ctxfold_core::{Body, Compaction, Log, Record};
 
-use ctxfold_core::projection::{View, project_as_of};
-use ctxfold_core::report::{Fate, fates};
+use std::borrow::Cow;
 
-use crate::effect::{Effect, effects_in, no_op_reason, with_compactions};
+use ctxfold_core::report::Fate;
+
+use crate::effect::{Effect, assess_as_of, no_op_reason};
 use crate::{Committed, CompactError, Conversation};
 
 /// One rule the assistant proposes, with its note.
@@ -69,7 +70,9 @@ pub fn plan_proposals(
 ) -> Result<Vec<PlannedProposal>, Refused> {
     // In force from the next turn: the turn after the one in progress.
     let next_turn = log.turn_count() as u32;
-    let mut working = log.clone();
+    // The log as the rules before left it: copied only when a rule is
+    // followed by another (a large log is costly to copy).
+    let mut working = Cow::Borrowed(log);
     let mut out = Vec::new();
     for (k, p) in proposals.iter().enumerate() {
         let n = k + 1;
@@ -106,34 +109,22 @@ pub fn plan_proposals(
                 u64::from(c.to_turn) + 1
             )));
         }
-        let one_more = std::slice::from_ref(&c);
-        let after = with_compactions(&working, one_more, "");
-        let (view_before, view_after) = (
-            project_as_of(&working, next_turn),
-            project_as_of(&after, next_turn),
-        );
-        let effect = effects_in(&working, &view_before, &after, &view_after, one_more)[0];
-        if effect.is_none() {
+        let a = assess_as_of(&working, &c, next_turn, item_tokens);
+        if a.effect.is_none() {
             out.push(skipped(no_op_reason(&c)));
             continue;
         }
-        let fates_before = fates(&working, &view_before);
-        let changed = fates(&after, &view_after)
-            .into_iter()
-            .enumerate()
-            .take(working.len())
-            .filter(|&(i, f)| f != fates_before[i])
-            .collect();
-        let size = |v: &View<'_>| v.items.iter().map(item_tokens).sum::<usize>();
-        let tokens = (size(&view_before), size(&view_after));
-        drop((view_before, view_after));
-        working = after;
+        if n < proposals.len() {
+            let seq = working.next_seq();
+            let record = Record::new(seq, "", Body::Compaction(Box::new(c.clone())));
+            working.to_mut().push(record);
+        }
         out.push(PlannedProposal {
             compaction: Some(c),
             range: Some(one.range),
-            effect,
-            tokens,
-            changed,
+            effect: a.effect,
+            tokens: a.tokens,
+            changed: a.changed,
             skipped: None,
         });
     }

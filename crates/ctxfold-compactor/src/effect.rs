@@ -3,7 +3,7 @@
 //! only what was done.
 
 use ctxfold_core::planner::{Plan, Skipped};
-use ctxfold_core::projection::{Item, View, covered_indices, project};
+use ctxfold_core::projection::{Item, View, covered_indices, project, project_as_of, project_with};
 use ctxfold_core::report::{Fate, fates};
 use ctxfold_core::{Body, Compaction, Log, Record};
 use serde::Serialize;
@@ -88,8 +88,10 @@ pub fn with_compactions(log: &Log, compactions: &[Compaction], ts: &str) -> Log 
 /// the compaction that decided it. Stripping is put to the latest of them
 /// that covers the event with a tool policy.
 pub fn effects(log: &Log, compactions: &[Compaction]) -> Vec<Effect> {
-    let after = with_compactions(log, compactions, "");
-    effects_in(log, &project(log), &after, &project(&after), compactions)
+    let turn = highest_turn(log);
+    let before = fates(log, &project(log));
+    let after = fates(log, &project_with(log, compactions, turn));
+    effects_of(log, &before, &after, compactions)
 }
 
 /// What `compaction` changes, and the size of the view before and after it
@@ -99,29 +101,65 @@ pub fn assess(
     compaction: &Compaction,
     count: impl Fn(&Item<'_>) -> usize,
 ) -> (Effect, usize, usize) {
-    let compactions = std::slice::from_ref(compaction);
-    let after = with_compactions(log, compactions, "");
-    let (view_before, view_after) = (project(log), project(&after));
-    let effect = effects_in(log, &view_before, &after, &view_after, compactions)[0];
-    let size = |v: &View<'_>| v.items.iter().map(&count).sum();
-    (effect, size(&view_before), size(&view_after))
+    let a = assess_as_of(log, compaction, highest_turn(log), count);
+    (a.effect, a.tokens.0, a.tokens.1)
 }
 
-pub(crate) fn effects_in(
+/// What a compaction would do, measured on the view as of some turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assessment {
+    /// What it changes.
+    pub effect: Effect,
+    /// The view's size without it and with it.
+    pub tokens: (usize, usize),
+    /// The records whose fate it changes, with their new fate.
+    pub changed: Vec<(usize, Fate)>,
+}
+
+/// [`assess`] once the log's highest turn index reaches `turn` (deferred
+/// compactions due by then in force, `compaction`'s own deferral
+/// included), with the records it changes. Two projections, no copy of
+/// the log.
+pub fn assess_as_of(
     log: &Log,
-    view_before: &View<'_>,
-    after: &Log,
-    view_after: &View<'_>,
-    compactions: &[Compaction],
-) -> Vec<Effect> {
-    let before = fates(log, view_before);
-    let now = fates(after, view_after);
+    compaction: &Compaction,
+    turn: u32,
+    count: impl Fn(&Item<'_>) -> usize,
+) -> Assessment {
+    let one = std::slice::from_ref(compaction);
+    let size = |v: &View<'_>| v.items.iter().map(&count).sum();
+    let view = project_as_of(log, turn);
+    let (before, size_before) = (fates(log, &view), size(&view));
+    drop(view);
+    let view = project_with(log, one, turn);
+    let (after, size_after) = (fates(log, &view), size(&view));
+    let effect = effects_of(log, &before, &after, one)[0];
+    let changed = after
+        .iter()
+        .enumerate()
+        .filter(|&(i, f)| *f != before[i])
+        .map(|(i, f)| (i, *f))
+        .collect();
+    Assessment {
+        effect,
+        tokens: (size_before, size_after),
+        changed,
+    }
+}
+
+fn highest_turn(log: &Log) -> u32 {
+    (log.turn_count() as u32).saturating_sub(1)
+}
+
+/// The effects of `compactions` (numbered from `log.len()`), from the fate
+/// of every record of `log` without them and with them.
+fn effects_of(log: &Log, before: &[Fate], now: &[Fate], compactions: &[Compaction]) -> Vec<Effect> {
     let n = log.records().len();
     let ranges: Vec<Option<(usize, usize)>> = compactions
         .iter()
         .map(|c| {
             let has_tools = c.tool_calls.is_some() || !c.tool_overrides.is_empty();
-            has_tools.then(|| covered_indices(after, c)).flatten()
+            has_tools.then(|| covered_indices(log, c)).flatten()
         })
         .collect();
     let mut out = vec![Effect::default(); compactions.len()];

@@ -18,12 +18,13 @@
 //!   is an error, not "everything before this turn" (which `keep_last: 1`
 //!   says plainly).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
 use crate::log::Log;
-use crate::projection::{Item, View, summary_preamble};
+use crate::projection::{Item, View, strip_arguments, stripped_result_line, summary_preamble};
 use crate::record::Body;
 
 /// Characters of context an excerpt shows around a match.
@@ -124,6 +125,13 @@ pub fn resolve_anchor(
     if needle.is_empty() {
         return Err(AnchorError::Empty);
     }
+    // A word of the quote that any text holding it holds as it is: the
+    // longest one without a quote mark (those may be curly in the text).
+    let probe = needle
+        .split(' ')
+        .filter(|w| !w.contains(['\'', '"']))
+        .max_by_key(|w| w.len())
+        .unwrap_or("");
     let own_calls: HashSet<&str> = log
         .records()
         .iter()
@@ -137,9 +145,11 @@ pub fn resolve_anchor(
     let mut order: Vec<(bool, u32, u32)> = Vec::new();
     for item in &view.items {
         let (summary, turns, texts) = match *item {
-            Item::Summary { turns, text, .. } => {
-                (true, turns, vec![summary_preamble(turns), text.to_owned()])
-            }
+            Item::Summary { turns, text, .. } => (
+                true,
+                turns,
+                vec![Cow::Owned(summary_preamble(turns)), Cow::Borrowed(text)],
+            ),
             Item::Preamble => continue,
             Item::Event { index, record }
             | Item::StrippedCall { index, record }
@@ -157,6 +167,11 @@ pub fn resolve_anchor(
             }
         };
         for t in texts {
+            // Most texts do not hold the quote's longest word at all:
+            // looked for as it is, before normalizing the text.
+            if !probe.is_empty() && !t.contains(probe) {
+                continue;
+            }
             let hay = normalize(&t);
             if let Some(at) = hay.find(&needle) {
                 let key = (summary, turns.0, turns.1);
@@ -191,32 +206,55 @@ pub fn resolve_anchor(
 }
 
 /// The texts of an item as the model reads them: message content, a
-/// stripped result's one line, a call's argument strings (stripped ones
-/// as their placeholders).
-pub fn item_texts(item: &Item<'_>) -> Vec<String> {
-    let Some(record) = crate::materialize::item_record(item) else {
-        return Vec::new();
-    };
-    match record.body {
-        Body::User { content, .. }
-        | Body::Assistant { content }
-        | Body::Reasoning { content }
-        | Body::System { content }
-        | Body::ToolResult { content, .. } => vec![content],
-        Body::ToolCall {
-            name, arguments, ..
-        } => {
-            let mut out = vec![name];
-            strings(&arguments, &mut out);
-            out
+/// stripped result's one line, a call's name and argument strings (stripped
+/// ones as their placeholders). Borrowed where the item shows the record as
+/// it is.
+pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
+    let body_texts = |body: &'a Body| -> Vec<Cow<'a, str>> {
+        match body {
+            Body::User { content, .. }
+            | Body::Assistant { content }
+            | Body::Reasoning { content }
+            | Body::System { content }
+            | Body::ToolResult { content, .. } => vec![Cow::Borrowed(content.as_str())],
+            Body::ToolCall {
+                name, arguments, ..
+            } => {
+                let mut out = vec![Cow::Borrowed(name.as_str())];
+                strings(arguments, &mut out);
+                out
+            }
+            _ => Vec::new(),
         }
-        _ => Vec::new(),
+    };
+    match *item {
+        Item::Event { record, .. } => body_texts(&record.body),
+        Item::StrippedCall { record, .. } => match &record.body {
+            Body::ToolCall {
+                name, arguments, ..
+            } => {
+                let mut out = vec![Cow::Borrowed(name.as_str())];
+                let stripped = strip_arguments(arguments);
+                let mut shown = Vec::new();
+                strings(&stripped, &mut shown);
+                out.extend(shown.into_iter().map(|c| Cow::Owned(c.into_owned())));
+                out
+            }
+            _ => Vec::new(),
+        },
+        Item::StrippedResult { record, tool, .. } => match &record.body {
+            Body::ToolResult {
+                content, is_error, ..
+            } => vec![Cow::Owned(stripped_result_line(tool, content, *is_error))],
+            _ => Vec::new(),
+        },
+        Item::Summary { .. } | Item::Preamble => Vec::new(),
     }
 }
 
-fn strings(v: &Value, out: &mut Vec<String>) {
+fn strings<'v>(v: &'v Value, out: &mut Vec<Cow<'v, str>>) {
     match v {
-        Value::String(s) => out.push(s.clone()),
+        Value::String(s) => out.push(Cow::Borrowed(s.as_str())),
         Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
         Value::Object(o) => o.values().for_each(|v| strings(v, out)),
         _ => {}

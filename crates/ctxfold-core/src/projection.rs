@@ -346,13 +346,33 @@ pub fn project(log: &Log) -> View<'_> {
 /// force. What an assistant's compaction, deferred to the next turn, will
 /// do is measured on this view.
 pub fn project_as_of(log: &Log, turn: u32) -> View<'_> {
+    project_with(log, &[], turn)
+}
+
+/// The view of `log` with the compactions `extra` appended after it, in
+/// order, as of turn `turn` (see [`project_as_of`]), without copying the
+/// log: what a compaction would change is measured on it. In the view, the
+/// k-th of `extra` has index `log.len() + k`, as if it had been appended.
+pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> View<'a> {
     let records = log.records();
-    let (active, inactive) = compaction_status_as_of(log, turn);
+    let (mut active, mut inactive) = compaction_status_as_of(log, turn);
+    let mut added: Vec<(usize, &Compaction)> = Vec::new();
+    for (k, c) in extra.iter().enumerate() {
+        let order = records.len() + k;
+        if c.deferred_until_turn.is_some_and(|t| turn < t) {
+            inactive.push((order, Inactive::Deferred));
+        } else if covered_indices(log, c).is_none() {
+            inactive.push((order, Inactive::OutOfBounds));
+        } else {
+            active.push(order);
+            added.push((order, c));
+        }
+    }
 
     let mut spans: Vec<Span<'_>> = active
         .iter()
         .filter_map(|&i| {
-            let Body::Compaction(c) = &records[i].body else {
+            let Body::Compaction(c) = &records.get(i)?.body else {
                 return None;
             };
             let (lo, hi) = covered_indices(log, c)?;
@@ -363,6 +383,10 @@ pub fn project_as_of(log: &Log, turn: u32) -> View<'_> {
                 c,
             })
         })
+        .chain(added.into_iter().filter_map(|(order, c)| {
+            let (lo, hi) = covered_indices(log, c)?;
+            Some(Span { order, lo, hi, c })
+        }))
         .collect();
     spans.sort_by_key(|s| s.lo);
     let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.order, s.c)).collect();

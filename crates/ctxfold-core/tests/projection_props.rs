@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use common::*;
 use ctxfold_core::compaction::{Compaction, ResetTargets, ToolOverride};
-use ctxfold_core::projection::{Item, View, project, project_as_of};
+use ctxfold_core::projection::{Item, View, project, project_as_of, project_with};
 use ctxfold_core::{Body, Log, Record};
 use proptest::prelude::*;
 
@@ -96,6 +96,74 @@ proptest! {
         prop_assert_eq!(
             signature(&log, &project_as_of(&log, now + 1)),
             signature(&next, &project(&next))
+        );
+    }
+}
+
+/// A view by record indices (the same in a log and in that log with
+/// records appended), with every item's kind and text.
+fn by_index(view: &View<'_>) -> Vec<String> {
+    view.items
+        .iter()
+        .map(|item| match item {
+            Item::Event { index, .. } => format!("E{index}"),
+            Item::StrippedCall { index, .. } => format!("C{index}"),
+            Item::StrippedResult { index, tool, .. } => format!("R{index}:{tool}"),
+            Item::Summary {
+                first,
+                last,
+                compaction,
+                turns,
+                text,
+            } => format!("S{first}-{last}@{compaction}{turns:?}:{text}"),
+            Item::Preamble => "P".into(),
+        })
+        .chain(
+            view.dropped
+                .iter()
+                .map(|d| format!("D{}:{:?}", d.index, d.reason)),
+        )
+        .collect()
+}
+
+proptest! {
+    /// Measuring compactions without appending them (what previews and
+    /// the no-op check do) gives the view appending them would.
+    #[test]
+    fn projecting_with_extra_compactions_is_appending_them(
+        turns in prop::collection::vec(turn(), 1..10),
+        comps in prop::collection::vec(comp(), 0..8),
+        extra in prop::collection::vec(comp(), 1..4),
+        resets in prop::collection::vec(reset(), 0..3),
+        ahead in 0..3u32,
+    ) {
+        let log = build(&turns, &comps, &resets, false);
+        // The extra compactions: as the generator makes them (over a copy
+        // of the log with more), any ranges will do.
+        let with = build(&turns, &extra, &[], false);
+        let extra: Vec<Compaction> = with
+            .records()
+            .iter()
+            .filter_map(|r| match &r.body {
+                Body::Compaction(c) => Some((**c).clone()),
+                _ => None,
+            })
+            .collect();
+        let appended = ctxfold_core::Log::from_records(
+            log.records()
+                .iter()
+                .cloned()
+                .chain(extra.iter().enumerate().map(|(k, c)| {
+                    Record::new(log.next_seq() + k as u64, "t", Body::Compaction(Box::new(c.clone())))
+                }))
+                .collect(),
+        );
+        prop_assume!(!extra.is_empty());
+        prop_assert_eq!(appended.turn_count(), log.turn_count());
+        let turn = (log.turn_count() as u32).saturating_sub(1) + ahead;
+        prop_assert_eq!(
+            by_index(&project_with(&log, &extra, turn)),
+            by_index(&project_as_of(&appended, turn))
         );
     }
 }

@@ -263,10 +263,11 @@ impl CompactTool {
     pub fn call(&self, log: &Log, args: &Value, decide: &mut Decide<'_>) -> ToolOutput {
         // A call that cannot be recorded goes back to the model at once: no
         // one is asked to approve something that cannot run.
-        let planned = match self.plan(log, args) {
-            Ok((_, p)) => p,
+        let first = match self.plan(log, args) {
+            Ok(p) => p,
             Err(e) => return error(e),
         };
+        let planned = &first.1;
         if planned.iter().all(|p| p.compaction.is_none()) {
             let why: Vec<String> = planned
                 .iter()
@@ -279,6 +280,7 @@ impl CompactTool {
             tool: self,
             log,
             files: Vec::new(),
+            last: Some((args.clone(), first)),
         };
         let decision = decide(self.run, args, self.yes, &mut presenter);
         let approved = match decision {
@@ -293,8 +295,9 @@ impl CompactTool {
                 return error(ToolResult::declined(Some(&why)).content);
             }
         };
-        // What was approved (maybe edited) is planned once more, as shown.
-        let (resolved, planned) = match self.plan(log, &approved) {
+        // What was approved is what was last shown (planning is the costly
+        // part at a million events: once per version of the rules).
+        let (resolved, planned) = match presenter.planned(&approved) {
             Ok(p) => p,
             Err(e) => return error(e),
         };
@@ -341,7 +344,7 @@ impl CompactTool {
         }
     }
 
-    fn plan(&self, log: &Log, args: &Value) -> Result<(Resolved, Vec<PlannedProposal>), String> {
+    fn plan(&self, log: &Log, args: &Value) -> Result<Plan, String> {
         let resolved = resolve(log, args)?;
         let planned = plan_proposals(
             log,
@@ -379,7 +382,12 @@ struct Preview<'a> {
     log: &'a Log,
     /// The files of the preview last shown.
     files: Vec<PathBuf>,
+    /// The arguments last planned, and their plan.
+    last: Option<(Value, Plan)>,
 }
+
+/// Arguments read and planned.
+type Plan = (Resolved, Vec<PlannedProposal>);
 
 impl Presenter for Preview<'_> {
     fn always_ask(&self) -> bool {
@@ -390,7 +398,7 @@ impl Presenter for Preview<'_> {
     fn present(&mut self, args: &Value, out: &mut dyn Write) -> io::Result<bool> {
         // A new preview (after an edit) replaces the last one's files.
         self.remove_files();
-        let (resolved, planned) = match self.tool.plan(self.log, args) {
+        let (resolved, planned) = match self.planned(args) {
             Ok(p) => p,
             Err(e) => {
                 writeln!(out, "compact — these rules cannot be recorded: {e}")?;
@@ -448,6 +456,18 @@ impl Presenter for Preview<'_> {
 }
 
 impl Preview<'_> {
+    /// The plan of `args`: the last one when they are the same.
+    fn planned(&mut self, args: &Value) -> Result<Plan, String> {
+        if let Some((a, p)) = &self.last
+            && a == args
+        {
+            return Ok(p.clone());
+        }
+        let p = self.tool.plan(self.log, args)?;
+        self.last = Some((args.clone(), p.clone()));
+        Ok(p)
+    }
+
     /// Remove the files of the preview last shown (declined, or replaced
     /// by a new preview).
     fn remove_files(&mut self) {
