@@ -12,6 +12,7 @@ pub mod anchor;
 pub mod attempt;
 pub mod bounds;
 pub mod compaction;
+pub mod diagnostics;
 pub mod digest;
 pub mod dsl;
 pub mod estimate;

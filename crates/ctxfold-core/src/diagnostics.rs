@@ -1,0 +1,503 @@
+//! Diagnostics in tool output: the lines an agent needs to carry on after
+//! a compaction (a compiler error and where, a failing test, a panic, an
+//! exception, a non-zero exit, a missing file, a refused permission).
+//!
+//! The recognizer is language- and tool-agnostic: it knows the shapes
+//! diagnostics take (`error[E0308]: …` then `--> src/x.rs:3:5`,
+//! `src/x.c:3:5: error: …`, `thread '…' panicked at src/x.rs:3:5:` then
+//! the message, `Traceback …` down to `ValueError: …`, `test x ... FAILED`,
+//! `exit code 101`), not the tools. It reads a result once, line by line
+//! (a JSON-wrapped result, `{"message": "…\n…"}`, by its strings), and
+//! skips what only mentions errors: indented source code, log lines at
+//! info level or below, comments.
+//!
+//! Results are deduplicated and in output order; [`headline`] picks the
+//! one that matters most (errors, panics and failures before warnings).
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A diagnostic line is cut to about this many characters.
+pub const DIAGNOSTIC_CHARS: usize = 200;
+
+/// What a diagnostic says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticKind {
+    /// A compiler or tool error.
+    Error,
+    /// A panic or a crash.
+    Panic,
+    /// An exception (a traceback's last line, `TypeError: …`).
+    Exception,
+    /// A failing test, or a test run that reports failures.
+    TestFailure,
+    /// A command that ended with a non-zero status.
+    ExitStatus,
+    /// A file or command that is not there.
+    NotFound,
+    /// A permission refused.
+    PermissionDenied,
+    /// A compiler warning.
+    Warning,
+}
+
+impl DiagnosticKind {
+    /// Warnings matter less than everything else.
+    fn rank(self) -> u8 {
+        match self {
+            DiagnosticKind::Warning => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// One diagnostic found in tool output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// What it says.
+    pub kind: DiagnosticKind,
+    /// The line, whitespace collapsed, with its location when the output
+    /// gave it on another line, cut at [`DIAGNOSTIC_CHARS`].
+    pub text: String,
+    /// Where, when the output says (`src/x.rs:3:5`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+/// The patterns, in the order of [`RULES`]; the first that matches a line
+/// decides.
+const PATTERNS: &[&str] = &[
+    // `file.ext:12:5: error: msg` (gcc, clang, go vet, eslint…), or
+    // `file.ts(12,5): error TS2322: msg`.
+    r"^\s*([\w./\\-]+\.\w+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\)):?\s+(?:fatal )?(error|warning)\b:?\s*(\S.*)$",
+    // `error[E0308]: msg` / `error: msg` at the start of a line or after a
+    // prefix ending in ": " (`Cargo command failed: error: …`).
+    r"(?:^|: )(error(?:\[[A-Za-z]*\d+\])?): (\S.*)$",
+    // `warning: msg` at the start of a line.
+    r"^(warning(?:\[[\w-]+\])?): (\S.*)$",
+    // `thread 'main' panicked at src/x.rs:3:5:` (the message follows).
+    r"panicked at ([\w./\\-]+:\d+:\d+):?\s*(.*)$",
+    // `panic: msg` (Go), `fatal error: msg`, `Segmentation fault`.
+    r"^(?:panic|fatal error|fatal): (\S.*)$|^(Segmentation fault|Aborted)\b.*$",
+    // `Traceback (most recent call last):`
+    r"^Traceback \(most recent call last\):",
+    // `ValueError: msg`, `java.lang.IllegalStateException: msg`,
+    // `Uncaught TypeError: msg`, `Error: msg` at the start of a line.
+    r"^(?:Uncaught )?((?:[a-z][\w]*\.)*[A-Z]\w*(?:Error|Exception)|Error): (\S.*)$",
+    // Failing tests: `test a::b ... FAILED`, `--- FAIL: TestX`,
+    // `FAILED tests/x.py::test_y - …`, `FAIL src/x.test.ts`, `not ok 3 - x`,
+    // `test result: FAILED.`, `… of which 2 failed`, `3 failed, 10 passed`.
+    r"^test (\S+) \.\.\. FAILED$|^--- FAIL: (\S+)|^FAILED (\S+)|^FAIL (\S+)|^not ok \d+\b|^test result: FAILED\b|\bof which [1-9]\d* failed\b|^=*\s*[1-9]\d* (?:failed|failing)\b",
+    // Non-zero exit statuses.
+    r"(?i)\b(?:exit(?:ed)?(?: with)? (?:code|status)|exit code|non-zero exit status|returned exit code)[ :=]*([1-9]\d*)\b",
+    // Missing files and commands.
+    r"No such file or directory|\bENOENT\b|command not found|FileNotFoundError|(?i:\b(?:file|directory|folder|path) not found(?::| at\b))|cannot find (?:the )?(?:file|path)\b",
+    // Refused permissions.
+    r"Permission denied|\bEACCES\b|\bEPERM\b|Operation not permitted|PermissionError|Access is denied",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    Error,
+    LocatedError,
+    Warning,
+    Panicked,
+    Panic,
+    Traceback,
+    Exception,
+    TestFailure,
+    ExitStatus,
+    NotFound,
+    PermissionDenied,
+}
+
+const RULES: [Rule; 11] = [
+    Rule::LocatedError,
+    Rule::Error,
+    Rule::Warning,
+    Rule::Panicked,
+    Rule::Panic,
+    Rule::Traceback,
+    Rule::Exception,
+    Rule::TestFailure,
+    Rule::ExitStatus,
+    Rule::NotFound,
+    Rule::PermissionDenied,
+];
+
+static SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(PATTERNS).expect("the diagnostic patterns compile"));
+static ONE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    PATTERNS
+        .iter()
+        .map(|p| Regex::new(p).expect("the diagnostic patterns compile"))
+        .collect()
+});
+/// `--> src/x.rs:3:5` (rustc), `at f (src/x.js:3:5)`, `File "x.py", line 3`.
+static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^\s*--> ([^\s]+:\d+(?::\d+)?)|^\s*File "([^"]+)", line (\d+)|^\s*at .*?\(?([\w./\\-]+\.\w+:\d+:\d+)\)?\s*$"#)
+        .expect("the location pattern compiles")
+});
+/// Lines that only mention errors: a log line at info level or below.
+static QUIET_LOG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:INFO|DEBUG|TRACE)\b|\blevel=(?:info|debug|trace)\b|^\s*(?://|#|--\s|\*|/\*)")
+        .expect("the log pattern compiles")
+});
+/// A warning line that only counts warnings (`warning: 3 warnings emitted`).
+static WARNING_TALLY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^warning: .*\b\d+ warnings? (?:emitted|generated)|^warning: build failed")
+        .expect("the tally pattern compiles")
+});
+
+/// The diagnostics in `content`, in output order, each once.
+pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
+    let text = unwrap_json(content);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim_end();
+        i += 1;
+        if line.len() > 2_000 || QUIET_LOG.is_match(line) {
+            continue;
+        }
+        let matched = SET.matches(line);
+        let Some(k) = matched.iter().next() else {
+            continue;
+        };
+        let caps = ONE[k].captures(line);
+        let found = match (RULES[k], caps) {
+            (Rule::Error, Some(c)) => {
+                let msg = c.get(2).map_or("", |m| m.as_str());
+                // A field (`error: String,`) or a flag (`error: true`) is not
+                // a diagnostic: a message has words.
+                (msg.split_whitespace().count() >= 2 || msg.contains('`')).then(|| {
+                    let loc = location_after(&lines, i);
+                    (DiagnosticKind::Error, format!("{}: {msg}", &c[1]), loc)
+                })
+            }
+            (Rule::LocatedError, Some(c)) => {
+                let file = &c[1];
+                let (l, col) = match (c.get(2), c.get(4)) {
+                    (Some(l), _) => (l.as_str(), c.get(3).map(|m| m.as_str())),
+                    (None, Some(l)) => (l.as_str(), c.get(5).map(|m| m.as_str())),
+                    _ => ("", None),
+                };
+                let loc = match col {
+                    Some(col) => format!("{file}:{l}:{col}"),
+                    None => format!("{file}:{l}"),
+                };
+                let kind = if &c[6] == "warning" {
+                    DiagnosticKind::Warning
+                } else {
+                    DiagnosticKind::Error
+                };
+                Some((kind, line.trim().to_owned(), Some(loc)))
+            }
+            (Rule::Warning, Some(c)) => {
+                let msg = c.get(2).map_or("", |m| m.as_str());
+                (msg.split_whitespace().count() >= 2 && !WARNING_TALLY.is_match(line)).then(|| {
+                    let loc = location_after(&lines, i);
+                    (DiagnosticKind::Warning, format!("{}: {msg}", &c[1]), loc)
+                })
+            }
+            (Rule::Panicked, Some(c)) => {
+                let loc = c[1].to_owned();
+                let mut msg = c.get(2).map_or("", |m| m.as_str()).trim().to_owned();
+                if msg.is_empty() {
+                    // The message is on the next line.
+                    if let Some(next) = lines.get(i).map(|l| l.trim())
+                        && !next.is_empty()
+                        && !next.starts_with("note:")
+                    {
+                        msg = next.to_owned();
+                    }
+                }
+                let text = if msg.is_empty() {
+                    format!("panicked at {loc}")
+                } else {
+                    format!("panicked at {loc}: {msg}")
+                };
+                Some((DiagnosticKind::Panic, text, Some(loc)))
+            }
+            (Rule::Panic, _) => Some((DiagnosticKind::Panic, line.trim().to_owned(), None)),
+            (Rule::Traceback, _) => {
+                // The exception is the first line back at the margin; the
+                // location, the last `File "…", line N` before it.
+                let mut loc = None;
+                let mut found = None;
+                while i < lines.len() {
+                    let l = lines[i].trim_end();
+                    i += 1;
+                    if let Some(c) = LOCATION.captures(l)
+                        && let (Some(f), Some(n)) = (c.get(2), c.get(3))
+                    {
+                        loc = Some(format!("{}:{}", f.as_str(), n.as_str()));
+                        continue;
+                    }
+                    if !l.is_empty() && !l.starts_with(char::is_whitespace) {
+                        found = Some(l.trim().to_owned());
+                        break;
+                    }
+                }
+                found.map(|text| (DiagnosticKind::Exception, text, loc))
+            }
+            (Rule::Exception, Some(_)) => {
+                let loc = location_after(&lines, i);
+                Some((DiagnosticKind::Exception, line.trim().to_owned(), loc))
+            }
+            (Rule::TestFailure, _) => {
+                Some((DiagnosticKind::TestFailure, line.trim().to_owned(), None))
+            }
+            (Rule::ExitStatus, _) => {
+                Some((DiagnosticKind::ExitStatus, line.trim().to_owned(), None))
+            }
+            (Rule::NotFound, _) => Some((DiagnosticKind::NotFound, line.trim().to_owned(), None)),
+            (Rule::PermissionDenied, _) => Some((
+                DiagnosticKind::PermissionDenied,
+                line.trim().to_owned(),
+                None,
+            )),
+            _ => None,
+        };
+        let Some((kind, text, location)) = found else {
+            continue;
+        };
+        let mut text = collapse(&text);
+        if let Some(loc) = &location
+            && !text.contains(loc.as_str())
+        {
+            text = format!("{text} ({loc})");
+        }
+        let text = cut(&text, DIAGNOSTIC_CHARS);
+        if !out.iter().any(|d| d.text == text) {
+            out.push(Diagnostic {
+                kind,
+                text,
+                location,
+            });
+        }
+    }
+    out
+}
+
+/// The diagnostics of a tool result: those in its content, and for a
+/// failed result in which none is recognized, its first line (a failure is
+/// a diagnostic whatever its shape).
+pub fn result_diagnostics(content: &str, is_error: bool) -> Vec<Diagnostic> {
+    let found = diagnostics(content);
+    if !found.is_empty() || !is_error {
+        return found;
+    }
+    let text = unwrap_json(content);
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty());
+    first
+        .map(|l| Diagnostic {
+            kind: DiagnosticKind::Error,
+            text: cut(&collapse(l), DIAGNOSTIC_CHARS),
+            location: None,
+        })
+        .into_iter()
+        .collect()
+}
+
+/// The diagnostic that matters most in `content`: the first error, panic,
+/// exception, failure, exit status or refusal, else the first warning.
+pub fn headline(content: &str) -> Option<Diagnostic> {
+    first(diagnostics(content), 1).into_iter().next()
+}
+
+/// The `n` diagnostics that matter most, in output order among equals:
+/// everything but warnings first.
+pub fn first(mut all: Vec<Diagnostic>, n: usize) -> Vec<Diagnostic> {
+    all.sort_by_key(|d| d.kind.rank());
+    all.truncate(n);
+    all
+}
+
+/// A location on one of the two lines after `at` (rustc's `-->`, a stack
+/// frame).
+fn location_after(lines: &[&str], at: usize) -> Option<String> {
+    lines.iter().skip(at).take(2).find_map(|l| {
+        let c = LOCATION.captures(l)?;
+        c.get(1)
+            .or(c.get(4))
+            .map(|m| m.as_str().to_owned())
+            .or_else(|| Some(format!("{}:{}", c.get(2)?.as_str(), c.get(3)?.as_str())))
+    })
+}
+
+/// The text of a result: a JSON object or array is read by its strings
+/// (tools often wrap output as `{"message": "…", "stderr": "…"}`), each
+/// on its own lines.
+fn unwrap_json(content: &str) -> std::borrow::Cow<'_, str> {
+    let t = content.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return content.into();
+    }
+    let Ok(v) = serde_json::from_str::<Value>(t) else {
+        return content.into();
+    };
+    let mut out = String::new();
+    strings(&v, &mut out);
+    out.into()
+}
+
+fn strings(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(content: &str) -> Vec<String> {
+        diagnostics(content).into_iter().map(|d| d.text).collect()
+    }
+
+    fn kinds(content: &str) -> Vec<DiagnosticKind> {
+        diagnostics(content).into_iter().map(|d| d.kind).collect()
+    }
+
+    #[test]
+    fn compiler_errors_and_warnings_keep_their_location() {
+        let rustc = "   Compiling x v0.1.0\nerror[E0308]: mismatched types\n  --> src/main.rs:4:18\n   |\n4  |     let x: u32 = \"a\";\n   |            ---   ^^^ expected `u32`\n\nwarning: unused variable: `y`\n --> src/lib.rs:2:9\n\nerror: could not compile `x` (bin \"x\") due to 1 previous error; 1 warning emitted\n";
+        assert_eq!(
+            texts(rustc),
+            [
+                "error[E0308]: mismatched types (src/main.rs:4:18)",
+                "warning: unused variable: `y` (src/lib.rs:2:9)",
+                "error: could not compile `x` (bin \"x\") due to 1 previous error; 1 warning emitted",
+            ]
+        );
+        let gcc = "main.c: In function 'main':\nmain.c:5:3: error: 'x' undeclared (first use in this function)\nmain.c:7:1: warning: control reaches end of non-void function\n";
+        let d = diagnostics(gcc);
+        assert_eq!(d[0].location.as_deref(), Some("main.c:5:3"));
+        assert_eq!(d[1].kind, DiagnosticKind::Warning);
+        let tsc =
+            "src/app.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.";
+        assert_eq!(
+            diagnostics(tsc)[0].location.as_deref(),
+            Some("src/app.ts:12:5")
+        );
+        // Wrapped in JSON, after a prefix.
+        let wrapped = r#"{"message":"Cargo command failed: error[E0433]: failed to resolve: could not find `vtab` in `rusqlite`\n   --> crates/g/src/search.rs:59:15\n","trace":[]}"#;
+        assert_eq!(
+            texts(wrapped),
+            [
+                "error[E0433]: failed to resolve: could not find `vtab` in `rusqlite` (crates/g/src/search.rs:59:15)"
+            ]
+        );
+    }
+
+    #[test]
+    fn panics_tracebacks_and_failing_tests() {
+        let panic = "running 3 tests\ntest a::b ... FAILED\n\nthread 'a::b' panicked at src/a.rs:10:5:\nassertion `left == right` failed\n  left: 1\n right: 2\nnote: run with `RUST_BACKTRACE=1`\ntest result: FAILED. 2 passed; 1 failed\n";
+        assert_eq!(
+            texts(panic),
+            [
+                "test a::b ... FAILED",
+                "panicked at src/a.rs:10:5: assertion `left == right` failed",
+                "test result: FAILED. 2 passed; 1 failed",
+            ]
+        );
+        let py = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\n  File \"app.py\", line 2, in main\n    int('x')\nValueError: invalid literal for int() with base 10: 'x'\n";
+        let d = diagnostics(py);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].kind, DiagnosticKind::Exception);
+        assert_eq!(
+            d[0].text,
+            "ValueError: invalid literal for int() with base 10: 'x' (app.py:2)"
+        );
+        let go = "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 1, want 2\nFAIL\nexit status 1\n";
+        assert_eq!(
+            kinds(go),
+            [DiagnosticKind::TestFailure, DiagnosticKind::ExitStatus]
+        );
+        let node = "TypeError: x.map is not a function\n    at render (src/view.js:14:9)\n";
+        assert_eq!(
+            texts(node),
+            ["TypeError: x.map is not a function (src/view.js:14:9)"]
+        );
+        assert_eq!(
+            kinds(
+                "pytest\nFAILED tests/test_a.py::test_b - AssertionError\n=== 1 failed, 3 passed in 0.1s ==="
+            ),
+            [DiagnosticKind::TestFailure, DiagnosticKind::TestFailure]
+        );
+    }
+
+    #[test]
+    fn exits_missing_files_and_refusals() {
+        assert_eq!(
+            kinds("Process exited with code 101"),
+            [DiagnosticKind::ExitStatus]
+        );
+        assert!(kinds("Process exited with code 0").is_empty());
+        assert_eq!(
+            kinds("cat: x.txt: No such file or directory"),
+            [DiagnosticKind::NotFound]
+        );
+        assert_eq!(
+            kinds("sh: 1: rg: command not found"),
+            [DiagnosticKind::NotFound]
+        );
+        assert_eq!(
+            kinds(
+                "open /etc/shadow: permission denied\nmkdir: cannot create directory 'x': Permission denied"
+            ),
+            [DiagnosticKind::PermissionDenied]
+        );
+    }
+
+    #[test]
+    fn what_only_mentions_errors_does_not_count() {
+        let code = "pub enum Error {\n    NotFound,\n}\nfn error(&self) -> Error {\n    error: String,\n    // error: this is a comment about errors\n    return Err(anyhow!(\"error: {e}\"));\n}\nimpl From<io::Error> for Error {}\n";
+        assert!(texts(code).is_empty(), "{:?}", texts(code));
+        let log = "2026-01-01T00:00:00Z  INFO server: error: connection retried, error_count=0\n[DEBUG] warning: cache miss on key a\nlevel=info msg=\"no errors found\"\n";
+        assert!(texts(log).is_empty(), "{:?}", texts(log));
+        let prose = "Runtime error - IO errors, file not found, etc.\nThe test failed once last week, then passed.\nerror: true\n";
+        assert!(texts(prose).is_empty(), "{:?}", texts(prose));
+        assert!(texts("warning: 3 warnings emitted").is_empty());
+    }
+
+    #[test]
+    fn a_failed_result_is_a_diagnostic_whatever_its_shape() {
+        let d = result_diagnostics("\n  The tool timed out after 60 s\nmore", true);
+        assert_eq!(d[0].text, "The tool timed out after 60 s");
+        assert!(result_diagnostics("all good", false).is_empty());
+        // The headline is the first error, not the first warning.
+        let h =
+            headline("warning: unused import: `a`\nerror[E0425]: cannot find value `x`").unwrap();
+        assert_eq!(h.kind, DiagnosticKind::Error);
+        // Long lines are cut, each result's diagnostics once.
+        let long = format!("error: {}", "word ".repeat(100));
+        assert_eq!(diagnostics(&format!("{long}\n{long}")).len(), 1);
+        assert!(diagnostics(&long)[0].text.chars().count() <= DIAGNOSTIC_CHARS);
+    }
+}
