@@ -63,6 +63,9 @@ pub struct Diagnostic {
     /// The line, whitespace collapsed, with its location when the output
     /// gave it on another line, cut at [`DIAGNOSTIC_CHARS`].
     pub text: String,
+    /// The line alone, as the output has it (whitespace collapsed, cut).
+    #[serde(skip)]
+    pub line: String,
     /// Where, when the output says (`src/x.rs:3:5`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
@@ -267,17 +270,18 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
         let Some((kind, text, location)) = found else {
             continue;
         };
-        let mut text = collapse(&text);
-        if let Some(loc) = &location
-            && !text.contains(loc.as_str())
-        {
-            text = format!("{text} ({loc})");
-        }
-        let text = cut(&text, DIAGNOSTIC_CHARS);
+        let line = cut(&collapse(&text), DIAGNOSTIC_CHARS);
+        let text = match &location {
+            Some(loc) if !line.contains(loc.as_str()) => {
+                cut(&format!("{} ({loc})", collapse(&text)), DIAGNOSTIC_CHARS)
+            }
+            _ => line.clone(),
+        };
         if !out.iter().any(|d| d.text == text) {
             out.push(Diagnostic {
                 kind,
                 text,
+                line,
                 location,
             });
         }
@@ -299,6 +303,7 @@ pub fn result_diagnostics(content: &str, is_error: bool) -> Vec<Diagnostic> {
         .map(|l| Diagnostic {
             kind: DiagnosticKind::Error,
             text: cut(&collapse(l), DIAGNOSTIC_CHARS),
+            line: cut(&collapse(l), DIAGNOSTIC_CHARS),
             location: None,
         })
         .into_iter()

@@ -16,6 +16,7 @@ pub mod diagnostics;
 pub mod digest;
 pub mod dsl;
 pub mod estimate;
+pub mod kept;
 pub mod log;
 pub mod materialize;
 pub mod planner;

@@ -1,0 +1,286 @@
+//! What a compaction kept and what it lost (the retention report): of the
+//! facts an agent needs to carry on (the files it acted on, the
+//! diagnostics its tools printed, the user's own requests), how many are
+//! still visible in the view.
+//!
+//! How "kept" is decided, the same for every compaction (mechanical or
+//! summary), by text:
+//! - **files acted on**: every path a tool call in the range was given (an
+//!   argument string under a key naming a path: `path`, `paths`, `file`,
+//!   `dir`, `prefixes`…). Kept when the path appears in the view.
+//! - **diagnostics**: for every tool result in the range with diagnostics
+//!   ([`crate::diagnostics::result_diagnostics`]), its headline (errors,
+//!   panics and failures before warnings), each distinct headline once.
+//!   Kept when its text appears in the view.
+//! - **user requests**: every user message in the range of at most
+//!   [`REQUEST_WORDS_MAX`] characters. Kept when it appears in the view
+//!   whole, word for word.
+//!
+//! "Appears" compares text with runs of whitespace collapsed to one space,
+//! so a request re-wrapped by a summary still counts; anything else
+//! (paraphrase, a cut) is lost.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::diagnostics::{Diagnostic, first, result_diagnostics};
+use crate::log::Log;
+use crate::projection::{Item, View};
+use crate::record::Body;
+
+/// User requests up to this many characters must be kept word for word.
+pub const REQUEST_WORDS_MAX: usize = 2_000;
+
+/// The facts of a range of raw records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    /// Paths given to tools.
+    pub files: BTreeSet<String>,
+    /// Headline diagnostics, each once, in order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// User messages of at most [`REQUEST_WORDS_MAX`] characters, in order.
+    pub requests: Vec<String>,
+}
+
+/// How many of a kind of fact are still visible, and which are not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// In the range.
+    pub total: usize,
+    /// Still visible in the view.
+    pub kept: usize,
+    /// Those not visible.
+    pub lost: Vec<String>,
+}
+
+impl Tally {
+    /// The share kept, 1 when there was nothing to keep.
+    pub fn ratio(&self) -> f64 {
+        if self.total == 0 {
+            1.0
+        } else {
+            self.kept as f64 / self.total as f64
+        }
+    }
+}
+
+/// What a view kept of a range's facts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Kept {
+    /// Files acted on.
+    pub files: Tally,
+    /// Diagnostics.
+    pub diagnostics: Tally,
+    /// User requests.
+    pub requests: Tally,
+}
+
+impl Kept {
+    /// One line for a report: `kept 12/12 files, 3/4 diagnostics, 2/2
+    /// requests`.
+    pub fn line(&self) -> String {
+        format!(
+            "kept {}/{} files acted on, {}/{} diagnostics, {}/{} user requests",
+            self.files.kept,
+            self.files.total,
+            self.diagnostics.kept,
+            self.diagnostics.total,
+            self.requests.kept,
+            self.requests.total
+        )
+    }
+}
+
+/// Keys whose string values are paths a tool acted on.
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "paths",
+    "file",
+    "files",
+    "filename",
+    "file_path",
+    "filepath",
+    "dir",
+    "directory",
+    "prefixes",
+    "file_diffs",
+    "target_file",
+];
+
+/// The facts of the raw records `lo..=hi` of `log`.
+pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
+    let mut out = Facts::default();
+    let mut seen_diag = BTreeSet::new();
+    for r in &log.records()[lo..=hi] {
+        match &r.body {
+            Body::ToolCall { arguments, .. } => paths(arguments, false, &mut out.files),
+            Body::ToolResult {
+                content, is_error, ..
+            } => {
+                if let Some(d) = first(result_diagnostics(content, *is_error), 1).pop()
+                    && seen_diag.insert(d.text.clone())
+                {
+                    out.diagnostics.push(d);
+                }
+            }
+            Body::User { content, .. } => {
+                let c = content.trim();
+                if !c.is_empty() && c.chars().count() <= REQUEST_WORDS_MAX {
+                    out.requests.push(c.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn paths(v: &Value, under_path_key: bool, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) if under_path_key => {
+            let s = s.trim();
+            if !s.is_empty() && s.len() <= 300 && !s.contains(char::is_whitespace) {
+                out.insert(s.to_owned());
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| paths(v, under_path_key, out)),
+        Value::Object(o) => {
+            for (k, v) in o {
+                let key = k.to_ascii_lowercase();
+                paths(v, under_path_key || PATH_KEYS.contains(&key.as_str()), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The text of a view as the model reads it, whitespace collapsed: what
+/// "appears in the view" is looked for in.
+pub fn view_text(view: &View<'_>) -> String {
+    let mut out = String::new();
+    for item in &view.items {
+        match item {
+            Item::Summary { text, turns, .. } => {
+                out.push_str(&crate::projection::summary_preamble(*turns));
+                out.push(' ');
+                out.push_str(text);
+            }
+            other => {
+                for t in crate::anchor::item_texts(other) {
+                    out.push_str(&t);
+                    out.push(' ');
+                }
+            }
+        }
+        out.push(' ');
+    }
+    collapse(&out)
+}
+
+/// What `text` (a [`view_text`]) keeps of `facts`. A diagnostic is kept
+/// when its line and its location both appear (a location rustc printed on
+/// the next line may be anywhere).
+pub fn kept(facts: &Facts, text: &str) -> Kept {
+    let has = |s: &str| text.contains(&collapse(s));
+    let mut out = Kept::default();
+    let count = |t: &mut Tally, shown: String, is_kept: bool| {
+        t.total += 1;
+        if is_kept {
+            t.kept += 1;
+        } else {
+            t.lost.push(shown);
+        }
+    };
+    for f in &facts.files {
+        count(&mut out.files, f.clone(), has(f));
+    }
+    for d in &facts.diagnostics {
+        let here = has(&d.text) || (has(&d.line) && d.location.as_deref().is_none_or(has));
+        count(&mut out.diagnostics, d.text.clone(), here);
+    }
+    for r in &facts.requests {
+        count(&mut out.requests, r.clone(), has(r));
+    }
+    out
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::{Compaction, ReasoningPolicy, Source, ToolPolicy};
+    use crate::projection::project;
+    use crate::record::Record;
+    use serde_json::json;
+
+    fn log_of(bodies: Vec<Body>) -> Log {
+        let mut log = Log::new();
+        for b in bodies {
+            log.push(Record::new(log.next_seq(), "t", b));
+        }
+        log
+    }
+
+    #[test]
+    fn a_mechanical_compaction_keeps_paths_requests_and_headlines() {
+        let mut bodies = vec![
+            Body::TurnStart,
+            Body::User {
+                content: "Fix the build,\n  please.".into(),
+                author: None,
+            },
+            Body::ToolCall {
+                id: "a".into(),
+                name: "cargo_check".into(),
+                arguments: json!({"package": "core", "paths": ["crates/core/src"]}),
+            },
+            Body::ToolResult {
+                id: "a".into(),
+                content: format!(
+                    "error[E0425]: cannot find value `x` in this scope\n --> crates/core/src/lib.rs:3:5\n{}",
+                    "detail\n".repeat(100)
+                ),
+                is_error: true,
+            },
+            Body::Reasoning {
+                content: "thinking".into(),
+            },
+            Body::Assistant {
+                content: "Fixed.".into(),
+            },
+        ];
+        let log0 = log_of(bodies.clone());
+        let f = facts(&log0, 0, log0.len() - 1);
+        assert_eq!(f.files.iter().collect::<Vec<_>>(), ["crates/core/src"]);
+        assert_eq!(
+            f.diagnostics[0].text,
+            "error[E0425]: cannot find value `x` in this scope (crates/core/src/lib.rs:3:5)"
+        );
+        assert_eq!(f.requests, ["Fix the build,\n  please."]);
+        // Before any compaction everything is visible.
+        let all = kept(&f, &view_text(&project(&log0)));
+        assert_eq!(
+            (all.files.kept, all.diagnostics.kept, all.requests.kept),
+            (1, 1, 1)
+        );
+        // Omitting the tools loses the path and the diagnostic.
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Omit);
+        c.reasoning = Some(ReasoningPolicy::Strip);
+        bodies.push(Body::Compaction(Box::new(c)));
+        let log = log_of(bodies);
+        let k = kept(&f, &view_text(&project(&log)));
+        assert_eq!(k.files.lost, ["crates/core/src"]);
+        assert_eq!(k.diagnostics.kept, 0);
+        assert_eq!(k.requests.kept, 1);
+        assert_eq!(
+            k.line(),
+            "kept 0/1 files acted on, 0/1 diagnostics, 1/1 user requests"
+        );
+    }
+}
