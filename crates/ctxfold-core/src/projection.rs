@@ -182,13 +182,35 @@ pub fn strip_arguments(args: &Value) -> Value {
     }
 }
 
-/// The one line that replaces a stripped tool result.
+/// Diagnostics a stripped result keeps (see [`stripped_result_line`]).
+pub const KEEP_DIAGNOSTICS: usize = 2;
+
+/// The one line that replaces a stripped tool result: the tool, whether it
+/// failed, the size removed, and what it reported that an agent needs to
+/// carry on (its first [`KEEP_DIAGNOSTICS`] diagnostics, errors before
+/// warnings, with their location: see [`crate::diagnostics`]).
 pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String {
     let outcome = if is_error { "failed" } else { "succeeded" };
-    format!(
-        "[{tool} {outcome}; its output ({} characters) was removed by compaction]",
+    let said = crate::diagnostics::first(
+        crate::diagnostics::result_diagnostics(content, is_error),
+        KEEP_DIAGNOSTICS,
+    );
+    let mut line = format!(
+        "[{tool} {outcome}; its output ({} characters) was removed by compaction",
         content.chars().count()
-    )
+    );
+    if !said.is_empty() {
+        line.push_str(". Diagnostics in it: ");
+        line.push_str(
+            &said
+                .iter()
+                .map(|d| d.text.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+    }
+    line.push(']');
+    line
 }
 
 /// A compaction in force, resolved to record indices.
@@ -763,6 +785,28 @@ mod tests {
             "user, reasoning, call, result, answer: all kept"
         );
         assert!(view.dropped.is_empty());
+    }
+
+    #[test]
+    fn a_stripped_result_keeps_its_first_diagnostics() {
+        let out = "warning: unused import: `a`\n --> src/a.rs:1:5\nerror[E0425]: cannot find value `x`\n --> src/b.rs:3:9\nerror: could not compile `b`\nerror: aborting due to 2 previous errors\n";
+        assert_eq!(
+            stripped_result_line("cargo_check", out, true),
+            format!(
+                "[cargo_check failed; its output ({} characters) was removed by compaction. Diagnostics in it: error[E0425]: cannot find value `x` (src/b.rs:3:9); error: could not compile `b`]",
+                out.chars().count()
+            )
+        );
+        // A failure in no known shape keeps its first line; a quiet
+        // success keeps what it kept before.
+        assert_eq!(
+            stripped_result_line("deploy", "\nthe server said no\nmore", true),
+            "[deploy failed; its output (24 characters) was removed by compaction. Diagnostics in it: the server said no]"
+        );
+        assert_eq!(
+            stripped_result_line("read_file", "fn error() {}", false),
+            "[read_file succeeded; its output (13 characters) was removed by compaction]"
+        );
     }
 
     #[test]
