@@ -723,6 +723,11 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
     let statuses = compaction_statuses(log);
     let mut json = Vec::new();
     let mut text = String::new();
+    // What each compaction in force leaves visible of its range's facts,
+    // in the view as it is now (made only when one is in force).
+    let any_active = statuses.values().any(|s| s == "active");
+    let view = any_active.then(|| project(log));
+    let shown = view.as_ref().map(ctxfold_core::kept::view_text);
     for (n, i) in numbered_compactions(log) {
         let Body::Compaction(c) = &log.records()[i].body else {
             continue;
@@ -742,11 +747,22 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
             status,
             source_name(c.source)
         ));
+        let kept = match (&shown, status.as_str()) {
+            (Some(shown), "active") => ctxfold_core::projection::covered_indices(log, c)
+                .map(|range| ctxfold_core::kept::kept(&crate::timeline::facts(log, range), shown)),
+            _ => None,
+        };
+        if let Some(k) = &kept {
+            text.push_str(&format!("      {}\n", k.line()));
+        }
         let mut v = serde_json::to_value(c.as_ref()).unwrap_or_default();
         if let Value::Object(m) = &mut v {
             m.insert("number".into(), json!(n));
             m.insert("seq".into(), json!(log.records()[i].seq));
             m.insert("status".into(), json!(status));
+            if let Some(k) = kept {
+                m.insert("kept".into(), json!(k));
+            }
         }
         json.push(v);
     }

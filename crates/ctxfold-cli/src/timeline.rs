@@ -4,6 +4,7 @@
 
 use ctxfold_compactor::Effect;
 use ctxfold_core::estimate::{raw_tokens, view_tokens};
+use ctxfold_core::kept::Kept;
 use ctxfold_core::planner::Plan;
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::report::{timeline, turn_reports};
@@ -61,8 +62,14 @@ pub fn unpaired_lines(
         .collect()
 }
 
+/// The facts of the records `range` (inclusive) of `log`.
+pub fn facts(log: &Log, (lo, hi): (usize, usize)) -> ctxfold_core::kept::Facts {
+    ctxfold_core::kept::facts(log, lo, hi.min(log.len().saturating_sub(1)))
+}
+
 /// The timeline of what `after` (the log with new compactions) makes of
-/// each turn, with sizes before and after, as text and JSON.
+/// each turn, with sizes before and after, and what each compaction kept
+/// of its range's facts, as text and JSON.
 pub fn report(
     before: &Log,
     after: &Log,
@@ -107,13 +114,22 @@ pub fn report(
             });
         text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
     }
-    for ((p, c), e) in plan.planned.iter().zip(compactions).zip(effects) {
+    // What each compaction's range still shows of the facts an agent needs
+    // (the retention report), in the view after the run.
+    let shown = ctxfold_core::kept::view_text(&view_after);
+    let kept: Vec<Kept> = plan
+        .planned
+        .iter()
+        .map(|p| ctxfold_core::kept::kept(&facts(before, p.range), &shown))
+        .collect();
+    for (((p, c), e), k) in plan.planned.iter().zip(compactions).zip(effects).zip(&kept) {
         text.push_str(&format!(
             "{verb} turns {}–{}: {}\n",
             u64::from(c.from_turn) + 1,
             u64::from(c.to_turn) + 1,
             e.describe(c).join(", ")
         ));
+        text.push_str(&format!("  {}\n", k.line()));
         if let Some((a, b)) = p.grown_from {
             text.push_str(&format!(
                 "  (asked for turns {}–{}; grown to cover the summaries it overlaps)\n",
@@ -153,13 +169,14 @@ pub fn report(
         "tokens": {"raw": tokens_raw, "before": tokens_before, "after": tokens_after},
         "timeline": lines.iter().map(|(f, l, label)| json!({"from_turn": f, "to_turn": l, "label": label})).collect::<Vec<_>>(),
         "per_turn": reports,
-        "compactions": plan.planned.iter().zip(compactions).zip(effects).map(|((p, c), e)| {
+        "compactions": plan.planned.iter().zip(compactions).zip(effects).zip(&kept).map(|(((p, c), e), k)| {
             let mut o = serde_json::to_value(c).unwrap_or_default();
             if let Value::Object(m) = &mut o {
                 if let Some((a, b)) = p.grown_from {
                     m.insert("grown_from".into(), json!([a + 1, b + 1]));
                 }
                 m.insert("effect".into(), json!(e));
+                m.insert("kept".into(), json!(k));
             }
             o
         }).collect::<Vec<_>>(),
