@@ -255,7 +255,7 @@ pub struct CompactFileArgs {
     /// Instead of rules, replay the transcript as a live agent with this
     /// window would have grown it, compacting automatically between turns
     /// and before every model call (`[compaction.auto]`'s rule).
-    #[arg(long, requires = "window", conflicts_with_all = ["keep_first", "keep_last", "from", "to", "reasoning", "tools", "summarize", "summary_text", "compact"])]
+    #[arg(long, requires = "window", conflicts_with_all = ["keep_first", "keep_last", "keep_steps", "from", "to", "reasoning", "tools", "summarize", "summary_text", "compact"])]
     pub auto: bool,
     /// The model's context window in tokens, for --auto.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
@@ -289,6 +289,10 @@ pub struct RuleFlags {
     /// Turns kept at the end: a count, or a duration (30m).
     #[arg(long, value_name = "N")]
     pub keep_last: Option<String>,
+    /// In the turns kept, only the last N steps stay verbatim: older
+    /// closed steps of long turns are compacted too.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep_steps: Option<u32>,
     /// First turn to compact: N, -N, a duration, or last-compaction.
     #[arg(long, value_name = "BOUND", allow_hyphen_values = true)]
     pub from: Option<String>,

@@ -26,8 +26,9 @@ use crate::timeline;
 /// - `-r`, `-t`, `-s` with the range flags make one rule; range flags alone
 ///   use the built-in policies (strip reasoning and tools), and policy flags
 ///   alone the configured keep (`keep_first`/`keep_last` of the first
-///   configured rule that has each), else the built-in one (keep the first
-///   turn and the last three);
+///   configured rule that has each, and `keep_steps`), else the built-in
+///   one (keep the first turn and the last three, and of long turns the
+///   last four steps);
 /// - each `-k SPEC` adds one rule; a bare `-k` adds the configured rules;
 /// - nothing at all applies the configured rules (or the built-in one).
 pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Result<Vec<Rule>> {
@@ -81,6 +82,7 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         }
         rule.keep_first = keep("keep-first", &flags.keep_first)?;
         rule.keep_last = keep("keep-last", &flags.keep_last)?;
+        rule.keep_steps = flags.keep_steps;
         if !has_range {
             // Policy flags alone keep what config keeps (each from the first
             // rule that sets it), else the built-in rule: the opening turn
@@ -90,6 +92,10 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
             let rules = || settings.rules.iter();
             rule.keep_first = rules().find_map(|r| r.keep_first).or(builtin.keep_first);
             rule.keep_last = rules().find_map(|r| r.keep_last).or(builtin.keep_last);
+            rule.keep_steps = flags
+                .keep_steps
+                .or(rules().find_map(|r| r.keep_steps))
+                .or(builtin.keep_steps);
         }
         rules.push(rule);
     }
@@ -102,7 +108,14 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         }
     }
     if bare || rules.is_empty() {
-        rules.extend(settings.rules.iter().cloned());
+        // `--keep-steps N` alone: the configured rules, N steps kept.
+        let configured = settings.rules.iter().cloned().map(|mut r| {
+            if flags.keep_steps.is_some() {
+                r.keep_steps = flags.keep_steps;
+            }
+            r
+        });
+        rules.extend(configured);
     }
     // -m names the summarizer of every rule that summarizes, configured
     // ones included.

@@ -51,7 +51,18 @@ fn compact_appends_and_reset_restore_undo_by_appending() {
     let (s, id) = setup();
     let n0 = records(&s, &id);
     let full = view_tokens(&s, &id);
-    let out = s.ok(&["c", "compact", &id, "--note", "old tool output"]);
+    // Whole turns (explicit keeps: no step folding), for a single record.
+    let out = s.ok(&[
+        "c",
+        "compact",
+        &id,
+        "--keep-first",
+        "1",
+        "--keep-last",
+        "3",
+        "--note",
+        "old tool output",
+    ]);
     assert!(out.contains("compacted turns 2–6"), "{out}");
     assert!(out.contains("appended 1 compaction record(s)"), "{out}");
     s.ok(&["c", "compact", &id, "-k", "s:2..3"]);
@@ -187,7 +198,8 @@ fn nothing_to_compact_writes_nothing() {
     let s = Scratch::new();
     let id = s.import(&corpus().join("17758406187-missing-date-in-version-string")); // 2 turns
     let n0 = records(&s, &id);
-    let out = s.ok(&["c", "compact", &id]);
+    let whole_turns = ["c", "compact", &id, "--keep-first", "1", "--keep-last", "3"];
+    let out = s.ok(&whole_turns);
     assert!(
         out.contains("nothing to compact; nothing was written"),
         "{out}"
@@ -197,6 +209,57 @@ fn nothing_to_compact_writes_nothing() {
         "{out}"
     );
     assert_eq!(records(&s, &id), n0);
+    // A one-step conversation: nothing for the built-in rule either.
+    let id = s.import(&corpus().join("17673969718-iana-reference-site"));
+    let n0 = records(&s, &id);
+    let out = s.ok(&["c", "compact", &id]);
+    assert!(
+        out.contains("nothing to compact; nothing was written"),
+        "{out}"
+    );
+    assert_eq!(records(&s, &id), n0);
+}
+
+/// The built-in rule folds the old closed steps of long turns, keeping the
+/// last four steps of each turn it keeps verbatim (`--keep-steps` says how
+/// many): a two-turn run shrinks, no tool call is parted from its result,
+/// and the newest steps are untouched.
+#[test]
+fn the_built_in_rule_folds_the_old_steps_of_long_turns() {
+    let s = Scratch::new();
+    let id =
+        s.import(&corpus().join("17732257364-stack-overflow-in-recursive-path-test-on-windows")); // 2 long turns
+    let before = view_tokens(&s, &id);
+    let report = s.json(&["c", "compact", &id, "--dry-run"]);
+    let compactions = report["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), 2, "one per long turn: {report}");
+    for c in compactions {
+        assert_eq!(c["from_turn"], c["to_turn"], "steps of one turn: {c}");
+        assert!(c["to_seq"].is_u64());
+    }
+    s.ok(&["c", "compact", &id]);
+    let after = view_tokens(&s, &id);
+    assert!(after < before, "{after} < {before}");
+    // The view is valid (every call with its result), and the last four
+    // steps of each turn are as they were.
+    let view = s.json(&["c", "print", &id, "--compacted"]);
+    let items = view["items"].as_array().unwrap();
+    let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"stripped_result"), "{kinds:?}");
+    let last = items.last().unwrap();
+    assert_eq!(
+        last["kind"], "event",
+        "the newest step is untouched: {last}"
+    );
+    // More steps kept, less folded.
+    let id2 =
+        s.import(&corpus().join("17732257364-stack-overflow-in-recursive-path-test-on-windows"));
+    s.ok(&["c", "compact", &id2, "--keep-steps", "10"]);
+    let wider = view_tokens(&s, &id2);
+    assert!(
+        after < wider && wider < before,
+        "{after} < {wider} < {before}"
+    );
 }
 
 #[test]
@@ -367,6 +430,6 @@ fn one_compaction_at_a_time() {
     // Reading and appending events are not blocked by it.
     assert!(s.run(&["c", "show", &id]).status.success());
     drop(held);
-    s.ok(&["c", "compact", &id]);
+    s.ok(&["c", "compact", &id, "--keep-first", "1", "--keep-last", "3"]);
     assert_eq!(records(&s, &id), n0 + 1);
 }

@@ -1,10 +1,12 @@
 //! The built-in rule and the digest shrink every corpus conversation that
-//! has turns in their range, through `ctxfold compact FILE`.
+//! has something in their range, through `ctxfold compact FILE`.
 //!
-//! The built-in rule keeps the first turn and the last three, so it has
-//! work only in conversations of five turns or more; the digest rule (keep
-//! first 1, keep last 1, summarize) in conversations of three or more. In
-//! shorter ones both must leave the conversation as it was.
+//! The built-in rule keeps the first turn and the last three, and of the
+//! turns it keeps, the last four steps: every conversation of more than
+//! 20,000 tokens shrinks, single-turn agent runs included; a conversation
+//! it leaves alone is left exactly as it was. The digest rule (keep first
+//! 1, keep last 1, summarize whole turns) works in conversations of three
+//! turns or more; in shorter ones it must leave the conversation as it was.
 
 mod common;
 
@@ -37,21 +39,45 @@ fn builtin_rule_and_digest_shrink_every_conversation_they_reach() {
         let ratio = |v: &Value| {
             v["tokens"]["after"].as_f64().unwrap() / v["tokens"]["before"].as_f64().unwrap()
         };
-        for (label, v, min_turns) in [("built-in", &builtin, 5), ("digest", &digest, 3)] {
-            let r = ratio(v);
-            if turns >= min_turns {
-                assert!(
-                    r < 1.0,
-                    "{name}: the {label} rule did not shrink it ({r:.3})"
-                );
-                assert!(!v["compactions"].as_array().unwrap().is_empty());
-            } else {
-                assert_eq!(
-                    r, 1.0,
-                    "{name}: the {label} rule changed a short conversation"
-                );
-                assert!(v["compactions"].as_array().unwrap().is_empty());
-            }
+        let raw = builtin["tokens"]["raw"].as_u64().unwrap();
+        let r = ratio(&builtin);
+        if raw > 20_000 && r == 1.0 {
+            // Only a conversation with nothing mechanical to fold may stay:
+            // no tool call, and reasoning only after its last request (the
+            // newest step). One corpus conversation is that: a pasted-text
+            // dialogue in one JP turn (docs/QUALITY.md).
+            let id = s.import(&dir);
+            let records = s.json(&["c", "print", &id]);
+            let records = records.as_array().unwrap();
+            let last_user = records.iter().rposition(|r| r["type"] == "user").unwrap();
+            let foldable = records.iter().enumerate().any(|(i, r)| {
+                r["type"] == "tool_call" || (r["type"] == "reasoning" && i < last_user)
+            });
+            assert!(
+                !foldable,
+                "{name} (~{raw} tokens): the built-in rule did not shrink it"
+            );
+        }
+        assert!(r <= 1.0, "{name}: the built-in rule grew it ({r:.3})");
+        let folded = !builtin["compactions"].as_array().unwrap().is_empty();
+        assert_eq!(
+            folded,
+            r < 1.0,
+            "{name}: compactions recorded, and only then a change"
+        );
+        let r = ratio(&digest);
+        if turns >= 3 {
+            assert!(
+                r < 1.0,
+                "{name}: the digest rule did not shrink it ({r:.3})"
+            );
+            assert!(!digest["compactions"].as_array().unwrap().is_empty());
+        } else {
+            assert_eq!(
+                r, 1.0,
+                "{name}: the digest rule changed a short conversation"
+            );
+            assert!(digest["compactions"].as_array().unwrap().is_empty());
         }
         table.push_str(&format!(
             "| {} | {turns} | {:.2} | {:.2} |\n",

@@ -42,6 +42,7 @@ const RULE_KEYS: &[&str] = &[
     "from",
     "keep_first",
     "keep_last",
+    "keep_steps",
     "reasoning",
     "summary",
     "to",
@@ -316,7 +317,7 @@ fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
         v,
         key,
         ctx,
-        "a rule table (keep_first, keep_last, from, to, reasoning, tool_calls, summary)",
+        "a rule table (keep_first, keep_last, keep_steps, from, to, reasoning, tool_calls, summary)",
     )?;
     let mut rule = Rule::default();
     for (k, v) in t {
@@ -326,6 +327,15 @@ fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
             "to" => rule.to = Some(bound(v, &key, ctx, true)?),
             "keep_first" => rule.keep_first = Some(keep(v, &key, ctx)?),
             "keep_last" => rule.keep_last = Some(keep(v, &key, ctx)?),
+            "keep_steps" => {
+                let expected = "a whole number of steps >= 1";
+                rule.keep_steps = Some(match v {
+                    Value::Integer(i) if *i >= 1 => {
+                        u32::try_from(*i).map_err(|_| ctx.invalid(&key, v, expected))?
+                    }
+                    _ => return Err(ctx.invalid(&key, v, expected)),
+                });
+            }
             "reasoning" => {
                 rule.reasoning = Some(match v.as_str() {
                     Some("strip") => ReasoningPolicy::Strip,
@@ -433,6 +443,9 @@ pub fn rule_to_toml(rule: &Rule) -> Table {
     }
     if let Some(k) = &rule.keep_last {
         t.insert("keep_last".into(), keep(k));
+    }
+    if let Some(n) = rule.keep_steps {
+        t.insert("keep_steps".into(), Value::Integer(i64::from(n)));
     }
     if let Some(ReasoningPolicy::Strip) = rule.reasoning {
         t.insert("reasoning".into(), Value::String("strip".into()));

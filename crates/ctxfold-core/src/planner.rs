@@ -33,6 +33,11 @@ pub struct Rule {
     pub keep_first: Option<Keep>,
     /// Turns kept at the end.
     pub keep_last: Option<Keep>,
+    /// In the turns `keep_first` and `keep_last` keep (within the bounds),
+    /// only the last this many steps stay verbatim: the closed steps before
+    /// them are compacted too, so a long turn (one request, dozens of tool
+    /// calls) shrinks as well. `None`: kept turns stay whole.
+    pub keep_steps: Option<u32>,
     /// Reasoning policy.
     pub reasoning: Option<ReasoningPolicy>,
     /// Tool policy.
@@ -60,12 +65,18 @@ pub enum SummaryRequest {
     },
 }
 
+/// Steps the built-in rule keeps verbatim at the end of each turn it keeps.
+pub const BUILTIN_KEEP_STEPS: u32 = 4;
+
 impl Rule {
-    /// The built-in rule: keep first 1, keep last 3, strip reasoning and tools.
+    /// The built-in rule: keep first 1, keep last 3 (of those, long turns
+    /// keep their last [`BUILTIN_KEEP_STEPS`] steps), strip reasoning and
+    /// tools.
     pub fn builtin() -> Rule {
         Rule {
             keep_first: Some(Keep::Count(1)),
             keep_last: Some(Keep::Count(3)),
+            keep_steps: Some(BUILTIN_KEEP_STEPS),
             reasoning: Some(ReasoningPolicy::Strip),
             tool_calls: Some(ToolPolicy::Strip),
             ..Rule::default()
@@ -285,6 +296,7 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
                 end,
             });
         }
+        let bounds = (start.max(0), end.min(turns - 1));
         if let Some(k) = &rule.keep_first {
             start = start.max(k.first_not_kept(log).map_err(bound_err)?);
         }
@@ -292,7 +304,48 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
             end = end.min(k.last_not_kept(log, clock).map_err(bound_err)?);
         }
         end = end.min(turns - 1);
-        if start > end || start < 0 || end < 0 {
+        let main = (start >= 0 && end >= 0 && start <= end).then_some((start as u32, end as u32));
+        // The old steps of the turns the keeps keep (within the bounds),
+        // each run a compaction of its own, in log order around the range.
+        let steps: Vec<(usize, usize)> = match rule.keep_steps {
+            Some(keep) => (bounds.0..=bounds.1)
+                .map(|t| t as u32)
+                .filter(|&t| main.is_none_or(|(a, b)| t < a || t > b))
+                .filter_map(|t| old_steps(log, t, keep))
+                .collect(),
+            None => Vec::new(),
+        };
+        let first_main = main.and_then(|(a, _)| log.turn_range(a)).map(|r| r.start);
+        let (before, after): (Vec<_>, Vec<_>) = steps
+            .into_iter()
+            .partition(|&(lo, _)| first_main.is_some_and(|m| lo < m));
+        for r in before {
+            plan_steps(log, r, rule, ctx, &mut summaries, n, &mut out)?;
+        }
+        if let Some((from_turn, to_turn)) = main
+            && let (Some(lo_r), Some(hi_r)) = (log.turn_range(from_turn), log.turn_range(to_turn))
+        {
+            match region(log, (lo_r.start, hi_r.end - 1), rule, ctx, &summaries, n)? {
+                Region::Planned(p) => {
+                    remember(&mut summaries, rule, &p);
+                    out.planned.push(*p)
+                }
+                Region::Invisible => out.skipped.push(Skipped {
+                    rule: n,
+                    reason: format!(
+                        "turns {}–{} hold nothing the model sees",
+                        from_turn + 1,
+                        to_turn + 1
+                    ),
+                }),
+                Region::AlreadySummarized(reason) => out.skipped.push(Skipped { rule: n, reason }),
+            }
+        }
+        let had_steps = !after.is_empty() || out.planned.iter().any(|p| p.rule == n);
+        for r in after {
+            plan_steps(log, r, rule, ctx, &mut summaries, n, &mut out)?;
+        }
+        if main.is_none() && !had_steps {
             out.skipped.push(Skipped {
                 rule: n,
                 reason: if turns == 0 {
@@ -301,40 +354,59 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
                     format!("no turns left to compact in a conversation of {turns} turns")
                 },
             });
-            continue;
-        }
-        let (from_turn, to_turn) = (start as u32, end as u32);
-        let (Some(lo_r), Some(hi_r)) = (log.turn_range(from_turn), log.turn_range(to_turn)) else {
-            continue;
-        };
-        match region(log, (lo_r.start, hi_r.end - 1), rule, ctx, &summaries, n)? {
-            Region::Planned(p) => {
-                if rule.summary.is_some() {
-                    summaries.push(KnownSummary {
-                        lo: p.range.0,
-                        hi: p.range.1,
-                        seq: None,
-                        supplied: matches!(rule.summary, Some(SummaryRequest::Supplied { .. })),
-                        text: match &rule.summary {
-                            Some(SummaryRequest::Supplied { text, .. }) => Some(text),
-                            _ => None,
-                        },
-                    });
-                }
-                out.planned.push(*p)
-            }
-            Region::Invisible => out.skipped.push(Skipped {
-                rule: n,
-                reason: format!(
-                    "turns {}–{} hold nothing the model sees",
-                    from_turn + 1,
-                    to_turn + 1
-                ),
-            }),
-            Region::AlreadySummarized(reason) => out.skipped.push(Skipped { rule: n, reason }),
         }
     }
     Ok(out)
+}
+
+/// The old closed steps of turn `turn`: from its first step to the last
+/// closed one before its last `keep` steps (an open step and what follows
+/// it stay), as inclusive record indices; `None` when there are none.
+fn old_steps(log: &Log, turn: u32, keep: u32) -> Option<(usize, usize)> {
+    let steps = log.steps(turn);
+    let old = steps.len().checked_sub(keep as usize)?;
+    let closed = steps[..old].iter().take_while(|s| s.closed).count();
+    let last = steps[..closed].last()?;
+    Some((steps[0].start, last.end - 1))
+}
+
+/// Plan `rule` over the steps `range`, recording what it gives in `out`.
+fn plan_steps<'a>(
+    log: &'a Log,
+    range: (usize, usize),
+    rule: &'a Rule,
+    ctx: &PlanContext,
+    summaries: &mut Vec<KnownSummary<'a>>,
+    n: usize,
+    out: &mut Plan,
+) -> Result<(), PlanError> {
+    match region(log, range, rule, ctx, summaries, n)? {
+        Region::Planned(p) => {
+            remember(summaries, rule, &p);
+            out.planned.push(*p);
+        }
+        // Steps of reasoning-free text, or already summarized: nothing to
+        // say about them, the range is what the report speaks of.
+        Region::Invisible | Region::AlreadySummarized(_) => {}
+    }
+    Ok(())
+}
+
+/// A summary planned in this run counts for the rules after it: two
+/// summaries must never slice each other.
+fn remember<'a>(summaries: &mut Vec<KnownSummary<'a>>, rule: &'a Rule, p: &Planned) {
+    if rule.summary.is_some() {
+        summaries.push(KnownSummary {
+            lo: p.range.0,
+            hi: p.range.1,
+            seq: None,
+            supplied: matches!(rule.summary, Some(SummaryRequest::Supplied { .. })),
+            text: match &rule.summary {
+                Some(SummaryRequest::Supplied { text, .. }) => Some(text),
+                _ => None,
+            },
+        });
+    }
 }
 
 /// Plan one rule's policies over exact record indices `lo..=hi`, which may

@@ -764,9 +764,12 @@ mod tests {
             panic!()
         };
         assert!(*is_error, "is_error is kept");
-        assert_eq!(
-            content,
-            "[edit failed; its output (500 characters) was removed by compaction]"
+        // A failure in no known shape keeps its first line, cut.
+        assert!(
+            content.starts_with(
+                "[edit failed; its output (500 characters) was removed by compaction. Diagnostics in it: xxx"
+            ) && content.chars().count() < 320,
+            "{content}"
         );
     }
 

@@ -204,6 +204,9 @@ pub fn rolling_rule(policy: &AutoPolicy, log: &Log) -> Rule {
     Rule {
         from: Some(from),
         to: None,
+        // Between turns the band is whole turns: the steps of a long turn
+        // are the before-step rescue's (retention), by tokens.
+        keep_steps: None,
         ..policy.rule.clone()
     }
 }

@@ -288,3 +288,99 @@ proptest! {
         prop_assert_eq!((rule.from, rule.to), (want_from, want_to), "{}", spec);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The built-in rule's step folding (`keep_steps`): each compaction of
+    /// old steps lies in one turn, starts at its first step and ends at the
+    /// end of a closed step, never parts a call from its result, never
+    /// covers an open step or any of the turn's last `keep` steps; and the
+    /// log with the compactions appended projects validly.
+    #[test]
+    fn old_steps_fold_whole_and_closed(
+        turns in prop::collection::vec(turn(), 1..8),
+        comps in prop::collection::vec(comp(), 0..4),
+        open_end in any::<bool>(),
+        keep in 1..5u32,
+        summarize in any::<bool>(),
+    ) {
+        let log = build(&turns, &comps, &[], open_end);
+        let rule = Rule {
+            keep_steps: Some(keep),
+            summary: summarize.then(|| SummaryRequest::Supplied {
+                text: "s".into(),
+                author: Source::User,
+            }),
+            ..Rule::builtin()
+        };
+        let Ok(p) = plan(&log, std::slice::from_ref(&rule), &PlanContext::default()) else {
+            // A supplied summary may be refused (it would slice another).
+            prop_assume!(false);
+            return Ok(());
+        };
+        let mut with = log.clone();
+        for planned in &p.planned {
+            let (lo, hi) = planned.range;
+            let c = &planned.compaction;
+            with.push(Record::new(with.next_seq(), "t", Body::Compaction(Box::new(c.clone()))));
+            if log.turn_range(c.from_turn).is_some_and(|r| r.start == lo) {
+                // The rule's range of whole turns.
+                continue;
+            }
+            prop_assert_eq!(c.from_turn, c.to_turn, "old steps of one turn");
+            let steps = log.steps(c.from_turn);
+            let first = steps.iter().position(|s| s.start == lo);
+            let last = steps.iter().position(|s| s.end == hi + 1);
+            prop_assert!(first.is_some() && last.is_some(), "step bounds: {:?} in {:?}", (lo, hi), steps);
+            let (Some(first), Some(last)) = (first, last) else { unreachable!() };
+            prop_assert_eq!(first, 0);
+            prop_assert!(steps[..=last].iter().all(|s| s.closed), "closed steps only");
+            prop_assert!(last + (keep as usize) < steps.len(), "the last {} steps stay", keep);
+            // No call parted from its result.
+            let ids = |range: std::ops::RangeInclusive<usize>| -> Vec<(String, bool)> {
+                log.records()[range]
+                    .iter()
+                    .filter_map(|r| match &r.body {
+                        Body::ToolCall { id, .. } => Some((id.clone(), true)),
+                        Body::ToolResult { id, .. } => Some((id.clone(), false)),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let inside = ids(lo..=hi);
+            for (id, _) in &inside {
+                prop_assert_eq!(inside.iter().filter(|(i, _)| i == id).count() % 2, 0, "pair {} split", id);
+            }
+        }
+        check_invariants(&with)?;
+    }
+}
+
+/// The generator of the property above makes turns long enough for step
+/// folds: without this it could pass on logs with nothing to fold.
+#[test]
+fn the_step_property_reaches_step_folds() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = (prop::collection::vec(turn(), 1..8), 1..5u32);
+    let mut reached = 0;
+    for _ in 0..200 {
+        let (turns, keep) = strategy.new_tree(&mut runner).unwrap().current();
+        let log = build(&turns, &[], &[], false);
+        let rule = Rule {
+            keep_steps: Some(keep),
+            ..Rule::builtin()
+        };
+        let p = plan(&log, &[rule], &PlanContext::default()).unwrap();
+        reached += p
+            .planned
+            .iter()
+            .filter(|pl| {
+                log.turn_range(pl.compaction.from_turn)
+                    .is_some_and(|r| r.start != pl.range.0)
+            })
+            .count();
+    }
+    assert!(reached > 20, "step folds generated: {reached}");
+}

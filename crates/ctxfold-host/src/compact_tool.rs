@@ -217,6 +217,8 @@ pub fn resolve(log: &Log, args: &Value) -> Result<Resolved, String> {
                 to,
                 keep_first: a.keep_first.map(Keep::Count),
                 keep_last: Some(Keep::Count(keep_last)),
+                // The assistant names turns; its rules fold whole turns.
+                keep_steps: None,
                 reasoning: a.reasoning,
                 tool_calls: a.tool_calls,
                 summary: a.summary.map(|text| SummaryRequest::Supplied {
