@@ -761,8 +761,14 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
             source_name(c.source)
         ));
         let kept = match (&shown, status.as_str()) {
-            (Some(shown), "active") => ctxfold_core::projection::covered_indices(log, c)
-                .map(|range| ctxfold_core::kept::kept(&crate::timeline::facts(log, range), shown)),
+            (Some(shown), "active") => {
+                match (ctxfold_core::projection::covered_indices(log, c), &view) {
+                    (Some(range), Some(view)) => {
+                        Some(ctxfold_core::kept::retention(log, range, view, shown))
+                    }
+                    _ => None,
+                }
+            }
             _ => None,
         };
         if let Some(k) = &kept {

@@ -62,11 +62,6 @@ pub fn unpaired_lines(
         .collect()
 }
 
-/// The facts of the records `range` (inclusive) of `log`.
-pub fn facts(log: &Log, (lo, hi): (usize, usize)) -> ctxfold_core::kept::Facts {
-    ctxfold_core::kept::facts(log, lo, hi.min(log.len().saturating_sub(1)))
-}
-
 /// The timeline of what `after` (the log with new compactions) makes of
 /// each turn, with sizes before and after, and what each compaction kept
 /// of its range's facts, as text and JSON.
@@ -120,7 +115,10 @@ pub fn report(
     let kept: Vec<Kept> = plan
         .planned
         .iter()
-        .map(|p| ctxfold_core::kept::kept(&facts(before, p.range), &shown))
+        .map(|p| {
+            let range = (p.range.0, p.range.1.min(before.len().saturating_sub(1)));
+            ctxfold_core::kept::retention(before, range, &view_after, &shown)
+        })
         .collect();
     for (((p, c), e), k) in plan.planned.iter().zip(compactions).zip(effects).zip(&kept) {
         text.push_str(&format!(

@@ -76,7 +76,7 @@ pub struct Diagnostic {
 const PATTERNS: &[&str] = &[
     // `file.ext:12:5: error: msg` (gcc, clang, go vet, eslint…), or
     // `file.ts(12,5): error TS2322: msg`.
-    r"^\s*([\w./\\-]+\.\w+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\)):?\s+(?:fatal )?(error|warning)\b:?\s*(\S.*)$",
+    r"^\s*([\w./\\-]+\.\w+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\)):?\s+(?:fatal )?(error|warning)(?-u:\b):?\s*(\S.*)$",
     // `error[E0308]: msg` / `error: msg` at the start of a line or after a
     // prefix ending in ": " (`Cargo command failed: error: …`).
     r"(?:^|: )(error(?:\[[A-Za-z]*\d+\])?): (\S.*)$",
@@ -85,7 +85,7 @@ const PATTERNS: &[&str] = &[
     // `thread 'main' panicked at src/x.rs:3:5:` (the message follows).
     r"panicked at ([\w./\\-]+:\d+:\d+):?\s*(.*)$",
     // `panic: msg` (Go), `fatal error: msg`, `Segmentation fault`.
-    r"^(?:panic|fatal error|fatal): (\S.*)$|^(Segmentation fault|Aborted)\b.*$",
+    r"^(?:panic|fatal error|fatal): (\S.*)$|^(Segmentation fault|Aborted)(?-u:\b).*$",
     // `Traceback (most recent call last):`
     r"^Traceback \(most recent call last\):",
     // `ValueError: msg`, `java.lang.IllegalStateException: msg`,
@@ -94,13 +94,13 @@ const PATTERNS: &[&str] = &[
     // Failing tests: `test a::b ... FAILED`, `--- FAIL: TestX`,
     // `FAILED tests/x.py::test_y - …`, `FAIL src/x.test.ts`, `not ok 3 - x`,
     // `test result: FAILED.`, `… of which 2 failed`, `3 failed, 10 passed`.
-    r"^test (\S+) \.\.\. FAILED$|^--- FAIL: (\S+)|^FAILED (\S+)|^FAIL (\S+)|^not ok \d+\b|^test result: FAILED\b|\bof which [1-9]\d* failed\b|^=*\s*[1-9]\d* (?:failed|failing)\b",
+    r"^test (\S+) \.\.\. FAILED$|^--- FAIL: (\S+)|^FAILED (\S+)|^FAIL (\S+)|^not ok \d+(?-u:\b)|^test result: FAILED(?-u:\b)|(?-u:\b)of which [1-9]\d* failed(?-u:\b)|^=*\s*[1-9]\d* (?:failed|failing)(?-u:\b)",
     // Non-zero exit statuses.
-    r"(?i)\b(?:exit(?:ed)?(?: with)? (?:code|status)|exit code|non-zero exit status|returned exit code)[ :=]*([1-9]\d*)\b",
+    r"(?i)(?-u:\b)(?:exit(?:ed)?(?: with)? (?:code|status)|exit code|non-zero exit status|returned exit code)[ :=]*([1-9]\d*)(?-u:\b)",
     // Missing files and commands.
-    r"No such file or directory|\bENOENT\b|command not found|FileNotFoundError|(?i:\b(?:file|directory|folder|path) not found(?::| at\b))|cannot find (?:the )?(?:file|path)\b",
+    r"No such file or directory|(?-u:\b)ENOENT(?-u:\b)|command not found|FileNotFoundError|(?i:(?-u:\b)(?:file|directory|folder|path) not found(?::| at(?-u:\b)))|cannot find (?:the )?(?:file|path)(?-u:\b)",
     // Refused permissions.
-    r"Permission denied|\bEACCES\b|\bEPERM\b|Operation not permitted|PermissionError|Access is denied",
+    r"Permission denied|(?-u:\b)EACCES(?-u:\b)|(?-u:\b)EPERM(?-u:\b)|Operation not permitted|PermissionError|Access is denied",
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -134,6 +134,12 @@ const RULES: [Rule; 11] = [
 
 static SET: LazyLock<RegexSet> =
     LazyLock::new(|| RegexSet::new(PATTERNS).expect("the diagnostic patterns compile"));
+/// All patterns over a whole text (`^`/`$` at line ends): most results hold
+/// no diagnostic at all, and are passed over in one scan.
+static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(PATTERNS.iter().map(|p| format!("(?m:{p})")))
+        .expect("the diagnostic patterns compile")
+});
 static ONE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     PATTERNS
         .iter()
@@ -147,18 +153,21 @@ static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Lines that only mention errors: a log line at info level or below.
 static QUIET_LOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:INFO|DEBUG|TRACE)\b|\blevel=(?:info|debug|trace)\b|^\s*(?://|#|--\s|\*|/\*)")
+    Regex::new(r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|^\s*(?://|#|--\s|\*|/\*)")
         .expect("the log pattern compiles")
 });
 /// A warning line that only counts warnings (`warning: 3 warnings emitted`).
 static WARNING_TALLY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^warning: .*\b\d+ warnings? (?:emitted|generated)|^warning: build failed")
+    Regex::new(r"^warning: .*(?-u:\b)\d+ warnings? (?:emitted|generated)|^warning: build failed")
         .expect("the tally pattern compiles")
 });
 
 /// The diagnostics in `content`, in output order, each once.
 pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
     let text = unwrap_json(content);
+    if !ANY.is_match(&text) {
+        return Vec::new();
+    }
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut i = 0;

@@ -75,13 +75,16 @@ pub struct Kept {
     pub diagnostics: Tally,
     /// User requests.
     pub requests: Tally,
+    /// Estimated tokens of the range: raw, and what the view shows for it
+    /// (the items that stand for its records). Zero when not measured.
+    pub tokens: (usize, usize),
 }
 
 impl Kept {
     /// One line for a report: `kept 12/12 files, 3/4 diagnostics, 2/2
     /// requests`.
     pub fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "kept {}/{} files acted on, {}/{} diagnostics, {}/{} user requests",
             self.files.kept,
             self.files.total,
@@ -89,8 +92,44 @@ impl Kept {
             self.diagnostics.total,
             self.requests.kept,
             self.requests.total
-        )
+        );
+        if self.tokens.0 > 0 {
+            line.push_str(&format!(
+                "; the range ~{} → ~{} tokens",
+                self.tokens.0, self.tokens.1
+            ));
+        }
+        line
     }
+
+    /// How much smaller the range is in the view (0 when not measured).
+    pub fn shrink(&self) -> f64 {
+        if self.tokens.0 == 0 {
+            0.0
+        } else {
+            1.0 - self.tokens.1 as f64 / self.tokens.0 as f64
+        }
+    }
+}
+
+/// The retention report of the records `lo..=hi` of `log` in `view` (a
+/// projection of `log`, or of `log` with compactions appended) whose
+/// [`view_text`] is `text`: what it keeps of the facts, and the range's
+/// size raw and in the view.
+pub fn retention(log: &Log, (lo, hi): (usize, usize), view: &View<'_>, text: &str) -> Kept {
+    let mut k = kept(&facts(log, lo, hi), text);
+    let raw = crate::estimate::raw_tokens(&log.records()[lo..=hi]);
+    let shown: usize = view
+        .items
+        .iter()
+        .filter(|i| {
+            let o = i.origin();
+            !o.is_empty() && lo <= *o.start() && *o.start() <= hi
+        })
+        .map(crate::estimate::item_tokens)
+        .sum();
+    k.tokens = (raw, shown);
+    k
 }
 
 /// Keys whose string values are paths a tool acted on.
