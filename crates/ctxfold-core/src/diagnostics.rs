@@ -151,6 +151,15 @@ static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^\s*--> ([^\s]+:\d+(?::\d+)?)|^\s*File "([^"]+)", line (\d+)|^\s*at .*?\(?([\w./\\-]+\.\w+:\d+:\d+)\)?\s*$"#)
         .expect("the location pattern compiles")
 });
+/// Words one of which every line that starts a diagnostic holds (what the
+/// patterns need, ASCII case ignored): a line without one is passed over
+/// without running the patterns.
+static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i-u)error|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied",
+    )
+    .expect("the trigger pattern compiles")
+});
 /// Lines that only mention errors: a log line at info level or below.
 static QUIET_LOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|^\s*(?://|#|--\s|\*|/\*)")
@@ -174,7 +183,7 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
     while i < lines.len() {
         let line = lines[i].trim_end();
         i += 1;
-        if line.len() > 2_000 || QUIET_LOG.is_match(line) {
+        if line.len() > 2_000 || !TRIGGER.is_match(line) || QUIET_LOG.is_match(line) {
             continue;
         }
         let matched = SET.matches(line);
