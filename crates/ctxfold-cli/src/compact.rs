@@ -737,10 +737,15 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
     let mut json = Vec::new();
     let mut text = String::new();
     // What each compaction in force leaves visible of its range's facts,
-    // in the view as it is now (made only when one is in force).
-    let any_active = statuses.values().any(|s| s == "active");
-    let view = any_active.then(|| project(log));
+    // in the view as it is now; a deferred one, in the view it will come
+    // into force in (each made only when needed). A revoked one folds
+    // nothing.
+    let has = |p: &str| statuses.values().any(|s| s.starts_with(p));
+    let view = has("active").then(|| project(log));
     let shown = view.as_ref().map(ctxfold_core::kept::view_text);
+    let next = log.turn_count() as u32;
+    let later = has("deferred").then(|| ctxfold_core::projection::project_as_of(log, next));
+    let later_shown = later.as_ref().map(ctxfold_core::kept::view_text);
     for (n, i) in numbered_compactions(log) {
         let Body::Compaction(c) = &log.records()[i].body else {
             continue;
@@ -760,15 +765,17 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
             status,
             source_name(c.source)
         ));
-        let kept = match (&shown, status.as_str()) {
-            (Some(shown), "active") => {
-                match (ctxfold_core::projection::covered_indices(log, c), &view) {
-                    (Some(range), Some(view)) => {
-                        Some(ctxfold_core::kept::retention(log, range, view, shown))
-                    }
-                    _ => None,
-                }
-            }
+        let (v, t) = if status == "active" {
+            (view.as_ref(), shown.as_deref())
+        } else if status.starts_with("deferred") && c.deferred_until_turn.is_some_and(|t| t <= next)
+        {
+            (later.as_ref(), later_shown.as_deref())
+        } else {
+            (None, None)
+        };
+        let kept = match (v, t) {
+            (Some(view), Some(shown)) => ctxfold_core::projection::covered_indices(log, c)
+                .map(|range| ctxfold_core::kept::retention(log, range, view, shown)),
             _ => None,
         };
         if let Some(k) = &kept {

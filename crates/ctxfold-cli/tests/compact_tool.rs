@@ -223,9 +223,14 @@ fn compactions_take_effect_when_the_next_turn_starts() {
         // Between turns: listed as the assistant's, deferred.
         let show = s.ok(&["c", "show"]);
         assert!(
-            show.contains("[deferred until turn 5, by assistant] — Everything is in the files."),
+            show.contains(
+                "[deferred until turn 5, by assistant] — Everything is in the files.\n      kept "
+            ),
             "{kind}: {show}"
         );
+        // What it will keep once in force: the request it quotes, not the
+        // ones it paraphrases.
+        assert!(show.contains("1/3 user requests"), "{kind}: {show}");
 
         let out = s.run(&["q", "what next"]);
         assert!(out.status.success(), "{kind}: {}", stderr(&out));
