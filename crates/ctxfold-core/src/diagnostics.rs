@@ -160,9 +160,15 @@ static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("the trigger pattern compiles")
 });
+/// Lines of code that name errors (`except FileNotFoundError:`, `errno ==
+/// EACCES`, `let msg = "exit code 2";`, `error!("…")`): not diagnostics.
+static CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\s[=!]==?\s|(?-u:\b)(?:except|catch|raise|throw|throws|return|let|const|var|case|elif)(?-u:\b)|(?-u:\b)(?:error|warn|panic)!\(|=\s*["']"#)
+        .expect("the code pattern compiles")
+});
 /// Lines that only mention errors: a log line at info level or below.
 static QUIET_LOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|^\s*(?://|#|--\s|\*|/\*)")
+    Regex::new(r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|(?-u:\b)(?:info|debug|trace):|^\s*(?://|#|--\s|\*|/\*)")
         .expect("the log pattern compiles")
 });
 /// A warning line that only counts warnings (`warning: 3 warnings emitted`).
@@ -179,11 +185,20 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
     }
     let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<Diagnostic> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut i = 0;
     while i < lines.len() {
-        let line = lines[i].trim_end();
+        let mut line = lines[i].trim_end();
         i += 1;
-        if line.len() > 2_000 || !TRIGGER.is_match(line) || QUIET_LOG.is_match(line) {
+        if line.len() > 2_000 {
+            // A very long line (a C++ template error) is read by its start.
+            let mut cut_at = 2_000;
+            while !line.is_char_boundary(cut_at) {
+                cut_at -= 1;
+            }
+            line = &line[..cut_at];
+        }
+        if !TRIGGER.is_match(line) || QUIET_LOG.is_match(line) || CODE.is_match(line) {
             continue;
         }
         let matched = SET.matches(line);
@@ -217,7 +232,11 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                 } else {
                     DiagnosticKind::Error
                 };
-                Some((kind, line.trim().to_owned(), Some(loc)))
+                // `src/x.rs:55:    error: String,` in grep output is a field:
+                // a message has words.
+                let msg = c.get(7).map_or("", |m| m.as_str());
+                (msg.split_whitespace().count() >= 2 || msg.contains('`'))
+                    .then(|| (kind, line.trim().to_owned(), Some(loc)))
             }
             (Rule::Warning, Some(c)) => {
                 let msg = c.get(2).map_or("", |m| m.as_str());
@@ -295,17 +314,24 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
             }
             _ => line.clone(),
         };
-        if !out.iter().any(|d| d.text == text) {
+        if seen.insert(text.clone()) {
             out.push(Diagnostic {
                 kind,
                 text,
                 line,
                 location,
             });
+            if out.len() == MAX_PER_RESULT {
+                break;
+            }
         }
     }
     out
 }
+
+/// At most this many distinct diagnostics are read from one result (a
+/// build with thousands of errors): what is kept and shown is far fewer.
+pub const MAX_PER_RESULT: usize = 100;
 
 /// The diagnostics of a tool result: those in its content, and for a
 /// failed result in which none is recognized, its first line (a failure is
@@ -496,6 +522,30 @@ mod tests {
             ),
             [DiagnosticKind::PermissionDenied]
         );
+    }
+
+    #[test]
+    fn code_and_grep_hits_that_name_errors_do_not_count() {
+        for line in [
+            "src/model.rs:55:    error: String,",
+            "src/net.rs:88: error!(\"connection lost: {e}\");",
+            "    except FileNotFoundError:",
+            "except PermissionError as e:",
+            "if (err.code === 'ENOENT') {",
+            "if (errno == EACCES) return -1;",
+            "let msg = \"exit code 2\";",
+            "2024-05-01T10:00:00 info: error: transient failure, retrying",
+        ] {
+            assert!(texts(line).is_empty(), "{line}: {:?}", texts(line));
+        }
+        // A long line is read by its start, not skipped.
+        let long = format!("error: template instantiation failed {}", "x".repeat(5_000));
+        assert_eq!(kinds(&long), [DiagnosticKind::Error]);
+        // Thousands of distinct diagnostics: read up to a bound, linearly.
+        let many: String = (0..50_000)
+            .map(|k| format!("test t{k} ... FAILED\n"))
+            .collect();
+        assert_eq!(diagnostics(&many).len(), MAX_PER_RESULT);
     }
 
     #[test]

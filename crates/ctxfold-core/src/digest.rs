@@ -24,9 +24,10 @@
 //! 7. **diagnostics** from every tool result, not only failed ones (found
 //!    by [`crate::diagnostics`]): each result's headline and a few more of
 //!    its errors, each distinct one once, with the fix that followed where
-//!    the range shows one (a later clean run of the same command, or of a
-//!    broader one, and the edits before it; else a later edit of the file
-//!    the diagnostic names);
+//!    the range shows one (a later run of the same command, or of a
+//!    broader one, in which no diagnostic is recognized, and the edits
+//!    before it; else a later edit of the file the diagnostic names). A
+//!    run is not called clean: the recognizer may miss what it printed;
 //! 8. **identifiers**: names the range defined or edited (definitions in the
 //!    source code the tools wrote) and names that failed (in errors, failing
 //!    tests); never search patterns, queries or hashes;
@@ -1546,10 +1547,13 @@ fn fix_note(s: &Seen<'_>, fix: &Fix<'_>) -> String {
         Some((_, turn)) => {
             let tool = s.tool;
             if fix.edits.is_empty() {
-                format!(" → later {tool} ran clean (turn {})", turn + 1)
+                format!(
+                    " → later {tool} ran again with no diagnostic recognized (turn {})",
+                    turn + 1
+                )
             } else {
                 format!(
-                    " → then edited {}; {tool} ran clean (turn {})",
+                    " → then edited {}; {tool} ran again with no diagnostic recognized (turn {})",
                     edits(fix),
                     turn + 1
                 )
@@ -2806,8 +2810,8 @@ mod tests {
         assert_eq!(
             section(&text, "Diagnostics (from tool output)"),
             [
-                "- cargo_test (turn 1): test p::t ... FAILED → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran clean (turn 1)",
-                "- cargo_test (turn 1): panicked at src/p.rs:9:5: assertion failed: ok → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran clean (turn 1)",
+                "- cargo_test (turn 1): test p::t ... FAILED → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
+                "- cargo_test (turn 1): panicked at src/p.rs:9:5: assertion failed: ok → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
                 "- cargo_check (turn 1): error[E0425]: cannot find value `y` in this scope (src/q.rs:3:5) → then edited `./src/q.rs` (turn 1)",
                 "- cargo_test (turn 1, ×2): error: no tests to run",
             ],

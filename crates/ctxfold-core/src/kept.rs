@@ -180,7 +180,9 @@ fn paths(v: &Value, under_path_key: bool, out: &mut BTreeSet<String>) {
     match v {
         Value::String(s) if under_path_key => {
             let s = s.trim();
-            if !s.is_empty() && s.len() <= 300 && !s.contains(char::is_whitespace) {
+            // `.` and `..` name no file; a path is one word.
+            let only_dots = s.chars().all(|c| c == '.' || c == '/');
+            if !only_dots && s.len() <= 300 && !s.contains(char::is_whitespace) {
                 out.insert(s.to_owned());
             }
         }
@@ -222,7 +224,6 @@ pub fn view_text(view: &View<'_>) -> String {
 /// when its line and its location both appear (a location rustc printed on
 /// the next line may be anywhere).
 pub fn kept(facts: &Facts, text: &str) -> Kept {
-    let has = |s: &str| text.contains(&collapse(s));
     let mut out = Kept::default();
     let count = |t: &mut Tally, shown: String, is_kept: bool| {
         t.total += 1;
@@ -233,16 +234,64 @@ pub fn kept(facts: &Facts, text: &str) -> Kept {
         }
     };
     for f in &facts.files {
-        count(&mut out.files, f.clone(), has(f));
+        count(&mut out.files, f.clone(), appears(text, f, path_char));
     }
     for d in &facts.diagnostics {
-        let here = has(&d.text) || (has(&d.line) && d.location.as_deref().is_none_or(has));
-        count(&mut out.diagnostics, d.text.clone(), here);
+        count(
+            &mut out.diagnostics,
+            d.text.clone(),
+            diagnostic_appears(text, d),
+        );
     }
     for r in &facts.requests {
-        count(&mut out.requests, r.clone(), has(r));
+        count(&mut out.requests, r.clone(), appears(text, r, word_char));
     }
     out
+}
+
+fn path_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '/' | '\\' | '.' | '_' | '-' | '~')
+}
+
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `needle` (whitespace collapsed) appears in `text` as a whole:
+/// not inside a longer path or word (`src/lib.rs` in `crates/x/src/lib.rs`,
+/// `go` in `go on`).
+fn appears(text: &str, needle: &str, inner: fn(char) -> bool) -> bool {
+    let needle = collapse(needle);
+    if needle.is_empty() {
+        return false;
+    }
+    let first = needle.chars().next().is_some_and(inner);
+    let last = needle.chars().next_back().is_some_and(inner);
+    text.match_indices(needle.as_str()).any(|(at, m)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + m.len()..].chars().next();
+        !(first && before.is_some_and(inner) || last && after.is_some_and(inner))
+    })
+}
+
+/// A diagnostic appears as its text, or as its line with its location
+/// shortly after (where the output put it, on the next lines).
+fn diagnostic_appears(text: &str, d: &Diagnostic) -> bool {
+    if text.contains(&collapse(&d.text)) {
+        return true;
+    }
+    let line = collapse(&d.line);
+    text.match_indices(line.as_str())
+        .any(|(at, m)| match &d.location {
+            None => true,
+            Some(loc) => {
+                let mut end = (at + m.len() + 400).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text[at + m.len()..end].contains(loc.as_str())
+            }
+        })
 }
 
 fn collapse(s: &str) -> String {
@@ -252,6 +301,60 @@ fn collapse(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn facts_of(log: &Log) -> Facts {
+        facts(log, 0, log.len() - 1)
+    }
+
+    #[test]
+    fn kept_means_the_whole_path_word_or_diagnostic() {
+        let d = crate::diagnostics::diagnostics(
+            "error[E0425]: cannot find value `x`\n --> src/lib.rs:3:5",
+        )
+        .remove(0);
+        let facts = Facts {
+            files: ["src/lib.rs".to_owned()].into_iter().collect(),
+            diagnostics: vec![d],
+            requests: vec!["go".to_owned()],
+        };
+        // Only inside longer words and paths, or the location far away.
+        let text = format!(
+            "gone with crates/other/src/lib.rs error[E0425]: cannot find value `x` {} at src/lib.rs5",
+            "filler ".repeat(100)
+        );
+        let k = kept(&facts, &text);
+        assert_eq!(
+            (k.files.kept, k.diagnostics.kept, k.requests.kept),
+            (0, 0, 0),
+            "{k:?}"
+        );
+        // As a whole: kept.
+        let k = kept(
+            &facts,
+            "go. Read src/lib.rs: error[E0425]: cannot find value `x` --> src/lib.rs:3:5",
+        );
+        assert_eq!(
+            (k.files.kept, k.diagnostics.kept, k.requests.kept),
+            (1, 1, 1),
+            "{k:?}"
+        );
+        // `.` names no file acted on.
+        let log = {
+            let mut log = Log::new();
+            log.push(crate::record::Record::new(
+                0,
+                "t",
+                Body::ToolCall {
+                    id: "a".into(),
+                    name: "ls".into(),
+                    arguments: serde_json::json!({"path": "."}),
+                },
+            ));
+            log
+        };
+        assert!(facts_of(&log).files.is_empty());
+    }
+
     use crate::compaction::{Compaction, ReasoningPolicy, Source, ToolPolicy};
     use crate::projection::project;
     use crate::record::Record;

@@ -311,7 +311,7 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
             Some(keep) => (bounds.0..=bounds.1)
                 .map(|t| t as u32)
                 .filter(|&t| main.is_none_or(|(a, b)| t < a || t > b))
-                .filter_map(|t| old_steps(log, t, keep))
+                .flat_map(|t| old_steps(log, t, keep))
                 .collect(),
             None => Vec::new(),
         };
@@ -359,15 +359,29 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
     Ok(out)
 }
 
-/// The old closed steps of turn `turn`: from its first step to the last
-/// closed one before its last `keep` steps (an open step and what follows
-/// it stay), as inclusive record indices; `None` when there are none.
-fn old_steps(log: &Log, turn: u32, keep: u32) -> Option<(usize, usize)> {
+/// The old closed steps of turn `turn`: those before its last `keep` steps
+/// and before an open one, as runs of inclusive record indices. A user
+/// message between two steps (a correction mid-turn) ends a run: it is the
+/// user's own words, which only whole-turn rules fold.
+fn old_steps(log: &Log, turn: u32, keep: u32) -> Vec<(usize, usize)> {
     let steps = log.steps(turn);
-    let old = steps.len().checked_sub(keep as usize)?;
+    let Some(old) = steps.len().checked_sub(keep as usize) else {
+        return Vec::new();
+    };
     let closed = steps[..old].iter().take_while(|s| s.closed).count();
-    let last = steps[..closed].last()?;
-    Some((steps[0].start, last.end - 1))
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for s in &steps[..closed] {
+        let joins = runs.last().is_some_and(|&(_, hi)| {
+            !log.records()[hi + 1..s.start]
+                .iter()
+                .any(|r| matches!(r.body, Body::User { .. }))
+        });
+        match runs.last_mut() {
+            Some(run) if joins => run.1 = s.end - 1,
+            _ => runs.push((s.start, s.end - 1)),
+        }
+    }
+    runs
 }
 
 /// Plan `rule` over the steps `range`, recording what it gives in `out`.
@@ -627,6 +641,46 @@ fn bake_hints(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_steps_stop_at_a_user_message_mid_turn() {
+        use crate::record::Record;
+        let mut log = Log::new();
+        let mut push = |b: Body| log.push(Record::new(log.next_seq(), "t", b));
+        push(Body::TurnStart);
+        push(Body::User {
+            content: "do it".into(),
+            author: None,
+        });
+        for k in 0..8 {
+            if k == 3 {
+                push(Body::User {
+                    content: "no, never touch the database".into(),
+                    author: None,
+                });
+            }
+            push(Body::ToolCall {
+                id: format!("c{k}"),
+                name: "run".into(),
+                arguments: serde_json::json!({}),
+            });
+            push(Body::ToolResult {
+                id: format!("c{k}"),
+                content: "x".repeat(500),
+                is_error: false,
+            });
+        }
+        let runs = old_steps(&log, 0, 4);
+        assert_eq!(runs.len(), 2, "{runs:?}");
+        for (lo, hi) in runs {
+            assert!(
+                !log.records()[lo..=hi]
+                    .iter()
+                    .any(|r| matches!(r.body, Body::User { .. })),
+                "the correction stays out of the folds"
+            );
+        }
+    }
     use crate::record::{Body, Record};
     use serde_json::json;
 
