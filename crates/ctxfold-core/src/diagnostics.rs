@@ -76,25 +76,25 @@ pub struct Diagnostic {
 const PATTERNS: &[&str] = &[
     // `file.ext:12:5: error: msg` (gcc, clang, go vet, eslint…), or
     // `file.ts(12,5): error TS2322: msg`.
-    r"^\s*([\w./\\-]+\.\w+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\)):?\s+(?:fatal )?(error|warning)(?-u:\b):?\s*(\S.*)$",
+    r"^\s*([\w./\\-]+\.\w+)(?::(\d+)(?::(\d+))?|\((\d+),(\d+)\)):?\s+(?:-\s+)?(?:fatal )?(error|warning)(?-u:\b):?\s*(\S.*)$",
     // `error[E0308]: msg` / `error: msg` at the start of a line or after a
     // prefix ending in ": " (`Cargo command failed: error: …`).
-    r"(?:^|: )(error(?:\[[A-Za-z]*\d+\])?): (\S.*)$",
+    r"(?:^|: )(error(?:\[[A-Za-z]*\d+\])?): (\S.*)$|^(make(?:\[\d+\])?: \*\*\*) (\S.*)$|^(npm (?:ERR!|error)) (\S.*)$",
     // `warning: msg` at the start of a line.
     r"^(warning(?:\[[\w-]+\])?): (\S.*)$",
     // `thread 'main' panicked at src/x.rs:3:5:` (the message follows).
-    r"panicked at ([\w./\\-]+:\d+:\d+):?\s*(.*)$",
+    r"panicked at ([\w./\\-]+:\d+:\d+):?\s*(.*)$|panicked at '(.*)', ([\w./\\-]+:\d+:\d+)",
     // `panic: msg` (Go), `fatal error: msg`, `Segmentation fault`.
     r"^(?:panic|fatal error|fatal): (\S.*)$|^(Segmentation fault|Aborted)(?-u:\b).*$",
     // `Traceback (most recent call last):`
     r"^Traceback \(most recent call last\):",
     // `ValueError: msg`, `java.lang.IllegalStateException: msg`,
     // `Uncaught TypeError: msg`, `Error: msg` at the start of a line.
-    r"^(?:Uncaught )?((?:[a-z][\w]*\.)*[A-Z]\w*(?:Error|Exception)|Error): (\S.*)$",
+    r"^(?:Uncaught )?((?:[a-z][\w]*\.)*[A-Z]\w*(?:Error|Exception)|Error): (\S.*)$|^(?:E\s+|Exception in thread .*? )(?:[a-z][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s*\S.*)?$",
     // Failing tests: `test a::b ... FAILED`, `--- FAIL: TestX`,
     // `FAILED tests/x.py::test_y - …`, `FAIL src/x.test.ts`, `not ok 3 - x`,
     // `test result: FAILED.`, `… of which 2 failed`, `3 failed, 10 passed`.
-    r"^test (\S+) \.\.\. FAILED$|^--- FAIL: (\S+)|^FAILED (\S+)|^FAIL (\S+)|^not ok \d+(?-u:\b)|^test result: FAILED(?-u:\b)|(?-u:\b)of which [1-9]\d* failed(?-u:\b)|^=*\s*[1-9]\d* (?:failed|failing)(?-u:\b)",
+    r"^test (\S+) \.\.\. FAILED$|^--- FAIL: (\S+)|^FAILED (\S+)|^\s*FAIL\s+\S*[./]\S*|^\s*FAIL \[|^ERROR \S|(?-u:\b)[1-9]\d* errors? in \d|^not ok \d+(?-u:\b)|^test result: FAILED(?-u:\b)|(?-u:\b)of which [1-9]\d* failed(?-u:\b)|^=*\s*[1-9]\d* (?:failed|failing)(?-u:\b)",
     // Non-zero exit statuses.
     r"(?i)(?-u:\b)(?:exit(?:ed)?(?: with)? (?:code|status)|exit code|non-zero exit status|returned exit code)[ :=]*([1-9]\d*)(?-u:\b)",
     // Missing files and commands.
@@ -156,7 +156,7 @@ static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
 /// without running the patterns.
 static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i-u)error|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied",
+        r"(?i-u)error|npm err|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied",
     )
     .expect("the trigger pattern compiles")
 });
@@ -198,7 +198,9 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
             }
             line = &line[..cut_at];
         }
-        if !TRIGGER.is_match(line) || QUIET_LOG.is_match(line) || CODE.is_match(line) {
+        // pytest's `E   assert a == b` lines quote code, and are diagnostics.
+        let code = CODE.is_match(line) && !line.starts_with("E ");
+        if !TRIGGER.is_match(line) || QUIET_LOG.is_match(line) || code {
             continue;
         }
         let matched = SET.matches(line);
@@ -207,15 +209,24 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
         };
         let caps = ONE[k].captures(line);
         let found = match (RULES[k], caps) {
-            (Rule::Error, Some(c)) => {
-                let msg = c.get(2).map_or("", |m| m.as_str());
-                // A field (`error: String,`) or a flag (`error: true`) is not
-                // a diagnostic: a message has words.
-                (msg.split_whitespace().count() >= 2 || msg.contains('`')).then(|| {
-                    let loc = location_after(&lines, i);
-                    (DiagnosticKind::Error, format!("{}: {msg}", &c[1]), loc)
-                })
-            }
+            (Rule::Error, Some(c)) => match (c.get(3).or(c.get(5)), c.get(4).or(c.get(6))) {
+                // `make: *** [x] Error 1`, `npm ERR! …`.
+                (Some(head), Some(msg)) => Some((
+                    DiagnosticKind::Error,
+                    format!("{} {}", head.as_str(), msg.as_str()),
+                    None,
+                )),
+                _ => {
+                    let head = c.get(1).map_or("error", |m| m.as_str());
+                    let msg = c.get(2).map_or("", |m| m.as_str());
+                    // A field (`error: String,`) or a flag (`error: true`) is
+                    // not a diagnostic: a message has words.
+                    (msg.split_whitespace().count() >= 2 || msg.contains('`')).then(|| {
+                        let loc = location_after(&lines, i);
+                        (DiagnosticKind::Error, format!("{head}: {msg}"), loc)
+                    })
+                }
+            },
             (Rule::LocatedError, Some(c)) => {
                 let file = &c[1];
                 let (l, col) = match (c.get(2), c.get(4)) {
@@ -246,8 +257,15 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                 })
             }
             (Rule::Panicked, Some(c)) => {
-                let loc = c[1].to_owned();
-                let mut msg = c.get(2).map_or("", |m| m.as_str()).trim().to_owned();
+                // `panicked at src/x.rs:3:5: msg`, or before Rust 1.73
+                // `panicked at 'msg', src/x.rs:3:5`.
+                let loc = c.get(1).or(c.get(4)).map_or("", |m| m.as_str()).to_owned();
+                let mut msg = c
+                    .get(2)
+                    .or(c.get(3))
+                    .map_or("", |m| m.as_str())
+                    .trim()
+                    .to_owned();
                 if msg.is_empty() {
                     // The message is on the next line.
                     if let Some(next) = lines.get(i).map(|l| l.trim())
@@ -499,6 +517,61 @@ mod tests {
             ),
             [DiagnosticKind::TestFailure, DiagnosticKind::TestFailure]
         );
+    }
+
+    #[test]
+    fn more_tools_shapes() {
+        let cases: &[(&str, DiagnosticKind)] = &[
+            (
+                "make: *** [Makefile:12: build] Error 1",
+                DiagnosticKind::Error,
+            ),
+            (
+                "make[2]: *** [src/Makefile:40: app.o] Error 2",
+                DiagnosticKind::Error,
+            ),
+            ("npm ERR! code ELIFECYCLE", DiagnosticKind::Error),
+            ("npm error Missing script: \"build\"", DiagnosticKind::Error),
+            (
+                "src/app.ts:12:5 - error TS2322: Type 'string' is not assignable to type 'number'.",
+                DiagnosticKind::Error,
+            ),
+            (" FAIL  src/sum.test.js", DiagnosticKind::TestFailure),
+            (
+                "        FAIL [   0.004s] crate::tests::adds",
+                DiagnosticKind::TestFailure,
+            ),
+            (
+                "ERROR tests/test_io.py - ModuleNotFoundError: No module named 'x'",
+                DiagnosticKind::TestFailure,
+            ),
+            (
+                "==== 1 failed, 2 errors in 0.12s ====",
+                DiagnosticKind::TestFailure,
+            ),
+            (
+                "E       AssertionError: assert 1 == 2",
+                DiagnosticKind::Exception,
+            ),
+            (
+                "Exception in thread \"main\" java.lang.NullPointerException: name",
+                DiagnosticKind::Exception,
+            ),
+            (
+                "thread 'main' panicked at 'index out of bounds', src/main.rs:4:5",
+                DiagnosticKind::Panic,
+            ),
+        ];
+        for (line, kind) in cases {
+            assert_eq!(kinds(line).first(), Some(kind), "{line}: {:?}", texts(line));
+        }
+        assert_eq!(
+            texts("thread 'main' panicked at 'boom', src/main.rs:4:5"),
+            ["panicked at src/main.rs:4:5: boom"]
+        );
+        // Not tests or exceptions: a constant, a class named in prose.
+        assert!(texts("    FAIL = 1").is_empty());
+        assert!(texts("ValueError").is_empty());
     }
 
     #[test]
