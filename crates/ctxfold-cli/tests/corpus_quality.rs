@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Scratch, corpus_conversations};
+use common::{Scratch, compact_report, corpus_conversations};
 use serde_json::Value;
 
 /// Totals over the corpus for one way of compacting.
@@ -94,18 +94,6 @@ fn sum(report: &Value) -> Sum {
     s
 }
 
-fn compact(s: &Scratch, dir: &std::path::Path, args: &[&str]) -> Value {
-    let out = s.path().join("out").join(dir.file_name().unwrap());
-    let mut a = vec![
-        "compact",
-        dir.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ];
-    a.extend_from_slice(args);
-    s.json(&a)
-}
-
 #[test]
 fn what_the_rule_and_the_digest_keep_of_the_corpus() {
     let s = Scratch::new();
@@ -115,8 +103,8 @@ fn what_the_rule_and_the_digest_keep_of_the_corpus() {
     let (mut rule, mut digest) = (Sum::default(), Sum::default());
     for dir in corpus_conversations() {
         let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
-        let r = compact(&s, &dir, &[]);
-        let d = compact(&s, &dir, &["-s"]);
+        let r = compact_report(&s, &dir, &[]);
+        let d = compact_report(&s, &dir, &["-s"]);
         let (sr, sd) = (sum(&r), sum(&d));
         table.push_str(&format!(
             "| {} | {} | {} | {} |\n",

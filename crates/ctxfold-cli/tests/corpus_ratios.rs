@@ -10,20 +10,8 @@
 
 mod common;
 
-use common::{Scratch, corpus_conversations};
+use common::{Scratch, compact_report, corpus_conversations};
 use serde_json::Value;
-
-fn compact(s: &Scratch, dir: &std::path::Path, args: &[&str]) -> Value {
-    let out = s.path().join("out").join(dir.file_name().unwrap());
-    let mut a = vec![
-        "compact",
-        dir.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ];
-    a.extend_from_slice(args);
-    s.json(&a)
-}
 
 #[test]
 fn builtin_rule_and_digest_shrink_every_conversation_they_reach() {
@@ -33,8 +21,8 @@ fn builtin_rule_and_digest_shrink_every_conversation_they_reach() {
     );
     for dir in corpus_conversations() {
         let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
-        let builtin = compact(&s, &dir, &[]);
-        let digest = compact(&s, &dir, &["-s", "--keep-first", "1", "--keep-last", "1"]);
+        let builtin = compact_report(&s, &dir, &[]);
+        let digest = compact_report(&s, &dir, &["-s", "--keep-first", "1", "--keep-last", "1"]);
         let turns = builtin["turns"].as_u64().unwrap();
         let ratio = |v: &Value| {
             v["tokens"]["after"].as_f64().unwrap() / v["tokens"]["before"].as_f64().unwrap()

@@ -426,8 +426,17 @@ fn strings(v: &Value, out: &mut String) {
     }
 }
 
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Runs of whitespace to one space, trimmed (how diagnostics, digests and
+/// the retention report compare text).
+pub(crate) fn collapse(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(4096));
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
 }
 
 fn cut(s: &str, max: usize) -> String {

@@ -54,7 +54,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::compaction::Provenance;
-use crate::diagnostics::{Diagnostic, DiagnosticKind, first, result_diagnostics};
+use crate::diagnostics::{Diagnostic, DiagnosticKind, collapse, first, result_diagnostics};
 use crate::kept::REQUEST_WORDS_MAX;
 use crate::log::Log;
 use crate::record::Body;
@@ -1059,7 +1059,7 @@ fn render_short(log: &Log, scan: &Scan<'_>, form: Short) -> String {
     let mut out = header(log, scan, false);
     for r in &scan.requests {
         let quoted = if minimal {
-            truncate_words(&collapse_ws(r.content), REQUEST_MINIMAL)
+            truncate_words(&collapse(r.content), REQUEST_MINIMAL)
         } else {
             quote_request(r.content)
         };
@@ -1091,7 +1091,7 @@ fn render_short(log: &Log, scan: &Scan<'_>, form: Short) -> String {
         let _ = writeln!(
             out,
             "- Last answer: {}",
-            tail_words(&collapse_ws(&t.content), 160)
+            tail_words(&collapse(&t.content), 160)
         );
     }
     out
@@ -1188,7 +1188,7 @@ fn section_constraints(scan: &Scan<'_>) -> String {
             if s.chars().count() < CONSTRAINT_MIN || steer_sentence(s).is_none() {
                 return;
             }
-            let text = truncate_words(&collapse_ws(s), CONSTRAINT_MAX);
+            let text = truncate_words(&collapse(s), CONSTRAINT_MAX);
             if seen.insert(normalize(&text)) {
                 items.push((r.turn, text));
             }
@@ -1241,7 +1241,7 @@ fn turn_answers(scan: &Scan<'_>) -> BTreeMap<u32, Answer> {
     let mut answers = BTreeMap::new();
     for (&turn, t) in last_text.iter().skip(skip) {
         let paragraph = if t.structured {
-            collapse_ws(&t.content)
+            collapse(&t.content)
         } else {
             answer_paragraph(&t.content)
         };
@@ -1287,7 +1287,7 @@ fn section_decisions(scan: &Scan<'_>, answers: &BTreeMap<u32, Answer>) -> String
             if score == 0 {
                 return;
             }
-            let text = truncate_words(&collapse_ws(sentence), ITEM_MAX);
+            let text = truncate_words(&collapse(sentence), ITEM_MAX);
             let norm = normalize(&text);
             if norm.is_empty()
                 || answers
@@ -1745,7 +1745,7 @@ fn section_left_off(
     }
     if let Some(t) = scan.texts.last() {
         let prose = if t.structured {
-            collapse_ws(&t.content)
+            collapse(&t.content)
         } else {
             without_code(&t.content)
         };
@@ -1846,18 +1846,6 @@ fn section_left_off(
     out
 }
 // ---------------------------------------------------------------- text helpers
-
-/// Words of `s` separated by single spaces.
-fn collapse_ws(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().min(4096));
-    for w in s.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    out
-}
 
 /// `s` cut to about `max` characters at a word boundary, with "…".
 fn truncate_words(s: &str, max: usize) -> String {
@@ -2049,7 +2037,7 @@ fn without_code(text: &str) -> String {
         match &mut code_lines {
             Some(n) => *n += 1,
             None => {
-                let t = collapse_ws(line);
+                let t = collapse(line);
                 if !t.is_empty() {
                     push(&mut out, &t);
                 }
@@ -2088,7 +2076,7 @@ fn paragraphs(text: &str) -> Vec<String> {
         if !current.is_empty() {
             current.push(' ');
         }
-        current.push_str(&collapse_ws(t));
+        current.push_str(&collapse(t));
     }
     flush(&mut current);
     out
@@ -2106,7 +2094,7 @@ fn answer_paragraph(text: &str) -> String {
     };
     match paras.iter().rev().find(|p| !is_offer(p)).or(paras.last()) {
         Some(p) => p.clone(),
-        None => collapse_ws(text),
+        None => collapse(text),
     }
 }
 
@@ -2569,10 +2557,7 @@ mod tests {
         let over: String = (0..600).map(|i| format!("w{i:03} ")).collect();
         let log = build(vec![user(&at_limit), said("ok"), user(&over), said("ok")]);
         let text = digest_all(&log);
-        assert!(
-            collapse_ws(&text).contains(&collapse_ws(&at_limit)),
-            "{text}"
-        );
+        assert!(collapse(&text).contains(&collapse(&at_limit)), "{text}");
         assert!(text.contains("\n  word word"));
         let lines = section(&text, "What the user asked");
         let long = lines.iter().position(|l| l.contains("w000")).unwrap();
@@ -2823,7 +2808,7 @@ mod tests {
         ));
         // What the retention report counts is all there.
         let facts = crate::kept::facts(&log, 0, log.len() - 1);
-        let k = crate::kept::kept(&facts, &collapse_ws(&text));
+        let k = crate::kept::kept(&facts, &collapse(&text));
         assert_eq!(
             k.diagnostics.kept, k.diagnostics.total,
             "{:?}",

@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::diagnostics::{Diagnostic, first, result_diagnostics};
+use crate::diagnostics::{Diagnostic, collapse, first, result_diagnostics};
 use crate::log::Log;
 use crate::projection::{Item, View};
 use crate::record::Body;
@@ -292,10 +292,6 @@ fn diagnostic_appears(text: &str, d: &Diagnostic) -> bool {
                 text[at + m.len()..end].contains(loc.as_str())
             }
         })
-}
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

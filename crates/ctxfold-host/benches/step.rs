@@ -21,46 +21,17 @@ use ctxfold_providers::RequestOptions;
 use ctxfold_tokens::Heuristic;
 use serde_json::json;
 
+mod agent_log;
+
+use agent_log::turns_of;
+
 fn main() {
     divan::main();
 }
 
-fn turn(k: usize) -> Vec<Body> {
-    let mut out = vec![
-        Body::TurnStart,
-        Body::User {
-            content: format!("Turn {k}: please look at the failing test and fix it."),
-            author: None,
-        },
-    ];
-    for s in 0..6 {
-        out.push(Body::ToolCall {
-            id: format!("c{k}-{s}"),
-            name: "read_file".into(),
-            arguments: json!({"path": format!("src/m{s}.rs")}),
-        });
-        out.push(Body::ToolResult {
-            id: format!("c{k}-{s}"),
-            content: "fn compute(input: &str) -> usize { input.len() }\n".repeat(8),
-            is_error: false,
-        });
-    }
-    out.push(Body::Assistant {
-        content: "The test passes now.".into(),
-    });
-    out
-}
-
 /// `events` events, all but the last ~2,000 folded by one summary.
 fn log_of(events: usize) -> Log {
-    let mut log = Log::new();
-    let mut k = 0;
-    while log.len() < events {
-        for b in turn(k) {
-            log.push(Record::new(log.next_seq(), "t", b));
-        }
-        k += 1;
-    }
+    let (mut log, _) = turns_of(events);
     let end = log.len() - 2_000;
     let mut c = Compaction::new(0, log.turn_of(end - 1), Source::Auto);
     c.from_seq = Some(0);

@@ -163,3 +163,24 @@ fn what_was_approved_is_recorded_only_if_the_conversation_still_gives_it() {
     .unwrap();
     assert_eq!(done[0].compaction, approved[0]);
 }
+
+/// A preview file that cannot be written (the folder is a file here, which
+/// even root cannot write into) is said on the prompt; the preview and the
+/// decision go on, and what is approved is recorded as before.
+#[test]
+fn a_preview_file_that_cannot_be_written_is_said_and_the_call_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let mut t = tool(dir.path());
+    t.preview_dir = not_a_dir;
+    let args = json!({"rules": [{"before_quote": "run the tests", "summary": "Repo set up; divider fixed.", "note": "n"}]});
+    let (out, shown) = call(&t, &log(), &args, "y\n");
+    assert!(
+        shown.contains("(the preview file could not be written: "),
+        "{shown}"
+    );
+    assert!(shown.contains("why   n"), "{shown}");
+    assert!(!out.is_error, "{}", out.content);
+    assert_eq!(out.effects.len(), 1);
+}

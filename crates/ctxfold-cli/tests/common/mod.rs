@@ -128,3 +128,17 @@ pub fn read_request(stream: &std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     let _ = reader.read_exact(&mut body);
     Some((line, body))
 }
+
+/// `ctxfold compact DIR -o OUT --format json` with `args`, OUT inside the
+/// scratch folder; the parsed report.
+pub fn compact_report(s: &Scratch, dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = s.path().join("out").join(dir.file_name().unwrap());
+    let mut a = vec![
+        "compact",
+        dir.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    a.extend_from_slice(args);
+    s.json(&a)
+}
