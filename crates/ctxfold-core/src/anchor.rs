@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value;
 
 use crate::log::Log;
-use crate::projection::{Item, View, strip_arguments, stripped_result_line, summary_preamble};
+use crate::projection::{Item, View, strip_arguments, summary_preamble};
 use crate::record::Body;
 
 /// Characters of context an excerpt shows around a match.
@@ -242,12 +242,7 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
             }
             _ => Vec::new(),
         },
-        Item::StrippedResult { record, tool, .. } => match &record.body {
-            Body::ToolResult {
-                content, is_error, ..
-            } => vec![Cow::Owned(stripped_result_line(tool, content, *is_error))],
-            _ => Vec::new(),
-        },
+        Item::StrippedResult { .. } => item.stripped_line().map(Cow::Owned).into_iter().collect(),
         Item::Summary { .. } | Item::Preamble => Vec::new(),
     }
 }

@@ -13,8 +13,14 @@
 //!
 //! Results are deduplicated and in output order; [`headline`] picks the
 //! one that matters most (errors, panics and failures before warnings).
+//!
+//! Reading a large result costs time proportional to it, and a view is
+//! projected, counted and rendered before every model call: a loaded
+//! [`Log`](crate::log::Log) keeps what was found in each of its tool
+//! results ([`ResultScan`], in a [`ScanCell`]), so the recognizer reads a
+//! result at most once for the life of the loaded log.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 use serde::Serialize;
@@ -177,8 +183,17 @@ static WARNING_TALLY: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the tally pattern compiles")
 });
 
+// How many times this thread ran the recognizer (`diagnostics`): tests
+// check that a loaded log reads each result once.
+#[cfg(test)]
+thread_local! {
+    pub(crate) static RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The diagnostics in `content`, in output order, each once.
 pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
+    #[cfg(test)]
+    RUNS.with(|r| r.set(r.get() + 1));
     let text = unwrap_json(content);
     if !ANY.is_match(&text) {
         return Vec::new();
@@ -380,10 +395,80 @@ pub fn headline(content: &str) -> Option<Diagnostic> {
 
 /// The `n` diagnostics that matter most, in output order among equals:
 /// everything but warnings first.
-pub fn first(mut all: Vec<Diagnostic>, n: usize) -> Vec<Diagnostic> {
-    all.sort_by_key(|d| d.kind.rank());
-    all.truncate(n);
-    all
+pub fn first(all: Vec<Diagnostic>, n: usize) -> Vec<Diagnostic> {
+    first_of(&all, n).cloned().collect()
+}
+
+/// [`first`], borrowed from `all` (a cached [`ResultScan`] is not copied).
+pub fn first_of(all: &[Diagnostic], n: usize) -> impl Iterator<Item = &Diagnostic> {
+    let rank = |r: u8| all.iter().filter(move |d| d.kind.rank() == r);
+    rank(0).chain(rank(1)).take(n)
+}
+
+/// What the recognizer found in one tool result, with its size: all that a
+/// stripped result, the retention report and the digest need of it, so
+/// none of them reads the result again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultScan {
+    /// Characters of the content.
+    pub chars: usize,
+    /// [`result_diagnostics`] of the content.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ResultScan {
+    /// Read a tool result's `content` (runs the recognizer).
+    pub fn new(content: &str, is_error: bool) -> Self {
+        ResultScan {
+            chars: content.chars().count(),
+            diagnostics: result_diagnostics(content, is_error),
+        }
+    }
+}
+
+/// A [`ResultScan`] made the first time it is asked for, then kept: one per
+/// record of a loaded [`Log`](crate::log::Log).
+///
+/// It sits beside the records, in the log, rather than in [`Record`] or
+/// [`Body::ToolResult`]: records are built with struct literals all over
+/// the workspace, their fields are public and mutable (a cache inside one
+/// would go stale when its content is changed, and a clone that rewrites
+/// its content, as materializing does, would carry a wrong one), while the
+/// records a log holds never change once pushed. Records, their equality
+/// and their bytes on disk stay as they were. A `OnceLock` keeps the log
+/// `Send + Sync` and the projection pure: filling the cell is invisible
+/// but for time.
+///
+/// [`Record`]: crate::record::Record
+/// [`Body::ToolResult`]: crate::record::Body::ToolResult
+#[derive(Clone, Default)]
+pub struct ScanCell(OnceLock<Box<ResultScan>>);
+
+impl ScanCell {
+    /// The scan of `content`, made now if this cell has none yet. The cell
+    /// belongs to one record: `content` and `is_error` must be that
+    /// record's, which is why only the log and its view items fill it
+    /// (outside the crate: [`Log::result_scan`](crate::log::Log::result_scan)).
+    pub(crate) fn get_or_scan(&self, content: &str, is_error: bool) -> &ResultScan {
+        self.0
+            .get_or_init(|| Box::new(ResultScan::new(content, is_error)))
+    }
+
+    /// The scan, if one was made.
+    pub fn get(&self) -> Option<&ResultScan> {
+        self.0.get().map(|b| &**b)
+    }
+}
+
+/// Says only whether the cell is filled: the diagnostics would swamp a
+/// printed log or view.
+impl std::fmt::Debug for ScanCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.get() {
+            Some(_) => "ScanCell(scanned)",
+            None => "ScanCell(empty)",
+        })
+    }
 }
 
 /// A location on one of the two lines after `at` (rustc's `-->`, a stack

@@ -54,7 +54,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::compaction::Provenance;
-use crate::diagnostics::{Diagnostic, DiagnosticKind, collapse, first, result_diagnostics};
+use crate::diagnostics::{Diagnostic, DiagnosticKind, collapse, first_of};
 use crate::kept::REQUEST_WORDS_MAX;
 use crate::log::Log;
 use crate::record::Body;
@@ -695,12 +695,11 @@ impl<'a> Scan<'a> {
                     *scan.tool_counts.entry(name).or_default() += 1;
                     scan.last_call_in_turn.insert(turn, idx);
                 }
-                Body::ToolResult {
-                    id,
-                    content,
-                    is_error,
-                } => {
-                    let found = result_diagnostics(content, *is_error);
+                Body::ToolResult { id, is_error, .. } => {
+                    // What the log found in the result (once per loaded log:
+                    // the digest may render a range in several forms, and
+                    // the view and the retention report read it too).
+                    let found: &[Diagnostic] = log.result_scan(idx).map_or(&[], |s| &s.diagnostics);
                     let failed =
                         *is_error || found.iter().any(|d| d.kind != DiagnosticKind::Warning);
                     let outcome = match (failed, found.is_empty()) {
@@ -722,10 +721,10 @@ impl<'a> Scan<'a> {
                     }
                     // The headline (what the retention report counts), then
                     // a few more errors of the same result.
-                    let head = first(found.clone(), 1).pop();
+                    let head = first_of(found, 1).next().cloned();
                     let head_text = head.as_ref().map(|h| h.text.clone());
                     let extras = found
-                        .into_iter()
+                        .iter()
                         .filter(|d| {
                             // Other errors where they are, failing tests by
                             // name; not the tallies ("could not compile").
@@ -734,7 +733,7 @@ impl<'a> Scan<'a> {
                                 && head_text.as_ref().is_none_or(|h| *h != d.text)
                         })
                         .take(DIAGNOSTICS_EXTRA)
-                        .map(|d| (d, false));
+                        .map(|d| (d.clone(), false));
                     for (diag, headline) in head.map(|h| (h, true)).into_iter().chain(extras) {
                         match seen_by_text.get(&diag.text) {
                             Some(&s) => {

@@ -13,9 +13,7 @@
 
 use serde_json::Value;
 
-use crate::projection::{
-    Item, PREAMBLE, View, strip_arguments, stripped_result_line, summary_preamble,
-};
+use crate::projection::{Item, PREAMBLE, View, strip_arguments, summary_preamble};
 use crate::record::{Body, Record};
 
 /// Characters per token of the heuristic. Over the JP corpus the plain 4
@@ -99,11 +97,11 @@ pub fn item_tokens_by(c: &(impl CountText + ?Sized), item: &Item<'_>) -> usize {
             } => c.count_text(name) + c.json_tokens(&strip_arguments(arguments)) + overhead,
             _ => record_tokens_by(c, record),
         },
-        Item::StrippedResult { record, tool, .. } => match &record.body {
-            Body::ToolResult {
-                content, is_error, ..
-            } => c.count_text(&stripped_result_line(tool, content, *is_error)) + overhead,
-            _ => record_tokens_by(c, record),
+        // The line from what the log found in the result once: counting a
+        // view again does not read its stripped results again.
+        Item::StrippedResult { record, .. } => match item.stripped_line() {
+            Some(line) => c.count_text(&line) + overhead,
+            None => record_tokens_by(c, record),
         },
         Item::Summary { turns, text, .. } => {
             c.count_text(&summary_preamble(*turns)) + c.count_text(text) + 2 * overhead

@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::diagnostics::{Diagnostic, collapse, first, result_diagnostics};
+use crate::diagnostics::{Diagnostic, collapse, first_of};
 use crate::log::Log;
 use crate::projection::{Item, View};
 use crate::record::Body;
@@ -152,16 +152,16 @@ const PATH_KEYS: &[&str] = &[
 pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
     let mut out = Facts::default();
     let mut seen_diag = BTreeSet::new();
-    for r in &log.records()[lo..=hi] {
+    for (i, r) in log.records().iter().enumerate().take(hi + 1).skip(lo) {
         match &r.body {
             Body::ToolCall { arguments, .. } => paths(arguments, false, &mut out.files),
-            Body::ToolResult {
-                content, is_error, ..
-            } => {
-                if let Some(d) = first(result_diagnostics(content, *is_error), 1).pop()
+            Body::ToolResult { .. } => {
+                // What the log found in the result (once per loaded log).
+                let found = log.result_scan(i).map_or(&[][..], |s| &s.diagnostics);
+                if let Some(d) = first_of(found, 1).next()
                     && seen_diag.insert(d.text.clone())
                 {
-                    out.diagnostics.push(d);
+                    out.diagnostics.push(d.clone());
                 }
             }
             Body::User { content, .. } => {

@@ -12,6 +12,7 @@
 
 use serde::Serialize;
 
+use crate::diagnostics::{ResultScan, ScanCell};
 use crate::record::{Body, Kind, Record};
 
 /// A conversation log with its turn index.
@@ -20,6 +21,10 @@ pub struct Log {
     records: Vec<Record>,
     /// Turn of each record, 0-based, parallel to `records`.
     turn_of: Vec<u32>,
+    /// What the diagnostics recognizer found in each tool result, parallel
+    /// to `records`, filled when first asked for (see [`ScanCell`] for why
+    /// here and not in the record).
+    scans: Vec<ScanCell>,
     /// Index into `records` of the first record of each turn.
     turn_starts: Vec<usize>,
     /// Whether the current (last) turn holds a conversation event.
@@ -99,6 +104,7 @@ impl Log {
         let mut log = Log {
             records: Vec::with_capacity(records.len()),
             turn_of: Vec::with_capacity(records.len()),
+            scans: Vec::with_capacity(records.len()),
             ..Log::default()
         };
         for r in records {
@@ -123,7 +129,28 @@ impl Log {
         }
         self.turn_of
             .push(self.turn_starts.len().saturating_sub(1) as u32);
+        self.scans.push(ScanCell::default());
         self.records.push(record);
+    }
+
+    /// What the diagnostics recognizer finds in the tool result at `idx`
+    /// (its diagnostics and size): read the first time it is asked for,
+    /// then kept for the life of this log. `None` when `idx` is not a tool
+    /// result.
+    pub fn result_scan(&self, idx: usize) -> Option<&ResultScan> {
+        let (cell, record) = (self.scans.get(idx)?, self.records.get(idx)?);
+        match &record.body {
+            Body::ToolResult {
+                content, is_error, ..
+            } => Some(cell.get_or_scan(content, *is_error)),
+            _ => None,
+        }
+    }
+
+    /// The cache cells, parallel to [`records`](Log::records): a view
+    /// item that stands for a tool result carries its record's.
+    pub(crate) fn scans(&self) -> &[ScanCell] {
+        &self.scans
     }
 
     /// The records, in append order.

@@ -9,9 +9,7 @@
 //! turn starts inside a summary, whose turns it replaced.
 
 use crate::log::Log;
-use crate::projection::{
-    Item, PREAMBLE, View, strip_arguments, stripped_result_line, summary_preamble,
-};
+use crate::projection::{Item, PREAMBLE, View, strip_arguments, summary_preamble};
 use crate::record::{Body, Kind, Record};
 
 /// The record a single-event item stands for, as the model sees it
@@ -27,16 +25,22 @@ pub fn item_record(item: &Item<'_>) -> Option<Record> {
             }
             Some(r)
         }
-        Item::StrippedResult { record, tool, .. } => {
-            let mut r = record.clone();
-            if let Body::ToolResult {
-                content, is_error, ..
-            } = &mut r.body
-            {
-                *content = stripped_result_line(tool, content, *is_error);
-            }
-            Some(r)
-        }
+        Item::StrippedResult { record, .. } => match (&record.body, item.stripped_line()) {
+            // Built around the line, not cloned and then overwritten: the
+            // content it replaces is not copied.
+            (Body::ToolResult { id, is_error, .. }, Some(line)) => Some(Record {
+                seq: record.seq,
+                ts: record.ts.clone(),
+                body: Body::ToolResult {
+                    id: id.clone(),
+                    content: line,
+                    is_error: *is_error,
+                },
+                metadata: record.metadata.clone(),
+                extra: record.extra.clone(),
+            }),
+            _ => Some(record.clone()),
+        },
         Item::Summary { .. } | Item::Preamble => None,
     }
 }

@@ -12,7 +12,10 @@
 //! are dropped lazily once it passes their last, so the cost is
 //! O(events + compactions × log compactions), with no scan of all
 //! compactions per event. The view borrows records from the log; stripped
-//! arguments and one-line results are computed only when rendered.
+//! arguments and one-line results are computed only when rendered, a
+//! one-line result from what the log found in the result the first time
+//! (see [`crate::diagnostics::ScanCell`]): rendering it again does not read
+//! the result again.
 
 use std::collections::{BinaryHeap, HashMap};
 
@@ -20,6 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride, revoked_seqs};
+use crate::diagnostics::{Diagnostic, ScanCell, first_of, result_diagnostics};
 use crate::log::Log;
 use crate::record::{Body, Record};
 
@@ -78,6 +82,9 @@ pub enum Item<'a> {
         record: &'a Record,
         /// The tool's name, from its call.
         tool: &'a str,
+        /// The log's cache of what the recognizer found in `record` (see
+        /// [`Item::stripped_line`]).
+        scan: &'a ScanCell,
     },
     /// A summary standing for a run of events: rendered as a user message
     /// naming the turns, then an assistant message with the text.
@@ -158,6 +165,32 @@ impl Item<'_> {
             Item::Preamble => 1..=0,
         }
     }
+
+    /// The one line a stripped result shows ([`stripped_result_line`]),
+    /// made from what the log found in the result: the result is read once
+    /// per loaded log, however often its view is rendered or counted.
+    /// `None` for any other item.
+    pub fn stripped_line(&self) -> Option<String> {
+        let Item::StrippedResult {
+            record, tool, scan, ..
+        } = *self
+        else {
+            return None;
+        };
+        let Body::ToolResult {
+            content, is_error, ..
+        } = &record.body
+        else {
+            return None;
+        };
+        let found = scan.get_or_scan(content, *is_error);
+        Some(render_stripped(
+            tool,
+            *is_error,
+            found.chars,
+            &found.diagnostics,
+        ))
+    }
 }
 
 /// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
@@ -189,28 +222,41 @@ pub const KEEP_DIAGNOSTICS: usize = 2;
 /// failed, the size removed, and what it reported that an agent needs to
 /// carry on (its first [`KEEP_DIAGNOSTICS`] diagnostics, errors before
 /// warnings, with their location: see [`crate::diagnostics`]).
+///
+/// This reads all of `content`; a view item has the same line without that
+/// ([`Item::stripped_line`]).
 pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String {
+    render_stripped(
+        tool,
+        is_error,
+        content.chars().count(),
+        &result_diagnostics(content, is_error),
+    )
+}
+
+/// The line of [`stripped_result_line`] from the result's size in
+/// characters and its diagnostics: one place says what it holds, whether
+/// the diagnostics were just found or kept from before.
+fn render_stripped(tool: &str, is_error: bool, chars: usize, found: &[Diagnostic]) -> String {
     let outcome = if is_error { "failed" } else { "succeeded" };
-    let said = crate::diagnostics::first(
-        crate::diagnostics::result_diagnostics(content, is_error),
-        KEEP_DIAGNOSTICS,
-    );
-    let mut line = format!(
-        "[{tool} {outcome}; its output ({} characters) was removed by compaction",
-        content.chars().count()
-    );
-    if !said.is_empty() {
-        line.push_str(". Diagnostics in it: ");
-        line.push_str(
-            &said
-                .iter()
-                .map(|d| d.text.as_str())
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
+    let mut line =
+        format!("[{tool} {outcome}; its output ({chars} characters) was removed by compaction");
+    for (k, d) in first_of(found, KEEP_DIAGNOSTICS).enumerate() {
+        line.push_str(if k == 0 {
+            ". Diagnostics in it: "
+        } else {
+            "; "
+        });
+        line.push_str(&d.text);
     }
     line.push(']');
     line
+}
+
+/// Whether `s` holds more than `n` characters, reading at most `n + 1` of
+/// them (a result's length is asked on every projection).
+fn more_chars_than(s: &str, n: usize) -> bool {
+    s.len() > n && s.chars().nth(n).is_some()
 }
 
 /// A compaction in force, resolved to record indices.
@@ -434,7 +480,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
     // The summary whose run is open, and the item index of its Summary.
     let mut open_summary: Option<(usize, usize)> = None;
 
-    for (i, rec) in records.iter().enumerate() {
+    for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
         while next_span < spans.len() && spans[next_span].lo <= i {
             let s = &spans[next_span];
             let entry = (s.order, s.hi);
@@ -619,12 +665,13 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                     let strip = matches!(
                         policy,
                         Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
-                    ) && content.chars().count() > KEEP_RESULT_CHARS;
+                    ) && more_chars_than(content, KEEP_RESULT_CHARS);
                     items.push(if strip {
                         Item::StrippedResult {
                             index: i,
                             record: rec,
                             tool,
+                            scan,
                         }
                     } else {
                         Item::Event {
@@ -810,6 +857,67 @@ mod tests {
             stripped_result_line("read_file", "fn error() {}", false),
             "[read_file succeeded; its output (13 characters) was removed by compaction]"
         );
+    }
+
+    #[test]
+    fn a_loaded_log_reads_each_result_once() {
+        use crate::digest::Digest;
+        use crate::summarizer::{Summarizer, SummaryInput};
+        let runs = || crate::diagnostics::RUNS.with(|r| r.get());
+        // Four turns, each with a failed or successful result of 500
+        // characters; the results of the first three are stripped.
+        let mut bodies: Vec<Body> = (0..4).flat_map(|n| turn(n, "body", n % 2 == 0)).collect();
+        let mut c = Compaction::new(0, 2, Source::Auto);
+        c.tool_calls = Some(ToolPolicy::StripResponses);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let start = runs();
+        let mut lines = Vec::new();
+        for _ in 0..5 {
+            let view = project(&log);
+            assert!(crate::estimate::view_tokens(&view) > 0);
+            let out = crate::materialize::materialize(&log, &view);
+            lines.push(format!("{out:?}"));
+            for item in &view.items {
+                crate::anchor::item_texts(item);
+            }
+        }
+        assert_eq!(runs() - start, 3, "each stripped result read once");
+        assert!(lines.iter().all(|l| *l == lines[0]), "same view each time");
+        // The retention report and the digest read the fourth, once.
+        for _ in 0..3 {
+            crate::kept::facts(&log, 0, log.len() - 1);
+            Digest
+                .summarize(SummaryInput {
+                    log: &log,
+                    range: (0, log.len() - 2),
+                    instructions: None,
+                })
+                .unwrap();
+        }
+        assert_eq!(runs() - start, 4, "each result read once");
+        // A copy of the log keeps what was found.
+        let copy = log.clone();
+        crate::estimate::view_tokens(&project(&copy));
+        assert_eq!(runs() - start, 4);
+        // The cached line is the line of the plain-string path.
+        for item in &project(&log).items {
+            if let Item::StrippedResult { record, tool, .. } = item
+                && let Body::ToolResult {
+                    content, is_error, ..
+                } = &record.body
+            {
+                assert_eq!(
+                    item.stripped_line().as_deref(),
+                    Some(stripped_result_line(tool, content, *is_error).as_str())
+                );
+            }
+        }
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Log>();
+        send_sync::<Record>();
+        send_sync::<Body>();
+        send_sync::<View<'static>>();
     }
 
     #[test]
