@@ -18,7 +18,7 @@ use crate::journal::Journal;
 /// view's size is then kept up to date at the cost of what each turn adds.
 pub struct Conversation<'j> {
     log: Log,
-    journal: &'j dyn Journal,
+    journal: Held<'j>,
     size: ViewSize,
     pub(crate) breaker: Breaker,
     /// The turn count the breaker's failures belong to: a new turn closes
@@ -32,9 +32,28 @@ pub struct Conversation<'j> {
     pub(crate) stuck: Option<(usize, crate::Status)>,
 }
 
+/// The store, borrowed (a command's or host's session) or owned (a
+/// proxy's cache entry, which outlives any one request).
+enum Held<'j> {
+    Borrowed(&'j dyn Journal),
+    Owned(Box<dyn Journal>),
+}
+
+impl Conversation<'static> {
+    /// `log` as loaded from `journal`, which the conversation keeps: for a
+    /// caller that holds conversations across requests and threads.
+    pub fn owning(log: Log, journal: Box<dyn Journal>) -> Self {
+        Self::with(log, Held::Owned(journal))
+    }
+}
+
 impl<'j> Conversation<'j> {
     /// `log` as loaded from `journal`.
     pub fn new(log: Log, journal: &'j dyn Journal) -> Self {
+        Self::with(log, Held::Borrowed(journal))
+    }
+
+    fn with(log: Log, journal: Held<'j>) -> Self {
         Conversation {
             log,
             journal,
@@ -57,8 +76,11 @@ impl<'j> Conversation<'j> {
     }
 
     /// The store.
-    pub fn journal(&self) -> &'j dyn Journal {
-        self.journal
+    pub fn journal(&self) -> &dyn Journal {
+        match &self.journal {
+            Held::Borrowed(j) => *j,
+            Held::Owned(j) => j.as_ref(),
+        }
     }
 
     /// Append `records` (whatever `seq` they carry) to the store and the
@@ -70,7 +92,7 @@ impl<'j> Conversation<'j> {
             return Ok(next..next);
         }
         let next = self.log.next_seq();
-        let range = self.journal.append(next, records.clone())?;
+        let range = self.journal().append(next, records.clone())?;
         if range.start != next {
             self.reload()?;
             return Ok(range);
@@ -105,7 +127,7 @@ impl<'j> Conversation<'j> {
 
     /// Read the log again from the store, when the store can tell.
     pub(crate) fn reload(&mut self) -> Result<(), StoreError> {
-        if let Some(fresh) = self.journal.reload()? {
+        if let Some(fresh) = self.journal().reload()? {
             if fresh.len() < self.log.len() {
                 // Not a continuation of what we had: count afresh.
                 self.size = ViewSize::new();
@@ -124,5 +146,21 @@ impl<'j> Conversation<'j> {
     /// How many full projections sizing the view took (benchmarks, tests).
     pub fn projections(&self) -> usize {
         self.size.projections
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_can_move_to_another_thread() {
+        // The proxy keeps conversations across requests and hands them to
+        // blocking threads: that must keep compiling.
+        fn is_send<T: Send>(_: &T) {}
+        let conv = Conversation::owning(Log::new(), Box::new(crate::Memory));
+        is_send(&conv);
+        let conv = std::thread::spawn(move || conv).join().unwrap();
+        assert_eq!(conv.log().len(), 0);
     }
 }

@@ -7,8 +7,10 @@ use std::ops::Range;
 use ctxfold_core::{Log, Record};
 use ctxfold_store::{CompactionLock, EventLog, StoreError};
 
-/// A conversation's store, as the compaction service needs it.
-pub trait Journal {
+/// A conversation's store, as the compaction service needs it. Shared
+/// across threads: a proxy serves a conversation from whichever worker
+/// takes the request.
+pub trait Journal: Send + Sync {
     /// Append `records` durably and return the `seq`s they were given: the
     /// store's next ones (`next` is the caller's log's next `seq`; a store
     /// that others append to may give later ones).
