@@ -401,7 +401,7 @@ pub fn to_json(records: &[Record], extras: &Object) -> Value {
     let kept = extras.get(PREFIX).and_then(Value::as_object);
     build_request(
         kept,
-        &[
+        vec![
             ("system", system),
             ("messages", Some(Value::Array(messages))),
         ],

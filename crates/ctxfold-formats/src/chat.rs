@@ -113,22 +113,26 @@ pub(crate) fn kept_body(o: &Object, placeholders: &[&str]) -> Option<Object> {
 
 /// A request body: the kept keys in order with `fills` at their
 /// placeholders (a `None` fill leaves its key out); fills without a
-/// placeholder come first.
-pub(crate) fn build_request(kept: Option<&Object>, fills: &[(&str, Option<Value>)]) -> Value {
+/// placeholder come first. The fills are moved in, not copied: a
+/// conversation's messages can be most of a megabyte.
+pub(crate) fn build_request(kept: Option<&Object>, fills: Vec<(&str, Option<Value>)>) -> Value {
+    let mut fills: Vec<(&str, Option<Option<Value>>)> =
+        fills.into_iter().map(|(k, v)| (k, Some(v))).collect();
     let mut out = Object::new();
-    for (k, v) in fills {
-        if let Some(v) = v
-            && !kept.is_some_and(|o| o.contains_key(*k))
+    for (k, v) in &mut fills {
+        if !kept.is_some_and(|o| o.contains_key(*k))
+            && let Some(Some(v)) = v.take()
         {
-            out.insert((*k).to_owned(), v.clone());
+            out.insert((*k).to_owned(), v);
         }
     }
     for (k, v) in kept.into_iter().flatten() {
-        match fills.iter().find(|(f, _)| f == k) {
-            Some((_, Some(fill))) => {
-                out.insert(k.clone(), fill.clone());
+        match fills.iter_mut().find(|(f, _)| f == k) {
+            Some((_, fill)) => {
+                if let Some(Some(fill)) = fill.take() {
+                    out.insert(k.clone(), fill);
+                }
             }
-            Some((_, None)) => {}
             None => {
                 out.insert(k.clone(), v.clone());
             }

@@ -390,7 +390,7 @@ pub fn to_json(records: &[Record], extras: &Object) -> Value {
     }
     flush(&mut group, &mut messages);
     let kept = extras.get(PREFIX).and_then(Value::as_object);
-    build_request(kept, &[("messages", Some(Value::Array(messages)))])
+    build_request(kept, vec![("messages", Some(Value::Array(messages)))])
 }
 
 /// One assistant message from the records of one step.
