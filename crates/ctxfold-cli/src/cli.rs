@@ -123,6 +123,23 @@ pub enum Command {
     /// `[compaction.auto] enabled`.
     #[command(visible_alias = "q")]
     Query(Box<QueryArgs>),
+    /// Serve the OpenAI and Anthropic APIs on this machine and forward to
+    /// the real ones: every conversation that passes is recorded here, and
+    /// the upstream gets its compacted view. Point an agent's base URL at
+    /// it (see the README).
+    Proxy(ProxyArgs),
+}
+
+/// `ctxfold proxy …`
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Where to listen (default `[proxy] listen`, else 127.0.0.1:7440); port
+    /// 0 picks a free one. Beyond loopback, `[proxy] token` is required.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Record and report, but send every request upstream unchanged.
+    #[arg(long)]
+    pub observe: bool,
 }
 
 /// `ctxfold conversation …`

@@ -4,6 +4,7 @@ mod auto;
 mod cli;
 mod compact;
 mod conversation;
+mod proxy;
 mod query;
 mod render;
 mod settings;
@@ -76,6 +77,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Conversation(cmd) => {
             let settings = settings::load(ws_root, &cli.config)?;
             conversation::run(cmd, &settings, &out)
+        }
+        Command::Proxy(args) => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            let ws = ctxfold_store::Workspace::find(&cwd)?;
+            proxy::proxy(ws, &args, settings)
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

@@ -35,6 +35,11 @@ pub struct Settings {
     pub system: Option<String>,
     /// `[query] reasoning = "hide"`: reasoning is not shown on a terminal.
     pub hide_reasoning: bool,
+    /// `[proxy]`.
+    pub proxy: ctxfold_proxy::ProxyConfig,
+    /// Whether a layer other than the built-in defaults set
+    /// `compaction.auto.enabled` (the proxy enables it when none did).
+    pub auto_enabled_set: bool,
 }
 
 /// The checks of the sections the config crate passes through: each layer
@@ -47,6 +52,10 @@ const CHECKS: &[SectionCheck] = &[
     SectionCheck {
         section: "query",
         check: check_query,
+    },
+    SectionCheck {
+        section: "proxy",
+        check: ctxfold_proxy::config::check,
     },
 ];
 
@@ -214,6 +223,16 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             }
         },
         providers: providers(&l)?,
+        proxy: match l.config.other.get("proxy") {
+            // Each layer passed the check: the merged table does too.
+            Some(v) => ctxfold_proxy::ProxyConfig::default()
+                .apply(v)
+                .map_err(|e| anyhow::anyhow!("config [proxy]: {e:?}"))?,
+            None => ctxfold_proxy::ProxyConfig::default(),
+        },
+        auto_enabled_set: l
+            .origin("compaction.auto.enabled")
+            .is_some_and(|s| !matches!(s, ctxfold_config::Source::Builtin)),
     })
 }
 

@@ -25,6 +25,7 @@ use crate::keys::{index, join};
 pub const TOP_LEVEL_KEYS: &[&str] = &[
     "compaction", // [[compaction.rules]], [compaction.auto]: read here
     "providers",  // [providers.NAME]: ctxfold-providers (checked by the CLI)
+    "proxy",      // [proxy]: ctxfold-proxy (checked by the CLI)
     "query",      // [query]: the agent host (checked by the CLI)
     "tools",      // [tools.NAME]: read here
 ];

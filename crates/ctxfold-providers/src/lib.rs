@@ -50,6 +50,7 @@ pub mod request;
 pub mod response;
 pub mod sse;
 pub mod summarizer;
+pub mod wire;
 
 pub use error::ProviderError;
 pub use model::{

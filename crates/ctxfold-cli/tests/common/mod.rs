@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod model;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

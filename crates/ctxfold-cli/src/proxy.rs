@@ -1,0 +1,91 @@
+//! `ctxfold proxy`: the settings, the runtime, and the listening socket;
+//! everything else is `ctxfold-proxy`.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ctxfold_proxy::server::Proxy;
+use ctxfold_proxy::{Book, Compaction};
+use ctxfold_store::Workspace;
+
+use crate::cli::ProxyArgs;
+use crate::settings::Settings;
+
+/// Run the proxy until Ctrl-C or SIGTERM.
+pub fn proxy(ws: Workspace, args: &ProxyArgs, settings: Settings) -> anyhow::Result<()> {
+    let mut config = settings.proxy.clone();
+    if let Some(a) = args.listen {
+        config.listen = a;
+    }
+    config.observe = args.observe;
+    config.check_listen().map_err(anyhow::Error::msg)?;
+    let mut policy = settings.auto.clone();
+    // The proxy is there to compact: on unless config says otherwise.
+    if !settings.auto_enabled_set {
+        policy.enabled = true;
+    }
+    let summarizing = settings.clone();
+    let compaction = Compaction {
+        policy,
+        hints: settings.hints.clone(),
+        summarizers: Arc::new(move || {
+            Box::new(crate::compact::CliSummarizers::new(summarizing.clone()))
+        }),
+        window: config.window,
+        observe: config.observe,
+    };
+    for note in ws.clean_staging() {
+        tracing::info!("{note}");
+    }
+    let book = Book::open(ws.clone(), compaction)
+        .with_context(|| format!("reading the conversations of {}", ws.root().display()))?;
+    let proxy = Arc::new(Proxy::new(book, config.clone()).map_err(anyhow::Error::msg)?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the proxy's runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        // One line on standard output: scripts (and the tests) read the
+        // address from it when they asked for port 0.
+        println!("ctxfold proxy listening on http://{addr}");
+        eprintln!(
+            "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  conversations recorded in {}{}",
+            config.openai,
+            config.anthropic,
+            ws.root().display(),
+            if config.observe {
+                " (observe: requests go upstream unchanged)"
+            } else {
+                ""
+            }
+        );
+        ctxfold_proxy::serve(listener, proxy, shutdown())
+            .await
+            .context("serving")
+    })
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,499 @@
+//! A fake model API on 127.0.0.1 for the proxy tests: it speaks OpenAI chat
+//! completions and Anthropic messages, streamed or not as asked, plays a
+//! deterministic agent (a user message saying `steps=N` gets N tool calls,
+//! one per request, then a text answer), and checks every request it gets:
+//! tool calls and results pair up, the body fits the window, and no request
+//! names anything but the fake itself. Every request is kept for the test
+//! to compare.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// A request the fake received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// `POST`, `GET`, …
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The body's bytes.
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The fake: its base URL, what it saw, what it found wrong.
+#[derive(Clone)]
+pub struct Upstream {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// Every request, in order of arrival.
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Problems found in requests (each answered 400).
+    pub problems: Arc<Mutex<Vec<String>>>,
+}
+
+impl Upstream {
+    /// Start a fake that refuses requests over `window` tokens (about four
+    /// bytes of body a token).
+    pub fn start(window: usize) -> Upstream {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let up = Upstream {
+            base,
+            seen: Arc::default(),
+            problems: Arc::default(),
+        };
+        let u = up.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let u = u.clone();
+                std::thread::spawn(move || u.serve(stream, window));
+            }
+        });
+        up
+    }
+
+    /// Requests seen so far.
+    pub fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Problems found so far.
+    pub fn problems(&self) -> Vec<String> {
+        self.problems.lock().unwrap().clone()
+    }
+
+    fn serve(&self, stream: TcpStream, window: usize) {
+        let Some(seen) = read(&stream) else { return };
+        let n = {
+            let mut s = self.seen.lock().unwrap();
+            s.push(seen.clone());
+            s.len()
+        };
+        let mut out = stream;
+        let reply = |out: &mut TcpStream, status: &str, ctype: &str, body: &[u8]| {
+            let _ = write!(
+                out,
+                "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nx-upstream: fake\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = out.write_all(body);
+        };
+        if seen.method == "GET" && seen.path.starts_with("/v1/models") {
+            // Bytes a pass-through must hand back exactly, odd spacing too.
+            let body = b"{\"object\": \"list\",  \"data\": [{\"id\": \"fake-1\"}]}\n";
+            reply(&mut out, "200 OK", "application/json", body);
+            return;
+        }
+        if seen.path == "/v1/messages/count_tokens" {
+            let body = json!({"input_tokens": tokens(&seen.json())}).to_string();
+            reply(&mut out, "200 OK", "application/json", body.as_bytes());
+            return;
+        }
+        let shape = match seen.path.as_str() {
+            "/v1/chat/completions" => "openai",
+            "/v1/messages" => "anthropic",
+            p => {
+                reply(&mut out, "404 Not Found", "text/plain", p.as_bytes());
+                return;
+            }
+        };
+        let req = seen.json();
+        if let Err(problem) = check(shape, &req, window) {
+            self.problems
+                .lock()
+                .unwrap()
+                .push(format!("request {n}: {problem}"));
+            let e = json!({"type": "error", "error": {"message": problem, "type": "invalid_request_error"}});
+            reply(
+                &mut out,
+                "400 Bad Request",
+                "application/json",
+                e.to_string().as_bytes(),
+            );
+            return;
+        }
+        let (steps, done) = progress(shape, &req);
+        let act = if done < steps {
+            Act::Tool {
+                id: format!("call_{n}"),
+                path: format!("src/m{done}.rs"),
+            }
+        } else {
+            Act::Text(format!("done: {done} steps"))
+        };
+        let model = req["model"].as_str().unwrap_or("fake").to_owned();
+        if req["stream"] == json!(true) {
+            let events = match shape {
+                "openai" => openai_stream(&model, &act),
+                _ => anthropic_stream(&model, &act),
+            };
+            let _ = write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
+            );
+            // A model named `slow…` pauses before the end of its answer,
+            // for tests that kill the proxy mid-stream.
+            let slow = model.starts_with("slow");
+            let last = events.len() - 1;
+            for (i, e) in events.iter().enumerate() {
+                if slow && i == last {
+                    std::thread::sleep(std::time::Duration::from_secs(3));
+                }
+                if out
+                    .write_all(e.as_bytes())
+                    .and_then(|_| out.flush())
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        } else {
+            let body = match shape {
+                "openai" => openai_answer(&model, &act),
+                _ => anthropic_answer(&model, &act),
+            };
+            reply(
+                &mut out,
+                "200 OK",
+                "application/json",
+                body.to_string().as_bytes(),
+            );
+        }
+    }
+}
+
+enum Act {
+    Tool { id: String, path: String },
+    Text(String),
+}
+
+fn read(stream: &TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_owned();
+    let path = parts.next()?.to_owned();
+    let mut headers = Vec::new();
+    let mut length = 0;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = h.trim_end().split_once(':') {
+            let k = k.trim().to_ascii_lowercase();
+            if k == "content-length" {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            headers.push((k, v.trim().to_owned()));
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Seen {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+/// The messages of a request as (role, blocks) with blocks normalized to
+/// Anthropic's shape: OpenAI tool calls become `tool_use`, tool messages
+/// `tool_result`.
+fn blocks(shape: &str, req: &Value) -> Result<Vec<(String, Vec<Value>)>, String> {
+    let msgs = req["messages"].as_array().ok_or("no messages array")?;
+    let mut out = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let role = m["role"]
+            .as_str()
+            .ok_or(format!("messages[{i}]: no role"))?;
+        let mut b = Vec::new();
+        match &m["content"] {
+            Value::String(s) => b.push(json!({"type": "text", "text": s})),
+            Value::Array(a) => b.extend(a.iter().cloned()),
+            Value::Null => {}
+            other => return Err(format!("messages[{i}]: content {other}")),
+        }
+        if shape == "openai" {
+            if role == "tool" {
+                let text = m["content"].as_str().unwrap_or("").to_owned();
+                out.push((
+                    "user".to_owned(),
+                    vec![json!({"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": text})],
+                ));
+                continue;
+            }
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                b.push(json!({"type": "tool_use", "id": c["id"], "name": c["function"]["name"]}));
+            }
+        }
+        out.push((role.to_owned(), b));
+    }
+    Ok(out)
+}
+
+/// Every call answered by a result before the next model turn, every
+/// result answering a call; the body within the window; parameters that
+/// the tests send intact.
+fn check(shape: &str, req: &Value, window: usize) -> Result<(), String> {
+    let tokens = tokens(req);
+    if tokens > window {
+        return Err(format!("~{tokens} tokens, over the window of {window}"));
+    }
+    if req.get("temperature").is_some() && req["temperature"] != json!(0.25) {
+        return Err(format!("temperature changed to {}", req["temperature"]));
+    }
+    let msgs = blocks(shape, req)?;
+    let mut open: Vec<String> = Vec::new();
+    for (i, (role, bs)) in msgs.iter().enumerate() {
+        for b in bs {
+            match b["type"].as_str() {
+                Some("tool_use") => {
+                    if role != "assistant" {
+                        return Err(format!("messages[{i}]: a tool call from {role}"));
+                    }
+                    open.push(b["id"].as_str().unwrap_or("").to_owned());
+                }
+                Some("tool_result") => {
+                    let id = b["tool_use_id"].as_str().unwrap_or("");
+                    let Some(k) = open.iter().position(|o| o == id) else {
+                        return Err(format!(
+                            "messages[{i}]: a result for {id}, which no open call has"
+                        ));
+                    };
+                    open.remove(k);
+                }
+                _ => {}
+            }
+        }
+        if role == "assistant"
+            && i > 0
+            && !open.is_empty()
+            && bs.iter().all(|b| b["type"] != "tool_use")
+        {
+            return Err(format!(
+                "messages[{i}]: calls {open:?} left without results"
+            ));
+        }
+        if role == "user" && bs.iter().any(|b| b["type"] == "text") && !open.is_empty() {
+            return Err(format!(
+                "messages[{i}]: calls {open:?} left without results"
+            ));
+        }
+    }
+    if !open.is_empty() {
+        return Err(format!("calls {open:?} left without results at the end"));
+    }
+    Ok(())
+}
+
+/// Tokens as a model would count them, roughly: four characters of text a
+/// token (every string in the messages, the system prompt and the tool
+/// definitions), and a few per message for its role and framing.
+fn tokens(req: &Value) -> usize {
+    fn chars(v: &Value) -> usize {
+        match v {
+            Value::String(s) => s.len(),
+            Value::Array(a) => a.iter().map(chars).sum(),
+            Value::Object(o) => o.values().map(chars).sum(),
+            _ => 0,
+        }
+    }
+    let messages = req["messages"].as_array().map_or(0, Vec::len);
+    (chars(&req["messages"]) + chars(&req["system"]) + req["tools"].to_string().len()) / 4
+        + 4 * messages
+}
+
+/// (steps asked for, steps done): the steps from the last user text that
+/// says `steps=N`; the steps done from the file the last tool result read
+/// (`// src/mK.rs` is step K), since compaction may have folded the
+/// results before it.
+fn progress(shape: &str, req: &Value) -> (usize, usize) {
+    let msgs = blocks(shape, req).unwrap_or_default();
+    let text = |bs: &[Value]| -> String { bs.iter().filter_map(|b| b["text"].as_str()).collect() };
+    let steps = msgs
+        .iter()
+        .rev()
+        .filter(|(role, _)| role == "user")
+        .find_map(|(_, bs)| {
+            text(bs)
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("steps="))
+                .and_then(|n| n.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        })
+        .unwrap_or(0);
+    let done = match msgs.last() {
+        Some((_, bs)) => bs
+            .iter()
+            .rev()
+            .find(|b| b["type"] == "tool_result")
+            .map_or(0, |b| {
+                let content = match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    other => text(other.as_array().map_or(&[][..], |a| a)),
+                };
+                content
+                    .split("src/m")
+                    .nth(1)
+                    .and_then(|r| r.split('.').next())
+                    .and_then(|k| k.parse::<usize>().ok())
+                    .map_or(1, |k| k + 1)
+            }),
+        None => 0,
+    };
+    (steps, done)
+}
+
+fn openai_answer(model: &str, act: &Act) -> Value {
+    let message = match act {
+        Act::Tool { id, path } => json!({
+            "role": "assistant", "content": null, "refusal": null,
+            "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "read_file", "arguments": json!({"path": path}).to_string()}}]
+        }),
+        Act::Text(t) => json!({"role": "assistant", "content": t, "refusal": null}),
+    };
+    let finish = if matches!(act, Act::Tool { .. }) {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000, "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    })
+}
+
+fn openai_stream(model: &str, act: &Act) -> Vec<String> {
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000,
+                "model": model, "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
+        )
+    };
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    match act {
+        Act::Tool { id, path } => {
+            let args = json!({"path": path}).to_string();
+            let (a, b) = args.split_at(args.len() / 2);
+            out.push(chunk(
+                json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": "read_file", "arguments": a}}]}),
+                Value::Null,
+            ));
+            out.push(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}),
+                Value::Null,
+            ));
+            out.push(chunk(json!({}), json!("tool_calls")));
+        }
+        Act::Text(t) => {
+            let (a, b) = t.split_at(t.len() / 2);
+            out.push(chunk(json!({"content": a}), Value::Null));
+            out.push(chunk(json!({"content": b}), Value::Null));
+            out.push(chunk(json!({}), json!("stop")));
+        }
+    }
+    out.push("data: [DONE]\n\n".into());
+    out
+}
+
+fn anthropic_answer(model: &str, act: &Act) -> Value {
+    let (content, stop) = match act {
+        Act::Tool { id, path } => (
+            json!([{"type": "tool_use", "id": id, "name": "read_file", "input": {"path": path}}]),
+            "tool_use",
+        ),
+        Act::Text(t) => (json!([{"type": "text", "text": t}]), "end_turn"),
+    };
+    json!({
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+        "content": content, "stop_reason": stop, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5}
+    })
+}
+
+fn anthropic_stream(model: &str, act: &Act) -> Vec<String> {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut out = vec![ev(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    let stop = match act {
+        Act::Tool { id, path } => {
+            out.push(ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": id, "name": "read_file", "input": {}}}),
+            ));
+            let args = json!({"path": path}).to_string();
+            let (a, b) = args.split_at(args.len() / 2);
+            for part in [a, b] {
+                out.push(ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": part}}),
+                ));
+            }
+            "tool_use"
+        }
+        Act::Text(t) => {
+            out.push(ev(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            ));
+            let (a, b) = t.split_at(t.len() / 2);
+            for part in [a, b] {
+                out.push(ev(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": part}}),
+                ));
+            }
+            "end_turn"
+        }
+    };
+    out.push(ev(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    out.push(ev(
+        "message_delta",
+        json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    ));
+    out.push(ev("message_stop", json!({"type": "message_stop"})));
+    out
+}

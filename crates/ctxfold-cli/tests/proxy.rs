@@ -1,0 +1,909 @@
+//! `ctxfold proxy` through the real binary, between a client written here
+//! and a fake upstream on 127.0.0.1 (tests/common/upstream.rs) that checks
+//! every request it gets.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+
+use common::upstream::Upstream;
+use common::{Scratch, stderr};
+use serde_json::{Value, json};
+
+/// A running proxy; killed when dropped.
+struct Proxy {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Write `config` into the workspace's config and start the proxy on a
+/// free port with `args`.
+fn proxy(s: &Scratch, config: &str, args: &[&str]) -> Proxy {
+    std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
+    let mut child = s
+        .command()
+        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env(
+            "RUST_LOG",
+            std::env::var("PROXY_LOG").unwrap_or("info".into()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("ctxfold proxy listening on ")
+        .unwrap_or_else(|| panic!("the proxy did not start: {line:?}"))
+        .to_owned();
+    // Keep reading its log so it never blocks on a full pipe.
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            eprintln!("proxy: {l}");
+        }
+    });
+    Proxy { child, base }
+}
+
+fn config(up: &Upstream, extra: &str) -> String {
+    format!(
+        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
+        b = up.base
+    )
+}
+
+/// The agent's answer: status, headers, body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+fn post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut req = agent().post(url).header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut resp = req.send(body).unwrap();
+    Answer {
+        status: resp.status().as_u16(),
+        headers: resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect(),
+        body: resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_vec()
+            .unwrap(),
+    }
+}
+
+const KEY: &str = "sk-test-SECRET-0123456789abcdef";
+
+fn tools() -> Value {
+    json!([{"type": "function", "function": {"name": "read_file", "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}])
+}
+
+/// A file's text, as big as a tool result of an agent reading code.
+fn file_text(path: &str, bytes: usize) -> String {
+    let line = format!("// {path}: fn work() {{ let x = compute(); x + 1 }}\n");
+    line.repeat(bytes / line.len() + 1)
+}
+
+/// The assistant message a streamed chat answer adds up to.
+fn assemble(sse: &[u8]) -> Value {
+    let mut content = String::new();
+    let mut calls: Vec<Value> = Vec::new();
+    for line in String::from_utf8_lossy(sse).lines() {
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        if data == "[DONE]" {
+            break;
+        }
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        let delta = &chunk["choices"][0]["delta"];
+        content.push_str(delta["content"].as_str().unwrap_or(""));
+        for c in delta["tool_calls"].as_array().into_iter().flatten() {
+            let i = c["index"].as_u64().unwrap() as usize;
+            if calls.len() <= i {
+                calls.push(json!({"id": c["id"], "type": "function",
+                    "function": {"name": c["function"]["name"], "arguments": ""}}));
+            }
+            let args = calls[i]["function"]["arguments"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+                + c["function"]["arguments"].as_str().unwrap_or("");
+            calls[i]["function"]["arguments"] = json!(args);
+        }
+    }
+    let mut m = json!({"role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) }});
+    if !calls.is_empty() {
+        m["tool_calls"] = json!(calls);
+    }
+    m
+}
+
+/// An OpenAI-chat agent: sends `task`, runs every tool call the model
+/// makes (reading a file of `result_bytes`), until the model answers.
+/// Returns the final messages and every answer's headers.
+fn openai_agent(
+    p: &Proxy,
+    messages: &mut Vec<Value>,
+    task: &str,
+    result_bytes: usize,
+    extra_headers: &[(&str, &str)],
+) -> Vec<Answer> {
+    openai_agent_streaming(p, messages, task, result_bytes, extra_headers, false)
+}
+
+/// [`openai_agent`], asking for streamed answers when `stream`.
+fn openai_agent_streaming(
+    p: &Proxy,
+    messages: &mut Vec<Value>,
+    task: &str,
+    result_bytes: usize,
+    extra_headers: &[(&str, &str)],
+    stream: bool,
+) -> Vec<Answer> {
+    messages.push(json!({"role": "user", "content": task}));
+    let mut answers = Vec::new();
+    loop {
+        let body = json!({"model": "gpt-4o-mini", "messages": messages, "tools": tools(),
+            "temperature": 0.25, "max_tokens": 300, "stream": stream});
+        let mut headers = vec![("authorization", "Bearer sk-test-SECRET-0123456789abcdef")];
+        headers.extend_from_slice(extra_headers);
+        let a = post(
+            &format!("{}/v1/chat/completions", p.base),
+            &headers,
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        let msg = if stream {
+            assemble(&a.body)
+        } else {
+            a.json()["choices"][0]["message"].clone()
+        };
+        messages.push(msg.clone());
+        let calls = msg["tool_calls"].as_array().cloned().unwrap_or_default();
+        answers.push(a);
+        if calls.is_empty() {
+            return answers;
+        }
+        for c in calls {
+            let args: Value =
+                serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap();
+            messages.push(json!({"role": "tool", "tool_call_id": c["id"],
+                "content": file_text(args["path"].as_str().unwrap(), result_bytes)}));
+        }
+    }
+}
+
+fn records(s: &Scratch, id: &str) -> Vec<Value> {
+    s.json(&["c", "print", id]).as_array().unwrap().clone()
+}
+
+/// The log once `done` holds of it: an answer is recorded after its last
+/// byte went to the client, so a test that looks at once may be early.
+fn records_when(s: &Scratch, id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..100 {
+        let r = records(s, id);
+        if done(&r) {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    records(s, id)
+}
+
+fn count(recs: &[Value], kind: &str) -> usize {
+    recs.iter().filter(|r| r["type"] == kind).count()
+}
+
+#[test]
+fn a_long_tool_loop_fits_a_small_window_and_every_event_is_recorded() {
+    let up = Upstream::start(8_000);
+    let s = Scratch::new();
+    let p = proxy(
+        &s,
+        &config(
+            &up,
+            "window = 8000\n[compaction.auto]\nenabled = true\n[compaction.auto.rule]\nkeep_first = 1\n[compaction.auto.rule.summary]\n",
+        ),
+        &[],
+    );
+    let mut messages =
+        vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    let answers = openai_agent(
+        &p,
+        &mut messages,
+        "Read every module: steps=300",
+        1_200,
+        &[],
+    );
+    assert_eq!(answers.len(), 301);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    let ids: std::collections::BTreeSet<&str> = answers
+        .iter()
+        .map(|a| a.header("x-ctxfold-conversation").unwrap())
+        .collect();
+    assert_eq!(ids.len(), 1, "one conversation: {ids:?}");
+    let id = *ids.iter().next().unwrap();
+    // The upstream saw less than the client sent, at the end.
+    let last = answers.last().unwrap();
+    let before: usize = last
+        .header("x-ctxfold-tokens-before")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let after: usize = last
+        .header("x-ctxfold-tokens-after")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(after * 5 < before, "{after} of {before}");
+    // Every raw event is in the log, once.
+    let recs = records_when(&s, id, |r| count(r, "assistant") > 0);
+    assert_eq!(count(&recs, "tool_call"), 300);
+    assert_eq!(count(&recs, "tool_result"), 300);
+    assert_eq!(count(&recs, "user"), 1);
+    assert_eq!(count(&recs, "system"), 1);
+    let mut ids: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "tool_call")
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 300);
+    let show = s.ok(&["c", "show", id]);
+    assert!(show.contains("auto"), "{show}");
+    let autos = recs
+        .iter()
+        .filter(|r| r["type"] == "compaction" && r["source"] == "auto")
+        .count();
+    assert!(autos >= 3, "{autos} automatic compactions");
+    // The final answer was recorded from the upstream's response.
+    assert_eq!(
+        recs.iter()
+            .rev()
+            .find(|r| r["type"] == "assistant")
+            .map(|r| r["content"].clone()),
+        Some(json!("done: 300 steps"))
+    );
+}
+
+#[test]
+fn a_request_with_nothing_to_compact_reaches_the_upstream_as_sent() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    // Odd spacing and key order, and fields ctxfold does not know.
+    let body = br#"{"model":"gpt-4o-mini",  "temperature":0.25,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi steps=0","name":"ann"}],"metadata":{"k":[1,2.50,"x"]},"stream":false}"#;
+    let a = post(
+        &format!("{}/v1/chat/completions", p.base),
+        &[("authorization", &format!("Bearer {KEY}"))],
+        body,
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.json()["choices"][0]["message"]["content"],
+        "done: 0 steps"
+    );
+    let seen = up.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body,
+        body.to_vec(),
+        "the body went on byte for byte"
+    );
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert!(seen[0].header("x-ctxfold-conversation").is_none());
+    assert!(a.header("x-ctxfold-conversation").is_some());
+
+    // A path the proxy does not compact: byte for byte both ways.
+    let mut resp = agent()
+        .get(&format!("{}/v1/models?limit=2", p.base))
+        .header("authorization", &format!("Bearer {KEY}"))
+        .call()
+        .unwrap();
+    let got = resp.body_mut().read_to_vec().unwrap();
+    assert_eq!(
+        got,
+        b"{\"object\": \"list\",  \"data\": [{\"id\": \"fake-1\"}]}\n".to_vec()
+    );
+    let seen = up.requests();
+    assert_eq!(seen[1].path, "/v1/models?limit=2");
+    assert_eq!(resp.headers().get("x-upstream").unwrap(), "fake");
+
+    // Not under /v1/: not forwarded.
+    let a = post(&format!("{}/elsewhere", p.base), &[], b"{}");
+    assert_eq!(a.status, 404);
+    assert_eq!(up.requests().len(), 2);
+}
+
+#[test]
+fn retries_divergent_histories_and_anthropic_streams_lose_and_double_nothing() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    let url = format!("{}/v1/messages", p.base);
+    let send = |messages: &Value, stream: bool| {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 200, "system": "Be brief.",
+            "messages": messages, "stream": stream,
+            "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]});
+        post(
+            &url,
+            &[("x-api-key", KEY), ("anthropic-version", "2023-06-01")],
+            body.to_string().as_bytes(),
+        )
+    };
+    let mut messages = json!([{"role": "user", "content": "look at it steps=1"}]);
+    let a = send(&messages, true);
+    assert_eq!(a.status, 200);
+    let text = String::from_utf8(a.body.clone()).unwrap();
+    assert!(text.contains("event: message_stop"), "{text}");
+    let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_eq!(a.header("x-ctxfold-history"), Some("new"));
+    // The recorded copy of the streamed tool call.
+    let recs = records_when(&s, &id, |r| count(r, "tool_call") > 0);
+    assert_eq!(count(&recs, "tool_call"), 1, "{recs:?}");
+
+    // A retry of the same request: answered, nothing recorded twice.
+    let a = send(&messages, true);
+    assert_eq!(a.header("x-ctxfold-history"), Some("earlier"));
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    assert_eq!(count(&records(&s, &id), "tool_call"), 1);
+
+    // The client goes on with the first answer's call.
+    let call_id = recs.iter().find(|r| r["type"] == "tool_call").unwrap()["id"].clone();
+    let msgs = messages.as_array_mut().unwrap();
+    msgs.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "read_file", "input": {"path": "src/m0.rs"}}]}));
+    msgs.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "fn main() {}"}]}));
+    let a = send(&messages, false);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("x-ctxfold-history"), Some("continued"));
+    assert_eq!(a.json()["content"][0]["text"], "done: 1 steps");
+    let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
+    assert_eq!(count(&recs, "tool_call"), 1);
+    assert_eq!(count(&recs, "tool_result"), 1);
+    assert_eq!(count(&recs, "assistant"), 1);
+    let before = std::fs::read(s.events_file(&id)).unwrap();
+
+    // The client rewrites its history: a new conversation, naming the old.
+    let edited = json!([{"role": "user", "content": "something else entirely steps=0"}]);
+    let a = send(&edited, false);
+    assert_eq!(
+        a.header("x-ctxfold-history"),
+        Some("new"),
+        "another head, another conversation"
+    );
+    let mut edited = messages.clone();
+    edited[2]["content"][0]["content"] = json!("fn main() { edited }");
+    let a = send(&edited, false);
+    assert_eq!(a.header("x-ctxfold-history"), Some("forked"));
+    let fork = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_ne!(fork, id);
+    assert_eq!(
+        std::fs::read(s.events_file(&id)).unwrap(),
+        before,
+        "the old log is unchanged"
+    );
+    let ls = s.json(&["c", "ls"]);
+    assert_eq!(ls.as_array().unwrap().len(), 3, "{ls}");
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(
+            s.path()
+                .join(".ctxfold/conversations")
+                .join(&fork)
+                .join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["extras"]["proxy"]["forked_from"], json!(id));
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn concurrent_streaming_conversations_each_get_their_own_complete_log() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = Arc::new(proxy(&s, &config(&up, ""), &[]));
+    let workers: Vec<_> = (0..100)
+        .map(|i| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+                let header = format!("conv-{i}");
+                let a = openai_agent_streaming(
+                    &p,
+                    &mut messages,
+                    &format!("task {i} steps=2"),
+                    200,
+                    &[("x-ctxfold-conversation", &header)],
+                    true,
+                );
+                (
+                    i,
+                    a.last()
+                        .unwrap()
+                        .header("x-ctxfold-conversation")
+                        .unwrap()
+                        .to_owned(),
+                )
+            })
+        })
+        .collect();
+    let mut ids = std::collections::BTreeSet::new();
+    for w in workers {
+        let (i, id) = w.join().unwrap();
+        let recs = records(&s, &id);
+        assert_eq!(count(&recs, "tool_call"), 2, "conversation {i}");
+        assert_eq!(count(&recs, "tool_result"), 2, "conversation {i}");
+        assert_eq!(count(&recs, "user"), 1, "conversation {i}");
+        let user = recs.iter().find(|r| r["type"] == "user").unwrap();
+        assert_eq!(user["content"], json!(format!("task {i} steps=2")));
+        let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 100);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "max_body_bytes = 4096"), &[]);
+    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+    openai_agent(&p, &mut messages, "go steps=1", 100, &[("x-api-key", KEY)]);
+    // An oversized body: 413, and nothing reached the upstream.
+    let n = up.requests().len();
+    let big = json!({"model": "m", "messages": [{"role": "user", "content": "x".repeat(10_000)}]});
+    let a = post(
+        &format!("{}/v1/chat/completions", p.base),
+        &[],
+        big.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 413);
+    assert_eq!(up.requests().len(), n);
+    // A request naming another host still goes to the configured upstream.
+    let a = post(
+        &format!("{}/v1/chat/completions", p.base),
+        &[
+            ("host", "evil.example"),
+            ("x-forwarded-host", "evil.example"),
+        ],
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi steps=0"}]})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(up.requests().len(), n + 1);
+    // No key in anything the proxy wrote.
+    let metrics = {
+        let mut r = agent().get(&format!("{}/metrics", p.base)).call().unwrap();
+        r.body_mut().read_to_string().unwrap()
+    };
+    assert!(
+        metrics.contains("ctxfold_proxy_requests_total"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("SECRET"));
+    drop(p);
+    let mut found = Vec::new();
+    let mut stack = vec![s.path().join(".ctxfold")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if String::from_utf8_lossy(&std::fs::read(&path).unwrap()).contains("SECRET") {
+                found.push(path);
+            }
+        }
+    }
+    assert!(found.is_empty(), "a key was written to {found:?}");
+
+    // Beyond loopback without a token: refused before listening.
+    let out = s.run(&["proxy", "--listen", "0.0.0.0:0"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("without a client token"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The official OpenAI and Anthropic Python SDKs (PyPI), installed by
+/// `scripts/proxy-clients` (which `scripts/test` runs), in four
+/// conversations: each SDK, streamed and not, two user turns of tool calls.
+#[test]
+#[ignore = "needs the OpenAI and Anthropic SDKs: run through scripts/test, which installs them"]
+fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
+    let python = std::env::var("CTXFOLD_SDK_PYTHON")
+        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
+    // A window small enough that the proxy compacts inside the tool loops.
+    let up = Upstream::start(1_500);
+    let s = Scratch::new();
+    let p = proxy(
+        &s,
+        &config(
+            &up,
+            "window = 1500\n[compaction.auto.rule]\nkeep_last = 1\ntool_calls = \"strip\"",
+        ),
+        &[],
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/clients.py");
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .arg(&p.base)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        stderr(&out)
+    );
+    let runs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 4);
+    for run in &runs {
+        // The SDK parsed every answer, to the last text of each turn.
+        assert_eq!(
+            run["texts"],
+            json!(["done: 3 steps", "done: 2 steps"]),
+            "{run}"
+        );
+        let id = run["conversation"].as_str().unwrap();
+        let recs = records_when(&s, id, |r| count(r, "assistant") >= 2);
+        assert_eq!(count(&recs, "user"), 2, "{run}");
+        assert_eq!(count(&recs, "tool_call"), 5, "{run}");
+        assert_eq!(count(&recs, "tool_result"), 5, "{run}");
+        assert_eq!(count(&recs, "assistant"), 2, "{run}");
+    }
+    let ids: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .map(|r| r["conversation"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4, "one conversation each");
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    for id in &ids {
+        let autos = count(
+            &records(&s, id)
+                .into_iter()
+                .filter(|r| r["source"] == "auto")
+                .collect::<Vec<_>>(),
+            "compaction",
+        );
+        assert!(autos >= 1, "{id}: the proxy compacted nothing");
+    }
+    // Every request carried the parameters the SDK sent.
+    for r in up.requests() {
+        let b = r.json();
+        match r.path.as_str() {
+            "/v1/chat/completions" => assert_eq!(b["temperature"], json!(0.25)),
+            _ => assert_eq!(b["metadata"], json!({"user_id": "agent-7"})),
+        }
+        assert_eq!(b["max_tokens"], json!(300), "{}", r.path);
+    }
+}
+
+#[test]
+fn compacting_and_undoing_while_the_proxy_runs_changes_the_next_request() {
+    // A window so large that the proxy itself never compacts: what changes
+    // is what the command line does.
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
+    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+    let answers = openai_agent(&p, &mut messages, "read them steps=6", 1_200, &[]);
+    let id = answers[0]
+        .header("x-ctxfold-conversation")
+        .unwrap()
+        .to_owned();
+    records_when(&s, &id, |r| count(r, "assistant") > 0);
+    let last = |up: &Upstream| up.requests().last().unwrap().body.len();
+    openai_agent(&p, &mut messages, "next steps=0", 10, &[]);
+    let whole = last(&up);
+    // Fold the first turn's tool output from the command line.
+    s.ok(&["c", "compact", &id, "-t", "--keep-last", "1"]);
+    openai_agent(&p, &mut messages, "and? steps=0", 10, &[]);
+    let folded = last(&up);
+    assert!(
+        folded + 6_000 < whole,
+        "the request after the compaction is folded: {folded} bytes, against {whole}"
+    );
+    // And undo it: the next request holds the whole history again.
+    s.ok(&["c", "compact", &id, "--reset"]);
+    openai_agent(&p, &mut messages, "once more steps=0", 10, &[]);
+    assert!(last(&up) > whole, "{} against {whole}", last(&up));
+    let recs = records(&s, &id);
+    assert_eq!(count(&recs, "compaction_reset"), 1);
+    assert_eq!(count(&recs, "tool_result"), 6);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    // Not a chat body: ctxfold cannot read it; the upstream judges it.
+    let odd = br#"{"model": "m", "messages": "not a list"}"#;
+    let a = post(&format!("{}/v1/chat/completions", p.base), &[], odd);
+    assert_eq!(a.status, 400, "the upstream's own answer");
+    assert_eq!(up.requests().last().unwrap().body, odd.to_vec());
+    let metrics = {
+        let mut r = agent().get(&format!("{}/metrics", p.base)).call().unwrap();
+        r.body_mut().read_to_string().unwrap()
+    };
+    assert!(
+        metrics.contains("ctxfold_proxy_fail_open_total{endpoint=\"chat_completions\"} 1"),
+        "{metrics}"
+    );
+    drop(p);
+    let p = proxy(&s, &config(&up, "on_error = \"reject\""), &[]);
+    let n = up.requests().len();
+    let a = post(&format!("{}/v1/chat/completions", p.base), &[], odd);
+    assert_eq!(a.status, 502);
+    let text = String::from_utf8_lossy(&a.body).into_owned();
+    assert!(text.contains("messages"), "{text}");
+    assert_eq!(up.requests().len(), n, "nothing went upstream");
+}
+
+#[test]
+fn observe_records_but_never_changes_a_request() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 2000"), &["--observe"]);
+    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+    let answers = openai_agent(&p, &mut messages, "read steps=8", 1_200, &[]);
+    let id = answers[0]
+        .header("x-ctxfold-conversation")
+        .unwrap()
+        .to_owned();
+    // Every request went on as the client sent it.
+    for (seen, sent) in up.requests().iter().zip(1..) {
+        let body = seen.json();
+        assert_eq!(
+            body["messages"].as_array().unwrap().len(),
+            sent * 2,
+            "request {sent}"
+        );
+    }
+    let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
+    assert_eq!(count(&recs, "tool_result"), 8);
+    assert_eq!(count(&recs, "compaction"), 0);
+}
+
+#[test]
+fn a_proxy_killed_mid_stream_leaves_a_log_the_next_one_continues() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let cfg = config(&up, "");
+    let mut p = proxy(&s, &cfg, &[]);
+    let url = format!("{}/v1/chat/completions", p.base);
+    let mut messages = vec![
+        json!({"role": "system", "content": "Agent."}),
+        json!({"role": "user", "content": "slowly steps=0"}),
+    ];
+    let body = json!({"model": "slow-1", "messages": messages, "stream": true});
+    let client = std::thread::spawn(move || {
+        // The answer never completes: the proxy dies half way.
+        agent()
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(body.to_string().as_bytes())
+            .and_then(|mut r| r.body_mut().read_to_vec())
+            .is_ok()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    p.child.kill().unwrap();
+    p.child.wait().unwrap();
+    let _ = client.join();
+    // The store loads and holds the request.
+    let ls = s.json(&["c", "ls"]);
+    let id = ls[0]["id"].as_str().unwrap().to_owned();
+    let recs = records(&s, &id);
+    assert_eq!(count(&recs, "user"), 1);
+    assert_eq!(count(&recs, "assistant"), 0, "a cut answer is not recorded");
+    // A new proxy finds the conversation by its head and goes on with it.
+    let p = proxy(&s, &cfg, &[]);
+    messages.push(json!({"role": "assistant", "content": "Slowly done."}));
+    messages.push(json!({"role": "user", "content": "again steps=0"}));
+    let a = post(
+        &format!("{}/v1/chat/completions", p.base),
+        &[],
+        json!({"model": "m", "messages": messages})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    assert_eq!(a.header("x-ctxfold-history"), Some("continued"));
+    let recs = records_when(&s, &id, |r| count(r, "assistant") >= 2);
+    assert_eq!(count(&recs, "user"), 2);
+    assert_eq!(count(&recs, "assistant"), 2);
+}
+
+#[test]
+fn count_tokens_counts_what_the_upstream_would_get_and_records_nothing() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
+    let url = format!("{}/v1/messages", p.base);
+    let headers = [("x-api-key", KEY), ("anthropic-version", "2023-06-01")];
+    let mut messages = vec![json!({"role": "user", "content": "read steps=3"})];
+    let body = |messages: &[Value]| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages}).to_string()
+    };
+    loop {
+        let a = post(&url, &headers, body(&messages).as_bytes());
+        let content = a.json()["content"].clone();
+        messages.push(json!({"role": "assistant", "content": content}));
+        let Some(call) = content
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "tool_use")
+        else {
+            break;
+        };
+        let path = call["input"]["path"].as_str().unwrap();
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": call["id"], "content": file_text(path, 3_000)}]}));
+    }
+    let id = s.json(&["c", "ls"])[0]["id"].as_str().unwrap().to_owned();
+    records_when(&s, &id, |r| count(r, "assistant") > 0);
+    messages.push(json!({"role": "user", "content": "how big is this now?"}));
+    let count_url = format!("{}/v1/messages/count_tokens", p.base);
+    let sent = json!({"model": "claude-sonnet-4-5", "messages": messages}).to_string();
+    let whole = post(&count_url, &headers, sent.as_bytes()).json()["input_tokens"]
+        .as_u64()
+        .unwrap();
+    s.ok(&["c", "compact", &id, "-t", "--keep-last", "0"]);
+    let events = std::fs::read(s.events_file(&id)).unwrap();
+    let folded = post(&count_url, &headers, sent.as_bytes()).json()["input_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(folded * 3 < whole, "{folded} of {whole}");
+    let last = up.requests().last().unwrap().json();
+    assert_eq!(
+        last["messages"].as_array().unwrap().last().unwrap()["content"],
+        json!("how big is this now?"),
+        "the request's new message is counted"
+    );
+    assert_eq!(
+        std::fs::read(s.events_file(&id)).unwrap(),
+        events,
+        "nothing recorded"
+    );
+}
+
+#[test]
+fn two_clients_on_one_conversation_keep_each_history_whole() {
+    // Two agents name the same conversation and send at the same time:
+    // their histories diverge, so one of them goes on in a fork; each
+    // history ends up whole, in order, in the conversation its last
+    // answer names, and there is one fork, not one per request.
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = Arc::new(proxy(&s, &config(&up, ""), &[]));
+    let clients: Vec<_> = ["alpha", "beta"]
+        .into_iter()
+        .map(|who| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+                let a = openai_agent(
+                    &p,
+                    &mut messages,
+                    &format!("{who} steps=4"),
+                    300,
+                    &[("x-ctxfold-conversation", "shared")],
+                );
+                let id = a
+                    .last()
+                    .unwrap()
+                    .header("x-ctxfold-conversation")
+                    .unwrap()
+                    .to_owned();
+                (who, id, messages)
+            })
+        })
+        .collect();
+    for c in clients {
+        let (who, id, messages) = c.join().unwrap();
+        let recs = records_when(&s, &id, |r| {
+            r.iter().any(|x| x["content"] == json!("done: 4 steps"))
+        });
+        // The client's messages, in order, as the log holds them.
+        let users: Vec<&Value> = recs.iter().filter(|r| r["type"] == "user").collect();
+        assert_eq!(users.len(), 1, "{who}: {users:?}");
+        assert_eq!(users[0]["content"], json!(format!("{who} steps=4")));
+        let results: Vec<&str> = recs
+            .iter()
+            .filter(|r| r["type"] == "tool_result")
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        let sent: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["tool_call_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(results, sent, "{who}");
+    }
+    // One fork, not one per request: each client finds its own again.
+    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), 2);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn a_conversation_removed_while_the_proxy_runs_is_started_afresh() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+    let a = openai_agent(&p, &mut messages, "first steps=1", 100, &[]);
+    let id = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    records_when(&s, &id, |r| count(r, "assistant") > 0);
+    s.ok(&["c", "rm", &id]);
+    let a = openai_agent(&p, &mut messages, "again steps=0", 10, &[]);
+    assert_eq!(a[0].status, 200);
+    assert_eq!(a[0].header("x-ctxfold-history"), Some("new"));
+    let fresh = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_ne!(fresh, id);
+    // The whole history the client sent is in the new one.
+    let recs = records_when(&s, &fresh, |r| count(r, "assistant") >= 2);
+    assert_eq!(count(&recs, "user"), 2);
+    assert_eq!(count(&recs, "tool_result"), 1);
+}

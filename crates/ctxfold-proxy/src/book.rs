@@ -1,0 +1,800 @@
+//! The proxy's conversations: which stored conversation a request belongs
+//! to, what of its history is new, what the upstream should see, and where
+//! the answer goes. Synchronous (store and compaction work); the server
+//! calls it on tokio's blocking pool.
+//!
+//! A request is keyed by its `x-ctxfold-conversation` header, else by a
+//! fingerprint of its stable head (shape, system prompt, tool names, first
+//! user message). Requests of one key are prepared one at a time; the key
+//! names the newest conversation recorded for it (a fork replaces it). The
+//! index is rebuilt from the workspace at start, so a restarted proxy finds
+//! its conversations again.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use ctxfold_compactor::{
+    BasicCompactor, Compactor, Context, Conversation, Moment, Status, Summarizers,
+};
+use ctxfold_core::materialize::item_record;
+use ctxfold_core::planner::ToolHints;
+use ctxfold_core::projection::{Item, PREAMBLE, project, summary_preamble};
+use ctxfold_core::trigger::AutoPolicy;
+use ctxfold_core::{Body, Log, Object, Record};
+use ctxfold_store::{EventLog, Workspace};
+use ctxfold_tokens::{Heuristic, TokenEstimator};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::reconcile::{Alignment, align};
+use crate::shape::{Shape, model};
+
+/// How many of a key's conversations a request is compared with before
+/// it is recorded as a new one.
+const MAX_FORKS_TRIED: usize = 8;
+
+/// Key of the proxy's entry in a conversation's metadata extras.
+pub const META_KEY: &str = "proxy";
+
+/// Makes the summarizers a compaction uses (one set per request: they
+/// need not be shared across threads).
+pub type SummarizersFactory = Arc<dyn Fn() -> Box<dyn Summarizers> + Send + Sync>;
+
+/// What compaction the proxy applies.
+#[derive(Clone)]
+pub struct Compaction {
+    /// `[compaction.auto]`.
+    pub policy: AutoPolicy,
+    /// Per-tool policies.
+    pub hints: ToolHints,
+    /// Summarizers for the rule's summaries.
+    pub summarizers: SummarizersFactory,
+    /// The window when the model's is not known.
+    pub window: Option<u32>,
+    /// Record only; never change a request.
+    pub observe: bool,
+}
+
+/// A request made ready for the upstream.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The body to send, or `None` to send the client's bytes unchanged
+    /// (nothing of the view differs from what the client sent).
+    pub body: Option<Vec<u8>>,
+    /// The conversation it was recorded in.
+    pub conversation: String,
+    /// Estimated tokens of the conversation as the client sent it.
+    pub tokens_before: usize,
+    /// Estimated tokens of what goes upstream.
+    pub tokens_after: usize,
+    /// Compactions this request recorded.
+    pub compactions: usize,
+    /// How the request's history related to the log.
+    pub history: History,
+    /// Where the answer is recorded, when it continues the log.
+    pub answer: Option<AnswerSlot>,
+}
+
+/// How a request's history related to the stored log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum History {
+    /// A conversation was created for it.
+    New,
+    /// It continued the log (`added` records were new).
+    Continued {
+        /// Records appended.
+        added: usize,
+    },
+    /// It was an earlier state of the log (a retry): nothing appended.
+    Earlier,
+    /// It diverged: a new conversation was made from it, naming the old.
+    Forked,
+}
+
+/// Where an answer goes: appended only if the log is still as this
+/// request left it (a retried request's answer does not double the log).
+#[derive(Debug, Clone)]
+pub struct AnswerSlot {
+    conversation: String,
+    len: usize,
+    /// The request's shape.
+    pub shape: Shape,
+    /// The request's model.
+    pub model: String,
+}
+
+/// Why a request could not be prepared (the server fails open on it).
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The body is not the shape's request.
+    #[error("the request body could not be read: {0}")]
+    Body(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] ctxfold_store::StoreError),
+    /// Compaction failed.
+    #[error(transparent)]
+    Compact(#[from] ctxfold_compactor::CompactError),
+}
+
+struct Session {
+    conv: Conversation<'static>,
+    dir: PathBuf,
+    events: PathBuf,
+    /// Size of the events file when this process last read or wrote it:
+    /// another size means another process (a `compact --reset`) wrote.
+    seen: u64,
+}
+
+impl Session {
+    fn open(dir: PathBuf) -> Result<Session, ctxfold_store::StoreError> {
+        let store = EventLog::new(&dir);
+        let events = store.path();
+        let loaded = store.load()?;
+        for w in &loaded.warnings {
+            tracing::warn!("{w}");
+        }
+        let seen = file_len(&events);
+        Ok(Session {
+            conv: Conversation::owning(Log::from_records(loaded.records), Box::new(store)),
+            dir,
+            events,
+            seen,
+        })
+    }
+
+    /// Read the log again if another process wrote to it.
+    fn refresh(&mut self) -> Result<(), ctxfold_store::StoreError> {
+        if file_len(&self.events) != self.seen {
+            *self = Session::open(self.dir.clone())?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, records: Vec<Record>) -> Result<(), ctxfold_store::StoreError> {
+        self.conv.append(records)?;
+        self.seen = file_len(&self.events);
+        Ok(())
+    }
+}
+
+fn file_len(p: &std::path::Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+/// The proxy's conversations.
+pub struct Book {
+    ws: Workspace,
+    compaction: Compaction,
+    /// Key → its conversations, the one used last first. Each key's lock
+    /// serializes its requests' preparation.
+    keys: Mutex<HashMap<String, Arc<Mutex<Vec<String>>>>>,
+    sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
+    /// Conversations that could no longer be read.
+    gone: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Book {
+    /// The conversations of `ws`, indexed by the keys the proxy recorded.
+    pub fn open(ws: Workspace, compaction: Compaction) -> Result<Book, ctxfold_store::StoreError> {
+        let mut keys: HashMap<String, Arc<Mutex<Vec<String>>>> = HashMap::new();
+        // Oldest first: a later conversation of a key (a fork) goes first.
+        for c in ws.list()?.conversations {
+            if let Some(k) = c
+                .meta
+                .extras
+                .get(META_KEY)
+                .and_then(|p| p.get("key"))
+                .and_then(Value::as_str)
+            {
+                let ids = keys.entry(k.to_owned()).or_default();
+                lock(ids).insert(0, c.meta.id.clone());
+            }
+        }
+        Ok(Book {
+            ws,
+            compaction,
+            keys: Mutex::new(keys),
+            sessions: Mutex::new(HashMap::new()),
+            gone: Mutex::default(),
+        })
+    }
+
+    fn slot(&self, key: &str) -> Arc<Mutex<Vec<String>>> {
+        lock(&self.keys).entry(key.to_owned()).or_default().clone()
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Mutex<Session>>, ctxfold_store::StoreError> {
+        if let Some(s) = lock(&self.sessions).get(id) {
+            return Ok(s.clone());
+        }
+        let c = self.ws.get(id)?;
+        let s = Arc::new(Mutex::new(Session::open(c.dir)?));
+        Ok(lock(&self.sessions)
+            .entry(id.to_owned())
+            .or_insert(s)
+            .clone())
+    }
+
+    /// A conversation of a key that can no longer be read (removed with
+    /// `c rm`, its folder broken) is forgotten: the key's requests go on
+    /// in the others, or in a new one.
+    fn forget(&self, id: &str, e: &ctxfold_store::StoreError) {
+        tracing::warn!("conversation {id} can no longer be read ({e}); the proxy stops using it");
+        lock(&self.sessions).remove(id);
+        lock(&self.gone).insert(id.to_owned());
+    }
+
+    /// Record `body`'s history and make the body the upstream gets.
+    pub fn prepare(
+        &self,
+        shape: Shape,
+        body: &Value,
+        header_key: Option<&str>,
+    ) -> Result<Prepared, PrepareError> {
+        let transcript = shape.read(body).map_err(PrepareError::Body)?;
+        let client = transcript.records;
+        let model = model(body).to_owned();
+        let key = match header_key {
+            Some(k) => format!("header:{k}"),
+            None => fingerprint(shape, body, &client),
+        };
+        let slot = self.slot(&key);
+        // Held to the end: one request of a key at a time.
+        let mut named = lock(&slot);
+        let (id, history, new_turn) = if named.is_empty() {
+            (
+                self.create(shape, &key, &model, &client, None)?,
+                History::New,
+                true,
+            )
+        } else {
+            self.continue_or_fork(shape, &key, &model, &client, &named)?
+        };
+        // The conversation used goes first; those that can no longer be
+        // read go.
+        let gone = lock(&self.gone);
+        named.retain(|x| *x != id && !gone.contains(x));
+        drop(gone);
+        named.insert(0, id.clone());
+        self.finish(
+            shape,
+            &id,
+            history,
+            body,
+            &transcript.extras,
+            &client,
+            &model,
+            new_turn,
+        )
+    }
+
+    /// Append what is new in `client` to conversation `id`, or record it
+    /// as a new conversation when it diverges. Returns the conversation,
+    /// what happened, and whether a user message was added (a new turn).
+    fn continue_or_fork(
+        &self,
+        shape: Shape,
+        key: &str,
+        model: &str,
+        client: &[Record],
+        ids: &[String],
+    ) -> Result<(String, History, bool), PrepareError> {
+        // The key's conversations, newest first: two clients sharing a
+        // key each find their own again instead of forking every time.
+        let mut from = None;
+        for id in ids.iter().take(MAX_FORKS_TRIED) {
+            let session = match self.session(id) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.forget(id, &e);
+                    continue;
+                }
+            };
+            let mut s = lock(&session);
+            if let Err(e) = s.refresh() {
+                drop(s);
+                self.forget(id, &e);
+                continue;
+            }
+            from.get_or_insert(id);
+            match align(s.conv.log().records(), client) {
+                Alignment::Extends { tail, .. } => {
+                    let new = stamp(&client[tail..]);
+                    let added = new.len();
+                    let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
+                    s.append(new)?;
+                    return Ok((id.clone(), History::Continued { added }, user));
+                }
+                Alignment::Earlier { .. } => return Ok((id.clone(), History::Earlier, false)),
+                Alignment::Diverges { .. } => {}
+            }
+        }
+        let Some(from) = from else {
+            // None of them can be read: start afresh.
+            let new = self.create(shape, key, model, client, None)?;
+            return Ok((new, History::New, true));
+        };
+        tracing::info!(
+            "conversation {from}: the request's history differs from the log; recording it as a new conversation"
+        );
+        let new = self.create(shape, key, model, client, Some(from))?;
+        Ok((new, History::Forked, true))
+    }
+
+    /// Compact (unless the request is an earlier state), render, and say
+    /// where the answer goes.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        shape: Shape,
+        id: &str,
+        history: History,
+        body: &Value,
+        extras: &Object,
+        client: &[Record],
+        model: &str,
+        new_turn: bool,
+    ) -> Result<Prepared, PrepareError> {
+        let session = self.session(id)?;
+        let mut s = lock(&session);
+        let mut compactions = 0;
+        if history != History::Earlier && !self.compaction.observe {
+            compactions = self.compact(&mut s, model, body, new_turn)?;
+        }
+        let stored = s.conv.log().records();
+        let est = Heuristic::default();
+        let pairs = match align(stored, client) {
+            Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
+            Alignment::Diverges { at } => {
+                // The log was just made from, or extended with, this
+                // history: another process must have changed it since.
+                // Send the client's request as it is.
+                tracing::warn!(
+                    "conversation {id} changed under the request (at record {at}); sending it unchanged"
+                );
+                let t = client.iter().map(|r| est.record_tokens(r)).sum();
+                return Ok(Prepared {
+                    body: None,
+                    conversation: id.to_owned(),
+                    tokens_before: t,
+                    tokens_after: t,
+                    compactions,
+                    history,
+                    answer: None,
+                });
+            }
+        };
+        let r = if history == History::Earlier {
+            render(shape, stored, client, &pairs, true, &[], extras)
+        } else {
+            render_stored(shape, s.conv.log(), client, &pairs, extras)
+        };
+        let (body, tokens_before, tokens_after) = if self.compaction.observe {
+            (None, r.before, r.before)
+        } else {
+            (r.body, r.before, r.after)
+        };
+        let answer = (history != History::Earlier).then(|| AnswerSlot {
+            conversation: id.to_owned(),
+            len: s.conv.log().len(),
+            shape,
+            model: model.to_owned(),
+        });
+        Ok(Prepared {
+            body,
+            conversation: id.to_owned(),
+            tokens_before,
+            tokens_after,
+            compactions,
+            history,
+            answer,
+        })
+    }
+
+    fn compact(
+        &self,
+        s: &mut Session,
+        model: &str,
+        body: &Value,
+        new_turn: bool,
+    ) -> Result<usize, PrepareError> {
+        let c = &self.compaction;
+        if !c.policy.enabled {
+            return Ok(0);
+        }
+        let window = c.window.or_else(|| ctxfold_tokens::context_window(model));
+        let Some(window) = window else {
+            tracing::debug!("the window of `{model}` is not known: no automatic compaction");
+            return Ok(0);
+        };
+        let compactor = BasicCompactor::new(
+            c.policy.clone(),
+            c.hints.clone(),
+            Box::new(Heuristic::default()),
+            (c.summarizers)(),
+        );
+        let est = Heuristic::default();
+        // Tool definitions and parameters travel with every request.
+        let extra_tokens = body
+            .get("tools")
+            .map_or(0, |t| est.count_text(&t.to_string()));
+        let mut ctx = Context::new(Moment::BetweenTurns, Some(window));
+        ctx.extra_tokens = extra_tokens;
+        ctx.now = Some(jiff::Timestamp::now());
+        let mut n = 0;
+        if new_turn {
+            s.conv.begin_turn();
+            let o = compactor.compact_if_needed(&mut s.conv, &ctx)?;
+            n += o.committed.len();
+            note(&o.status);
+        }
+        ctx.moment = Moment::BeforeStep;
+        let o = compactor.compact_if_needed(&mut s.conv, &ctx)?;
+        n += o.committed.len();
+        note(&o.status);
+        s.seen = file_len(&s.events);
+        Ok(n)
+    }
+
+    fn create(
+        &self,
+        shape: Shape,
+        key: &str,
+        model: &str,
+        client: &[Record],
+        forked_from: Option<&str>,
+    ) -> Result<String, PrepareError> {
+        let title = client.iter().find_map(|r| match &r.body {
+            Body::User { content, .. } => Some(title_of(content)),
+            _ => None,
+        });
+        let mut meta = json!({"key": key, "shape": shape.name(), "model": model});
+        if let Some(f) = forked_from {
+            meta["forked_from"] = json!(f);
+        }
+        let mut extras = Object::new();
+        extras.insert(META_KEY.into(), meta);
+        let c = self.ws.create(title, None, extras, stamp(client))?;
+        Ok(c.meta.id)
+    }
+
+    /// The body the upstream would get for `body`, recording nothing and
+    /// compacting nothing (for `count_tokens`): the view of the stored
+    /// conversation with what is new in the request at its end. `None`:
+    /// the request's own body (no conversation, or nothing folded).
+    pub fn preview(
+        &self,
+        shape: Shape,
+        body: &Value,
+        header_key: Option<&str>,
+    ) -> Result<Option<Vec<u8>>, PrepareError> {
+        let transcript = shape.read(body).map_err(PrepareError::Body)?;
+        let client = transcript.records;
+        let key = match header_key {
+            Some(k) => format!("header:{k}"),
+            None => fingerprint(shape, body, &client),
+        };
+        let ids = lock(&self.slot(&key)).clone();
+        for id in ids.iter().take(MAX_FORKS_TRIED) {
+            let session = self.session(id)?;
+            let mut s = lock(&session);
+            s.refresh()?;
+            let stored = s.conv.log().records();
+            let r = match align(stored, &client) {
+                Alignment::Extends { pairs, tail } => render(
+                    shape,
+                    stored,
+                    &client,
+                    &pairs,
+                    false,
+                    &client[tail..],
+                    &transcript.extras,
+                ),
+                Alignment::Earlier { pairs } => render(
+                    shape,
+                    stored,
+                    &client,
+                    &pairs,
+                    true,
+                    &[],
+                    &transcript.extras,
+                ),
+                Alignment::Diverges { .. } => continue,
+            };
+            return Ok(r.body);
+        }
+        Ok(None)
+    }
+
+    /// Record an answer where `slot` says, if the log is still as its
+    /// request left it. Returns whether it was recorded.
+    pub fn record_answer(
+        &self,
+        slot: &AnswerSlot,
+        records: Vec<Record>,
+    ) -> Result<bool, PrepareError> {
+        let session = self.session(&slot.conversation)?;
+        let mut s = lock(&session);
+        s.refresh()?;
+        if s.conv.log().len() != slot.len || records.is_empty() {
+            return Ok(false);
+        }
+        s.append(stamp(&records))?;
+        Ok(true)
+    }
+}
+
+fn note(status: &Status) {
+    match status {
+        Status::Failed { error } => tracing::warn!("automatic compaction failed: {error}"),
+        Status::Compacted | Status::StillOver { .. } => {
+            tracing::info!("automatic compaction: {status:?}")
+        }
+        other => tracing::debug!("automatic compaction: {other:?}"),
+    }
+}
+
+/// The log the view is projected from: the stored log (its overlays and
+/// turn starts) with each compared record replaced by the client's copy,
+/// so what is not folded goes upstream exactly as the client sent it.
+/// Returns it and the client's leading system records, which go first.
+fn view_log(
+    stored: &[Record],
+    client: &[Record],
+    pairs: &[(usize, usize)],
+    earlier: bool,
+    tail: &[Record],
+) -> (Log, Vec<Record>) {
+    let mut of = vec![None; stored.len()];
+    for &(si, cj) in pairs {
+        of[si] = Some(cj);
+    }
+    let first_pair = pairs.first().map_or(stored.len(), |p| p.0);
+    let end = if earlier {
+        pairs.last().map_or(0, |p| p.0 + 1)
+    } else {
+        stored.len()
+    };
+    let mut out = Vec::with_capacity(end);
+    for (i, r) in stored[..end].iter().enumerate() {
+        match of[i] {
+            Some(cj) => {
+                let mut c = client[cj].clone();
+                c.seq = r.seq;
+                c.ts = r.ts.clone();
+                out.push(c);
+            }
+            // The stored head's system prompt gives way to the client's.
+            None if matches!(r.body, Body::System { .. }) && i < first_pair => {}
+            // Reasoning the client did not send back is not sent for it.
+            None if matches!(r.body, Body::Reasoning { .. }) => {}
+            None => out.push(r.clone()),
+        }
+    }
+    let next = out.last().map_or(0, |r| r.seq + 1);
+    for (r, seq) in tail.iter().zip(next..) {
+        let mut r = r.clone();
+        r.seq = seq;
+        out.push(r);
+    }
+    let head = client
+        .iter()
+        .take_while(|r| !r.body.is_model_visible() || matches!(r.body, Body::System { .. }))
+        .filter(|r| matches!(r.body, Body::System { .. }))
+        .cloned()
+        .collect();
+    (Log::from_records(out), head)
+}
+
+/// A request body rendered from a view.
+struct Rendered {
+    /// The body, or `None` when no compaction is in force (the client's
+    /// bytes go on).
+    body: Option<Vec<u8>>,
+    /// Estimated tokens of the client's conversation.
+    before: usize,
+    /// Estimated tokens of the view.
+    after: usize,
+}
+
+/// Render the view of `stored` (with `tail`, records not stored yet, at
+/// its end) in the client's shape: see [`view_log`].
+fn render(
+    shape: Shape,
+    stored: &[Record],
+    client: &[Record],
+    pairs: &[(usize, usize)],
+    earlier: bool,
+    tail: &[Record],
+    extras: &Object,
+) -> Rendered {
+    let est = Heuristic::default();
+    let before = client.iter().map(|r| est.record_tokens(r)).sum();
+    let (synthetic, head) = view_log(stored, client, pairs, earlier, tail);
+    let view = project(&synthetic);
+    if view.active.is_empty() {
+        return Rendered {
+            body: None,
+            before,
+            after: before,
+        };
+    }
+    let after = view.items.iter().map(|i| est.item_tokens(i)).sum::<usize>()
+        + head.iter().map(|r| est.record_tokens(r)).sum::<usize>();
+    let mut records: Vec<Record> = head;
+    records.extend(ctxfold_core::materialize::materialize(&synthetic, &view));
+    let out = shape.write(&records, extras);
+    Rendered {
+        body: Some(serde_json::to_vec(&out).expect("a JSON value serializes")),
+        before,
+        after,
+    }
+}
+
+/// [`render`] for a request the log holds whole (the common case): the
+/// stored log is projected as it is, so what the log caches (the
+/// diagnostics of stripped results) serves every request, and each item
+/// takes the client's copy of its record (its wire fields) with the view's
+/// body.
+fn render_stored(
+    shape: Shape,
+    log: &Log,
+    client: &[Record],
+    pairs: &[(usize, usize)],
+    extras: &Object,
+) -> Rendered {
+    let est = Heuristic::default();
+    let before = client.iter().map(|r| est.record_tokens(r)).sum();
+    let view = project(log);
+    if view.active.is_empty() {
+        return Rendered {
+            body: None,
+            before,
+            after: before,
+        };
+    }
+    let stored = log.records();
+    let mut of = vec![None; stored.len()];
+    for &(si, cj) in pairs {
+        of[si] = Some(cj);
+    }
+    let first_pair = pairs.first().map_or(stored.len(), |p| p.0);
+    let head: Vec<Record> = client
+        .iter()
+        .take_while(|r| !r.body.is_model_visible() || matches!(r.body, Body::System { .. }))
+        .filter(|r| matches!(r.body, Body::System { .. }))
+        .cloned()
+        .collect();
+    let mut after = head.iter().map(|r| est.record_tokens(r)).sum::<usize>();
+    let mut records = head;
+    for item in &view.items {
+        after += est.item_tokens(item);
+        match *item {
+            Item::Event { index, record } => match of[index] {
+                Some(cj) => records.push(client[cj].clone()),
+                // A system message after the head, as it was appended.
+                None if matches!(record.body, Body::System { .. }) && index > first_pair => {
+                    records.push(record.clone())
+                }
+                // Not sent by the client (reasoning it dropped, the head's
+                // system prompt, which the client's replaces).
+                None => {}
+            },
+            Item::StrippedCall { index, .. } | Item::StrippedResult { index, .. } => {
+                let (Some(cj), Some(r)) = (of[index], item_record(item)) else {
+                    continue;
+                };
+                let c = &client[cj];
+                records.push(Record {
+                    seq: r.seq,
+                    ts: r.ts,
+                    body: r.body,
+                    metadata: c.metadata.clone(),
+                    extra: c.extra.clone(),
+                });
+            }
+            Item::Summary { turns, text, .. } => {
+                records.push(Record::new(
+                    0,
+                    "",
+                    Body::User {
+                        content: summary_preamble(turns),
+                        author: Some("ctxfold".into()),
+                    },
+                ));
+                records.push(Record::new(
+                    0,
+                    "",
+                    Body::Assistant {
+                        content: text.to_owned(),
+                    },
+                ));
+            }
+            Item::Preamble => records.push(Record::new(
+                0,
+                "",
+                Body::User {
+                    content: PREAMBLE.into(),
+                    author: Some("ctxfold".into()),
+                },
+            )),
+        }
+    }
+    let out = shape.write(&records, extras);
+    Rendered {
+        body: Some(serde_json::to_vec(&out).expect("a JSON value serializes")),
+        before,
+        after,
+    }
+}
+
+/// Records as the log keeps them: stamped now.
+fn stamp(records: &[Record]) -> Vec<Record> {
+    let ts = ctxfold_store::now();
+    records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.ts = ts.clone();
+            r
+        })
+        .collect()
+}
+
+fn title_of(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let t: String = line.trim().chars().take(60).collect();
+    if t.len() < line.trim().len() {
+        format!("{t}…")
+    } else {
+        t
+    }
+}
+
+/// The stable head of a request: its shape, system prompt, tool names and
+/// first user message.
+fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
+    let mut h = Sha256::new();
+    h.update(shape.name());
+    for r in client {
+        match &r.body {
+            Body::System { content } => {
+                h.update([0]);
+                h.update(content);
+            }
+            Body::User { content, .. } => {
+                h.update([1]);
+                h.update(content);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let mut tools: Vec<&str> = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            t.get("name")
+                .or_else(|| t.get("function").and_then(|f| f.get("name")))
+                .and_then(Value::as_str)
+        })
+        .collect();
+    tools.sort_unstable();
+    for t in tools {
+        h.update([2]);
+        h.update(t);
+    }
+    let d = h.finalize();
+    let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("head:{hex}")
+}
+
+/// Lock, taking over a lock a panicking thread left: the data behind it
+/// is a cache the next request checks against the store.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

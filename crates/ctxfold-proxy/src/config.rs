@@ -1,0 +1,257 @@
+//! `[proxy]`: where the proxy listens, where it forwards, and how it fails.
+//!
+//! ```toml
+//! [proxy]
+//! listen = "127.0.0.1:7440"          # the default
+//! openai = "https://api.openai.com"  # upstream of /v1/chat/completions, /v1/responses
+//! anthropic = "https://api.anthropic.com"  # upstream of /v1/messages
+//! on_error = "pass"                  # or "reject"
+//! max_body_bytes = 33554432          # larger requests get 413
+//! connect_timeout_secs = 10
+//! timeout_secs = 600                 # a whole upstream exchange, stream included
+//! token = "…"                        # required to listen beyond loopback
+//! window = 200000                    # every model's window (default: the model's own, from the table)
+//! ```
+//!
+//! Upstreams come from here only: nothing in a request can name another
+//! host, so the proxy is never an open proxy.
+
+use std::net::SocketAddr;
+
+use ctxfold_config::SectionProblem;
+
+/// The default listening address: loopback, a fixed port.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7440";
+/// OpenAI's public API.
+pub const OPENAI: &str = "https://api.openai.com";
+/// Anthropic's public API.
+pub const ANTHROPIC: &str = "https://api.anthropic.com";
+/// Largest request body accepted by default: 32 MiB (a 200k-token
+/// conversation is under 1 MB; images make it larger).
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// What the proxy does when it cannot parse, store or compact a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Send the original request upstream unchanged (counted and logged).
+    Pass,
+    /// Answer 502 with what went wrong.
+    Reject,
+}
+
+/// `[proxy]`, resolved.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Base URL of the OpenAI-shaped upstream (no trailing `/v1`).
+    pub openai: String,
+    /// Base URL of the Anthropic-shaped upstream.
+    pub anthropic: String,
+    /// Failure handling.
+    pub on_error: OnError,
+    /// Request body limit in bytes.
+    pub max_body_bytes: usize,
+    /// Connecting to an upstream.
+    pub connect_timeout: std::time::Duration,
+    /// A whole upstream exchange.
+    pub timeout: std::time::Duration,
+    /// The client token (`x-ctxfold-token`), required beyond loopback.
+    pub token: Option<String>,
+    /// The window of every request's model; `None`: the model's own, from
+    /// the table (a model not in it is not compacted automatically).
+    pub window: Option<u32>,
+    /// Record and report, never change a request.
+    pub observe: bool,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            listen: DEFAULT_LISTEN.parse().expect("a valid address"),
+            openai: OPENAI.into(),
+            anthropic: ANTHROPIC.into(),
+            on_error: OnError::Pass,
+            max_body_bytes: MAX_BODY_BYTES,
+            connect_timeout: std::time::Duration::from_secs(10),
+            timeout: std::time::Duration::from_secs(600),
+            token: None,
+            window: None,
+            observe: false,
+        }
+    }
+}
+
+/// The keys of `[proxy]`.
+const KEYS: &[&str] = &[
+    "listen",
+    "openai",
+    "anthropic",
+    "on_error",
+    "max_body_bytes",
+    "connect_timeout_secs",
+    "timeout_secs",
+    "token",
+    "window",
+];
+
+fn invalid(key: &str, expected: &str) -> SectionProblem {
+    SectionProblem::Invalid {
+        key: vec![key.to_owned()],
+        expected: expected.to_owned(),
+    }
+}
+
+fn url(key: &str, v: &toml::Value) -> Result<String, SectionProblem> {
+    let expected = "an http:// or https:// base URL, such as https://api.openai.com";
+    let s = v.as_str().ok_or_else(|| invalid(key, expected))?;
+    if !(s.starts_with("http://") || s.starts_with("https://")) || s.contains('?') {
+        return Err(invalid(key, expected));
+    }
+    Ok(s.trim_end_matches('/').to_owned())
+}
+
+fn positive(key: &str, v: &toml::Value, what: &str) -> Result<u64, SectionProblem> {
+    v.as_integer()
+        .filter(|&n| n > 0)
+        .map(|n| n as u64)
+        .ok_or_else(|| invalid(key, what))
+}
+
+/// Check `[proxy]` as one config layer sets it (a `SectionCheck`).
+pub fn check(v: &toml::Value) -> Result<(), SectionProblem> {
+    ProxyConfig::default().apply(v).map(|_| ())
+}
+
+impl ProxyConfig {
+    /// These settings with `[proxy]` (`v`) applied over them.
+    pub fn apply(mut self, v: &toml::Value) -> Result<Self, SectionProblem> {
+        let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
+            key: vec![],
+            expected: "a table ([proxy])".into(),
+        })?;
+        for (k, v) in t {
+            match k.as_str() {
+                "listen" => {
+                    let expected = "an address and port, such as 127.0.0.1:7440";
+                    self.listen = v
+                        .as_str()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| invalid(k, expected))?;
+                }
+                "openai" => self.openai = url(k, v)?,
+                "anthropic" => self.anthropic = url(k, v)?,
+                "on_error" => {
+                    self.on_error = match v.as_str() {
+                        Some("pass") => OnError::Pass,
+                        Some("reject") => OnError::Reject,
+                        _ => {
+                            return Err(invalid(
+                                k,
+                                "\"pass\" (send the request on unchanged) or \"reject\" (answer 502)",
+                            ));
+                        }
+                    }
+                }
+                "max_body_bytes" => {
+                    self.max_body_bytes = positive(k, v, "a number of bytes, at least 1")? as usize;
+                }
+                "connect_timeout_secs" => {
+                    self.connect_timeout = std::time::Duration::from_secs(positive(
+                        k,
+                        v,
+                        "a number of seconds, at least 1",
+                    )?);
+                }
+                "timeout_secs" => {
+                    self.timeout = std::time::Duration::from_secs(positive(
+                        k,
+                        v,
+                        "a number of seconds, at least 1",
+                    )?);
+                }
+                "token" => {
+                    let s = v
+                        .as_str()
+                        .filter(|s| s.len() >= 16)
+                        .ok_or_else(|| invalid(k, "a string of at least 16 characters"))?;
+                    self.token = Some(s.to_owned());
+                }
+                "window" => {
+                    let n = positive(k, v, "a number of tokens, at least 1")?;
+                    self.window = Some(
+                        u32::try_from(n)
+                            .map_err(|_| invalid(k, "a number of tokens under 2^32"))?,
+                    );
+                }
+                _ => {
+                    return Err(SectionProblem::UnknownKey {
+                        key: vec![k.clone()],
+                        expected: KEYS.to_vec(),
+                    });
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// Refuse to listen beyond loopback without a client token: anyone who
+    /// can reach the port could otherwise spend the keys the agents send.
+    pub fn check_listen(&self) -> Result<(), String> {
+        if !self.listen.ip().is_loopback() && self.token.is_none() {
+            return Err(format!(
+                "refusing to listen on {} without a client token: set [proxy] token (clients send it as x-ctxfold-token), or listen on 127.0.0.1",
+                self.listen
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(text: &str) -> Result<ProxyConfig, SectionProblem> {
+        let v: toml::Value = toml::from_str(text).unwrap();
+        ProxyConfig::default().apply(&v)
+    }
+
+    #[test]
+    fn keys_are_read_and_checked() {
+        let c = apply(
+            "listen = \"0.0.0.0:9000\"\nopenai = \"http://127.0.0.1:1/\"\non_error = \"reject\"\nwindow = 1000\ntoken = \"0123456789abcdef\"",
+        )
+        .unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.openai, "http://127.0.0.1:1");
+        assert_eq!(c.on_error, OnError::Reject);
+        assert_eq!(c.window, Some(1000));
+        assert!(c.check_listen().is_ok());
+        for bad in [
+            "listen = \"here\"",
+            "openai = \"ftp://x\"",
+            "on_error = \"maybe\"",
+            "window = 0",
+            "token = \"short\"",
+            "max_body_bytes = -1",
+        ] {
+            assert!(
+                matches!(apply(bad), Err(SectionProblem::Invalid { .. })),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            apply("upstream = \"x\""),
+            Err(SectionProblem::UnknownKey { .. })
+        ));
+    }
+
+    #[test]
+    fn beyond_loopback_needs_a_token() {
+        let c = apply("listen = \"0.0.0.0:9000\"").unwrap();
+        let e = c.check_listen().unwrap_err();
+        assert!(e.contains("without a client token"), "{e}");
+        assert!(ProxyConfig::default().check_listen().is_ok());
+    }
+}

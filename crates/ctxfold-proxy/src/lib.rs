@@ -1,0 +1,27 @@
+//! `ctxfold proxy`: an HTTP proxy speaking the provider APIs agents
+//! already use (SPEC §14). Each conversation it sees is recorded as an
+//! ordinary ctxfold conversation; the upstream gets the compacted view,
+//! rendered back into the client's own wire shape; the answer streams back
+//! untouched while a copy is recorded.
+//!
+//! - [`config`]: the `[proxy]` section.
+//! - [`reconcile`]: a request's history against the stored log (pure).
+//! - [`shape`]: the wire shapes, on `ctxfold-formats` and
+//!   `ctxfold-providers`.
+//! - [`book`]: finding, recording and compacting conversations
+//!   (synchronous, run on the blocking pool).
+//! - [`server`]: the async HTTP edge (axum on tokio, reqwest upstream).
+//! - [`metrics`]: what `/metrics` reports.
+
+#![warn(missing_docs)]
+
+pub mod book;
+pub mod config;
+pub mod metrics;
+pub mod reconcile;
+pub mod server;
+pub mod shape;
+
+pub use book::{Book, Compaction};
+pub use config::{OnError, ProxyConfig};
+pub use server::serve;

@@ -1,0 +1,136 @@
+//! What `GET /metrics` reports, in the Prometheus text format: requests by
+//! endpoint and outcome, upstream latency, compactions, estimated tokens
+//! before and after compaction, errors and fail-opens. No label ever holds
+//! anything from a request but the endpoint, so no key or content leaks.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// An endpoint label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Endpoint {
+    /// `chat_completions`, `messages`, `passthrough`, …
+    pub endpoint: String,
+}
+
+/// An endpoint and an HTTP status class label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Outcome {
+    /// The endpoint.
+    pub endpoint: String,
+    /// `2xx`, `4xx`, `5xx`, or `error` when no answer came.
+    pub status: String,
+}
+
+fn upstream_seconds() -> Histogram {
+    // 1 ms to about 65 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// The proxy's counters.
+pub struct Metrics {
+    registry: Registry,
+    /// Requests answered, by endpoint and status class.
+    pub requests: Family<Outcome, Counter>,
+    /// Time to the upstream's response head, by endpoint.
+    pub upstream: Family<Endpoint, Histogram, fn() -> Histogram>,
+    /// Compactions recorded.
+    pub compactions: Counter,
+    /// Estimated tokens of conversations as clients sent them.
+    pub tokens_before: Counter,
+    /// Estimated tokens of what went upstream.
+    pub tokens_after: Counter,
+    /// Requests sent upstream unchanged because preparing them failed.
+    pub fail_open: Family<Endpoint, Counter>,
+    /// Requests refused because preparing them failed (`on_error = "reject"`).
+    pub rejected: Family<Endpoint, Counter>,
+    /// Upstreams that could not be reached or broke off.
+    pub upstream_errors: Family<Endpoint, Counter>,
+    /// Answers recorded, and answers not recorded (log moved on, or the
+    /// answer could not be read).
+    pub answers: Family<Outcome, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("ctxfold_proxy");
+        let m = Metrics {
+            requests: Family::default(),
+            upstream: Family::new_with_constructor(upstream_seconds),
+            compactions: Counter::default(),
+            tokens_before: Counter::default(),
+            tokens_after: Counter::default(),
+            fail_open: Family::default(),
+            rejected: Family::default(),
+            upstream_errors: Family::default(),
+            answers: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register("requests", "Requests answered", m.requests.clone());
+        registry.register(
+            "upstream_seconds",
+            "Time to the upstream's response head",
+            m.upstream.clone(),
+        );
+        registry.register("compactions", "Compactions recorded", m.compactions.clone());
+        registry.register(
+            "tokens_before",
+            "Estimated tokens of conversations as clients sent them",
+            m.tokens_before.clone(),
+        );
+        registry.register(
+            "tokens_after",
+            "Estimated tokens of conversations as sent upstream",
+            m.tokens_after.clone(),
+        );
+        registry.register(
+            "fail_open",
+            "Requests sent upstream unchanged because ctxfold could not prepare them",
+            m.fail_open.clone(),
+        );
+        registry.register(
+            "rejected",
+            "Requests refused because ctxfold could not prepare them",
+            m.rejected.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Upstreams unreachable or broken off",
+            m.upstream_errors.clone(),
+        );
+        registry.register(
+            "answers",
+            "Answers recorded (status recorded) or not (skipped, unreadable)",
+            m.answers.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+}
+
+impl Metrics {
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String does not fail");
+        out
+    }
+}
+
+/// An endpoint label.
+pub fn endpoint(name: &str) -> Endpoint {
+    Endpoint {
+        endpoint: name.to_owned(),
+    }
+}
+
+/// An outcome label.
+pub fn outcome(name: &str, status: &str) -> Outcome {
+    Outcome {
+        endpoint: name.to_owned(),
+        status: status.to_owned(),
+    }
+}

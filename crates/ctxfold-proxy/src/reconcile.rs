@@ -1,0 +1,189 @@
+//! Reconciling the history a client sends with the log stored for it.
+//!
+//! A client always sends its whole raw history. Most requests repeat what
+//! the log holds and add a little (the answer the client got, a tool
+//! result, a new user message). Records are compared by what the model sees
+//! (their typed body), not by the wire's incidental fields: an answer the
+//! proxy recorded from the upstream's response matches the same answer as
+//! the client sends it back, with whatever fields its SDK adds.
+//!
+//! - System records are not compared: the client's current system prompt
+//!   is what goes upstream, and a changed one is not a different history.
+//! - Reasoning the log holds but the client did not send back (OpenAI chat
+//!   clients drop it) is skipped: it stays in the log as recorded.
+//! - Everything else must match in order. The first record that differs is
+//!   where the histories diverge.
+
+use ctxfold_core::{Body, Record};
+
+/// How a request's history relates to the stored log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Alignment {
+    /// The request holds the whole stored history, then `client[tail..]`
+    /// (possibly nothing) is new.
+    Extends {
+        /// Stored index paired with each compared client index.
+        pairs: Vec<(usize, usize)>,
+        /// First client record not in the log.
+        tail: usize,
+    },
+    /// The request is an earlier state of the log (a retried request, or a
+    /// client that went back): nothing is new, and the log goes on past
+    /// it.
+    Earlier {
+        /// Stored index paired with each compared client index.
+        pairs: Vec<(usize, usize)>,
+    },
+    /// The request's history differs from the log at client record `at`.
+    Diverges {
+        /// The first client record that differs.
+        at: usize,
+    },
+}
+
+/// Whether a record takes part in the comparison.
+fn compared(r: &Record) -> bool {
+    match &r.body {
+        Body::System { .. } => false,
+        // An assistant message of tool calls only may or may not carry an
+        // empty text, depending on the SDK.
+        Body::Assistant { content } => !content.is_empty(),
+        b => b.is_model_visible(),
+    }
+}
+
+/// Align `client` (a request's records) with `stored` (the log's).
+pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
+    let s: Vec<usize> = (0..stored.len())
+        .filter(|&i| compared(&stored[i]))
+        .collect();
+    let c: Vec<usize> = (0..client.len())
+        .filter(|&j| compared(&client[j]))
+        .collect();
+    let (mut i, mut j) = (0, 0);
+    let mut pairs = Vec::new();
+    while i < s.len() && j < c.len() {
+        let (a, b) = (&stored[s[i]], &client[c[j]]);
+        if a.body == b.body {
+            pairs.push((s[i], c[j]));
+            i += 1;
+            j += 1;
+        } else if matches!(a.body, Body::Reasoning { .. }) {
+            i += 1;
+        } else {
+            return Alignment::Diverges { at: c[j] };
+        }
+    }
+    // Stored reasoning after the last pair was not sent back either.
+    while i < s.len() && matches!(stored[s[i]].body, Body::Reasoning { .. }) {
+        i += 1;
+    }
+    if i < s.len() {
+        if j < c.len() {
+            return Alignment::Diverges { at: c[j] };
+        }
+        return Alignment::Earlier { pairs };
+    }
+    let tail = pairs.last().map_or(0, |&(_, cj)| cj + 1);
+    Alignment::Extends { pairs, tail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(t: &str) -> Body {
+        Body::User {
+            content: t.into(),
+            author: None,
+        }
+    }
+    fn text(t: &str) -> Body {
+        Body::Assistant { content: t.into() }
+    }
+    fn recs(bodies: Vec<Body>) -> Vec<Record> {
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| Record::new(i as u64, "", b))
+            .collect()
+    }
+
+    #[test]
+    fn a_request_that_adds_to_the_log_extends_it() {
+        let stored = recs(vec![Body::TurnStart, user("hi"), text("hello")]);
+        let mut client = stored.clone();
+        client.extend(recs(vec![Body::TurnStart, user("more")]));
+        assert_eq!(
+            align(&stored, &client),
+            Alignment::Extends {
+                pairs: vec![(1, 1), (2, 2)],
+                tail: 3
+            }
+        );
+        // The same history again: nothing new.
+        assert_eq!(
+            align(&stored, &stored),
+            Alignment::Extends {
+                pairs: vec![(1, 1), (2, 2)],
+                tail: 3
+            }
+        );
+        // An empty log takes everything.
+        assert_eq!(
+            align(&[], &client),
+            Alignment::Extends {
+                pairs: vec![],
+                tail: 0
+            }
+        );
+    }
+
+    #[test]
+    fn incidental_fields_and_dropped_reasoning_do_not_diverge() {
+        let mut stored = recs(vec![
+            user("hi"),
+            Body::Reasoning {
+                content: "think".into(),
+            },
+            text("hello"),
+        ]);
+        stored[2].metadata = Some(serde_json::from_value(json!({"usage": 3})).unwrap());
+        let mut client = recs(vec![
+            Body::System {
+                content: "be brief".into(),
+            },
+            user("hi"),
+            text("hello"),
+            user("and?"),
+        ]);
+        client[2].extra.insert("refusal".into(), json!(null));
+        assert_eq!(
+            align(&stored, &client),
+            Alignment::Extends {
+                pairs: vec![(0, 1), (2, 2)],
+                tail: 3
+            }
+        );
+    }
+
+    #[test]
+    fn a_retry_is_an_earlier_state_and_an_edit_diverges() {
+        let stored = recs(vec![user("hi"), text("hello"), user("more"), text("ok")]);
+        let retry = recs(vec![user("hi"), text("hello"), user("more")]);
+        assert_eq!(
+            align(&stored, &retry),
+            Alignment::Earlier {
+                pairs: vec![(0, 0), (1, 1), (2, 2)]
+            }
+        );
+        let edited = recs(vec![user("hi"), text("HELLO"), user("more")]);
+        assert_eq!(align(&stored, &edited), Alignment::Diverges { at: 1 });
+        let compacted_by_client = recs(vec![user("summary of it all"), user("more")]);
+        assert_eq!(
+            align(&stored, &compacted_by_client),
+            Alignment::Diverges { at: 0 }
+        );
+    }
+}

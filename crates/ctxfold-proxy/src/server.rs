@@ -1,0 +1,581 @@
+//! The HTTP edge: axum on tokio, reqwest to the upstream. Everything that
+//! touches the store or compacts runs on the blocking pool through
+//! [`Book`]; the answer's bytes go to the client as they arrive, and a copy
+//! goes to a blocking reader that records it once the stream has ended, so
+//! recording never holds the stream up.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::book::{AnswerSlot, Book, History, Prepared};
+use crate::config::{OnError, ProxyConfig};
+use crate::metrics::{Metrics, endpoint, outcome};
+use crate::shape::Shape;
+
+/// The header a client names its conversation with.
+pub const CONVERSATION_HEADER: &str = "x-ctxfold-conversation";
+/// The header a client sends the proxy's token in.
+pub const TOKEN_HEADER: &str = "x-ctxfold-token";
+
+/// What every request handler shares.
+pub struct Proxy {
+    /// The conversations.
+    pub book: Arc<Book>,
+    /// `[proxy]`.
+    pub config: ProxyConfig,
+    /// The counters.
+    pub metrics: Metrics,
+    client: reqwest::Client,
+}
+
+impl Proxy {
+    /// A proxy over `book` with `config`.
+    pub fn new(book: Book, config: ProxyConfig) -> Result<Proxy, String> {
+        // ring, as the rest of ctxfold's TLS uses; installing twice is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.timeout)
+            // Upstreams come from config; a redirect must not send a
+            // client's key elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("the HTTP client could not be set up: {e}"))?;
+        Ok(Proxy {
+            book: Arc::new(book),
+            config,
+            metrics: Metrics::default(),
+            client,
+        })
+    }
+}
+
+/// The routes, over `proxy`.
+pub fn router(proxy: Arc<Proxy>) -> Router {
+    let limit = proxy.config.max_body_bytes;
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/metrics", get(metrics))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .fallback(passthrough)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(proxy)
+}
+
+/// Serve `proxy` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    proxy: Arc<Proxy>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(proxy))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn metrics(State(p): State<Arc<Proxy>>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&p.config, &headers) {
+        return r;
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        p.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn chat_completions(
+    State(p): State<Arc<Proxy>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    compacting(p, Shape::Chat, "chat_completions", uri, headers, body).await
+}
+
+async fn messages(
+    State(p): State<Arc<Proxy>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    compacting(p, Shape::Messages, "messages", uri, headers, body).await
+}
+
+/// Anthropic's token count, for the body the upstream would get: the
+/// conversation's view with the request's new messages at its end.
+/// Nothing is recorded; a body ctxfold cannot read is counted as sent.
+async fn count_tokens(
+    State(p): State<Arc<Proxy>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = authorized(&p.config, &headers) {
+        return r;
+    }
+    let name = "count_tokens";
+    let key = headers
+        .get(CONVERSATION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let send = match serde_json::from_slice::<Value>(&body) {
+        Ok(value) if !p.config.observe => {
+            let book = p.book.clone();
+            let preview = tokio::task::spawn_blocking(move || {
+                book.preview(Shape::Messages, &value, key.as_deref())
+            })
+            .await;
+            match preview {
+                Ok(Ok(Some(b))) => Bytes::from(b),
+                Ok(Ok(None)) => body,
+                Ok(Err(e)) => {
+                    tracing::warn!("{name}: {e}");
+                    p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
+                    body
+                }
+                Err(e) => {
+                    tracing::warn!("{name}: {e}");
+                    p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
+                    body
+                }
+            }
+        }
+        _ => body,
+    };
+    let base = p.config.anthropic.clone();
+    match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
+        Ok(resp) => respond(&p, name, resp, None, HeaderMap::new()),
+        Err(r) => r,
+    }
+}
+
+/// Every other path: under `/v1/`, forwarded unchanged to the upstream the
+/// path (or the client's headers) belong to; anything else is not ours.
+async fn passthrough(
+    State(p): State<Arc<Proxy>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = authorized(&p.config, &headers) {
+        return r;
+    }
+    if !uri.path().starts_with("/v1/") {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "ctxfold proxy: no such path {}; the API is under /v1/ (and /healthz, /metrics)",
+                uri.path()
+            ),
+        );
+    }
+    let anthropic = uri.path().starts_with("/v1/messages")
+        || headers.contains_key("anthropic-version")
+        || headers.contains_key("x-api-key");
+    let base = if anthropic {
+        &p.config.anthropic
+    } else {
+        &p.config.openai
+    };
+    let name = "passthrough";
+    match forward(&p, name, method, base, &uri, &headers, body).await {
+        Ok(resp) => respond(&p, name, resp, None, HeaderMap::new()),
+        Err(r) => r,
+    }
+}
+
+async fn compacting(
+    p: Arc<Proxy>,
+    shape: Shape,
+    name: &'static str,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = authorized(&p.config, &headers) {
+        return r;
+    }
+    let base = match shape {
+        Shape::Chat => p.config.openai.clone(),
+        Shape::Messages => p.config.anthropic.clone(),
+    };
+    let key = headers
+        .get(CONVERSATION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let prepared = prepare(&p, shape, &body, key).await;
+    let (send, slot, extra) = match prepared {
+        Ok(prep) => {
+            p.metrics.compactions.inc_by(prep.compactions as u64);
+            p.metrics.tokens_before.inc_by(prep.tokens_before as u64);
+            p.metrics.tokens_after.inc_by(prep.tokens_after as u64);
+            let extra = ctxfold_headers(&prep);
+            let send = prep.body.map(Bytes::from).unwrap_or(body);
+            (send, prep.answer, extra)
+        }
+        Err(e) => {
+            tracing::warn!("{name}: {e}");
+            match p.config.on_error {
+                OnError::Pass => {
+                    p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
+                    (body, None, HeaderMap::new())
+                }
+                OnError::Reject => {
+                    p.metrics.rejected.get_or_create(&endpoint(name)).inc();
+                    return error(
+                        StatusCode::BAD_GATEWAY,
+                        &format!("ctxfold proxy could not prepare the request: {e}"),
+                    );
+                }
+            }
+        }
+    };
+    match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
+        Ok(resp) => respond(&p, name, resp, slot, extra),
+        Err(r) => r,
+    }
+}
+
+/// Parse and prepare on the blocking pool.
+async fn prepare(
+    p: &Arc<Proxy>,
+    shape: Shape,
+    body: &Bytes,
+    key: Option<String>,
+) -> Result<Prepared, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the request body is not JSON ({e})"))?;
+    let book = p.book.clone();
+    tokio::task::spawn_blocking(move || book.prepare(shape, &value, key.as_deref()))
+        .await
+        .map_err(|e| format!("preparing the request failed: {e}"))?
+        .map_err(|e| e.to_string())
+}
+
+fn ctxfold_headers(prep: &Prepared) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    let mut put = |k: &'static str, v: String| {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            h.insert(HeaderName::from_static(k), v);
+        }
+    };
+    put(CONVERSATION_HEADER, prep.conversation.clone());
+    put("x-ctxfold-tokens-before", prep.tokens_before.to_string());
+    put("x-ctxfold-tokens-after", prep.tokens_after.to_string());
+    put(
+        "x-ctxfold-history",
+        match prep.history {
+            History::New => "new",
+            History::Continued { .. } => "continued",
+            History::Earlier => "earlier",
+            History::Forked => "forked",
+        }
+        .into(),
+    );
+    h
+}
+
+/// Send the request on; an unreachable upstream is a 502 naming it.
+async fn forward(
+    p: &Proxy,
+    name: &str,
+    method: Method,
+    base: &str,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<reqwest::Response, Response> {
+    let path = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
+    let url = format!("{base}{path}");
+    let mut req = p.client.request(method, &url).body(body);
+    for (k, v) in headers {
+        if forwarded(k, headers) {
+            req = req.header(k, v);
+        }
+    }
+    let started = Instant::now();
+    match req.send().await {
+        Ok(resp) => {
+            p.metrics
+                .upstream
+                .get_or_create(&endpoint(name))
+                .observe(started.elapsed().as_secs_f64());
+            Ok(resp)
+        }
+        Err(e) => {
+            p.metrics
+                .upstream_errors
+                .get_or_create(&endpoint(name))
+                .inc();
+            p.metrics
+                .requests
+                .get_or_create(&outcome(name, "error"))
+                .inc();
+            // reqwest's message names the URL, never the headers.
+            tracing::warn!("{name}: upstream {base}: {e}");
+            Err(error(
+                StatusCode::BAD_GATEWAY,
+                &format!("ctxfold proxy: the upstream {base} could not be reached: {e}"),
+            ))
+        }
+    }
+}
+
+/// Whether a client's header goes upstream: not hop-by-hop (nor named in
+/// `Connection`), not the framing the client used, not ctxfold's own.
+/// `Accept-Encoding` is dropped so the answer comes uncompressed and its
+/// copy can be read.
+fn forwarded(k: &HeaderName, all: &HeaderMap) -> bool {
+    const DROPPED: &[&str] = &[
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    ];
+    let name = k.as_str();
+    if DROPPED.contains(&name) || name.starts_with("x-ctxfold-") {
+        return false;
+    }
+    !all.get_all(header::CONNECTION).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(name)))
+    })
+}
+
+/// The upstream's answer, streamed to the client as it comes; a copy goes
+/// to the recorder when the answer continues a conversation.
+fn respond(
+    p: &Arc<Proxy>,
+    name: &'static str,
+    resp: reqwest::Response,
+    slot: Option<AnswerSlot>,
+    extra: HeaderMap,
+) -> Response {
+    let status = resp.status();
+    let class = format!("{}xx", status.as_u16() / 100);
+    p.metrics
+        .requests
+        .get_or_create(&outcome(name, &class))
+        .inc();
+    let mut out = Response::builder().status(status.as_u16());
+    let stream_copy = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    for (k, v) in resp.headers() {
+        if forwarded(k, resp.headers()) || k == header::CONTENT_LENGTH {
+            out = out.header(k, v);
+        }
+    }
+    for (k, v) in &extra {
+        out = out.header(k, v);
+    }
+    let length = resp.content_length();
+    let upstream = resp.bytes_stream();
+    let body = match slot.filter(|_| status.is_success()) {
+        None => Body::from_stream(upstream),
+        Some(slot) => {
+            let (tx, rx) = mpsc::channel::<Chunk>();
+            let end = tx.clone();
+            let recorder = p.clone();
+            tokio::task::spawn_blocking(move || {
+                record(&recorder, name, slot, rx, stream_copy, length)
+            });
+            let teed = upstream
+                .map(move |r| {
+                    match &r {
+                        Ok(b) => {
+                            let _ = tx.send(Chunk::Data(b.clone()));
+                        }
+                        Err(e) => {
+                            tracing::info!("{name}: the upstream's answer broke off: {e}");
+                            let _ = tx.send(Chunk::Broken);
+                        }
+                    }
+                    Some(r)
+                })
+                .chain(futures_util::stream::once(async move {
+                    let _ = end.send(Chunk::End);
+                    None
+                }))
+                .filter_map(|r| async move { r });
+            Body::from_stream(teed)
+        }
+    };
+    out.body(body).unwrap_or_else(|e| {
+        error(
+            StatusCode::BAD_GATEWAY,
+            &format!("ctxfold proxy: the upstream's answer could not be passed on: {e}"),
+        )
+    })
+}
+
+/// A piece of an answer on its way to the recorder.
+enum Chunk {
+    Data(Bytes),
+    /// The upstream broke off.
+    Broken,
+    /// The whole answer went to the client.
+    End,
+}
+
+/// Reads the copy of an answer as the client receives it; ends (EOF) when
+/// the answer is whole, fails when it was cut short.
+struct Copy {
+    rx: mpsc::Receiver<Chunk>,
+    cur: Bytes,
+    whole: bool,
+    /// The answer's `Content-Length`, when it has one.
+    length: Option<u64>,
+    got: u64,
+}
+
+impl Read for Copy {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.cur.is_empty() {
+            if self.whole {
+                return Ok(0);
+            }
+            match self.rx.recv() {
+                Ok(Chunk::Data(b)) => {
+                    self.got += b.len() as u64;
+                    // With a length, the server stops reading the body at
+                    // its last byte: that is the end.
+                    self.whole |= self.length == Some(self.got);
+                    self.cur = b;
+                }
+                Ok(Chunk::End) => {
+                    self.whole = true;
+                    return Ok(0);
+                }
+                Ok(Chunk::Broken) | Err(_) => {
+                    return Err(std::io::Error::other(
+                        "the answer was cut short before it reached the client whole",
+                    ));
+                }
+            }
+        }
+        let n = buf.len().min(self.cur.len());
+        buf[..n].copy_from_slice(&self.cur[..n]);
+        self.cur = self.cur.slice(n..);
+        Ok(n)
+    }
+}
+
+/// Read the copy of an answer and record it where `slot` says.
+fn record(
+    p: &Proxy,
+    name: &str,
+    slot: AnswerSlot,
+    rx: mpsc::Receiver<Chunk>,
+    streamed: bool,
+    length: Option<u64>,
+) {
+    let mut copy = Copy {
+        rx,
+        cur: Bytes::new(),
+        whole: false,
+        length,
+        got: 0,
+    };
+    let ts = ctxfold_store::now();
+    let records = if streamed {
+        slot.shape
+            .streamed_answer(std::io::BufReader::new(&mut copy), &slot.model, &ts)
+    } else {
+        let mut text = Vec::new();
+        copy.read_to_end(&mut text)
+            .map_err(|e| e.to_string())
+            .and_then(|_| serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}")))
+            .and_then(|raw| slot.shape.answer(raw, &slot.model, &ts))
+    };
+    // Drain what is left so a half-read copy does not look cut short.
+    let whole =
+        copy.whole || { std::io::copy(&mut copy, &mut std::io::sink()).is_ok() && copy.whole };
+    let status = match records {
+        Ok(records) if whole => match p.book.record_answer(&slot, records) {
+            Ok(true) => "recorded",
+            Ok(false) => "skipped",
+            Err(e) => {
+                tracing::warn!("{name}: the answer could not be recorded: {e}");
+                "failed"
+            }
+        },
+        Ok(_) => "cut_short",
+        Err(e) => {
+            tracing::info!("{name}: the answer was not recorded: {e}");
+            "unreadable"
+        }
+    };
+    p.metrics
+        .answers
+        .get_or_create(&outcome(name, status))
+        .inc();
+}
+
+/// Check the client token, when one is configured.
+#[allow(clippy::result_large_err)]
+fn authorized(config: &ProxyConfig, headers: &HeaderMap) -> Result<(), Response> {
+    let Some(token) = &config.token else {
+        return Ok(());
+    };
+    let given = headers
+        .get(TOKEN_HEADER)
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    // Compare in time independent of where they differ.
+    let same = given.len() == token.len()
+        && given
+            .iter()
+            .zip(token.as_bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(())
+    } else {
+        Err(error(
+            StatusCode::UNAUTHORIZED,
+            &format!("ctxfold proxy: send the proxy's token in {TOKEN_HEADER}"),
+        ))
+    }
+}
+
+/// An error in the shape both APIs use.
+fn error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"type": "error", "error": {"type": "ctxfold_proxy_error", "message": message}})
+            .to_string(),
+    )
+        .into_response()
+}
