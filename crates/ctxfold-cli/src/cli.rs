@@ -306,8 +306,9 @@ pub struct RuleFlags {
     /// Turns kept at the end: a count, or a duration (30m).
     #[arg(long, value_name = "N")]
     pub keep_last: Option<String>,
-    /// In the turns kept, only the last N steps stay verbatim: older
-    /// closed steps of long turns are compacted too.
+    /// Of the turns kept, only the last N steps stay verbatim, counted
+    /// together from the end (not N per turn): their older closed steps
+    /// are compacted too, the user's messages stay.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub keep_steps: Option<u32>,
     /// First turn to compact: N, -N, a duration, or last-compaction.

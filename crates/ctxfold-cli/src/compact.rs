@@ -27,8 +27,8 @@ use crate::timeline;
 ///   use the built-in policies (strip reasoning and tools), and policy flags
 ///   alone the configured keep (`keep_first`/`keep_last` of the first
 ///   configured rule that has each, and `keep_steps`), else the built-in
-///   one (keep the first turn and the last three, and of long turns the
-///   last four steps);
+///   one (keep the first turn and the last three, and of those kept turns
+///   together only the last four steps);
 /// - each `-k SPEC` adds one rule; a bare `-k` adds the configured rules;
 /// - nothing at all applies the configured rules (or the built-in one).
 pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Result<Vec<Rule>> {
@@ -249,7 +249,8 @@ fn plan_context(settings: &Settings, note: Option<&str>) -> PlanContext {
     }
 }
 
-/// `ctxfold compact FILE`.
+/// `ctxfold compact FILE`. With the built-in rule alone and nothing it
+/// could fold, the old turns go to the digest instead ([`digest_fallback`]).
 pub fn compact_file(
     args: &CompactFileArgs,
     settings: &Settings,
@@ -288,6 +289,7 @@ pub fn compact_file(
     if dest == Path::new("-") && out_format == Format::Jp {
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
+    let mut fallback = None;
     let (plan, compactions, effects, after) = match &auto {
         Some(auto) => {
             let replay = auto.replay(&log, settings)?;
@@ -296,8 +298,16 @@ pub fn compact_file(
         None => {
             let journal = ctxfold_compactor::Memory;
             let mut conv = Conversation::new(log.clone(), &journal);
-            let run = run_rules(&mut conv, &rules, &ctx, settings, false)?;
-            (run.plan, run.compactions, run.effects, conv.into_log())
+            let mut run = run_rules(&mut conv, &rules, &ctx, settings, false)?;
+            let mut after = conv.into_log();
+            if run.compactions.is_empty()
+                && builtin_only(&args.rule, &rules)
+                && let Some((r, a)) = digest_fallback(&log, &ctx, settings)
+            {
+                (run, after) = (r, a);
+                fallback = Some(Fallback::Digest);
+            }
+            (run.plan, run.compactions, run.effects, after)
         }
     };
     // Nothing folded: the output is the input, record for record (no
@@ -319,6 +329,25 @@ pub fn compact_file(
     let mut json = json;
     if compactions.is_empty() {
         text.push_str("nothing was folded: the output holds the input unchanged\n");
+    }
+    if let Some(Fallback::Digest) = fallback {
+        let turns = compactions
+            .iter()
+            .map(|c| turn_span(c.from_turn, c.to_turn))
+            .collect::<Vec<_>>()
+            .join(", ");
+        text.push_str(&format!(
+            "the built-in rule had nothing mechanical to fold (no tool call or old reasoning to strip); {turns} summarized offline by the digest instead\n"
+        ));
+    }
+    if let Value::Object(m) = &mut json {
+        m.insert(
+            "fallback".into(),
+            match fallback {
+                Some(Fallback::Digest) => json!("digest"),
+                None => Value::Null,
+            },
+        );
     }
     if dest == Path::new("-") {
         let bytes = export_bytes(&transcript, out_format)?;
@@ -342,6 +371,83 @@ pub fn compact_file(
         );
     }
     out.emit(&json, || text)
+}
+
+/// What `ctxfold compact FILE` did instead of the rule in force.
+#[derive(Clone, Copy)]
+enum Fallback {
+    /// The built-in rule folded nothing: its old turns were summarized by
+    /// the offline digest.
+    Digest,
+}
+
+/// Whether the rules of `ctxfold compact FILE` are the built-in rule
+/// alone, the user having asked for none: no rule flag, no `-k`, and no
+/// configured rule other than it.
+fn builtin_only(flags: &RuleFlags, rules: &[Rule]) -> bool {
+    let asked = flags.keep_first.is_some()
+        || flags.keep_last.is_some()
+        || flags.keep_steps.is_some()
+        || flags.from.is_some()
+        || flags.to.is_some()
+        || flags.reasoning
+        || flags.tools.is_some()
+        || flags.summarize
+        || flags.summary_text.is_some()
+        || !flags.compact.is_empty();
+    !asked && rules == [Rule::builtin()]
+}
+
+/// When the built-in rule folded nothing (plain-text turns: no tool call,
+/// no old reasoning), the default `ctxfold compact FILE` would hand back a
+/// conversation as large as it came; so its old turns (outside keep first
+/// 1 and keep last 3) are summarized by the offline digest instead, as
+/// `-s --keep-first 1 --keep-last 3` does. `None` when there are no such
+/// turns, or the digest folds nothing either, cannot summarize them, or
+/// would not make the view smaller: then the report is the built-in
+/// rule's, as without the fallback.
+fn digest_fallback(log: &Log, ctx: &PlanContext, settings: &Settings) -> Option<(Run, Log)> {
+    let builtin = Rule::builtin();
+    let clock = ctxfold_core::bounds::Clock { now: ctx.now };
+    let (first, last) = (builtin.keep_first?, builtin.keep_last?);
+    let old_turns = match (first.first_not_kept(log), last.last_not_kept(log, clock)) {
+        (Ok(lo), Ok(hi)) => lo <= hi,
+        _ => false,
+    };
+    if !old_turns {
+        return None;
+    }
+    let rule = Rule {
+        keep_first: builtin.keep_first,
+        keep_last: builtin.keep_last,
+        summary: Some(SummaryRequest::Derive {
+            model: None,
+            instructions: None,
+        }),
+        ..Rule::default()
+    };
+    let journal = ctxfold_compactor::Memory;
+    let mut conv = Conversation::new(log.clone(), &journal);
+    let run = run_rules(&mut conv, &[rule], ctx, settings, false).ok()?;
+    let after = conv.into_log();
+    // The summary check compares the summary with its range; the view
+    // also gains the message that introduces it, so tiny turns could come
+    // out larger. The default never grows a conversation.
+    let tokens = |log: &Log| ctxfold_core::estimate::view_tokens(&project(log));
+    if run.compactions.is_empty() || tokens(&after) >= tokens(log) {
+        return None;
+    }
+    Some((run, after))
+}
+
+/// `turn N` or `turns N–M`, 1-based, from 0-based turns.
+fn turn_span(from: u32, to: u32) -> String {
+    let (a, b) = (u64::from(from) + 1, u64::from(to) + 1);
+    if a == b {
+        format!("turn {a}")
+    } else {
+        format!("turns {a}–{b}")
+    }
 }
 
 /// A one-file transcript exported to bytes.

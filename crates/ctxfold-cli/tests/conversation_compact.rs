@@ -220,10 +220,10 @@ fn nothing_to_compact_writes_nothing() {
     assert_eq!(records(&s, &id), n0);
 }
 
-/// The built-in rule folds the old closed steps of long turns, keeping the
-/// last four steps of each turn it keeps verbatim (`--keep-steps` says how
-/// many): a two-turn run shrinks, no tool call is parted from its result,
-/// and the newest steps are untouched.
+/// The built-in rule folds the old closed steps of the turns it keeps,
+/// keeping the last four steps of those turns together verbatim
+/// (`--keep-steps` says how many): a two-turn run shrinks, no tool call is
+/// parted from its result, and the newest steps are untouched.
 #[test]
 fn the_built_in_rule_folds_the_old_steps_of_long_turns() {
     let s = Scratch::new();
@@ -241,7 +241,7 @@ fn the_built_in_rule_folds_the_old_steps_of_long_turns() {
     let after = view_tokens(&s, &id);
     assert!(after < before, "{after} < {before}");
     // The view is valid (every call with its result), and the last four
-    // steps of each turn are as they were.
+    // steps of the conversation are as they were.
     let view = s.json(&["c", "print", &id, "--compacted"]);
     let items = view["items"].as_array().unwrap();
     let kinds: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();

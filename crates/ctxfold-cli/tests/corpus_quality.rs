@@ -1,9 +1,10 @@
 //! What compaction keeps, on the real corpus (issue 11, `docs/QUALITY.md`):
-//! for every conversation, `ctxfold compact FILE` with the built-in rule,
-//! and with the digest over the same ranges (`-s`), and the retention
-//! report each gives: files acted on, diagnostics, user requests of up to
-//! 2,000 characters kept word for word, and how much the folded turns
-//! shrink.
+//! for every conversation, `ctxfold compact FILE` by default (the built-in
+//! rule, or the digest where that folds nothing but there are older
+//! turns), and with the digest over the same ranges (`-s`), and the
+//! retention report each gives: files acted on, diagnostics, user requests
+//! of up to 2,000 characters kept word for word, and how much the folded
+//! turns shrink.
 //!
 //! `cargo test -p ctxfold --test corpus_quality -- --nocapture` prints the
 //! table `docs/QUALITY.md` holds.

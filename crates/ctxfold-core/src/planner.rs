@@ -33,10 +33,14 @@ pub struct Rule {
     pub keep_first: Option<Keep>,
     /// Turns kept at the end.
     pub keep_last: Option<Keep>,
-    /// In the turns `keep_first` and `keep_last` keep (within the bounds),
-    /// only the last this many steps stay verbatim: the closed steps before
-    /// them are compacted too, so a long turn (one request, dozens of tool
-    /// calls) shrinks as well. `None`: kept turns stay whole.
+    /// Of the turns `keep_first` and `keep_last` keep (within the bounds),
+    /// taken together, only the last this many steps stay verbatim,
+    /// counted from the end: the last kept turn keeps up to this many of
+    /// its newest steps, the kept turn before it what is left, and so on.
+    /// The closed steps before each kept turn's share are compacted with
+    /// the rule's policies (its user messages stay), so a long turn (one
+    /// request, dozens of tool calls) shrinks as well, and so does a short
+    /// conversation the keeps keep whole. `None`: kept turns stay whole.
     pub keep_steps: Option<u32>,
     /// Reasoning policy.
     pub reasoning: Option<ReasoningPolicy>,
@@ -65,12 +69,14 @@ pub enum SummaryRequest {
     },
 }
 
-/// Steps the built-in rule keeps verbatim at the end of each turn it keeps.
+/// Steps the built-in rule keeps verbatim: the last this many of the turns
+/// it keeps, taken together (not of each turn).
 pub const BUILTIN_KEEP_STEPS: u32 = 4;
 
 impl Rule {
-    /// The built-in rule: keep first 1, keep last 3 (of those, long turns
-    /// keep their last [`BUILTIN_KEEP_STEPS`] steps), strip reasoning and
+    /// The built-in rule: keep first 1, keep last 3, and of those turns
+    /// together only the last [`BUILTIN_KEEP_STEPS`] steps verbatim (the
+    /// older closed steps of the kept turns fold too); strip reasoning and
     /// tools.
     pub fn builtin() -> Rule {
         Rule {
@@ -308,11 +314,13 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
         // The old steps of the turns the keeps keep (within the bounds),
         // each run a compaction of its own, in log order around the range.
         let steps: Vec<(usize, usize)> = match rule.keep_steps {
-            Some(keep) => (bounds.0..=bounds.1)
-                .map(|t| t as u32)
-                .filter(|&t| main.is_none_or(|(a, b)| t < a || t > b))
-                .flat_map(|t| old_steps(log, t, keep))
-                .collect(),
+            Some(keep) => {
+                let kept: Vec<u32> = (bounds.0..=bounds.1)
+                    .map(|t| t as u32)
+                    .filter(|&t| main.is_none_or(|(a, b)| t < a || t > b))
+                    .collect();
+                old_steps(log, &kept, keep)
+            }
             None => Vec::new(),
         };
         let first_main = main.and_then(|(a, _)| log.turn_range(a)).map(|r| r.start);
@@ -359,26 +367,41 @@ pub fn plan(log: &Log, rules: &[Rule], ctx: &PlanContext) -> Result<Plan, PlanEr
     Ok(out)
 }
 
-/// The old closed steps of turn `turn`: those before its last `keep` steps
-/// and before an open one, as runs of inclusive record indices. A user
-/// message between two steps (a correction mid-turn) ends a run: it is the
-/// user's own words, which only whole-turn rules fold.
-fn old_steps(log: &Log, turn: u32, keep: u32) -> Vec<(usize, usize)> {
-    let steps = log.steps(turn);
-    let Some(old) = steps.len().checked_sub(keep as usize) else {
-        return Vec::new();
-    };
-    let closed = steps[..old].iter().take_while(|s| s.closed).count();
+/// The old closed steps of the kept turns `kept` (0-based, in log order),
+/// as runs of inclusive record indices in log order. The last `keep` steps
+/// of those turns taken together stay: walking them from the last turn to
+/// the first, each turn keeps its newest `min(its steps, what is left of
+/// keep)` steps, so a turn reached with nothing left keeps none. In each
+/// turn, the steps before its share are old up to the first open one (a
+/// step still waiting for a tool result, and what follows it, stay). A
+/// user message between two steps (a correction mid-turn) ends a run: it
+/// is the user's own words, which only whole-turn rules fold (the message
+/// that opens a turn is in no step, so it never folds here either). Runs
+/// never reach from one turn into the next.
+fn old_steps(log: &Log, kept: &[u32], keep: u32) -> Vec<(usize, usize)> {
+    let steps: Vec<_> = kept.iter().map(|&t| log.steps(t)).collect();
+    let mut left = keep as usize;
+    let mut shares = vec![0; steps.len()];
+    for (share, turn) in shares.iter_mut().zip(&steps).rev() {
+        *share = turn.len().min(left);
+        left -= *share;
+    }
     let mut runs: Vec<(usize, usize)> = Vec::new();
-    for s in &steps[..closed] {
-        let joins = runs.last().is_some_and(|&(_, hi)| {
-            !log.records()[hi + 1..s.start]
-                .iter()
-                .any(|r| matches!(r.body, Body::User { .. }))
-        });
-        match runs.last_mut() {
-            Some(run) if joins => run.1 = s.end - 1,
-            _ => runs.push((s.start, s.end - 1)),
+    for (turn, share) in steps.iter().zip(shares) {
+        let old = &turn[..turn.len() - share];
+        let closed = old.iter().take_while(|s| s.closed).count();
+        let first = runs.len();
+        for s in &old[..closed] {
+            let joins = runs.len() > first
+                && runs.last().is_some_and(|&(_, hi)| {
+                    !log.records()[hi + 1..s.start]
+                        .iter()
+                        .any(|r| matches!(r.body, Body::User { .. }))
+                });
+            match runs.last_mut() {
+                Some(run) if joins => run.1 = s.end - 1,
+                _ => runs.push((s.start, s.end - 1)),
+            }
         }
     }
     runs
@@ -670,7 +693,7 @@ mod tests {
                 is_error: false,
             });
         }
-        let runs = old_steps(&log, 0, 4);
+        let runs = old_steps(&log, &[0], 4);
         assert_eq!(runs.len(), 2, "{runs:?}");
         for (lo, hi) in runs {
             assert!(
@@ -683,6 +706,113 @@ mod tests {
     }
     use crate::record::{Body, Record};
     use serde_json::json;
+
+    /// A log of one turn per entry of `turns`, each a user message and then
+    /// one step per entry: a tool call with its result (`'c'`), a call left
+    /// without one (`'o'`), or a user correction and then a closed call
+    /// (`'u'`). Every result is long enough to strip.
+    fn steps_log(turns: &[&str]) -> Log {
+        let mut log = Log::new();
+        let mut push = |b: Body| log.push(Record::new(log.next_seq(), "t", b));
+        for (t, steps) in turns.iter().enumerate() {
+            push(Body::TurnStart);
+            push(Body::User {
+                content: format!("do {t}"),
+                author: None,
+            });
+            for (k, kind) in steps.chars().enumerate() {
+                if kind == 'u' {
+                    push(Body::User {
+                        content: format!("no, not like that {t}.{k}"),
+                        author: None,
+                    });
+                }
+                let id = format!("c{t}.{k}");
+                push(Body::ToolCall {
+                    id: id.clone(),
+                    name: "run".into(),
+                    arguments: json!({}),
+                });
+                if kind != 'o' {
+                    push(Body::ToolResult {
+                        id,
+                        content: "x".repeat(500),
+                        is_error: false,
+                    });
+                }
+            }
+        }
+        log
+    }
+
+    /// The steps (turn, index in turn) the built-in rule with `keep_steps`
+    /// folds, one vector per compaction.
+    fn folded_steps(log: &Log, keep: u32) -> Vec<Vec<(u32, usize)>> {
+        let rule = Rule {
+            keep_steps: Some(keep),
+            ..Rule::builtin()
+        };
+        let p = plan(log, &[rule], &PlanContext::default()).unwrap();
+        p.planned
+            .iter()
+            .map(|pl| {
+                (0..log.turn_count() as u32)
+                    .flat_map(|t| {
+                        log.steps(t)
+                            .into_iter()
+                            .enumerate()
+                            .map(move |(i, s)| (t, i, s))
+                    })
+                    .filter(|(_, _, s)| s.start >= pl.range.0 && s.end - 1 <= pl.range.1)
+                    .map(|(t, i, _)| (t, i))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keep_steps_counts_the_kept_turns_together_from_the_end() {
+        // Both turns kept (first 1, last 3); of their 4 + 3 steps the last
+        // four stay: turn 1's last step and all of turn 2.
+        let log = steps_log(&["cccc", "ccc"]);
+        assert_eq!(folded_steps(&log, 4), vec![vec![(0, 0), (0, 1), (0, 2)]]);
+        // The user's messages stay.
+        let p = plan(&log, &[Rule::builtin()], &PlanContext::default()).unwrap();
+        assert_eq!(p.planned.len(), 1);
+        let (lo, hi) = p.planned[0].range;
+        assert!(
+            !log.records()[lo..=hi]
+                .iter()
+                .any(|r| matches!(r.body, Body::User { .. }))
+        );
+        // A budget the last turn uses up leaves the turn before it none:
+        // all its closed steps fold, its request stays.
+        let log = steps_log(&["ccc", "ccccc"]);
+        assert_eq!(
+            folded_steps(&log, 4),
+            vec![vec![(0, 0), (0, 1), (0, 2)], vec![(1, 0)]]
+        );
+        // A budget larger than the kept steps folds nothing.
+        assert!(folded_steps(&steps_log(&["cccc", "ccc"]), 7).is_empty());
+        // An open step is never folded, nor anything after it in its turn
+        // (the unanswered call and the next call are one model call's
+        // output: one open step, then two closed ones, in turn 1).
+        let log = steps_log(&["coccc", "ccc"]);
+        assert_eq!(folded_steps(&log, 4), vec![vec![(0, 0)]]);
+        // A user message between two steps splits the run.
+        let log = steps_log(&["ccucc", "ccc"]);
+        assert_eq!(
+            folded_steps(&log, 4),
+            vec![vec![(0, 0), (0, 1)], vec![(0, 2), (0, 3)]]
+        );
+        // The whole turns between the keeps fold as one range; only the
+        // kept turns' steps are counted.
+        let log = steps_log(&["cccc", "cc", "cc", "cc", "cc", "cc"]);
+        let folded = folded_steps(&log, 4);
+        assert_eq!(folded.len(), 3, "{folded:?}");
+        assert_eq!(folded[0], vec![(0, 0), (0, 1), (0, 2), (0, 3)]);
+        assert_eq!(folded[2], vec![(3, 0), (3, 1)]);
+    }
 
     fn log(turns: u32) -> Log {
         let mut recs = Vec::new();
@@ -723,17 +853,30 @@ mod tests {
     fn builtin_rule_keeps_first_one_and_last_three() {
         let l = log(10);
         let p = plan(&l, &[Rule::builtin()], &PlanContext::default()).unwrap();
-        let c = &p.planned[0].compaction;
+        let c = &p.planned[1].compaction;
         assert_eq!((c.from_turn, c.to_turn), (1, 6));
         assert_eq!(c.from_seq, Some(5));
         assert_eq!(c.to_seq, Some(34));
+        // Each turn is two steps (a call and its result, then the answer):
+        // the last four steps of the kept turns are those of turns 9 and
+        // 10; the steps of turns 1 and 8 fold, in log order around the
+        // range, their requests left out.
+        let ranges: Vec<_> = p.planned.iter().map(|p| p.range).collect();
+        assert_eq!(ranges, vec![(2, 4), (5, 34), (37, 39)]);
     }
 
     #[test]
     fn short_conversation_has_nothing_to_compact() {
-        let p = plan(&log(3), &[Rule::builtin()], &PlanContext::default()).unwrap();
+        // Two turns of two steps: the built-in rule keeps all four.
+        let p = plan(&log(2), &[Rule::builtin()], &PlanContext::default()).unwrap();
         assert!(p.planned.is_empty());
         assert_eq!(p.skipped.len(), 1);
+        // A third turn: the first turn's steps are no longer among the
+        // last four, they fold; its request stays.
+        let p = plan(&log(3), &[Rule::builtin()], &PlanContext::default()).unwrap();
+        let ranges: Vec<_> = p.planned.iter().map(|p| p.range).collect();
+        assert_eq!(ranges, vec![(2, 4)]);
+        assert!(p.skipped.is_empty());
     }
 
     #[test]

@@ -293,10 +293,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// The built-in rule's step folding (`keep_steps`): each compaction of
-    /// old steps lies in one turn, starts at its first step and ends at the
-    /// end of a closed step, never parts a call from its result, never
-    /// covers an open step or any of the turn's last `keep` steps; and the
-    /// log with the compactions appended projects validly.
+    /// old steps lies in one turn, starts and ends at step boundaries,
+    /// holds no user message, never parts a call from its result, never
+    /// covers an open step or one of the last `keep` steps of the kept
+    /// turns taken together; a mechanical rule folds exactly the steps of
+    /// the kept turns that have at least `keep` kept steps after them and
+    /// no open step before them in their turn; and the log with the
+    /// compactions appended projects validly.
     #[test]
     fn old_steps_fold_whole_and_closed(
         turns in prop::collection::vec(turn(), 1..8),
@@ -319,6 +322,15 @@ proptest! {
             prop_assume!(false);
             return Ok(());
         };
+        // The turns the built-in keeps keep (first 1, last 3), and how many
+        // of their steps come after each of their steps.
+        let n = log.turn_count() as u32;
+        let kept = |t: u32| t == 0 || t + 3 >= n;
+        let after_step = |t: u32, i: usize| -> usize {
+            log.steps(t).len() - 1 - i
+                + (t + 1..n).filter(|&u| kept(u)).map(|u| log.steps(u).len()).sum::<usize>()
+        };
+        let mut folded: Vec<(u32, usize)> = Vec::new();
         let mut with = log.clone();
         for planned in &p.planned {
             let (lo, hi) = planned.range;
@@ -338,9 +350,13 @@ proptest! {
                 !log.records()[lo..=hi].iter().any(|r| matches!(r.body, Body::User { .. })),
                 "no user message in a fold of steps"
             );
-            let _ = first;
             prop_assert!(steps[..=last].iter().all(|s| s.closed), "closed steps only");
-            prop_assert!(last + (keep as usize) < steps.len(), "the last {} steps stay", keep);
+            prop_assert!(kept(c.from_turn), "steps of a kept turn");
+            prop_assert!(
+                after_step(c.from_turn, last) >= keep as usize,
+                "the last {} steps of the kept turns stay", keep
+            );
+            folded.extend((first..=last).map(|i| (c.from_turn, i)));
             // No call parted from its result.
             let ids = |range: std::ops::RangeInclusive<usize>| -> Vec<(String, bool)> {
                 log.records()[range]
@@ -356,6 +372,24 @@ proptest! {
             for (id, _) in &inside {
                 prop_assert_eq!(inside.iter().filter(|(i, _)| i == id).count() % 2, 0, "pair {} split", id);
             }
+        }
+        if !summarize {
+            // A mechanical rule plans every run (a summary may be one
+            // already in force, and is then left out).
+            let want: Vec<(u32, usize)> = (0..n)
+                .filter(|&t| kept(t))
+                .flat_map(|t| {
+                    let steps = log.steps(t);
+                    (0..steps.len())
+                        .filter(|&i| {
+                            after_step(t, i) >= keep as usize
+                                && steps[..=i].iter().all(|s| s.closed)
+                        })
+                        .map(|i| (t, i))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            prop_assert_eq!(folded, want, "the steps folded");
         }
         check_invariants(&with)?;
     }

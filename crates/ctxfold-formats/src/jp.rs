@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | `turn_start` | `turn_start` |
 //! | `chat_request {content, author}` | `user` |
+//! | in a file without `turn_start`: `chat_request` after a conversation event, outside a tool call and its result | a synthesized `turn_start` (hint `synthesized`), then `user` |
 //! | `chat_response {message}` | `assistant` |
 //! | `chat_response {reasoning, metadata}` | `reasoning` |
 //! | `chat_response {data}` | `structured` |
@@ -29,12 +30,23 @@
 //! body fields) wait in the hints (`fields`), as do a key order export
 //! would not write (`order`) and a response without `is_error`.
 //!
+//! JP files written before JP recorded turns (the legacy layout, and some
+//! early files of the newer one) have no `turn_start` record at all: every
+//! `chat_request` was its own `jp query`, its own turn. Read as they are,
+//! they would be one turn (SPEC §2), out of reach of every turn-based rule;
+//! so when a file holds no `turn_start` (and no JP `compaction`, whose turn
+//! numbers count the file's own `turn_start`s), import puts a `turn_start`
+//! before each request that follows a conversation event, except a request
+//! between a tool call and its result. These records carry the hint
+//! `synthesized` and export leaves them out, so the round trip stays byte
+//! for byte.
+//!
 //! ctxfold records JP cannot hold are left out of an export: `system`
 //! prompts (JP keeps them in config), `compaction_reset` records (JP has no
 //! undo record; revoked compactions are left out instead), and records that
 //! came from other formats.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -42,7 +54,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use ctxfold_core::compaction::{
     Compaction, Provenance, ReasoningPolicy, Source, Summary, ToolPolicy,
 };
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Body, Kind, Object, Record};
 use serde_json::Value;
 
 use crate::chat::describe;
@@ -57,6 +69,9 @@ const FIELDS: &str = "fields";
 const NO_IS_ERROR: &str = "no_is_error";
 /// Hint: the record's key order, when export would write another.
 const ORDER: &str = "order";
+/// Hint: a `turn_start` the importer made for a request in a file without
+/// any.
+const SYNTHESIZED: &str = "synthesized";
 /// Kind of a record kept whole because it was not understood.
 const JP_RECORD: &str = "jp_record";
 /// JP record types kept under their own names, fields verbatim.
@@ -222,15 +237,23 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     }
     t.extras.insert(HINTS.into(), Value::Object(jp));
 
-    t.records.reserve(events.len());
+    let turnless = has_no_turns(&events);
+    let mut records = Vec::with_capacity(events.len());
     for (i, ev) in events.into_iter().enumerate() {
-        let (mut rec, warning) = import_record(i as u64, ev);
+        let (rec, warning) = import_record(i as u64, ev);
         if let Some(w) = warning {
             t.warnings
                 .push(format!("{}: event {i}: {w}", events_file.display()));
         }
+        records.push(rec);
+    }
+    t.records = if turnless {
+        with_turn_per_request(records)
+    } else {
+        records
+    };
+    for (i, rec) in t.records.iter_mut().enumerate() {
         rec.seq = i as u64;
-        t.records.push(rec);
     }
     let mut pairing = Vec::new();
     crate::pairing::pair(&mut t.records, None, &mut pairing);
@@ -238,6 +261,63 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
         t.warnings.push(format!("{}: {w}", events_file.display()));
     }
     Ok(t)
+}
+
+/// Whether `events` were written before JP recorded turns: no
+/// `turn_start` at all, each `chat_request` having been its own `jp
+/// query`. A file with a JP `compaction` record is not read so: JP numbered
+/// its turns by the `turn_start`s the file has, and turns made up here
+/// would move them.
+fn has_no_turns(events: &[Value]) -> bool {
+    !events.iter().any(|ev| {
+        matches!(
+            ev.get("type").and_then(Value::as_str),
+            Some("turn_start" | "compaction")
+        )
+    })
+}
+
+/// The records of a file without `turn_start`, with a synthesized
+/// `turn_start` before every user request that follows a conversation
+/// event, so that each request opens a turn as it did in JP. A request between a tool call
+/// and its result (an interrupt reply) opens none: a turn never parts a
+/// call from its result. The synthesized records are marked, and export
+/// leaves them out.
+fn with_turn_per_request(records: Vec<Record>) -> Vec<Record> {
+    // Records inside a call–result pair: a diff array over the spans from
+    // each call to the first later result with its id.
+    let mut inside = vec![0i64; records.len() + 1];
+    let mut pending: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        match &r.body {
+            Body::ToolCall { id, .. } => pending.entry(id).or_default().push_back(i),
+            Body::ToolResult { id, .. } => {
+                if let Some(call) = pending.get_mut(id.as_str()).and_then(|q| q.pop_front()) {
+                    inside[call + 1] += 1;
+                    inside[i] -= 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::with_capacity(records.len() + records.len() / 4);
+    let (mut depth, mut after_event) = (0i64, false);
+    for (i, r) in records.into_iter().enumerate() {
+        depth += inside[i];
+        if matches!(r.body, Body::User { .. }) && after_event && depth == 0 {
+            let mut start = Record::new(0, r.ts.clone(), Body::TurnStart);
+            let mut hints = Object::new();
+            hints.insert(SYNTHESIZED.into(), Value::Bool(true));
+            start.extra.insert(HINTS.into(), Value::Object(hints));
+            out.push(start);
+        }
+        // What makes a turn "hold an event" (SPEC §2): model-visible
+        // records and inquiry events; a config delta does not.
+        after_event |= r.body.is_model_visible()
+            || matches!(r.kind(), Kind::InquiryRequest | Kind::InquiryResponse);
+        out.push(r);
+    }
+    out
 }
 
 /// Keep a JP value whole, as a `jp_record`.
@@ -558,6 +638,10 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
     }
     .and_then(Value::as_object);
     let (ty, mut fields): (&str, Object) = match &rec.body {
+        Body::TurnStart if hints.and_then(|h| h.get(SYNTHESIZED)) == Some(&Value::Bool(true)) => {
+            // Made on import; the file JP wrote did not have it.
+            return None;
+        }
         Body::TurnStart => ("turn_start", Object::new()),
         Body::User { content, author } => {
             let mut o = one("content", content);

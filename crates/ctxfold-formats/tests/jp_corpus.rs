@@ -1,11 +1,12 @@
 //! The real JP corpus (`../shared/corpus/jp/`): every conversation imports,
-//! holds what STATS.json says, and exports back to the same bytes.
+//! holds what STATS.json says (one turn per request in a file without
+//! `turn_start`), and exports back to the same bytes.
 
 use std::path::PathBuf;
 
-use ctxfold_core::{Log, Record};
+use ctxfold_core::{Body, Log, Record};
 use ctxfold_formats::{Format, export, import};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn corpus() -> PathBuf {
     let dir = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
@@ -94,20 +95,65 @@ fn tool_arguments_results_and_metadata_are_decoded() {
     assert!(sig.as_str().unwrap().starts_with("Ep"), "{sig}");
 }
 
+/// STATS.json counts each file as it is. A file without `turn_start`
+/// (written before JP recorded turns) imports with one synthesized
+/// `turn_start` before every request but the first, so each request is a
+/// turn: that many more records, turn starts and conversation events, and
+/// as many turns as requests (no such corpus file has a request between a
+/// tool call and its result). Everything else is as STATS.json says.
+fn expected_counts(want: &Value) -> serde_json::Map<String, Value> {
+    let mut want = want.as_object().unwrap().clone();
+    let n = |w: &serde_json::Map<String, Value>, k: &str| w[k].as_u64().unwrap();
+    if n(&want, "turn_start") == 0 && n(&want, "compaction") == 0 && n(&want, "user") > 0 {
+        let added = n(&want, "user") - 1;
+        for key in ["records", "turn_start", "conversation_events"] {
+            let v = n(&want, key) + added;
+            want.insert(key.into(), Value::from(v));
+        }
+        let turns = n(&want, "user");
+        want.insert("turns".into(), Value::from(turns));
+    }
+    want
+}
+
 #[test]
 fn counts_match_stats_json() {
     let stats: Value =
         serde_json::from_str(&std::fs::read_to_string(corpus().join("STATS.json")).unwrap())
             .unwrap();
+    let mut turnless = 0;
     for dir in conversations() {
         let name = dir.file_name().unwrap().to_str().unwrap();
         let t = import(&dir, None).unwrap();
-        let counts = serde_json::to_value(Log::from_records(t.records).counts()).unwrap();
-        let want = &stats[name];
-        for (key, value) in want.as_object().unwrap() {
+        let counts = serde_json::to_value(Log::from_records(t.records.clone()).counts()).unwrap();
+        let want = expected_counts(&stats[name]);
+        for (key, value) in &want {
             assert_eq!(&counts[key], value, "{name}: {key}");
         }
+        // Every turn start the file did not have is marked, and stands
+        // right before a request.
+        let synthesized: Vec<usize> = (0..t.records.len())
+            .filter(|&i| t.records[i].extra.get("jp") == Some(&json!({"synthesized": true})))
+            .collect();
+        if stats[name]["turn_start"] == 0 {
+            turnless += 1;
+            assert_eq!(
+                synthesized.len() as u64,
+                counts["turn_start"].as_u64().unwrap()
+            );
+        } else {
+            assert!(synthesized.is_empty(), "{name}");
+        }
+        for i in synthesized {
+            assert!(matches!(t.records[i].body, Body::TurnStart), "{name} {i}");
+            assert!(
+                matches!(t.records[i + 1].body, Body::User { .. }),
+                "{name} {i}"
+            );
+            assert_eq!(t.records[i].ts, t.records[i + 1].ts, "{name} {i}");
+        }
     }
+    assert_eq!(turnless, 6, "six corpus files have no turn_start");
 }
 
 #[test]
