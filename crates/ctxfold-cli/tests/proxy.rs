@@ -17,6 +17,8 @@ struct Proxy {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     base: String,
+    /// What it wrote on standard error, line by line.
+    log: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Proxy {
@@ -29,15 +31,18 @@ impl Drop for Proxy {
 /// Write `config` into the workspace's config and start the proxy on a
 /// free port with `args`.
 fn proxy(s: &Scratch, config: &str, args: &[&str]) -> Proxy {
+    let level = std::env::var("PROXY_LOG").unwrap_or("info".into());
+    proxy_logging(s, config, args, &level)
+}
+
+/// [`proxy`], logging at `level` (`RUST_LOG`).
+fn proxy_logging(s: &Scratch, config: &str, args: &[&str], level: &str) -> Proxy {
     std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
     let mut child = s
         .command()
         .args(["proxy", "--listen", "127.0.0.1:0"])
         .args(args)
-        .env(
-            "RUST_LOG",
-            std::env::var("PROXY_LOG").unwrap_or("info".into()),
-        )
+        .env("RUST_LOG", level)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -53,12 +58,15 @@ fn proxy(s: &Scratch, config: &str, args: &[&str]) -> Proxy {
         .to_owned();
     // Keep reading its log so it never blocks on a full pipe.
     let err = child.stderr.take().unwrap();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let lines = log.clone();
     std::thread::spawn(move || {
         for l in BufReader::new(err).lines().map_while(Result::ok) {
             eprintln!("proxy: {l}");
+            lines.lock().unwrap().push(l);
         }
     });
-    Proxy { child, base }
+    Proxy { child, base, log }
 }
 
 fn config(up: &Upstream, extra: &str) -> String {
@@ -499,7 +507,7 @@ fn concurrent_streaming_conversations_each_get_their_own_complete_log() {
 fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
-    let p = proxy(&s, &config(&up, "max_body_bytes = 4096"), &[]);
+    let p = proxy_logging(&s, &config(&up, "max_body_bytes = 4096"), &[], "debug");
     let mut messages = vec![json!({"role": "system", "content": "Agent."})];
     openai_agent(&p, &mut messages, "go steps=1", 100, &[("x-api-key", KEY)]);
     // An oversized body: 413, and nothing reached the upstream.
@@ -535,7 +543,12 @@ fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
         "{metrics}"
     );
     assert!(!metrics.contains("SECRET"));
+    let log = p.log.clone();
     drop(p);
+    // Its log (at debug level, the most it says) names no key either.
+    let log = log.lock().unwrap().join("\n");
+    assert!(log.contains("DEBUG"), "{log}");
+    assert!(!log.contains("SECRET"), "a key in the proxy's log: {log}");
     let mut found = Vec::new();
     let mut stack = vec![s.path().join(".ctxfold")];
     while let Some(d) = stack.pop() {
