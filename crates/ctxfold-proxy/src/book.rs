@@ -6,9 +6,10 @@
 //! A request is keyed by its `x-ctxfold-conversation` header, else by a
 //! fingerprint of its stable head (shape, system prompt, tool names, first
 //! user message). Requests of one key are prepared one at a time; the key
-//! names the newest conversation recorded for it (a fork replaces it). The
-//! index is rebuilt from the workspace at start, so a restarted proxy finds
-//! its conversations again.
+//! remembers its conversations (forks included), the one used last first,
+//! and a request goes on in the first whose log it continues. The index is
+//! rebuilt from the workspace at start, so a restarted proxy finds its
+//! conversations again.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -50,7 +51,8 @@ pub struct Compaction {
     pub hints: ToolHints,
     /// Summarizers for the rule's summaries.
     pub summarizers: SummarizersFactory,
-    /// The window when the model's is not known.
+    /// The window of every request's model (`[proxy] window`); `None`: the
+    /// model's own, from the table (an unknown model is not compacted).
     pub window: Option<u32>,
     /// Record only; never change a request.
     pub observe: bool,
