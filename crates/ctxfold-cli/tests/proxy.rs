@@ -920,3 +920,53 @@ fn a_conversation_removed_while_the_proxy_runs_is_started_afresh() {
     assert_eq!(count(&recs, "user"), 2);
     assert_eq!(count(&recs, "tool_result"), 1);
 }
+
+#[test]
+fn with_a_compaction_in_force_what_the_log_does_not_compare_still_goes_as_sent() {
+    // Review findings: a system message inserted mid-history and an image
+    // part must reach the upstream as the client sent them, once anything
+    // is folded; and a client echoing the conversation id it was given
+    // goes on in that conversation.
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
+    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+    let a = openai_agent(&p, &mut messages, "read steps=4", 1_500, &[]);
+    let id = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    records_when(&s, &id, |r| count(r, "assistant") > 0);
+    s.ok(&["c", "compact", &id, "-t", "--keep-last", "0"]);
+    messages.push(json!({"role": "system", "content": "Mid-history note: be terse."}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "text", "text": "what is in this picture? steps=0"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    ]}));
+    let body = json!({"model": "gpt-4o-mini", "messages": messages});
+    let a = post(
+        &format!("{}/v1/chat/completions", p.base),
+        &[("x-ctxfold-conversation", &id)],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    assert_eq!(a.header("x-ctxfold-history"), Some("continued"));
+    let sent = up.requests().last().unwrap().json();
+    let sent = sent["messages"].as_array().unwrap();
+    let tools: Vec<&Value> = sent.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tools.len(), 4);
+    for t in tools {
+        let c = t["content"].as_str().unwrap();
+        assert!(c.len() < 300, "the tool output is folded: {c}");
+    }
+    let n = sent.len();
+    assert_eq!(
+        sent[n - 2],
+        messages[messages.len() - 2],
+        "the system note, as sent"
+    );
+    assert_eq!(
+        sent[n - 1],
+        messages[messages.len() - 1],
+        "the image part, as sent"
+    );
+    assert_eq!(sent[0], messages[0]);
+}

@@ -228,6 +228,33 @@ impl Book {
         lock(&self.gone).insert(id.to_owned());
     }
 
+    /// The key of a request: its `x-ctxfold-conversation` header, else the
+    /// fingerprint of its head. A header naming a conversation the proxy
+    /// recorded (the id its answers carry in that header) stands for that
+    /// conversation's key, so a client echoing it goes on there.
+    fn key(&self, shape: Shape, body: &Value, client: &[Record], header: Option<&str>) -> String {
+        let Some(h) = header else {
+            return fingerprint(shape, body, client);
+        };
+        // Only an exact id: a prefix lookup would read every conversation's
+        // metadata on every request.
+        let exact = !h.starts_with('.')
+            && !h.contains(['/', '\\'])
+            && self.ws.root().join("conversations").join(h).is_dir();
+        if !exact {
+            return format!("header:{h}");
+        }
+        let recorded = self.ws.get(h).ok().and_then(|c| {
+            c.meta
+                .extras
+                .get(META_KEY)
+                .and_then(|p| p.get("key"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+        recorded.unwrap_or_else(|| format!("header:{h}"))
+    }
+
     /// Record `body`'s history and make the body the upstream gets.
     pub fn prepare(
         &self,
@@ -238,10 +265,7 @@ impl Book {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         let client = transcript.records;
         let model = model(body).to_owned();
-        let key = match header_key {
-            Some(k) => format!("header:{k}"),
-            None => fingerprint(shape, body, &client),
-        };
+        let key = self.key(shape, body, &client, header_key);
         let slot = self.slot(&key);
         // Held to the end: one request of a key at a time.
         let mut named = lock(&slot);
@@ -474,10 +498,7 @@ impl Book {
     ) -> Result<Option<Vec<u8>>, PrepareError> {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         let client = transcript.records;
-        let key = match header_key {
-            Some(k) => format!("header:{k}"),
-            None => fingerprint(shape, body, &client),
-        };
+        let key = self.key(shape, body, &client, header_key);
         let ids = lock(&self.slot(&key)).clone();
         for id in ids.iter().take(MAX_FORKS_TRIED) {
             let session = self.session(id)?;
@@ -635,11 +656,29 @@ fn render(
     }
 }
 
+/// What the view does with one stored record.
+#[derive(Clone)]
+enum Fate {
+    /// Not in the view (stripped reasoning, omitted, or the client never
+    /// sent it).
+    Dropped,
+    /// In the view as it is.
+    Kept,
+    /// In the view changed (a stripped call or result): this body.
+    Changed(Body),
+    /// Inside the summary at this view item.
+    Summarized(usize),
+}
+
 /// [`render`] for a request the log holds whole (the common case): the
 /// stored log is projected as it is, so what the log caches (the
-/// diagnostics of stripped results) serves every request, and each item
-/// takes the client's copy of its record (its wire fields) with the view's
-/// body.
+/// diagnostics of stripped results) serves every request. The body is then
+/// the client's own records, in the client's order, each as the view has
+/// it: kept (the client's copy, its wire fields too), changed (the view's
+/// body on the client's copy), folded into a summary (which takes the
+/// place of the first of them), or left out. What the client sent that the
+/// log does not compare (system messages, image and other blocks) goes as
+/// the client sent it, unless a summary folded the records around it.
 fn render_stored(
     shape: Shape,
     log: &Log,
@@ -657,73 +696,106 @@ fn render_stored(
             after: before,
         };
     }
-    let stored = log.records();
-    let mut of = vec![None; stored.len()];
-    for &(si, cj) in pairs {
-        of[si] = Some(cj);
-    }
-    let first_pair = pairs.first().map_or(stored.len(), |p| p.0);
-    let head: Vec<Record> = client
-        .iter()
-        .take_while(|r| !r.body.is_model_visible() || matches!(r.body, Body::System { .. }))
-        .filter(|r| matches!(r.body, Body::System { .. }))
-        .cloned()
-        .collect();
-    let mut after = head.iter().map(|r| est.record_tokens(r)).sum::<usize>();
-    let mut records = head;
-    for item in &view.items {
-        after += est.item_tokens(item);
+    let mut fate = vec![Fate::Dropped; log.len()];
+    let mut preamble = false;
+    for (n, item) in view.items.iter().enumerate() {
         match *item {
-            Item::Event { index, record } => match of[index] {
-                Some(cj) => records.push(client[cj].clone()),
-                // A system message after the head, as it was appended.
-                None if matches!(record.body, Body::System { .. }) && index > first_pair => {
-                    records.push(record.clone())
-                }
-                // Not sent by the client (reasoning it dropped, the head's
-                // system prompt, which the client's replaces).
-                None => {}
-            },
+            Item::Event { index, .. } => fate[index] = Fate::Kept,
             Item::StrippedCall { index, .. } | Item::StrippedResult { index, .. } => {
-                let (Some(cj), Some(r)) = (of[index], item_record(item)) else {
-                    continue;
-                };
-                let c = &client[cj];
-                records.push(Record {
-                    seq: r.seq,
-                    ts: r.ts,
-                    body: r.body,
-                    metadata: c.metadata.clone(),
-                    extra: c.extra.clone(),
-                });
+                if let Some(r) = item_record(item) {
+                    fate[index] = Fate::Changed(r.body);
+                }
             }
-            Item::Summary { turns, text, .. } => {
-                records.push(Record::new(
-                    0,
-                    "",
-                    Body::User {
-                        content: summary_preamble(turns),
-                        author: Some("ctxfold".into()),
-                    },
-                ));
-                records.push(Record::new(
-                    0,
-                    "",
-                    Body::Assistant {
-                        content: text.to_owned(),
-                    },
-                ));
+            Item::Summary { first, last, .. } => {
+                for f in &mut fate[first..=last] {
+                    *f = Fate::Summarized(n);
+                }
             }
-            Item::Preamble => records.push(Record::new(
-                0,
-                "",
-                Body::User {
-                    content: PREAMBLE.into(),
-                    author: Some("ctxfold".into()),
-                },
-            )),
+            Item::Preamble => preamble = true,
         }
     }
+    let mut stored_of = vec![None; client.len()];
+    for &(si, cj) in pairs {
+        stored_of[cj] = Some(si);
+    }
+    // For a record the log does not compare: the summary folding both the
+    // compared records around it, if one does.
+    let mut prev_summary = vec![None; client.len()];
+    let mut last = None;
+    for j in 0..client.len() {
+        if let Some(si) = stored_of[j] {
+            last = match fate[si] {
+                Fate::Summarized(n) => Some(n),
+                _ => None,
+            };
+        }
+        prev_summary[j] = last;
+    }
+    let mut next_summary = vec![None; client.len()];
+    let mut next = None;
+    for j in (0..client.len()).rev() {
+        if let Some(si) = stored_of[j] {
+            next = match fate[si] {
+                Fate::Summarized(n) => Some(n),
+                _ => None,
+            };
+        }
+        next_summary[j] = next;
+    }
+    let mut records: Vec<Record> = Vec::with_capacity(client.len());
+    if preamble {
+        records.push(Record::new(
+            0,
+            "",
+            Body::User {
+                content: PREAMBLE.into(),
+                author: Some("ctxfold".into()),
+            },
+        ));
+    }
+    let mut summarized = std::collections::HashSet::new();
+    for (j, c) in client.iter().enumerate() {
+        let Some(si) = stored_of[j] else {
+            let inside = prev_summary[j].is_some() && prev_summary[j] == next_summary[j];
+            if !inside {
+                records.push(c.clone());
+            }
+            continue;
+        };
+        match &fate[si] {
+            Fate::Dropped => {}
+            Fate::Kept => records.push(c.clone()),
+            Fate::Changed(body) => records.push(Record {
+                seq: c.seq,
+                ts: c.ts.clone(),
+                body: body.clone(),
+                metadata: c.metadata.clone(),
+                extra: c.extra.clone(),
+            }),
+            Fate::Summarized(n) => {
+                if summarized.insert(*n)
+                    && let Item::Summary { turns, text, .. } = view.items[*n]
+                {
+                    records.push(Record::new(
+                        0,
+                        "",
+                        Body::User {
+                            content: summary_preamble(turns),
+                            author: Some("ctxfold".into()),
+                        },
+                    ));
+                    records.push(Record::new(
+                        0,
+                        "",
+                        Body::Assistant {
+                            content: text.to_owned(),
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    let after = records.iter().map(|r| est.record_tokens(r)).sum();
     let out = shape.write(&records, extras);
     Rendered {
         body: Some(serde_json::to_vec(&out).expect("a JSON value serializes")),

@@ -8,7 +8,7 @@
 //! on_error = "pass"                  # or "reject"
 //! max_body_bytes = 33554432          # larger requests get 413
 //! connect_timeout_secs = 10
-//! timeout_secs = 600                 # a whole upstream exchange, stream included
+//! timeout_secs = 600                 # the longest silence of an upstream answer
 //! token = "…"                        # required to listen beyond loopback
 //! window = 200000                    # every model's window (default: the model's own, from the table)
 //! ```
@@ -54,7 +54,7 @@ pub struct ProxyConfig {
     pub max_body_bytes: usize,
     /// Connecting to an upstream.
     pub connect_timeout: std::time::Duration,
-    /// A whole upstream exchange.
+    /// The longest silence of an upstream answer (between two reads).
     pub timeout: std::time::Duration,
     /// The client token (`x-ctxfold-token`), required beyond loopback.
     pub token: Option<String>,

@@ -52,6 +52,37 @@ fn compared(r: &Record) -> bool {
     }
 }
 
+/// Whether two records say the same to the model. Tool-call arguments
+/// that say nothing (an empty string, `{}`, `null`) are the same: a
+/// stream's parser and a request's reader spell a call without arguments
+/// differently.
+fn same(a: &Body, b: &Body) -> bool {
+    match (a, b) {
+        (
+            Body::ToolCall {
+                id: i1,
+                name: n1,
+                arguments: a1,
+            },
+            Body::ToolCall {
+                id: i2,
+                name: n2,
+                arguments: a2,
+            },
+        ) => i1 == i2 && n1 == n2 && (a1 == a2 || (empty(a1) && empty(a2))),
+        _ => a == b,
+    }
+}
+
+fn empty(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::String(s) => s.trim().is_empty(),
+        serde_json::Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
 /// Align `client` (a request's records) with `stored` (the log's).
 pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
     let s: Vec<usize> = (0..stored.len())
@@ -64,7 +95,7 @@ pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
     let mut pairs = Vec::new();
     while i < s.len() && j < c.len() {
         let (a, b) = (&stored[s[i]], &client[c[j]]);
-        if a.body == b.body {
+        if same(&a.body, &b.body) {
             pairs.push((s[i], c[j]));
             i += 1;
             j += 1;
@@ -166,6 +197,23 @@ mod tests {
                 tail: 3
             }
         );
+    }
+
+    #[test]
+    fn a_call_without_arguments_matches_however_it_is_spelled() {
+        let call = |args: serde_json::Value| Body::ToolCall {
+            id: "c1".into(),
+            name: "now".into(),
+            arguments: args,
+        };
+        let stored = recs(vec![user("time?"), call(json!({}))]);
+        let client = recs(vec![user("time?"), call(json!("")), user("thanks")]);
+        assert!(matches!(
+            align(&stored, &client),
+            Alignment::Extends { tail: 2, .. }
+        ));
+        let other = recs(vec![user("time?"), call(json!({"tz": "UTC"}))]);
+        assert_eq!(align(&stored, &other), Alignment::Diverges { at: 1 });
     }
 
     #[test]
