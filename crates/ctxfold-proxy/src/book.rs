@@ -392,11 +392,7 @@ impl Book {
                 });
             }
         };
-        let r = if history == History::Earlier {
-            render(shape, stored, client, &pairs, true, &[], extras)
-        } else {
-            render_stored(shape, s.conv.log(), client, &pairs, extras)
-        };
+        let r = render_stored(shape, s.conv.log(), client, &pairs, extras);
         let (body, tokens_before, tokens_after) = if self.compaction.observe {
             (None, r.before, r.before)
         } else {
@@ -505,27 +501,13 @@ impl Book {
             let mut s = lock(&session);
             s.refresh()?;
             let stored = s.conv.log().records();
-            let r = match align(stored, &client) {
-                Alignment::Extends { pairs, tail } => render(
-                    shape,
-                    stored,
-                    &client,
-                    &pairs,
-                    false,
-                    &client[tail..],
-                    &transcript.extras,
-                ),
-                Alignment::Earlier { pairs } => render(
-                    shape,
-                    stored,
-                    &client,
-                    &pairs,
-                    true,
-                    &[],
-                    &transcript.extras,
-                ),
+            let pairs = match align(stored, &client) {
+                // What is new in the request is not in the log: it goes as
+                // sent, after the view of what is.
+                Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
                 Alignment::Diverges { .. } => continue,
             };
+            let r = render_stored(shape, s.conv.log(), &client, &pairs, &transcript.extras);
             return Ok(r.body);
         }
         Ok(None)
@@ -559,58 +541,6 @@ fn note(status: &Status) {
     }
 }
 
-/// The log the view is projected from: the stored log (its overlays and
-/// turn starts) with each compared record replaced by the client's copy,
-/// so what is not folded goes upstream exactly as the client sent it.
-/// Returns it and the client's leading system records, which go first.
-fn view_log(
-    stored: &[Record],
-    client: &[Record],
-    pairs: &[(usize, usize)],
-    earlier: bool,
-    tail: &[Record],
-) -> (Log, Vec<Record>) {
-    let mut of = vec![None; stored.len()];
-    for &(si, cj) in pairs {
-        of[si] = Some(cj);
-    }
-    let first_pair = pairs.first().map_or(stored.len(), |p| p.0);
-    let end = if earlier {
-        pairs.last().map_or(0, |p| p.0 + 1)
-    } else {
-        stored.len()
-    };
-    let mut out = Vec::with_capacity(end);
-    for (i, r) in stored[..end].iter().enumerate() {
-        match of[i] {
-            Some(cj) => {
-                let mut c = client[cj].clone();
-                c.seq = r.seq;
-                c.ts = r.ts.clone();
-                out.push(c);
-            }
-            // The stored head's system prompt gives way to the client's.
-            None if matches!(r.body, Body::System { .. }) && i < first_pair => {}
-            // Reasoning the client did not send back is not sent for it.
-            None if matches!(r.body, Body::Reasoning { .. }) => {}
-            None => out.push(r.clone()),
-        }
-    }
-    let next = out.last().map_or(0, |r| r.seq + 1);
-    for (r, seq) in tail.iter().zip(next..) {
-        let mut r = r.clone();
-        r.seq = seq;
-        out.push(r);
-    }
-    let head = client
-        .iter()
-        .take_while(|r| !r.body.is_model_visible() || matches!(r.body, Body::System { .. }))
-        .filter(|r| matches!(r.body, Body::System { .. }))
-        .cloned()
-        .collect();
-    (Log::from_records(out), head)
-}
-
 /// A request body rendered from a view.
 struct Rendered {
     /// The body, or `None` when no compaction is in force (the client's
@@ -620,40 +550,6 @@ struct Rendered {
     before: usize,
     /// Estimated tokens of the view.
     after: usize,
-}
-
-/// Render the view of `stored` (with `tail`, records not stored yet, at
-/// its end) in the client's shape: see [`view_log`].
-fn render(
-    shape: Shape,
-    stored: &[Record],
-    client: &[Record],
-    pairs: &[(usize, usize)],
-    earlier: bool,
-    tail: &[Record],
-    extras: &Object,
-) -> Rendered {
-    let est = Heuristic::default();
-    let before = client.iter().map(|r| est.record_tokens(r)).sum();
-    let (synthetic, head) = view_log(stored, client, pairs, earlier, tail);
-    let view = project(&synthetic);
-    if view.active.is_empty() {
-        return Rendered {
-            body: None,
-            before,
-            after: before,
-        };
-    }
-    let after = view.items.iter().map(|i| est.item_tokens(i)).sum::<usize>()
-        + head.iter().map(|r| est.record_tokens(r)).sum::<usize>();
-    let mut records: Vec<Record> = head;
-    records.extend(ctxfold_core::materialize::materialize(&synthetic, &view));
-    let out = shape.write(&records, extras);
-    Rendered {
-        body: Some(serde_json::to_vec(&out).expect("a JSON value serializes")),
-        before,
-        after,
-    }
 }
 
 /// What the view does with one stored record.
@@ -670,15 +566,17 @@ enum Fate {
     Summarized(usize),
 }
 
-/// [`render`] for a request the log holds whole (the common case): the
-/// stored log is projected as it is, so what the log caches (the
-/// diagnostics of stripped results) serves every request. The body is then
-/// the client's own records, in the client's order, each as the view has
-/// it: kept (the client's copy, its wire fields too), changed (the view's
+/// The body the upstream gets. The stored log is projected as it is, so
+/// what the log caches (the diagnostics of stripped results) serves every
+/// request; the body is then the client's own records, in the client's
+/// order, each as the view has it: kept (the client's copy, its wire fields too), changed (the view's
 /// body on the client's copy), folded into a summary (which takes the
 /// place of the first of them), or left out. What the client sent that the
 /// log does not compare (system messages, image and other blocks) goes as
-/// the client sent it, unless a summary folded the records around it.
+/// the client sent it, unless a summary folded the records around it; so
+/// does what the request adds to the log (a retry's earlier state, or the
+/// new messages `count_tokens` is asked about), after the view of the
+/// rest.
 fn render_stored(
     shape: Shape,
     log: &Log,
