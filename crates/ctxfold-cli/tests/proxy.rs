@@ -715,25 +715,39 @@ fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
 
 #[test]
 fn observe_records_but_never_changes_a_request() {
-    let up = Upstream::start(1_000_000);
-    let s = Scratch::new();
-    let p = proxy(&s, &config(&up, "window = 2000"), &["--observe"]);
-    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-    let answers = openai_agent(&p, &mut messages, "read steps=8", 1_200, &[]);
-    let id = answers[0]
-        .header("x-ctxfold-conversation")
-        .unwrap()
-        .to_owned();
-    // Every request went on as the client sent it.
-    for (seen, sent) in up.requests().iter().zip(1..) {
-        let body = seen.json();
-        assert_eq!(
-            body["messages"].as_array().unwrap().len(),
-            sent * 2,
-            "request {sent}"
+    let run = |args: &[&str]| {
+        let up = Upstream::start(1_000_000);
+        let s = Scratch::new();
+        let p = proxy(
+            &s,
+            &config(
+                &up,
+                "window = 2000\n[compaction.auto.rule]\nkeep_last = 1\ntool_calls = \"strip\"",
+            ),
+            args,
         );
-    }
-    let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
+        let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+        let answers = openai_agent(&p, &mut messages, "read steps=8", 1_200, &[]);
+        let id = answers[0]
+            .header("x-ctxfold-conversation")
+            .unwrap()
+            .to_owned();
+        let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
+        // Did each request reach the upstream as the client sent it?
+        let unchanged = up
+            .requests()
+            .iter()
+            .zip(1..)
+            .all(|(seen, k)| seen.json()["messages"] == json!(messages[..2 * k]));
+        (recs, unchanged)
+    };
+    // Without --observe the same conversation is compacted: the check below
+    // means something.
+    let (recs, unchanged) = run(&[]);
+    assert!(count(&recs, "compaction") > 0);
+    assert!(!unchanged);
+    let (recs, unchanged) = run(&["--observe"]);
+    assert!(unchanged, "every request went on as the client sent it");
     assert_eq!(count(&recs, "tool_result"), 8);
     assert_eq!(count(&recs, "compaction"), 0);
 }
