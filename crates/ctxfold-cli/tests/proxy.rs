@@ -984,3 +984,35 @@ fn with_a_compaction_in_force_what_the_log_does_not_compare_still_goes_as_sent()
     );
     assert_eq!(sent[0], messages[0]);
 }
+
+#[test]
+fn an_upstream_that_never_answers_is_a_502_after_the_timeout() {
+    // Accepts, reads nothing, answers nothing.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", silent.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in silent.incoming() {
+            held.push(c);
+        }
+    });
+    let s = Scratch::new();
+    let p = proxy(
+        &s,
+        &format!("[proxy]\nopenai = \"{base}\"\ntimeout_secs = 1\n"),
+        &[],
+    );
+    // Without the timeout this would wait for the upstream forever.
+    let a = post(
+        &format!("{}/v1/chat/completions", p.base),
+        &[],
+        json!({"model": "m", "messages": [{"role": "user", "content": "hello?"}]})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(a.status, 502, "{}", String::from_utf8_lossy(&a.body));
+    assert!(String::from_utf8_lossy(&a.body).contains(&base));
+    // The request was recorded all the same: nothing the client sent is lost.
+    let ls = s.json(&["c", "ls"]);
+    assert_eq!(ls.as_array().unwrap().len(), 1);
+}
