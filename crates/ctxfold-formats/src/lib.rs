@@ -7,6 +7,7 @@
 //! | JP | [`jp`] | a folder with `events.json`, `metadata.json` and maybe `base_config.json` |
 //! | OpenAI chat | [`openai`] | a JSON file: `{"messages": [...]}` (a request body) or a bare array |
 //! | Anthropic messages | [`anthropic`] | a JSON file: `{"system": ..., "messages": [...]}` or a bare array |
+//! | OpenAI Responses | [`responses`] | a request body: `{"input": ...}` (used by the proxy; not a [`Format`]) |
 //!
 //! Import never modifies its source. What a format holds that ctxfold's
 //! records do not (JP's metadata file, a request's `model` and `tools`) is
@@ -28,6 +29,7 @@ pub mod jp;
 pub mod openai;
 pub mod output;
 mod pairing;
+pub mod responses;
 
 /// A transcript format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

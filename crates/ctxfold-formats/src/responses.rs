@@ -1,0 +1,596 @@
+//! OpenAI Responses API requests (`POST /v1/responses`).
+//!
+//! # Import
+//!
+//! The input is a request body: an object whose `input` is a string (one
+//! user message) or an array of items. The other top-level keys (`model`,
+//! `instructions`, `tools`, `previous_response_id`, `store`, `reasoning`,
+//! …) are kept in [`Transcript::extras`]`["responses"]`: the body in its key
+//! order with `input` as a `null` placeholder marking its position (nothing
+//! is kept when `input` is the only key; a body without `input` is kept
+//! whole). An item without `type` but with `role` is a message.
+//!
+//! | item | records |
+//! | --- | --- |
+//! | `message`, role `system`, `developer` | `system`; a developer message has `"role": "developer"` in the record's `extra` |
+//! | `message`, role `user` | `turn_start` when the last model-visible record is not a user message (so also before the first), then `user` |
+//! | `message`, role `assistant` | `assistant` |
+//! | `function_call` | `tool_call` with `id` the `call_id` and `arguments` parsed from their JSON text |
+//! | `function_call_output` | `tool_result` with `id` the `call_id` and `is_error: false` (the format has no error flag) |
+//! | `reasoning` | `reasoning`: the `summary_text` parts joined with "\n\n" (the `reasoning_text` parts of `content` when the summary has none) |
+//! | any other (`item_reference`, `web_search_call`, `computer_call`, `mcp_call`, …) | `responses_item` with field `item`, the item whole |
+//!
+//! A string `input` is one `user` record with metadata
+//! `responses_string_input: true`.
+//!
+//! - Each item is kept in metadata `responses_item` with the fields its
+//!   record holds set to `null` (a message's string `content`, a call's
+//!   `call_id`, `name` and `arguments`, an output's `call_id` and string
+//!   `output`): export fills those in place, so the item's other keys
+//!   (`id`, `status`, …) and their order come back as they were. Nothing is
+//!   kept when the item is exactly what export writes by default.
+//! - Content (or `output`) as an array of parts: the record's text is the
+//!   `input_text` and `output_text` parts joined with "\n"; the array stays
+//!   in `responses_item` and is written back while the text is unchanged.
+//! - `arguments` text that does not parse is kept as a JSON string with
+//!   metadata `responses_raw_arguments: true`; text that parses but is not
+//!   what serde_json writes for the value is kept in metadata
+//!   `responses_arguments_text`; an object (not what the API sends) is read
+//!   as it is, with `responses_arguments_object: true`. As for OpenAI chat.
+//! - A reasoning item is kept whole in `responses_item`: its
+//!   `encrypted_content` (or its `id`, for a stored response) is only valid
+//!   as the server wrote it.
+//! - The format has no timestamps: `ts` is the item's own `timestamp`,
+//!   `created_at` or `created` when it has one, else empty; `seq` counts
+//!   from 0.
+//! - Repeated `call_id`s are made unique as for OpenAI chat (the original in
+//!   metadata `responses_original_id`, written back by this export only),
+//!   with a warning, as is an output no call answers.
+//!
+//! # Export
+//!
+//! `{"input": [...]}` plus the kept body keys: one item a record, in order.
+//! Records without a kept item get the plain shapes: `{"role", "content"}`
+//! messages (a structured answer as an assistant message of its JSON text),
+//! `function_call` and `function_call_output` items with `type`, `call_id`
+//! and `name`/`arguments` or `output`. A reasoning record is written only
+//! as the item it was read from, and only while its text is unchanged: the
+//! API refuses a reasoning item it did not write. `input` is written as a
+//! string again when it was one and is still one plain user message. Not
+//! written: `turn_start`, overlays, other records except `responses_item`, a
+//! user record's `author`, a tool result's `is_error`.
+//!
+//! [`output_records`] reads a response's `output` with the same mapping, so
+//! an answer recorded from the response compares equal, body for body, with
+//! the same items sent back in the next request's `input`.
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use crate::Transcript;
+use crate::chat::{Records, build_request, describe, kept_body, meta, set_meta};
+use crate::pairing::{export_id, pair};
+
+const PREFIX: &str = "responses";
+/// The item a record was read from, with the fields the record holds set
+/// to `null`.
+const ITEM: &str = "responses_item";
+/// The kind of an `Other` record holding an item this module does not map.
+const OTHER: &str = "responses_item";
+const STRING_INPUT: &str = "responses_string_input";
+const RAW_ARGUMENTS: &str = "responses_raw_arguments";
+const ARGUMENTS_TEXT: &str = "responses_arguments_text";
+const ARGUMENTS_OBJECT: &str = "responses_arguments_object";
+const ROLES: &str = "expected system, developer, user or assistant";
+
+/// Read a Responses API request body. The error says what was expected and
+/// where (`input[3].type: …`).
+pub fn from_json(v: &Value) -> Result<Transcript, String> {
+    let Value::Object(body) = v else {
+        return Err(format!(
+            "expected a request object with `input`, found {}",
+            describe(v)
+        ));
+    };
+    let mut t = Transcript::default();
+    let mut out = Records::default();
+    match body.get("input") {
+        // A body may leave `input` out (a stored prompt, a continuation);
+        // kept whole, so export does not add one.
+        None => {
+            t.extras.insert(PREFIX.into(), Value::Object(body.clone()));
+        }
+        Some(input) => {
+            if let Some(kept) = kept_body(body, &["input"]) {
+                t.extras.insert(PREFIX.into(), Value::Object(kept));
+            }
+            match input {
+                Value::String(s) => {
+                    out.open_turn();
+                    let idx = out.push(Body::User {
+                        content: s.clone(),
+                        author: None,
+                    });
+                    set_meta(&mut out.records[idx], STRING_INPUT, Value::Bool(true));
+                }
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        read_item(&mut out, &format!("input[{i}]"), item)?;
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "`input`: expected a string or an array of input items, found {}",
+                        describe(other)
+                    ));
+                }
+            }
+        }
+    }
+    t.records = out.records;
+    pair(&mut t.records, Some(PREFIX), &mut t.warnings);
+    Ok(t)
+}
+
+/// The records of a Responses API response object's `output` (a
+/// non-streamed answer, or the `response` of a `response.completed`
+/// event), read as [`from_json`] reads the same items in `input`. Ids are
+/// left as they are: pairing is the whole history's business.
+pub fn output_records(response: &Value) -> Result<Vec<Record>, String> {
+    let output = match response.get("output") {
+        Some(Value::Array(a)) => a,
+        Some(other) => {
+            return Err(format!(
+                "`output`: expected an array of output items, found {}",
+                describe(other)
+            ));
+        }
+        None => {
+            return Err(format!(
+                "expected a response object with an `output` array, found {}",
+                match response {
+                    Value::Object(_) => "an object without `output`",
+                    other => describe(other),
+                }
+            ));
+        }
+    };
+    let mut out = Records::default();
+    for (i, item) in output.iter().enumerate() {
+        read_item(&mut out, &format!("output[{i}]"), item)?;
+    }
+    Ok(out.records)
+}
+
+/// Read the item at `at` into records.
+fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
+    let Value::Object(o) = item else {
+        return Err(format!(
+            "{at}: expected an item object, found {}",
+            describe(item)
+        ));
+    };
+    out.start_message(o);
+    let ty = match o.get("type") {
+        Some(Value::String(t)) => Some(t.as_str()),
+        None => None,
+        Some(other) => {
+            return Err(format!(
+                "{at}.type: expected a string naming the item type, found {}",
+                describe(other)
+            ));
+        }
+    };
+    match ty {
+        Some("message") => read_message(out, at, o),
+        None if o.contains_key("role") => read_message(out, at, o),
+        None => Err(format!(
+            "{at}: expected an item with a `type` (or a message with a `role`), found an object with neither"
+        )),
+        Some("function_call") => read_call(out, at, o),
+        Some("function_call_output") => read_output(out, at, o),
+        Some("reasoning") => {
+            let idx = out.push(Body::Reasoning {
+                content: reasoning_text(o),
+            });
+            set_meta(&mut out.records[idx], ITEM, Value::Object(o.clone()));
+            Ok(())
+        }
+        Some(_) => {
+            let mut fields = Object::new();
+            fields.insert("item".into(), Value::Object(o.clone()));
+            out.push(Body::Other {
+                kind: OTHER.into(),
+                fields,
+            });
+            Ok(())
+        }
+    }
+}
+
+fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
+    let role = match o.get("role") {
+        Some(Value::String(r)) => r.as_str(),
+        Some(other) => {
+            return Err(format!(
+                "{at}.role: expected a string ({ROLES}), found {}",
+                describe(other)
+            ));
+        }
+        None => return Err(format!("{at}: a message needs a `role`; {ROLES}")),
+    };
+    if !matches!(role, "system" | "developer" | "user" | "assistant") {
+        return Err(format!("{at}: unknown role `{role}`; {ROLES}"));
+    }
+    let (text, holes): (String, &[&str]) = match o.get("content") {
+        Some(Value::String(s)) => (s.clone(), &["content"]),
+        Some(Value::Array(parts)) => {
+            check_parts(&format!("{at}.content"), parts)?;
+            (parts_text(parts), &[])
+        }
+        Some(other) => {
+            return Err(format!(
+                "{at}.content: expected a string or an array of content parts, found {}",
+                describe(other)
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{at}: a message needs `content` (a string or an array of content parts)"
+            ));
+        }
+    };
+    let body = match role {
+        "user" => {
+            out.open_turn();
+            Body::User {
+                content: text,
+                author: None,
+            }
+        }
+        "assistant" => Body::Assistant { content: text },
+        _ => Body::System { content: text },
+    };
+    let idx = out.push(body);
+    let r = &mut out.records[idx];
+    if role == "developer" {
+        r.extra
+            .insert("role".into(), Value::String("developer".into()));
+    }
+    keep_item(r, o, holes, &message_default(role));
+    Ok(())
+}
+
+fn read_call(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
+    let string = |field: &str| match o.get(field) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(format!(
+            "{at}: a `function_call` item needs a `{field}` string"
+        )),
+    };
+    let id = string("call_id")?;
+    let name = string("name")?;
+    let mut flags = Vec::new();
+    let arguments = match o.get("arguments") {
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => {
+                if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
+                    flags.push((ARGUMENTS_TEXT, Value::String(text.clone())));
+                }
+                v
+            }
+            Err(_) => {
+                flags.push((RAW_ARGUMENTS, Value::Bool(true)));
+                Value::String(text.clone())
+            }
+        },
+        // Not what the API sends, but logs may write the object itself.
+        Some(v @ Value::Object(_)) => {
+            flags.push((ARGUMENTS_OBJECT, Value::Bool(true)));
+            v.clone()
+        }
+        None => {
+            return Err(format!(
+                "{at}: a `function_call` item needs `arguments` (a JSON string)"
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "{at}.arguments: expected a JSON string, found {}",
+                describe(other)
+            ));
+        }
+    };
+    let idx = out.push(Body::ToolCall {
+        id,
+        name,
+        arguments,
+    });
+    let r = &mut out.records[idx];
+    for (k, v) in flags {
+        set_meta(r, k, v);
+    }
+    keep_item(r, o, &["call_id", "name", "arguments"], &call_default());
+    Ok(())
+}
+
+fn read_output(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
+    let Some(Value::String(id)) = o.get("call_id") else {
+        return Err(format!(
+            "{at}: a `function_call_output` item needs a `call_id` string"
+        ));
+    };
+    let (content, holes): (String, &[&str]) = match o.get("output") {
+        Some(Value::String(s)) => (s.clone(), &["call_id", "output"]),
+        Some(Value::Array(parts)) => {
+            check_parts(&format!("{at}.output"), parts)?;
+            (parts_text(parts), &["call_id"])
+        }
+        Some(other) => {
+            return Err(format!(
+                "{at}.output: expected a string or an array of content parts, found {}",
+                describe(other)
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{at}: a `function_call_output` item needs an `output` (a string or an array of content parts)"
+            ));
+        }
+    };
+    let idx = out.push(Body::ToolResult {
+        id: id.clone(),
+        content,
+        is_error: false,
+    });
+    keep_item(&mut out.records[idx], o, holes, &output_default());
+    Ok(())
+}
+
+/// Every part of a content array is an object with a `type` string.
+fn check_parts(at: &str, parts: &[Value]) -> Result<(), String> {
+    for (j, p) in parts.iter().enumerate() {
+        if !p.get("type").is_some_and(Value::is_string) {
+            return Err(format!(
+                "{at}[{j}]: expected a content part (an object with a `type` string), found {}",
+                match p {
+                    Value::Object(_) => "an object without a `type` string",
+                    other => describe(other),
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The text of a content array: its `input_text` and `output_text` parts
+/// joined with "\n", as OpenAI chat joins its text parts.
+fn parts_text(parts: &[Value]) -> String {
+    parts
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.get("type").and_then(Value::as_str),
+                Some("input_text" | "output_text")
+            )
+        })
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text of a reasoning item: its summary, or the raw reasoning text
+/// that open-weight models put in `content` when there is no summary.
+fn reasoning_text(o: &Object) -> String {
+    let texts = |key: &str, ty: &str| -> Vec<&str> {
+        o.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some(ty))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect()
+    };
+    let summary = texts("summary", "summary_text");
+    if summary.is_empty() {
+        texts("content", "reasoning_text").join("\n\n")
+    } else {
+        summary.join("\n\n")
+    }
+}
+
+/// Keep item `o` on `r` with `holes` set to `null`, unless that is
+/// `default` exactly (key order included), which export writes anyway.
+fn keep_item(r: &mut Record, o: &Object, holes: &[&str], default: &Object) {
+    let kept: Object = o
+        .iter()
+        .map(|(k, v)| {
+            let v = if holes.contains(&k.as_str()) {
+                Value::Null
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    let same = kept.len() == default.len()
+        && kept
+            .iter()
+            .zip(default)
+            .all(|((k, v), (dk, dv))| k == dk && v == dv);
+    if !same {
+        set_meta(r, ITEM, Value::Object(kept));
+    }
+}
+
+/// An object of `pairs`, in order.
+fn object(pairs: &[(&str, Value)]) -> Object {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+fn message_default(role: &str) -> Object {
+    object(&[("role", role.into()), ("content", Value::Null)])
+}
+
+fn call_default() -> Object {
+    object(&[
+        ("type", "function_call".into()),
+        ("call_id", Value::Null),
+        ("name", Value::Null),
+        ("arguments", Value::Null),
+    ])
+}
+
+fn output_default() -> Object {
+    object(&[
+        ("type", "function_call_output".into()),
+        ("call_id", Value::Null),
+        ("output", Value::Null),
+    ])
+}
+
+/// The item kept on `r`, when it has the `keys` export fills and a `type`
+/// among `types` (`None`: no `type`).
+fn kept_item(r: &Record, types: &[Option<&str>], keys: &[&str]) -> Option<Object> {
+    let Some(Value::Object(item)) = meta(r, ITEM) else {
+        return None;
+    };
+    let ty = match item.get("type") {
+        None => None,
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(_) => return None,
+    };
+    (types.contains(&ty) && keys.iter().all(|k| item.contains_key(*k))).then(|| item.clone())
+}
+
+/// Write records as a Responses API request body.
+pub fn to_json(records: &[Record], extras: &Object) -> Value {
+    let mut items = Vec::new();
+    let mut sources = Vec::new();
+    for r in records {
+        if let Some(item) = item_of(r) {
+            items.push(item);
+            sources.push(r);
+        }
+    }
+    let as_string = match (items.as_slice(), sources.as_slice()) {
+        ([Value::Object(item)], [r]) if meta(r, STRING_INPUT) == Some(&Value::Bool(true)) => {
+            match (item.len(), item.get("role"), item.get("content")) {
+                (2, Some(role), Some(Value::String(s))) if role == "user" => Some(s.clone()),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let kept = extras.get(PREFIX).and_then(Value::as_object);
+    let input = match as_string {
+        Some(s) => Some(Value::String(s)),
+        // A body read without `input` gets none back while there is
+        // nothing to put in it.
+        None if items.is_empty() && kept.is_some_and(|k| !k.contains_key("input")) => None,
+        None => Some(Value::Array(items)),
+    };
+    build_request(kept, vec![("input", input)])
+}
+
+/// The item a record is written as, if any.
+fn item_of(r: &Record) -> Option<Value> {
+    let item = match &r.body {
+        Body::User { content, .. } => message_item(r, "user", content),
+        Body::Assistant { content } => message_item(r, "assistant", content),
+        Body::Structured { data } => message_item(
+            r,
+            "assistant",
+            &serde_json::to_string(data).unwrap_or_default(),
+        ),
+        Body::System { content } => {
+            let role = match r.extra.get("role") {
+                Some(Value::String(d)) if d == "developer" => "developer",
+                _ => "system",
+            };
+            message_item(r, role, content)
+        }
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let mut item = kept_item(
+                r,
+                &[Some("function_call")],
+                &["call_id", "name", "arguments"],
+            )
+            .unwrap_or_else(call_default);
+            item.insert("call_id".into(), export_id(r, id, PREFIX).into());
+            item.insert("name".into(), Value::String(name.clone()));
+            let args =
+                if meta(r, ARGUMENTS_OBJECT) == Some(&Value::Bool(true)) && arguments.is_object() {
+                    arguments.clone()
+                } else {
+                    Value::String(arguments_text(r, arguments))
+                };
+            item.insert("arguments".into(), args);
+            item
+        }
+        Body::ToolResult { id, content, .. } => {
+            let mut item = kept_item(r, &[Some("function_call_output")], &["call_id", "output"])
+                .unwrap_or_else(output_default);
+            item.insert("call_id".into(), export_id(r, id, PREFIX).into());
+            let output = match item.get("output") {
+                Some(Value::Array(parts)) if parts_text(parts) == *content => {
+                    Value::Array(parts.clone())
+                }
+                _ => Value::String(content.clone()),
+            };
+            item.insert("output".into(), output);
+            item
+        }
+        Body::Reasoning { content } => {
+            let item = kept_item(r, &[Some("reasoning")], &[])?;
+            if reasoning_text(&item) != *content {
+                return None;
+            }
+            item
+        }
+        Body::Other { kind, fields } if kind == OTHER => {
+            return fields.get("item").filter(|i| i.is_object()).cloned();
+        }
+        // Turn starts, overlays and other records are not items.
+        _ => return None,
+    };
+    Some(Value::Object(item))
+}
+
+/// A message item: the kept one with its role and content filled in (an
+/// array of parts kept while its text is still `text`), else the plain
+/// `{"role", "content"}` shape.
+fn message_item(r: &Record, role: &str, text: &str) -> Object {
+    let mut item = kept_item(r, &[None, Some("message")], &["role", "content"])
+        .unwrap_or_else(|| message_default(role));
+    item.insert("role".into(), role.into());
+    let content = match item.get("content") {
+        Some(Value::Array(parts)) if parts_text(parts) == text => Value::Array(parts.clone()),
+        _ => Value::String(text.to_owned()),
+    };
+    item.insert("content".into(), content);
+    item
+}
+
+/// The `arguments` text of a call: the original text when import kept it
+/// and it still says the same, else the compact JSON.
+fn arguments_text(r: &Record, arguments: &Value) -> String {
+    if meta(r, RAW_ARGUMENTS) == Some(&Value::Bool(true))
+        && let Value::String(s) = arguments
+    {
+        return s.clone();
+    }
+    if let Some(Value::String(t)) = meta(r, ARGUMENTS_TEXT)
+        && serde_json::from_str::<Value>(t).ok().as_ref() == Some(arguments)
+    {
+        return t.clone();
+    }
+    serde_json::to_string(arguments).unwrap_or_default()
+}
