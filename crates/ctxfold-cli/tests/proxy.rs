@@ -608,7 +608,7 @@ fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(runs.len(), 4);
+    assert_eq!(runs.len(), 6);
     for run in &runs {
         // The SDK parsed every answer, to the last text of each turn.
         assert_eq!(
@@ -627,7 +627,7 @@ fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
         .iter()
         .map(|r| r["conversation"].as_str().unwrap())
         .collect();
-    assert_eq!(ids.len(), 4, "one conversation each");
+    assert_eq!(ids.len(), 6, "one conversation each");
     assert!(up.problems().is_empty(), "{:?}", up.problems());
     for id in &ids {
         let autos = count(
@@ -643,10 +643,20 @@ fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
     for r in up.requests() {
         let b = r.json();
         match r.path.as_str() {
-            "/v1/chat/completions" => assert_eq!(b["temperature"], json!(0.25)),
-            _ => assert_eq!(b["metadata"], json!({"user_id": "agent-7"})),
+            "/v1/chat/completions" => {
+                assert_eq!(b["temperature"], json!(0.25));
+                assert_eq!(b["max_tokens"], json!(300));
+            }
+            "/v1/responses" => {
+                assert_eq!(b["temperature"], json!(0.25));
+                assert_eq!(b["max_output_tokens"], json!(300));
+                assert_eq!(b["instructions"], json!("You are a careful coding agent."));
+            }
+            _ => {
+                assert_eq!(b["metadata"], json!({"user_id": "agent-7"}));
+                assert_eq!(b["max_tokens"], json!(300), "{}", r.path);
+            }
         }
-        assert_eq!(b["max_tokens"], json!(300), "{}", r.path);
     }
 }
 
@@ -800,6 +810,140 @@ fn a_proxy_killed_mid_stream_leaves_a_log_the_next_one_continues() {
     let recs = records_when(&s, &id, |r| count(r, "assistant") >= 2);
     assert_eq!(count(&recs, "user"), 2);
     assert_eq!(count(&recs, "assistant"), 2);
+}
+
+/// An upstream stream that breaks off: the client's stream breaks too;
+/// what completed of the answer (the closed text block) is recorded,
+/// marked; the client's retry and its next turn go on in the same
+/// conversation, and the retried answer is recorded whole.
+#[test]
+fn a_stream_cut_short_records_what_completed_and_the_retry_goes_on() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    let url = format!("{}/v1/messages", p.base);
+    let body = |model: &str, messages: &Value| {
+        json!({"model": model, "max_tokens": 100, "system": "Be brief.", "stream": true,
+            "messages": messages})
+        .to_string()
+    };
+    let mut messages = json!([{"role": "user", "content": "say it steps=0"}]);
+    let mut resp = agent()
+        .post(&url)
+        .header("content-type", "application/json")
+        .send(body("cut-1", &messages).as_bytes())
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let id = resp
+        .headers()
+        .get("x-ctxfold-conversation")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        resp.body_mut().read_to_vec().is_err(),
+        "the client sees the stream break off"
+    );
+    let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
+    let cut: Vec<&Value> = recs.iter().filter(|r| r["type"] == "assistant").collect();
+    assert_eq!(cut.len(), 1);
+    assert_eq!(cut[0]["content"], "done: 0 steps");
+    assert_eq!(cut[0]["metadata"]["cut_short"], true);
+
+    // The client retries the same request; the answer comes whole.
+    let a = post(&url, &[], body("m", &messages).as_bytes());
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    assert_eq!(a.header("x-ctxfold-history"), Some("continued"));
+    let recs = records_when(&s, &id, |r| count(r, "assistant") > 1);
+    let whole: Vec<&Value> = recs.iter().filter(|r| r["type"] == "assistant").collect();
+    assert_eq!(whole.len(), 2, "{recs:#?}");
+    assert!(whole[1]["metadata"].get("cut_short").is_none());
+
+    // The next turn carries the whole answer, not the cut one: it goes on
+    // in the same conversation, no fork.
+    messages
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "assistant", "content": [{"type": "text", "text": "done: 0 steps"}]}));
+    messages
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "user", "content": "thanks steps=0"}));
+    let a = post(&url, &[], body("m", &messages).as_bytes());
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    assert_eq!(a.header("x-ctxfold-history"), Some("continued"));
+    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), 1);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+/// OpenAI responses: a request with its whole `input` is recorded like any
+/// other; one chained with `previous_response_id` (its history is on the
+/// upstream) goes upstream byte for byte as sent and is recorded after the
+/// answer it names, or, when the proxy never saw that answer, as a new
+/// conversation naming it.
+#[test]
+fn responses_chained_by_previous_response_id_pass_through_and_are_recorded() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    let url = format!("{}/v1/responses", p.base);
+    let tools =
+        json!([{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]);
+    let first = json!({"model": "gpt-4o-mini", "instructions": "Be brief.", "tools": tools,
+        "input": [{"role": "user", "content": "look steps=1"}]});
+    let a = post(&url, &[], first.to_string().as_bytes());
+    assert_eq!(a.status, 200);
+    let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_eq!(a.header("x-ctxfold-history"), Some("new"));
+    let answer = a.json();
+    let call = answer["output"][0].clone();
+    assert_eq!(call["type"], "function_call");
+    records_when(&s, &id, |r| count(r, "tool_call") == 1);
+
+    // Chained: only the tool's output, the history by reference.
+    let chained = format!(
+        r#"{{"model":"gpt-4o-mini","previous_response_id":{},"input":[{{"type":"function_call_output","call_id":{},"output":"fn main() {{}}"}}],"tools":{tools}}}"#,
+        answer["id"], call["call_id"]
+    );
+    let b = post(&url, &[], chained.as_bytes());
+    assert_eq!(b.status, 200);
+    assert_eq!(b.header("x-ctxfold-conversation"), Some(id.as_str()));
+    assert_eq!(b.header("x-ctxfold-history"), Some("chained"));
+    assert_eq!(
+        up.requests().last().unwrap().body,
+        chained.as_bytes(),
+        "a chained request goes as sent"
+    );
+    let recs = records_when(&s, &id, |r| count(r, "assistant") == 1);
+    assert_eq!(count(&recs, "user"), 1);
+    assert_eq!(count(&recs, "tool_call"), 1);
+    assert_eq!(count(&recs, "tool_result"), 1);
+    assert_eq!(count(&recs, "compaction"), 0);
+
+    // Chained to an answer this proxy never recorded.
+    let orphan = r#"{"model":"gpt-4o-mini","previous_response_id":"resp_elsewhere","input":"and then? steps=0"}"#;
+    let c = post(&url, &[], orphan.as_bytes());
+    assert_eq!(c.status, 200);
+    assert_eq!(c.header("x-ctxfold-history"), Some("chained"));
+    let other = c.header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_ne!(other, id);
+    assert_eq!(up.requests().last().unwrap().body, orphan.as_bytes());
+    let shown = s.json(&["c", "show", &other]);
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(shown["path"].as_str().unwrap()).join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta["extras"]["proxy"]["previous_response_id"], "resp_elsewhere",
+        "the new conversation names the answer it follows: {meta}"
+    );
+    records_when(&s, &other, |r| count(r, "assistant") == 1);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
 }
 
 #[test]

@@ -253,21 +253,29 @@ fn append(block: &mut Value, key: &str, piece: &str) {
 
 /// Read a stream (see the module docs) into the message a non-streamed call
 /// gives; text and reasoning go to `on` as they come.
+///
+/// `cut_short`: the stream is known to have broken off; the message holds
+/// the blocks that completed (`content_block_stop`) instead of failing, so
+/// a thinking block is kept only with its signature and a tool call only
+/// with all of its input.
 pub(crate) fn read_stream(
     reader: impl BufRead,
     on: &mut dyn FnMut(StreamEvent),
     ctx: &ErrorContext<'_>,
     io_error: &dyn Fn(std::io::Error) -> ProviderError,
+    cut_short: bool,
 ) -> Result<Value, ProviderError> {
     let mut sse = SseReader::new(reader);
     let mut message: Option<Map<String, Value>> = None;
     let mut blocks: Vec<Option<Value>> = Vec::new();
     let mut json_parts: Vec<String> = Vec::new();
+    let mut closed: Vec<bool> = Vec::new();
     let mut stopped = false;
     while !stopped {
         let ev = match sse.next_event() {
             Ok(Some(ev)) => ev,
             Ok(None) => break,
+            Err(_) if cut_short => break,
             Err(SseError::Io(e)) => return Err(io_error(e)),
             Err(SseError::Malformed { line, detail }) => {
                 return Err(malformed(format!(
@@ -280,6 +288,10 @@ pub(crate) fn read_stream(
             ev.event.as_deref().unwrap_or("(unnamed)"),
             ev.line
         );
+        // The last event of a stream cut short may be incomplete.
+        if cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
+            break;
+        }
         let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
             malformed(format!(
                 "{at}: its data is not JSON ({e}): {}",
@@ -312,6 +324,7 @@ pub(crate) fn read_stream(
                 if blocks.len() <= i {
                     blocks.resize(i + 1, None);
                     json_parts.resize(i + 1, String::new());
+                    closed.resize(i + 1, false);
                 }
                 match b.get("type").and_then(Value::as_str) {
                     Some("tool_use") => on(StreamEvent::ToolCall {
@@ -387,11 +400,22 @@ pub(crate) fn read_stream(
                 }
             }
             "message_stop" => stopped = true,
-            "error" => return Err(error::in_body(&data, ctx)),
-            _ => {} // content_block_stop, ping, and events yet unknown
+            "content_block_stop" => {
+                if let Some(c) = index().ok().and_then(|i| closed.get_mut(i)) {
+                    *c = true;
+                }
+            }
+            "error" if !cut_short => return Err(error::in_body(&data, ctx)),
+            _ => {} // ping, and events yet unknown
         }
     }
-    if !stopped {
+    if cut_short && !stopped {
+        for (b, done) in blocks.iter_mut().zip(&closed) {
+            if !done {
+                *b = None;
+            }
+        }
+    } else if !stopped {
         return Err(malformed(
             "the Anthropic-style stream ended before `message_stop`",
         ));

@@ -286,11 +286,16 @@ struct CallAcc {
 
 /// Read a stream (see the module docs) into the response body a
 /// non-streamed call gives; text and reasoning go to `on` as they come.
+///
+/// `cut_short`: the stream is known to have broken off; what arrived is
+/// read as far as it goes (the text and reasoning received; tool calls,
+/// whose end the format does not mark, are left out) instead of failing.
 pub(crate) fn read_stream(
     reader: impl BufRead,
     on: &mut dyn FnMut(StreamEvent),
     ctx: &ErrorContext<'_>,
     io_error: &dyn Fn(std::io::Error) -> ProviderError,
+    cut_short: bool,
 ) -> Result<Value, ProviderError> {
     let mut sse = SseReader::new(reader);
     let mut top = Map::new();
@@ -305,6 +310,7 @@ pub(crate) fn read_stream(
         let ev = match sse.next_event() {
             Ok(Some(ev)) => ev,
             Ok(None) => break,
+            Err(_) if cut_short => break,
             Err(SseError::Io(e)) => return Err(io_error(e)),
             Err(SseError::Malformed { line, detail }) => {
                 return Err(malformed(format!(
@@ -314,6 +320,10 @@ pub(crate) fn read_stream(
         };
         if ev.data.trim() == "[DONE]" {
             done = true;
+            break;
+        }
+        // The last event of a stream cut short may be incomplete.
+        if cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
             break;
         }
         let chunk: Value = serde_json::from_str(&ev.data).map_err(|e| {
@@ -416,7 +426,9 @@ pub(crate) fn read_stream(
             }
         }
     }
-    if !done && finish.is_none() {
+    if cut_short && !done && finish.is_none() {
+        calls.clear();
+    } else if !done && finish.is_none() {
         return Err(malformed(
             "the OpenAI-style stream ended before the answer was finished (no `finish_reason`, no `data: [DONE]`)",
         ));

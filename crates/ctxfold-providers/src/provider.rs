@@ -255,8 +255,8 @@ impl Provider {
             return Ok(response);
         }
         let raw = match kind {
-            ProviderKind::OpenAi => openai::read_stream(reader, on, &ctx, &io_error)?,
-            ProviderKind::Anthropic => anthropic::read_stream(reader, on, &ctx, &io_error)?,
+            ProviderKind::OpenAi => openai::read_stream(reader, on, &ctx, &io_error, false)?,
+            ProviderKind::Anthropic => anthropic::read_stream(reader, on, &ctx, &io_error, false)?,
         };
         parse(raw)
     }

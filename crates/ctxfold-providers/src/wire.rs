@@ -44,8 +44,103 @@ pub fn read_answer_stream(
         detail: format!("the stream broke off: {e}"),
     };
     let raw = match kind {
-        ProviderKind::OpenAi => openai::read_stream(reader, &mut |_| {}, &c, &io_error)?,
-        ProviderKind::Anthropic => anthropic::read_stream(reader, &mut |_| {}, &c, &io_error)?,
+        ProviderKind::OpenAi => openai::read_stream(reader, &mut |_| {}, &c, &io_error, false)?,
+        ProviderKind::Anthropic => {
+            anthropic::read_stream(reader, &mut |_| {}, &c, &io_error, false)?
+        }
     };
     parse_answer(kind, raw, model)
+}
+
+/// What completed of a streamed answer that broke off: for Anthropic the
+/// content blocks that were closed (a thinking block with its signature,
+/// a tool call with all of its input), for OpenAI chat the text and
+/// reasoning that arrived (a tool call's end is not marked, so none is
+/// kept). May be empty; there is no usage or stop reason.
+pub fn read_cut_stream(
+    kind: ProviderKind,
+    reader: impl BufRead,
+    model: &str,
+) -> Result<ChatResponse, ProviderError> {
+    let c = ctx(model);
+    let io_error = |e: std::io::Error| ProviderError::Malformed {
+        detail: format!("the stream broke off: {e}"),
+    };
+    let raw = match kind {
+        ProviderKind::OpenAi => openai::read_stream(reader, &mut |_| {}, &c, &io_error, true)?,
+        ProviderKind::Anthropic => {
+            anthropic::read_stream(reader, &mut |_| {}, &c, &io_error, true)?
+        }
+    };
+    parse_answer(kind, raw, model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::Part;
+
+    /// An Anthropic stream that broke off inside a tool call's input: the
+    /// closed thinking (with its signature) and text blocks are kept, the
+    /// open tool call is not.
+    #[test]
+    fn a_cut_anthropic_stream_keeps_the_closed_blocks() {
+        let stream = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\"}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"plan\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"sig\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Reading it.\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"read\",\"input\":{}}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"a\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_blo",
+        );
+        let strict = read_answer_stream(ProviderKind::Anthropic, stream.as_bytes(), "c");
+        assert!(
+            strict.is_err(),
+            "a stream without message_stop is not whole"
+        );
+        let r = read_cut_stream(ProviderKind::Anthropic, stream.as_bytes(), "c").unwrap();
+        assert_eq!(
+            r.parts,
+            vec![
+                Part::Reasoning {
+                    text: "plan".into(),
+                    signature: Some("sig".into())
+                },
+                Part::Text("Reading it.".into()),
+            ]
+        );
+        assert!(r.stop_reason.is_none());
+    }
+
+    /// An OpenAI stream that broke off: the text that arrived is kept, the
+    /// tool call (whose end is never marked) is not.
+    #[test]
+    fn a_cut_openai_stream_keeps_the_text_that_arrived() {
+        let stream = concat!(
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Let me \"}}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"look.\"}}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"t\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]}}]}\n\n",
+            "data: {\"id\":\"c\",\"cho",
+        );
+        assert!(read_answer_stream(ProviderKind::OpenAi, stream.as_bytes(), "m").is_err());
+        let r = read_cut_stream(ProviderKind::OpenAi, stream.as_bytes(), "m").unwrap();
+        assert_eq!(r.parts, vec![Part::Text("Let me look.".into())]);
+    }
+
+    /// Cut before anything completed: nothing.
+    #[test]
+    fn a_stream_cut_before_any_block_closed_holds_nothing() {
+        let stream = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"c\"}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half\"}}\n\n",
+        );
+        let r = read_cut_stream(ProviderKind::Anthropic, stream.as_bytes(), "c").unwrap();
+        assert!(r.parts.is_empty(), "{:?}", r.parts);
+    }
 }

@@ -92,6 +92,12 @@ pub enum History {
     Earlier,
     /// It diverged: a new conversation was made from it, naming the old.
     Forked,
+    /// A Responses request chained with `previous_response_id`: its input
+    /// holds only what is new (the history is the upstream's), so it was
+    /// recorded after the answer it names, or as a new conversation naming
+    /// that answer when the proxy did not record it, and goes upstream as
+    /// sent.
+    Chained,
 }
 
 /// Where an answer goes: appended only if the log is still as this
@@ -175,6 +181,10 @@ pub struct Book {
     sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
     /// Conversations that could no longer be read.
     gone: Mutex<std::collections::HashSet<String>>,
+    /// Responses API answer id → the conversation that recorded it, for
+    /// requests chained with `previous_response_id` (this run's answers
+    /// only).
+    chains: Mutex<HashMap<String, String>>,
 }
 
 impl Book {
@@ -200,6 +210,7 @@ impl Book {
             keys: Mutex::new(keys),
             sessions: Mutex::new(HashMap::new()),
             gone: Mutex::default(),
+            chains: Mutex::default(),
         })
     }
 
@@ -265,6 +276,9 @@ impl Book {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         let client = transcript.records;
         let model = model(body).to_owned();
+        if let Some(previous) = chained(shape, body) {
+            return self.chain(shape, previous, &model, &client);
+        }
         let key = self.key(shape, body, &client, header_key);
         let slot = self.slot(&key);
         // Held to the end: one request of a key at a time.
@@ -294,6 +308,63 @@ impl Book {
             &model,
             new_turn,
         )
+    }
+
+    /// Record a chained Responses request after the answer it names (or as
+    /// a new conversation naming it); it goes upstream as sent.
+    fn chain(
+        &self,
+        shape: Shape,
+        previous: &str,
+        model: &str,
+        client: &[Record],
+    ) -> Result<Prepared, PrepareError> {
+        let est = Heuristic::default();
+        let tokens: usize = client.iter().map(|r| est.record_tokens(r)).sum();
+        let known = lock(&self.chains).get(previous).cloned();
+        let mut id = None;
+        if let Some(known) = known {
+            match self.session(&known) {
+                Ok(session) => {
+                    let mut s = lock(&session);
+                    s.refresh()?;
+                    s.append(stamp(client))?;
+                    id = Some((known, s.conv.log().len()));
+                }
+                Err(e) => self.forget(&known, &e),
+            }
+        }
+        let (id, len) = match id {
+            Some(found) => found,
+            None => {
+                let key = format!("chain:{previous}");
+                let meta = json!({"key": key, "shape": shape.name(), "model": model,
+                    "previous_response_id": previous});
+                let title = client.iter().find_map(|r| match &r.body {
+                    Body::User { content, .. } => Some(title_of(content)),
+                    _ => None,
+                });
+                let mut extras = Object::new();
+                extras.insert(META_KEY.into(), meta);
+                let c = self.ws.create(title, None, extras, stamp(client))?;
+                let len = client.len();
+                (c.meta.id, len)
+            }
+        };
+        Ok(Prepared {
+            body: None,
+            conversation: id.clone(),
+            tokens_before: tokens,
+            tokens_after: tokens,
+            compactions: 0,
+            history: History::Chained,
+            answer: Some(AnswerSlot {
+                conversation: id,
+                len,
+                shape,
+                model: model.to_owned(),
+            }),
+        })
     }
 
     /// Append what is new in `client` to conversation `id`, or record it
@@ -526,7 +597,17 @@ impl Book {
         if s.conv.log().len() != slot.len || records.is_empty() {
             return Ok(false);
         }
+        let response = records.iter().rev().find_map(|r| {
+            r.metadata
+                .as_ref()?
+                .get(crate::shape::RESPONSE_ID)?
+                .as_str()
+                .map(str::to_owned)
+        });
         s.append(stamp(&records))?;
+        if let Some(response) = response {
+            lock(&self.chains).insert(response, slot.conversation.clone());
+        }
         Ok(true)
     }
 }
@@ -727,9 +808,22 @@ fn title_of(text: &str) -> String {
 
 /// The stable head of a request: its shape, system prompt, tool names and
 /// first user message.
+/// The `previous_response_id` a Responses request is chained with.
+fn chained(shape: Shape, body: &Value) -> Option<&str> {
+    if shape != Shape::Responses {
+        return None;
+    }
+    body.get("previous_response_id").and_then(Value::as_str)
+}
+
 fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
     let mut h = Sha256::new();
     h.update(shape.name());
+    // The Responses API's system prompt is a body key, not an item.
+    if let Some(i) = body.get("instructions").and_then(Value::as_str) {
+        h.update([0]);
+        h.update(i);
+    }
     for r in client {
         match &r.body {
             Body::System { content } => {

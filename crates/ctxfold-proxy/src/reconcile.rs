@@ -11,6 +11,9 @@
 //!   is what goes upstream, and a changed one is not a different history.
 //! - Reasoning the log holds but the client did not send back (OpenAI chat
 //!   clients drop it) is skipped: it stays in the log as recorded.
+//! - What the log holds of an answer whose stream broke off (metadata
+//!   [`CUT_SHORT`]) is not compared: the client retries, and its next
+//!   history holds the retried answer, not the broken one.
 //! - Everything else must match in order. The first record that differs is
 //!   where the histories diverge.
 
@@ -41,8 +44,23 @@ pub enum Alignment {
     },
 }
 
+/// Metadata key marking records of an answer whose stream broke off
+/// before its end (what completed of it).
+pub const CUT_SHORT: &str = "cut_short";
+
+/// Whether a stored record may be missing from the client's history.
+fn optional(r: &Record) -> bool {
+    matches!(r.body, Body::Reasoning { .. })
+}
+
 /// Whether a record takes part in the comparison.
 fn compared(r: &Record) -> bool {
+    if r.metadata
+        .as_ref()
+        .is_some_and(|m| m.contains_key(CUT_SHORT))
+    {
+        return false;
+    }
     match &r.body {
         Body::System { .. } => false,
         // An assistant message of tool calls only may or may not carry an
@@ -99,14 +117,14 @@ pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
             pairs.push((s[i], c[j]));
             i += 1;
             j += 1;
-        } else if matches!(a.body, Body::Reasoning { .. }) {
+        } else if optional(a) {
             i += 1;
         } else {
             return Alignment::Diverges { at: c[j] };
         }
     }
     // Stored reasoning after the last pair was not sent back either.
-    while i < s.len() && matches!(stored[s[i]].body, Body::Reasoning { .. }) {
+    while i < s.len() && optional(&stored[s[i]]) {
         i += 1;
     }
     if i < s.len() {

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::book::{AnswerSlot, Book, History, Prepared};
 use crate::config::{OnError, ProxyConfig};
 use crate::metrics::{Metrics, endpoint, outcome};
+use crate::reconcile::CUT_SHORT;
 use crate::shape::Shape;
 
 /// The header a client names its conversation with.
@@ -70,6 +71,7 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
         .fallback(passthrough)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(proxy)
@@ -116,6 +118,15 @@ async fn messages(
     body: Bytes,
 ) -> Response {
     compacting(p, Shape::Messages, "messages", uri, headers, body).await
+}
+
+async fn responses(
+    State(p): State<Arc<Proxy>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    compacting(p, Shape::Responses, "responses", uri, headers, body).await
 }
 
 /// Anthropic's token count, for the body the upstream would get: the
@@ -215,7 +226,7 @@ async fn compacting(
         return r;
     }
     let base = match shape {
-        Shape::Chat => p.config.openai.clone(),
+        Shape::Chat | Shape::Responses => p.config.openai.clone(),
         Shape::Messages => p.config.anthropic.clone(),
     };
     let key = headers
@@ -289,6 +300,7 @@ fn ctxfold_headers(prep: &Prepared) -> HeaderMap {
             History::Continued { .. } => "continued",
             History::Earlier => "earlier",
             History::Forked => "forked",
+            History::Chained => "chained",
         }
         .into(),
     );
@@ -508,22 +520,31 @@ fn record(
         got: 0,
     };
     let ts = ctxfold_store::now();
-    let records = if streamed {
+    let mut text = Vec::new();
+    let whole = copy.read_to_end(&mut text).is_ok() && copy.whole;
+    let records = if !whole && streamed {
+        // What completed of it is recorded, marked: the client saw it.
         slot.shape
-            .streamed_answer(std::io::BufReader::new(&mut copy), &slot.model, &ts)
+            .cut_answer(&text[..], &slot.model, &ts)
+            .map(|mut records| {
+                for r in &mut records {
+                    r.metadata
+                        .get_or_insert_default()
+                        .insert(CUT_SHORT.into(), true.into());
+                }
+                records
+            })
+    } else if streamed {
+        slot.shape.streamed_answer(&text[..], &slot.model, &ts)
     } else {
-        let mut text = Vec::new();
-        copy.read_to_end(&mut text)
-            .map_err(|e| e.to_string())
-            .and_then(|_| serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}")))
+        serde_json::from_slice(&text)
+            .map_err(|e| format!("not JSON: {e}"))
             .and_then(|raw| slot.shape.answer(raw, &slot.model, &ts))
     };
-    // Drain what is left so a half-read copy does not look cut short.
-    let whole =
-        copy.whole || { std::io::copy(&mut copy, &mut std::io::sink()).is_ok() && copy.whole };
     let status = match records {
-        Ok(records) if whole => match p.book.record_answer(&slot, records) {
-            Ok(true) => "recorded",
+        Ok(records) if whole || streamed => match p.book.record_answer(&slot, records) {
+            Ok(true) if whole => "recorded",
+            Ok(true) => "cut_short",
             Ok(false) => "skipped",
             Err(e) => {
                 tracing::warn!("{name}: the answer could not be recorded: {e}");

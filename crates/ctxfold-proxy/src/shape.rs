@@ -1,8 +1,10 @@
-//! The wire shapes the proxy compacts: OpenAI chat completions and
-//! Anthropic messages. Requests are read and written by `ctxfold-formats`
-//! (the same code that imports and exports transcripts, with its
-//! byte-faithful round trip of every field it does not map), answers by
-//! `ctxfold-providers` (the same parsers the agent host uses).
+//! The wire shapes the proxy compacts: OpenAI chat completions, Anthropic
+//! messages and OpenAI responses. Requests are read and written by
+//! `ctxfold-formats` (the same code that imports and exports transcripts,
+//! with its byte-faithful round trip of every field it does not map);
+//! answers by `ctxfold-providers` (the same parsers the agent host uses),
+//! or, for responses, whose output items are input items too, by the
+//! format's own reader.
 
 use std::io::BufRead;
 
@@ -18,6 +20,8 @@ pub enum Shape {
     Chat,
     /// `POST /v1/messages`.
     Messages,
+    /// `POST /v1/responses`.
+    Responses,
 }
 
 impl Shape {
@@ -26,14 +30,17 @@ impl Shape {
         match self {
             Shape::Chat => "openai",
             Shape::Messages => "anthropic",
+            Shape::Responses => "openai-responses",
         }
     }
 
-    /// The provider kind whose parsers read its answers.
-    pub fn kind(self) -> ProviderKind {
+    /// The provider kind whose parsers read its answers (`None`: the
+    /// shape reads its own).
+    fn kind(self) -> Option<ProviderKind> {
         match self {
-            Shape::Chat => ProviderKind::OpenAi,
-            Shape::Messages => ProviderKind::Anthropic,
+            Shape::Chat => Some(ProviderKind::OpenAi),
+            Shape::Messages => Some(ProviderKind::Anthropic),
+            Shape::Responses => None,
         }
     }
 
@@ -45,6 +52,7 @@ impl Shape {
         match self {
             Shape::Chat => ctxfold_formats::openai::from_json(body),
             Shape::Messages => ctxfold_formats::anthropic::from_json(body),
+            Shape::Responses => ctxfold_formats::responses::from_json(body),
         }
     }
 
@@ -54,13 +62,17 @@ impl Shape {
         match self {
             Shape::Chat => ctxfold_formats::openai::to_json(records, extras),
             Shape::Messages => ctxfold_formats::anthropic::to_json(records, extras),
+            Shape::Responses => ctxfold_formats::responses::to_json(records, extras),
         }
     }
 
     /// The records of a whole answer body, stamped `ts` (the usage the
     /// upstream reported on the last one, as the agent host records it).
     pub fn answer(self, raw: Value, model: &str, ts: &str) -> Result<Vec<Record>, String> {
-        ctxfold_providers::wire::parse_answer(self.kind(), raw, model)
+        let Some(kind) = self.kind() else {
+            return responses::answer(&raw, model, ts);
+        };
+        ctxfold_providers::wire::parse_answer(kind, raw, model)
             .map(|r| r.to_records(ts))
             .map_err(|e| e.to_string())
     }
@@ -72,11 +84,135 @@ impl Shape {
         model: &str,
         ts: &str,
     ) -> Result<Vec<Record>, String> {
-        ctxfold_providers::wire::read_answer_stream(self.kind(), reader, model)
+        let Some(kind) = self.kind() else {
+            return responses::streamed(reader, model, ts, false);
+        };
+        ctxfold_providers::wire::read_answer_stream(kind, reader, model)
+            .map(|r| r.to_records(ts))
+            .map_err(|e| e.to_string())
+    }
+
+    /// The records of what completed of a streamed answer that broke off
+    /// (see [`ctxfold_providers::wire::read_cut_stream`]; for responses,
+    /// the output items that were done), stamped `ts`.
+    pub fn cut_answer(
+        self,
+        reader: impl BufRead,
+        model: &str,
+        ts: &str,
+    ) -> Result<Vec<Record>, String> {
+        let Some(kind) = self.kind() else {
+            return responses::streamed(reader, model, ts, true);
+        };
+        ctxfold_providers::wire::read_cut_stream(kind, reader, model)
             .map(|r| r.to_records(ts))
             .map_err(|e| e.to_string())
     }
 }
+
+/// Answers of the Responses API: a response object, whole or as the
+/// `response.completed` event of a stream.
+mod responses {
+    use std::io::BufRead;
+
+    use ctxfold_core::{Body, Object, Record};
+    use ctxfold_providers::response::USAGE;
+    use ctxfold_providers::sse::SseReader;
+    use serde_json::{Value, json};
+
+    /// Metadata key of the response id on an answer's records: a request
+    /// chained with `previous_response_id` names it.
+    pub const RESPONSE_ID: &str = "response_id";
+
+    pub fn answer(raw: &Value, model: &str, ts: &str) -> Result<Vec<Record>, String> {
+        if let Some(e) = raw.get("error").filter(|e| !e.is_null()) {
+            return Err(format!("the upstream answered with an error: {e}"));
+        }
+        let mut records = ctxfold_formats::responses::output_records(raw)?;
+        for r in &mut records {
+            r.ts = ts.to_owned();
+        }
+        if records.is_empty() {
+            records.push(Record::new(
+                0,
+                ts,
+                Body::Assistant {
+                    content: String::new(),
+                },
+            ));
+        }
+        let id = raw.get("id").and_then(Value::as_str);
+        let usage = raw.get("usage").filter(|u| u.is_object());
+        let last = records.last_mut().expect("one record at least");
+        let meta = last.metadata.get_or_insert_with(Object::new);
+        if let Some(id) = id {
+            meta.insert(RESPONSE_ID.into(), id.into());
+        }
+        if let Some(u) = usage {
+            meta.insert(
+                USAGE.into(),
+                json!({"model": raw.get("model").and_then(Value::as_str).unwrap_or(model),
+                       "input_tokens": u.get("input_tokens"),
+                       "output_tokens": u.get("output_tokens"), "raw": u}),
+            );
+        }
+        Ok(records)
+    }
+
+    /// A stream's `response.completed` (or `response.incomplete`) event;
+    /// `cut_short`: the output items that were done before it broke off.
+    pub fn streamed(
+        reader: impl BufRead,
+        model: &str,
+        ts: &str,
+        cut_short: bool,
+    ) -> Result<Vec<Record>, String> {
+        let mut sse = SseReader::new(reader);
+        let mut done = Vec::new();
+        loop {
+            let ev = match sse.next_event() {
+                Ok(Some(ev)) => ev,
+                Ok(None) => break,
+                Err(_) if cut_short => break,
+                Err(e) => return Err(format!("the Responses stream could not be read: {e:?}")),
+            };
+            let Ok(data) = serde_json::from_str::<Value>(&ev.data) else {
+                if cut_short {
+                    break;
+                }
+                return Err(format!(
+                    "the Responses stream's event ending on line {} is not JSON",
+                    ev.line
+                ));
+            };
+            match data.get("type").and_then(Value::as_str) {
+                Some("response.completed" | "response.incomplete") if !cut_short => {
+                    let response = data.get("response").cloned().unwrap_or_default();
+                    return answer(&response, model, ts);
+                }
+                Some("response.output_item.done") => {
+                    if let Some(item) = data.get("item") {
+                        done.push(item.clone());
+                    }
+                }
+                Some("response.failed" | "error") if !cut_short => {
+                    return Err("the Responses stream ended with an error".into());
+                }
+                _ => {}
+            }
+        }
+        if !cut_short {
+            return Err("the Responses stream ended before `response.completed`".into());
+        }
+        let mut records = ctxfold_formats::responses::output_records(&json!({"output": done}))?;
+        for r in &mut records {
+            r.ts = ts.to_owned();
+        }
+        Ok(records)
+    }
+}
+
+pub use responses::RESPONSE_ID;
 
 /// Whether a request asks for a streamed answer.
 pub fn wants_stream(body: &Value) -> bool {

@@ -1,5 +1,6 @@
 //! A fake model API on 127.0.0.1 for the proxy tests: it speaks OpenAI chat
-//! completions and Anthropic messages, streamed or not as asked, plays a
+//! completions, Anthropic messages and OpenAI responses, streamed or not as
+//! asked, plays a
 //! deterministic agent (a user message saying `steps=N` gets N tool calls,
 //! one per request, then a text answer), and checks every request it gets:
 //! tool calls and results pair up, the body fits the window, and no request
@@ -113,13 +114,33 @@ impl Upstream {
         let shape = match seen.path.as_str() {
             "/v1/chat/completions" => "openai",
             "/v1/messages" => "anthropic",
+            "/v1/responses" => "responses",
             p => {
                 reply(&mut out, "404 Not Found", "text/plain", p.as_bytes());
                 return;
             }
         };
-        let req = seen.json();
-        if let Err(problem) = check(shape, &req, window) {
+        let raw = seen.json();
+        // A Responses request is checked as the messages it stands for; a
+        // chained one (its history is on the server, which this fake does
+        // not keep) only for its size.
+        let chained = shape == "responses" && raw["previous_response_id"].is_string();
+        let (shape, req) = if shape == "responses" {
+            ("anthropic", responses_as_messages(&raw))
+        } else {
+            (shape, raw.clone())
+        };
+        let checked = if chained {
+            let t = tokens(&req);
+            if t > window {
+                Err(format!("~{t} tokens, over the window of {window}"))
+            } else {
+                Ok(())
+            }
+        } else {
+            check(shape, &req, window)
+        };
+        if let Err(problem) = checked {
             self.problems
                 .lock()
                 .unwrap()
@@ -143,11 +164,46 @@ impl Upstream {
             Act::Text(format!("done: {done} steps"))
         };
         let model = req["model"].as_str().unwrap_or("fake").to_owned();
+        if seen.path == "/v1/responses" {
+            let response = responses_answer(n, &model, &act);
+            if req["stream"] == json!(true) {
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                );
+                for e in responses_stream(&response) {
+                    let _ = out.write_all(e.as_bytes());
+                }
+            } else {
+                reply(
+                    &mut out,
+                    "200 OK",
+                    "application/json",
+                    response.to_string().as_bytes(),
+                );
+            }
+            return;
+        }
         if req["stream"] == json!(true) {
             let events = match shape {
                 "openai" => openai_stream(&model, &act),
                 _ => anthropic_stream(&model, &act),
             };
+            // A model named `cut…` breaks off: it announces the whole
+            // stream's length, sends all but its last two events (the
+            // answer's end) and hangs up.
+            if model.starts_with("cut") {
+                let all: usize = events.iter().map(String::len).sum();
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {all}\r\nconnection: close\r\n\r\n"
+                );
+                for e in &events[..events.len() - 2] {
+                    let _ = out.write_all(e.as_bytes());
+                }
+                let _ = out.flush();
+                return;
+            }
             let _ = write!(
                 out,
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
@@ -181,6 +237,101 @@ impl Upstream {
             );
         }
     }
+}
+
+/// A Responses request as the Anthropic-shaped messages it stands for
+/// (consecutive items of one role in one message), with its parameters.
+fn responses_as_messages(req: &Value) -> Value {
+    let mut messages: Vec<(String, Vec<Value>)> = Vec::new();
+    let items = match &req["input"] {
+        Value::String(s) => vec![json!({"role": "user", "content": s})],
+        Value::Array(a) => a.clone(),
+        _ => Vec::new(),
+    };
+    for item in items {
+        let (role, block) = match item["type"].as_str().unwrap_or("message") {
+            "message" => {
+                let text = match &item["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => {
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect()
+                    }
+                    _ => String::new(),
+                };
+                let role = item["role"].as_str().unwrap_or("user").to_owned();
+                (role, json!({"type": "text", "text": text}))
+            }
+            "function_call" => (
+                "assistant".to_owned(),
+                json!({"type": "tool_use", "id": item["call_id"], "name": item["name"]}),
+            ),
+            "function_call_output" => (
+                "user".to_owned(),
+                json!({"type": "tool_result", "tool_use_id": item["call_id"], "content": item["output"]}),
+            ),
+            _ => continue,
+        };
+        match messages.last_mut() {
+            Some((r, blocks)) if *r == role => blocks.push(block),
+            _ => messages.push((role, vec![block])),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut out = json!({"model": req["model"], "messages": messages, "system": req["instructions"],
+        "tools": req["tools"], "stream": req["stream"]});
+    if let Some(t) = req.get("temperature") {
+        out["temperature"] = t.clone();
+    }
+    out
+}
+
+fn responses_answer(n: usize, model: &str, act: &Act) -> Value {
+    let item = match act {
+        Act::Tool { id, path } => json!({"type": "function_call", "id": format!("fc_{n}"),
+            "call_id": id, "name": "read_file", "arguments": json!({"path": path}).to_string(),
+            "status": "completed"}),
+        Act::Text(t) => json!({"type": "message", "id": format!("msg_{n}"), "status": "completed",
+            "role": "assistant", "content": [{"type": "output_text", "text": t, "annotations": []}]}),
+    };
+    json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1_700_000_000,
+        "status": "completed", "model": model, "output": [item], "parallel_tool_calls": true,
+        "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}}})
+}
+
+/// The events of a streamed response: created, the item added and done,
+/// completed.
+fn responses_stream(response: &Value) -> Vec<String> {
+    let ev = |seq: usize, kind: &str, mut data: Value| {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(seq);
+        format!("event: {kind}\ndata: {data}\n\n")
+    };
+    let mut start = response.clone();
+    start["status"] = json!("in_progress");
+    start["output"] = json!([]);
+    let item = response["output"][0].clone();
+    let mut added = item.clone();
+    added["status"] = json!("in_progress");
+    vec![
+        ev(0, "response.created", json!({"response": start})),
+        ev(
+            1,
+            "response.output_item.added",
+            json!({"output_index": 0, "item": added}),
+        ),
+        ev(
+            2,
+            "response.output_item.done",
+            json!({"output_index": 0, "item": item}),
+        ),
+        ev(3, "response.completed", json!({"response": response})),
+    ]
 }
 
 enum Act {

@@ -1,5 +1,6 @@
 """Real clients through `ctxfold proxy`: the official OpenAI and Anthropic
-Python SDKs run multi-turn, tool-using conversations, streamed and not, the
+Python SDKs run multi-turn, tool-using conversations (OpenAI's chat
+completions and responses, Anthropic's messages), streamed and not, the
 way agents written on them do (the SDK's own message objects appended back
 into the history). Usage: clients.py PROXY_BASE_URL. Prints one JSON line
 per conversation: the SDK, whether it streamed, the conversation id the
@@ -21,6 +22,12 @@ OPENAI_TOOLS = [{
         "description": "Read a file",
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
     },
+}]
+RESPONSES_TOOLS = [{
+    "type": "function",
+    "name": "read_file",
+    "description": "Read a file",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
 }]
 ANTHROPIC_TOOLS = [{
     "name": "read_file",
@@ -85,6 +92,38 @@ def openai_conversation(stream):
     return conversation, texts
 
 
+def responses_conversation(stream):
+    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
+    items = []
+    conversation, texts = None, []
+    for task in ["Read the modules steps=3", "Now the tests steps=2"]:
+        items.append({"role": "user", "content": task + (" (streamed)" if stream else "")})
+        while True:
+            kwargs = dict(model="gpt-4o-mini", instructions=SYSTEM, input=items,
+                          tools=RESPONSES_TOOLS, temperature=0.25, max_output_tokens=300)
+            if stream:
+                raw = client.responses.with_raw_response.create(stream=True, **kwargs)
+                conversation = raw.headers["x-ctxfold-conversation"]
+                final = None
+                for event in raw.parse():
+                    if event.type == "response.completed":
+                        final = event.response
+            else:
+                raw = client.responses.with_raw_response.create(**kwargs)
+                conversation = raw.headers["x-ctxfold-conversation"]
+                final = raw.parse()
+            # As agents do: the SDK's output items go back into the input.
+            items.extend(final.output)
+            calls = [o for o in final.output if o.type == "function_call"]
+            if not calls:
+                texts.append(final.output_text)
+                break
+            for c in calls:
+                items.append({"type": "function_call_output", "call_id": c.call_id,
+                              "output": file_text(json.loads(c.arguments)["path"])})
+    return conversation, texts
+
+
 def anthropic_conversation(stream):
     client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0)
     messages = []
@@ -115,7 +154,8 @@ def anthropic_conversation(stream):
     return conversation, texts
 
 
-for sdk, run in [("openai", openai_conversation), ("anthropic", anthropic_conversation)]:
+for sdk, run in [("openai", openai_conversation), ("openai-responses", responses_conversation),
+                 ("anthropic", anthropic_conversation)]:
     for stream in [False, True]:
         conversation, texts = run(stream)
         print(json.dumps({"sdk": sdk, "stream": stream, "conversation": conversation, "texts": texts}))
