@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 pub mod event_log;
 pub mod meta;
+pub mod postgres;
 pub mod workspace;
 
 pub use event_log::{CompactionLock, EventLog, Loaded, TornTail};
@@ -90,6 +91,101 @@ pub enum StoreError {
         "no workspace here (no .ctxfold/ above the current directory) and no data directory for the global one; run `ctxfold init`"
     )]
     NoDataDir,
+    /// A store URL that is not a PostgreSQL URL ctxfold can use. The URL
+    /// is shown with its password masked.
+    #[error(
+        "invalid PostgreSQL URL `{url}`: {detail}; expected postgres://user[:password]@host[:port]/database"
+    )]
+    BadUrl {
+        /// The URL, password masked.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The PostgreSQL server could not be reached (refused, timed out,
+    /// unknown host).
+    #[error(
+        "cannot connect to PostgreSQL at {addr}: {reason}; is the server running and listening there?"
+    )]
+    Unreachable {
+        /// `host:port` (or the socket folder).
+        addr: String,
+        /// What the system said.
+        reason: String,
+    },
+    /// The server refused the credentials, or wanted a password and got
+    /// none. Never holds the password.
+    #[error("authentication failed for user `{user}` at PostgreSQL {addr}: {detail}")]
+    AuthFailed {
+        /// The role name.
+        user: String,
+        /// `host:port`.
+        addr: String,
+        /// Where the password came from, or that there was none.
+        detail: String,
+    },
+    /// The database's ctxfold schema is newer than this binary knows.
+    #[error(
+        "the ctxfold tables in {store} are at schema version {found}, newer than this ctxfold supports (version {supported}); upgrade ctxfold, or use another database"
+    )]
+    SchemaTooNew {
+        /// The store (URL, password masked).
+        store: String,
+        /// The version found in the database.
+        found: u32,
+        /// The newest version this binary knows.
+        supported: u32,
+    },
+    /// A database operation failed. (The server's or driver's reason is
+    /// the source.)
+    #[error("{what}")]
+    Database {
+        /// What was being done, and where (URL, password masked).
+        what: String,
+        /// The driver's error, when there is one.
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
+    /// A conversation with that id already exists in a database store.
+    #[error("conversation `{id}` already exists in {store}; nothing was written")]
+    ConversationExists {
+        /// The id.
+        id: String,
+        /// The store (URL, password masked).
+        store: String,
+    },
+    /// No conversation has that id in a database store (or it is in the
+    /// trash).
+    #[error("no conversation `{id}` in {store}; `ctxfold conversation ls` lists them")]
+    NoConversation {
+        /// The id asked for.
+        id: String,
+        /// The store (URL, password masked).
+        store: String,
+    },
+    /// The conversation went away from a database store (moved to the
+    /// trash meanwhile) before a write; nothing was written.
+    #[error(
+        "conversation `{id}` is gone from {store} (moved to the trash meanwhile, or never there); nothing was written"
+    )]
+    Gone {
+        /// The id.
+        id: String,
+        /// The store (URL, password masked).
+        store: String,
+    },
+    /// A conversation's metadata in a database store is not what ctxfold
+    /// writes (edited by hand).
+    #[error(
+        "conversation `{id}` in {store}: its metadata is not a ctxfold metadata object: {detail}"
+    )]
+    BadMeta {
+        /// The id.
+        id: String,
+        /// The store (URL, password masked).
+        store: String,
+        /// What the parser said.
+        detail: String,
+    },
 }
 
 impl StoreError {
