@@ -946,6 +946,184 @@ fn responses_chained_by_previous_response_id_pass_through_and_are_recorded() {
     assert!(up.problems().is_empty(), "{:?}", up.problems());
 }
 
+/// The upstream's window is smaller than the proxy believes: its "context
+/// length exceeded" answer leads to one compaction and one retry, which
+/// fits. A request nothing can shrink gets the upstream's error as it was.
+#[test]
+fn an_upstream_context_overflow_is_compacted_and_retried_once() {
+    // ~5,700 tokens sent; the automatic rule's overflow compaction (strip
+    // the calls of the turns before the retained tail) brings it to ~4,000.
+    let up = Upstream::start(4_600);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
+    let url = format!("{}/v1/chat/completions", p.base);
+    let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+    for turn in 0..3 {
+        messages.push(json!({"role": "user", "content": format!("turn {turn}: read them")}));
+        for step in 0..3 {
+            let id = format!("c{turn}_{step}");
+            messages.push(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": id,
+                "type": "function", "function": {"name": "read_file",
+                "arguments": json!({"path": format!("src/t{turn}s{step}.rs")}).to_string()}}]}),
+            );
+            messages.push(json!({"role": "tool", "tool_call_id": id,
+                "content": file_text(&format!("src/t{turn}s{step}.rs"), 2_400)}));
+        }
+        messages.push(json!({"role": "assistant", "content": format!("turn {turn} done")}));
+    }
+    messages.push(json!({"role": "user", "content": "and now? steps=0"}));
+    let body = json!({"model": "gpt-4o-mini", "messages": messages, "tools": tools()});
+    let a = post(&url, &[], body.to_string().as_bytes());
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let seen = up.requests();
+    assert_eq!(seen.len(), 2, "one refused request, one retry");
+    assert!(
+        seen[1].body.len() < seen[0].body.len() * 3 / 4,
+        "the retry is the compacted view"
+    );
+    let tokens = |h: &str| a.header(h).unwrap().parse::<usize>().unwrap();
+    assert!(tokens("x-ctxfold-tokens-after") < tokens("x-ctxfold-tokens-before"));
+    let problems = up.problems();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("over the window"), "{problems:?}");
+    let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    let recs = records_when(&s, &id, |r| count(r, "assistant") > 3);
+    assert_eq!(count(&recs, "compaction"), 1);
+    assert_eq!(count(&recs, "tool_result"), 9, "every raw event is kept");
+    let metrics = agent()
+        .get(&format!("{}/metrics", p.base))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert!(
+        metrics.contains("ctxfold_proxy_overflow_retries_total 1"),
+        "{metrics}"
+    );
+
+    // One message over the window: nothing to fold, the error goes back.
+    let huge = json!({"model": "gpt-4o-mini", "messages": [
+        {"role": "user", "content": file_text("src/huge.rs", 40_000)}]});
+    let b = post(&url, &[], huge.to_string().as_bytes());
+    assert_eq!(b.status, 400);
+    assert_eq!(b.json()["error"]["code"], "context_length_exceeded");
+    assert_eq!(up.requests().len(), 3, "no retry when nothing can shrink");
+}
+
+/// Anthropic prompt-cache markers: those on blocks sent as they were stay;
+/// one on a block a summary folded moves to the summary (the end of the
+/// folded part), none lands on a thinking block, and the request never
+/// carries more markers than the client sent.
+#[test]
+fn prompt_cache_markers_stay_on_kept_blocks_and_move_off_folded_ones() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(
+        &s,
+        &config(
+            &up,
+            "window = 3000\n[compaction.auto.rule]\nkeep_first = 0\nkeep_last = 1\n[compaction.auto.rule.summary]\n",
+        ),
+        &[],
+    );
+    let cache = json!({"type": "ephemeral"});
+    let mut messages = vec![json!({"role": "user", "content": [
+        {"type": "text", "text": "turn 0: read them", "cache_control": cache}]})];
+    for turn in 0..4 {
+        if turn > 0 {
+            messages.push(json!({"role": "user", "content": format!("turn {turn}: read them")}));
+        }
+        for step in 0..2 {
+            let id = format!("t{turn}_{step}");
+            messages.push(json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "which file?", "signature": format!("sig{turn}{step}")},
+                {"type": "tool_use", "id": id, "name": "read_file", "input": {"path": format!("src/{id}.rs")}}]}));
+            messages.push(
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id,
+                "content": file_text(&format!("src/{id}.rs"), 1_600)}]}),
+            );
+        }
+        messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": format!("turn {turn} done")}]}));
+    }
+    messages.push(json!({"role": "user", "content": [
+        {"type": "text", "text": "and now? steps=0", "cache_control": cache}]}));
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+        "system": [{"type": "text", "text": "Agent.", "cache_control": cache}],
+        "tools": [{"name": "read_file", "input_schema": {"type": "object"}, "cache_control": cache}],
+        "messages": messages});
+    let a = post(
+        &format!("{}/v1/messages", p.base),
+        &[],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let sent = up.requests().last().unwrap().json();
+    assert!(
+        sent["messages"].as_array().unwrap().len() < messages.len(),
+        "the view is compacted"
+    );
+    fn markers(v: &Value, path: String, out: &mut Vec<(String, Value)>) {
+        match v {
+            Value::Object(o) => {
+                if o.contains_key("cache_control") {
+                    out.push((path.clone(), v.clone()));
+                }
+                for (k, x) in o {
+                    markers(x, format!("{path}.{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    markers(x, format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    markers(&sent, String::new(), &mut found);
+    assert!(found.len() <= 4, "{found:#?}");
+    assert!(
+        found.iter().all(|(_, b)| b["type"] != "thinking"),
+        "{found:#?}"
+    );
+    assert!(found.iter().any(|(p, _)| p.starts_with(".system")));
+    assert!(found.iter().any(|(p, _)| p.starts_with(".tools")));
+    // The last user message keeps its own.
+    let msgs = sent["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["content"][0]["cache_control"], cache, "{last}");
+    // The first one's, folded into the summary, sits on the summary text.
+    let moved: Vec<&(String, Value)> = found
+        .iter()
+        .filter(|(p, _)| {
+            p.starts_with(".messages") && !p.starts_with(&format!(".messages[{}]", msgs.len() - 1))
+        })
+        .collect();
+    assert_eq!(moved.len(), 1, "{found:#?}");
+    let at: usize = moved[0].0[".messages[".len()..]
+        .split(']')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(msgs[at]["role"], "assistant", "{:#?}", msgs[at]);
+    let summary = moved[0].1["text"].as_str().unwrap();
+    assert!(
+        summary.contains("turn 0: read them"),
+        "the summary: {summary}"
+    );
+    assert!(
+        !msgs.iter().any(|m| m["content"]
+            .to_string()
+            .contains("\"text\":\"turn 0: read them\"")),
+        "the first message itself was folded"
+    );
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
 #[test]
 fn count_tokens_counts_what_the_upstream_would_get_and_records_nothing() {
     let up = Upstream::start(1_000_000);

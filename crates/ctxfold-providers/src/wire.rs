@@ -52,6 +52,13 @@ pub fn read_answer_stream(
     parse_answer(kind, raw, model)
 }
 
+/// Whether an error answer (its status and body) says the request is
+/// over the model's context window, as the agent host reads it.
+pub fn is_context_overflow(status: u16, body: &[u8]) -> bool {
+    status == 413
+        || (status >= 400 && error::is_overflow(&error::details(&String::from_utf8_lossy(body))))
+}
+
 /// What completed of a streamed answer that broke off: for Anthropic the
 /// content blocks that were closed (a thinking block with its signature,
 /// a tool call with all of its input), for OpenAI chat the text and

@@ -486,22 +486,10 @@ impl Book {
         })
     }
 
-    fn compact(
-        &self,
-        s: &mut Session,
-        model: &str,
-        body: &Value,
-        new_turn: bool,
-    ) -> Result<usize, PrepareError> {
+    /// The compactor and its context for a request of `model`.
+    fn compactor(&self, model: &str, body: &Value, moment: Moment) -> (BasicCompactor, Context) {
         let c = &self.compaction;
-        if !c.policy.enabled {
-            return Ok(0);
-        }
         let window = c.window.or_else(|| ctxfold_tokens::context_window(model));
-        let Some(window) = window else {
-            tracing::debug!("the window of `{model}` is not known: no automatic compaction");
-            return Ok(0);
-        };
         let compactor = BasicCompactor::new(
             c.policy.clone(),
             c.hints.clone(),
@@ -513,9 +501,27 @@ impl Book {
         let extra_tokens = body
             .get("tools")
             .map_or(0, |t| est.count_text(&t.to_string()));
-        let mut ctx = Context::new(Moment::BetweenTurns, Some(window));
+        let mut ctx = Context::new(moment, window);
         ctx.extra_tokens = extra_tokens;
         ctx.now = Some(jiff::Timestamp::now());
+        (compactor, ctx)
+    }
+
+    fn compact(
+        &self,
+        s: &mut Session,
+        model: &str,
+        body: &Value,
+        new_turn: bool,
+    ) -> Result<usize, PrepareError> {
+        if !self.compaction.policy.enabled {
+            return Ok(0);
+        }
+        let (compactor, mut ctx) = self.compactor(model, body, Moment::BetweenTurns);
+        if ctx.window.is_none() {
+            tracing::debug!("the window of `{model}` is not known: no automatic compaction");
+            return Ok(0);
+        }
         let mut n = 0;
         if new_turn {
             s.conv.begin_turn();
@@ -582,6 +588,60 @@ impl Book {
             return Ok(r.body);
         }
         Ok(None)
+    }
+
+    /// The upstream answered that `body` (prepared into `slot`) is over
+    /// the model's context: compact conversation `slot` once, whatever the
+    /// estimate says, and make the body to retry with. `None`: nothing
+    /// could be folded (or the log moved on meanwhile), so a retry would
+    /// fail the same way.
+    pub fn overflowed(
+        &self,
+        body: &Value,
+        slot: &AnswerSlot,
+    ) -> Result<Option<Prepared>, PrepareError> {
+        if self.compaction.observe {
+            return Ok(None);
+        }
+        let shape = slot.shape;
+        let transcript = shape.read(body).map_err(PrepareError::Body)?;
+        let session = self.session(&slot.conversation)?;
+        let mut s = lock(&session);
+        s.refresh()?;
+        if s.conv.log().len() != slot.len {
+            return Ok(None);
+        }
+        let (compactor, ctx) = self.compactor(&slot.model, body, Moment::BeforeStep);
+        let outcome = compactor.compact_for_overflow(&mut s.conv, &ctx)?;
+        s.seen = file_len(&s.events);
+        note(&outcome.status);
+        if !outcome.compacted() {
+            return Ok(None);
+        }
+        let pairs = match align(s.conv.log().records(), &transcript.records) {
+            Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
+            Alignment::Diverges { .. } => return Ok(None),
+        };
+        let r = render_stored(
+            shape,
+            s.conv.log(),
+            &transcript.records,
+            &pairs,
+            &transcript.extras,
+        );
+        let Some(body) = r.body else { return Ok(None) };
+        Ok(Some(Prepared {
+            body: Some(body),
+            conversation: slot.conversation.clone(),
+            tokens_before: r.before,
+            tokens_after: r.after,
+            compactions: outcome.committed.len(),
+            history: History::Continued { added: 0 },
+            answer: Some(AnswerSlot {
+                len: s.conv.log().len(),
+                ..slot.clone()
+            }),
+        }))
     }
 
     /// Record an answer where `slot` says, if the log is still as its
@@ -733,16 +793,34 @@ fn render_stored(
         ));
     }
     let mut summarized = std::collections::HashSet::new();
+    // A prompt-cache marker on a record that is folded away moves back to
+    // the nearest block still sent, so the cached prefix keeps a boundary
+    // where the folded part ends (markers only move or merge: never more
+    // than the client sent).
+    let folded = |records: &mut Vec<Record>, c: &Record| {
+        if shape == Shape::Messages
+            && let Some(m) = cache_marker(c)
+        {
+            let m = m.clone();
+            for r in records.iter_mut().rev() {
+                if set_cache_marker(r, m.clone()) {
+                    break;
+                }
+            }
+        }
+    };
     for (j, c) in client.iter().enumerate() {
         let Some(si) = stored_of[j] else {
             let inside = prev_summary[j].is_some() && prev_summary[j] == next_summary[j];
-            if !inside {
+            if inside {
+                folded(&mut records, c);
+            } else {
                 records.push(c.clone());
             }
             continue;
         };
         match &fate[si] {
-            Fate::Dropped => {}
+            Fate::Dropped => folded(&mut records, c),
             Fate::Kept => records.push(c.clone()),
             Fate::Changed(body) => records.push(Record {
                 seq: c.seq,
@@ -771,6 +849,7 @@ fn render_stored(
                         },
                     ));
                 }
+                folded(&mut records, c);
             }
         }
     }
@@ -780,6 +859,53 @@ fn render_stored(
         body: Some(serde_json::to_vec(&out).expect("a JSON value serializes")),
         before,
         after,
+    }
+}
+
+/// Where the Anthropic format keeps a block's unmapped fields.
+const BLOCK_FIELDS: &str = "anthropic_block_fields";
+
+/// A record's Anthropic prompt-cache marker (`cache_control`), if any.
+fn cache_marker(r: &Record) -> Option<&Value> {
+    match &r.body {
+        Body::Other { kind, fields } if kind == "anthropic_block" => {
+            fields.get("block")?.get("cache_control")
+        }
+        _ => r.metadata.as_ref()?.get(BLOCK_FIELDS)?.get("cache_control"),
+    }
+}
+
+/// Put prompt-cache marker `m` on the block `r` is written as; `false`
+/// when it is not written as a block that may carry one (thinking blocks
+/// may not; system records go to the top-level prompt).
+fn set_cache_marker(r: &mut Record, m: Value) -> bool {
+    match &mut r.body {
+        Body::User { .. }
+        | Body::Assistant { .. }
+        | Body::ToolCall { .. }
+        | Body::ToolResult { .. }
+        | Body::Structured { .. } => {
+            let fields = r
+                .metadata
+                .get_or_insert_with(Object::new)
+                .entry(BLOCK_FIELDS)
+                .or_insert_with(|| json!({}));
+            if let Value::Object(f) = fields {
+                f.insert("cache_control".into(), m);
+                return true;
+            }
+            false
+        }
+        Body::Other { kind, fields } if kind == "anthropic_block" => {
+            match fields.get_mut("block") {
+                Some(Value::Object(b)) => {
+                    b.insert("cache_control".into(), m);
+                    true
+                }
+                _ => false,
+            }
+        }
+        _ => false,
     }
 }
 

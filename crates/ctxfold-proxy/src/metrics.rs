@@ -52,6 +52,9 @@ pub struct Metrics {
     /// Answers recorded, and answers not recorded (log moved on, or the
     /// answer could not be read).
     pub answers: Family<Outcome, Counter>,
+    /// Requests retried after the upstream said they were over the
+    /// context window and ctxfold compacted them.
+    pub overflow_retries: Counter,
 }
 
 impl Default for Metrics {
@@ -67,6 +70,7 @@ impl Default for Metrics {
             rejected: Family::default(),
             upstream_errors: Family::default(),
             answers: Family::default(),
+            overflow_retries: Counter::default(),
             registry: Registry::default(),
         };
         registry.register("requests", "Requests answered", m.requests.clone());
@@ -105,6 +109,11 @@ impl Default for Metrics {
             "answers",
             "Answers recorded (status recorded) or not (skipped, unreadable)",
             m.answers.clone(),
+        );
+        registry.register(
+            "overflow_retries",
+            "Requests compacted and retried once after an upstream context overflow",
+            m.overflow_retries.clone(),
         );
         Metrics { registry, ..m }
     }

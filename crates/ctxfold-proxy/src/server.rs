@@ -241,7 +241,7 @@ async fn compacting(
             p.metrics.tokens_before.inc_by(prep.tokens_before as u64);
             p.metrics.tokens_after.inc_by(prep.tokens_after as u64);
             let extra = ctxfold_headers(&prep);
-            let send = prep.body.map(Bytes::from).unwrap_or(body);
+            let send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
             (send, prep.answer, extra)
         }
         Err(e) => {
@@ -249,7 +249,7 @@ async fn compacting(
             match p.config.on_error {
                 OnError::Pass => {
                     p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
-                    (body, None, HeaderMap::new())
+                    (body.clone(), None, HeaderMap::new())
                 }
                 OnError::Reject => {
                     p.metrics.rejected.get_or_create(&endpoint(name)).inc();
@@ -261,9 +261,74 @@ async fn compacting(
             }
         }
     };
-    match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
-        Ok(resp) => respond(&p, name, resp, slot, extra),
-        Err(r) => r,
+    let resp = match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
+        Ok(resp) => resp,
+        Err(r) => return r,
+    };
+    let status = resp.status().as_u16();
+    let slot = match slot {
+        Some(slot) if matches!(status, 400 | 413) && !p.config.observe => slot,
+        slot => return respond(&p, name, resp, slot, extra),
+    };
+    // Maybe "over the context window": one compaction and one retry when
+    // the conversation can shrink; else the answer goes back as it came.
+    let (parts, error_body) = match read_error(resp).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if ctxfold_providers::wire::is_context_overflow(status, &error_body) {
+        let book = p.book.clone();
+        let original = body.clone();
+        let retry = tokio::task::spawn_blocking(move || {
+            let value: Value = serde_json::from_slice(&original).map_err(|e| e.to_string())?;
+            book.overflowed(&value, &slot).map_err(|e| e.to_string())
+        })
+        .await;
+        match retry {
+            Ok(Ok(Some(prep))) => {
+                tracing::info!(
+                    "{name}: the upstream said the request is over the context window; compacted, retrying once"
+                );
+                p.metrics.overflow_retries.inc();
+                p.metrics.compactions.inc_by(prep.compactions as u64);
+                let extra = ctxfold_headers(&prep);
+                let send = Bytes::from(prep.body.unwrap_or_default());
+                return match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
+                    Ok(resp) => respond(&p, name, resp, prep.answer, extra),
+                    Err(r) => r,
+                };
+            }
+            Ok(Ok(None)) => tracing::info!(
+                "{name}: the upstream said the request is over the context window, and nothing more can be folded; its answer goes to the client"
+            ),
+            Ok(Err(e)) => tracing::warn!("{name}: compacting after an overflow failed: {e}"),
+            Err(e) => tracing::warn!("{name}: compacting after an overflow failed: {e}"),
+        }
+    }
+    let resp = reqwest::Response::from(axum::http::Response::from_parts(parts, error_body));
+    respond(&p, name, resp, None, extra)
+}
+
+/// An error answer read whole (error bodies are small; one larger than
+/// the request limit is cut off with a 502).
+async fn read_error(
+    resp: reqwest::Response,
+) -> Result<(axum::http::response::Parts, Bytes), Response> {
+    let mut builder = axum::http::Response::builder().status(resp.status());
+    for (k, v) in resp.headers() {
+        builder = builder.header(k, v);
+    }
+    let parts = builder
+        .body(())
+        .expect("a status and headers from a response")
+        .into_parts()
+        .0;
+    match resp.bytes().await {
+        Ok(b) => Ok((parts, b)),
+        Err(e) => Err(error(
+            StatusCode::BAD_GATEWAY,
+            &format!("ctxfold proxy: the upstream's error answer broke off: {e}"),
+        )),
     }
 }
 

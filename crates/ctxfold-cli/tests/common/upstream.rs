@@ -145,7 +145,18 @@ impl Upstream {
                 .lock()
                 .unwrap()
                 .push(format!("request {n}: {problem}"));
-            let e = json!({"type": "error", "error": {"message": problem, "type": "invalid_request_error"}});
+            // Over the window: the error each API gives for it.
+            let e = match (problem.contains("over the window"), seen.path.as_str()) {
+                (true, "/v1/messages") => json!({"type": "error", "error": {
+                    "type": "invalid_request_error", "message": format!("prompt is too long: {problem}")}}),
+                (true, _) => {
+                    json!({"error": {"message": format!("This model's maximum context length is {window} tokens ({problem})"),
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+                }
+                _ => {
+                    json!({"type": "error", "error": {"message": problem, "type": "invalid_request_error"}})
+                }
+            };
             reply(
                 &mut out,
                 "400 Bad Request",
