@@ -60,6 +60,8 @@
 //! written: `turn_start`, overlays, other records except `anthropic_block`,
 //! a user record's `author`.
 
+use std::borrow::Borrow;
+
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
@@ -338,9 +340,10 @@ fn is_plain_text(b: &Object) -> bool {
 }
 
 /// Write records as Anthropic messages.
-pub fn to_json(records: &[Record], extras: &Object) -> Value {
+pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
     let systems: Vec<&Record> = records
         .iter()
+        .map(Borrow::borrow)
         .filter(|r| matches!(r.body, Body::System { .. }))
         .collect();
     let system = match systems.as_slice() {
@@ -363,7 +366,7 @@ pub fn to_json(records: &[Record], extras: &Object) -> Value {
     };
 
     let mut grouped: Vec<(&str, Vec<Value>, &Record)> = Vec::new();
-    for r in records {
+    for r in records.iter().map(Borrow::borrow) {
         let Some((role, block)) = block_of(r) else {
             continue;
         };

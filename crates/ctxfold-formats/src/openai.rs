@@ -63,6 +63,8 @@
 //! record's `author`, and a tool result's `is_error` (re-import reads
 //! `false`).
 
+use std::borrow::Borrow;
+
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
@@ -337,7 +339,7 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
 }
 
 /// Write records as OpenAI chat messages.
-pub fn to_json(records: &[Record], extras: &Object) -> Value {
+pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
     let mut messages = Vec::new();
     let mut group: Vec<&Record> = Vec::new();
     let flush = |group: &mut Vec<&Record>, messages: &mut Vec<Value>| {
@@ -346,7 +348,7 @@ pub fn to_json(records: &[Record], extras: &Object) -> Value {
             group.clear();
         }
     };
-    for r in records {
+    for r in records.iter().map(Borrow::borrow) {
         match &r.body {
             b if b.is_assistant_side() => {
                 if meta(r, "openai_message_start") == Some(&Value::Bool(true)) {

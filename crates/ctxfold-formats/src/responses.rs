@@ -64,6 +64,8 @@
 //! an answer recorded from the response compares equal, body for body, with
 //! the same items sent back in the next request's `input`.
 
+use std::borrow::Borrow;
+
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
@@ -467,10 +469,10 @@ fn kept_item(r: &Record, types: &[Option<&str>], keys: &[&str]) -> Option<Object
 }
 
 /// Write records as a Responses API request body.
-pub fn to_json(records: &[Record], extras: &Object) -> Value {
+pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
     let mut items = Vec::new();
     let mut sources = Vec::new();
-    for r in records {
+    for r in records.iter().map(Borrow::borrow) {
         if let Some(item) = item_of(r) {
             items.push(item);
             sources.push(r);

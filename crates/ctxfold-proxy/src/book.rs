@@ -11,6 +11,7 @@
 //! rebuilt from the workspace at start, so a restarted proxy finds its
 //! conversations again.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -726,7 +727,9 @@ fn render_stored(
     extras: &Object,
 ) -> Rendered {
     let est = Heuristic::default();
-    let before = client.iter().map(|r| est.record_tokens(r)).sum();
+    // Each client record is estimated once: most of them go as sent.
+    let tokens: Vec<usize> = client.iter().map(|r| est.record_tokens(r)).collect();
+    let before = tokens.iter().sum();
     let view = project(log);
     if view.active.is_empty() {
         return Rendered {
@@ -781,31 +784,33 @@ fn render_stored(
         }
         next_summary[j] = next;
     }
-    let mut records: Vec<Record> = Vec::with_capacity(client.len());
+    // The client's own records are borrowed, not copied: most of a long
+    // conversation goes as sent.
+    let mut records: Vec<Cow<Record>> = Vec::with_capacity(client.len() + 3);
+    // The client record each one was, for its estimate.
+    let mut sent_as: Vec<Option<usize>> = Vec::with_capacity(client.len() + 3);
     if preamble {
-        records.push(Record::new(
+        records.push(Cow::Owned(Record::new(
             0,
             "",
             Body::User {
                 content: PREAMBLE.into(),
                 author: Some("ctxfold".into()),
             },
-        ));
+        )));
     }
     let mut summarized = std::collections::HashSet::new();
     // A prompt-cache marker on a record that is folded away moves back to
     // the nearest block still sent, so the cached prefix keeps a boundary
     // where the folded part ends (markers only move or merge: never more
     // than the client sent).
-    let folded = |records: &mut Vec<Record>, c: &Record| {
+    let folded = |records: &mut Vec<Cow<Record>>, c: &Record| {
         if shape == Shape::Messages
             && let Some(m) = cache_marker(c)
         {
             let m = m.clone();
-            for r in records.iter_mut().rev() {
-                if set_cache_marker(r, m.clone()) {
-                    break;
-                }
+            if let Some(r) = records.iter_mut().rev().find(|r| carries_marker(r)) {
+                set_cache_marker(r.to_mut(), m);
             }
         }
     };
@@ -815,48 +820,61 @@ fn render_stored(
             if inside {
                 folded(&mut records, c);
             } else {
-                records.push(c.clone());
+                records.push(Cow::Borrowed(c));
+                sent_as.resize(records.len() - 1, None);
+                sent_as.push(Some(j));
             }
             continue;
         };
         match &fate[si] {
             Fate::Dropped => folded(&mut records, c),
-            Fate::Kept => records.push(c.clone()),
-            Fate::Changed(body) => records.push(Record {
+            Fate::Kept => {
+                records.push(Cow::Borrowed(c));
+                sent_as.resize(records.len() - 1, None);
+                sent_as.push(Some(j));
+            }
+            Fate::Changed(body) => records.push(Cow::Owned(Record {
                 seq: c.seq,
                 ts: c.ts.clone(),
                 body: body.clone(),
                 metadata: c.metadata.clone(),
                 extra: c.extra.clone(),
-            }),
+            })),
             Fate::Summarized(n) => {
                 if summarized.insert(*n)
                     && let Item::Summary { turns, text, .. } = view.items[*n]
                 {
-                    records.push(Record::new(
+                    records.push(Cow::Owned(Record::new(
                         0,
                         "",
                         Body::User {
                             content: summary_preamble(turns),
                             author: Some("ctxfold".into()),
                         },
-                    ));
-                    records.push(Record::new(
+                    )));
+                    records.push(Cow::Owned(Record::new(
                         0,
                         "",
                         Body::Assistant {
                             content: text.to_owned(),
                         },
-                    ));
+                    )));
                 }
                 folded(&mut records, c);
             }
         }
     }
-    let after = records.iter().map(|r| est.record_tokens(r)).sum();
+    sent_as.resize(records.len(), None);
+    let after = records
+        .iter()
+        .zip(&sent_as)
+        .map(|(r, j)| j.map_or_else(|| est.record_tokens(r), |j| tokens[j]))
+        .sum();
     let out = shape.write(&records, extras);
+    let mut bytes = Vec::with_capacity(64 * 1024);
+    serde_json::to_writer(&mut bytes, &out).expect("a JSON value serializes");
     Rendered {
-        body: Some(serde_json::to_vec(&out).expect("a JSON value serializes")),
+        body: Some(bytes),
         before,
         after,
     }
@@ -875,37 +893,40 @@ fn cache_marker(r: &Record) -> Option<&Value> {
     }
 }
 
-/// Put prompt-cache marker `m` on the block `r` is written as; `false`
-/// when it is not written as a block that may carry one (thinking blocks
-/// may not; system records go to the top-level prompt).
-fn set_cache_marker(r: &mut Record, m: Value) -> bool {
-    match &mut r.body {
+/// Whether the block `r` is written as may carry a prompt-cache marker
+/// (thinking blocks may not; system records go to the top-level prompt).
+fn carries_marker(r: &Record) -> bool {
+    match &r.body {
         Body::User { .. }
         | Body::Assistant { .. }
         | Body::ToolCall { .. }
         | Body::ToolResult { .. }
-        | Body::Structured { .. } => {
-            let fields = r
-                .metadata
-                .get_or_insert_with(Object::new)
-                .entry(BLOCK_FIELDS)
-                .or_insert_with(|| json!({}));
-            if let Value::Object(f) = fields {
-                f.insert("cache_control".into(), m);
-                return true;
-            }
-            false
-        }
+        | Body::Structured { .. } => r
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get(BLOCK_FIELDS))
+            .is_none_or(Value::is_object),
         Body::Other { kind, fields } if kind == "anthropic_block" => {
-            match fields.get_mut("block") {
-                Some(Value::Object(b)) => {
-                    b.insert("cache_control".into(), m);
-                    true
-                }
-                _ => false,
-            }
+            fields.get("block").is_some_and(Value::is_object)
         }
         _ => false,
+    }
+}
+
+/// Put prompt-cache marker `m` on the block `r` is written as (one that
+/// [`carries_marker`]).
+fn set_cache_marker(r: &mut Record, m: Value) {
+    let fields = match &mut r.body {
+        Body::Other { fields, .. } => fields.get_mut("block"),
+        _ => Some(
+            r.metadata
+                .get_or_insert_with(Object::new)
+                .entry(BLOCK_FIELDS)
+                .or_insert_with(|| json!({})),
+        ),
+    };
+    if let Some(Value::Object(f)) = fields {
+        f.insert("cache_control".into(), m);
     }
 }
 

@@ -58,7 +58,7 @@ impl Shape {
 
     /// A request body holding `records`, with the rest of the body as
     /// [`read`](Self::read) kept it in `extras`.
-    pub fn write(self, records: &[Record], extras: &Object) -> Value {
+    pub fn write<R: std::borrow::Borrow<Record>>(self, records: &[R], extras: &Object) -> Value {
         match self {
             Shape::Chat => ctxfold_formats::openai::to_json(records, extras),
             Shape::Messages => ctxfold_formats::anthropic::to_json(records, extras),
