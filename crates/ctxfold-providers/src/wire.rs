@@ -39,14 +39,24 @@ pub fn read_answer_stream(
     reader: impl BufRead,
     model: &str,
 ) -> Result<ChatResponse, ProviderError> {
+    read_stream(kind, reader, model, false)
+}
+
+fn read_stream(
+    kind: ProviderKind,
+    reader: impl BufRead,
+    model: &str,
+    cut_short: bool,
+) -> Result<ChatResponse, ProviderError> {
     let c = ctx(model);
     let io_error = |e: std::io::Error| ProviderError::Malformed {
         detail: format!("the stream broke off: {e}"),
     };
+    let mut ignore = |_| {};
     let raw = match kind {
-        ProviderKind::OpenAi => openai::read_stream(reader, &mut |_| {}, &c, &io_error, false)?,
+        ProviderKind::OpenAi => openai::read_stream(reader, &mut ignore, &c, &io_error, cut_short)?,
         ProviderKind::Anthropic => {
-            anthropic::read_stream(reader, &mut |_| {}, &c, &io_error, false)?
+            anthropic::read_stream(reader, &mut ignore, &c, &io_error, cut_short)?
         }
     };
     parse_answer(kind, raw, model)
@@ -69,17 +79,7 @@ pub fn read_cut_stream(
     reader: impl BufRead,
     model: &str,
 ) -> Result<ChatResponse, ProviderError> {
-    let c = ctx(model);
-    let io_error = |e: std::io::Error| ProviderError::Malformed {
-        detail: format!("the stream broke off: {e}"),
-    };
-    let raw = match kind {
-        ProviderKind::OpenAi => openai::read_stream(reader, &mut |_| {}, &c, &io_error, true)?,
-        ProviderKind::Anthropic => {
-            anthropic::read_stream(reader, &mut |_| {}, &c, &io_error, true)?
-        }
-    };
-    parse_answer(kind, raw, model)
+    read_stream(kind, reader, model, true)
 }
 
 #[cfg(test)]

@@ -586,25 +586,34 @@ fn record(
     };
     let ts = ctxfold_store::now();
     let mut text = Vec::new();
-    let whole = copy.read_to_end(&mut text).is_ok() && copy.whole;
-    let records = if !whole && streamed {
-        // What completed of it is recorded, marked: the client saw it.
-        slot.shape
-            .cut_answer(&text[..], &slot.model, &ts)
-            .map(|mut records| {
-                for r in &mut records {
-                    r.metadata
-                        .get_or_insert_default()
-                        .insert(CUT_SHORT.into(), true.into());
-                }
-                records
-            })
-    } else if streamed {
-        slot.shape.streamed_answer(&text[..], &slot.model, &ts)
+    let mut whole = copy.read_to_end(&mut text).is_ok() && copy.whole;
+    let records = if streamed {
+        // A stream that reached its own end is whole, even when the
+        // client hung up before the last bytes were passed on.
+        match slot.shape.streamed_answer(&text[..], &slot.model, &ts) {
+            Ok(records) => {
+                whole = true;
+                Ok(records)
+            }
+            Err(e) if whole => Err(e),
+            // What completed of it is recorded, marked: the client saw it.
+            Err(_) => slot
+                .shape
+                .cut_answer(&text[..], &slot.model, &ts)
+                .map(|mut records| {
+                    for r in &mut records {
+                        r.metadata
+                            .get_or_insert_default()
+                            .insert(CUT_SHORT.into(), true.into());
+                    }
+                    records
+                }),
+        }
     } else {
-        serde_json::from_slice(&text)
-            .map_err(|e| format!("not JSON: {e}"))
-            .and_then(|raw| slot.shape.answer(raw, &slot.model, &ts))
+        // A body that parses whole is whole, as above.
+        let parsed = serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}"));
+        whole |= parsed.is_ok();
+        parsed.and_then(|raw| slot.shape.answer(raw, &slot.model, &ts))
     };
     let status = match records {
         Ok(records) if whole || streamed => match p.book.record_answer(&slot, records) {

@@ -84,12 +84,7 @@ impl Shape {
         model: &str,
         ts: &str,
     ) -> Result<Vec<Record>, String> {
-        let Some(kind) = self.kind() else {
-            return responses::streamed(reader, model, ts, false);
-        };
-        ctxfold_providers::wire::read_answer_stream(kind, reader, model)
-            .map(|r| r.to_records(ts))
-            .map_err(|e| e.to_string())
+        self.stream(reader, model, ts, false)
     }
 
     /// The records of what completed of a streamed answer that broke off
@@ -101,12 +96,25 @@ impl Shape {
         model: &str,
         ts: &str,
     ) -> Result<Vec<Record>, String> {
+        self.stream(reader, model, ts, true)
+    }
+
+    fn stream(
+        self,
+        reader: impl BufRead,
+        model: &str,
+        ts: &str,
+        cut_short: bool,
+    ) -> Result<Vec<Record>, String> {
         let Some(kind) = self.kind() else {
-            return responses::streamed(reader, model, ts, true);
+            return responses::streamed(reader, model, ts, cut_short);
         };
-        ctxfold_providers::wire::read_cut_stream(kind, reader, model)
-            .map(|r| r.to_records(ts))
-            .map_err(|e| e.to_string())
+        let read = if cut_short {
+            ctxfold_providers::wire::read_cut_stream(kind, reader, model)
+        } else {
+            ctxfold_providers::wire::read_answer_stream(kind, reader, model)
+        };
+        read.map(|r| r.to_records(ts)).map_err(|e| e.to_string())
     }
 }
 
