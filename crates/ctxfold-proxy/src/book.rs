@@ -172,6 +172,25 @@ fn file_len(p: &std::path::Path) -> u64 {
     std::fs::metadata(p).map_or(0, |m| m.len())
 }
 
+/// The latest Responses answer id of each conversation, both ways.
+#[derive(Default)]
+struct Chains {
+    by_response: HashMap<String, String>,
+    latest: HashMap<String, String>,
+}
+
+impl Chains {
+    fn record(&mut self, response: String, conversation: &str) {
+        if let Some(old) = self
+            .latest
+            .insert(conversation.to_owned(), response.clone())
+        {
+            self.by_response.remove(&old);
+        }
+        self.by_response.insert(response, conversation.to_owned());
+    }
+}
+
 /// The proxy's conversations.
 pub struct Book {
     ws: Workspace,
@@ -182,10 +201,11 @@ pub struct Book {
     sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
     /// Conversations that could no longer be read.
     gone: Mutex<std::collections::HashSet<String>>,
-    /// Responses API answer id → the conversation that recorded it, for
-    /// requests chained with `previous_response_id` (this run's answers
-    /// only).
-    chains: Mutex<HashMap<String, String>>,
+    /// Responses API answer ids and the conversations that recorded them,
+    /// for requests chained with `previous_response_id`: this run's
+    /// answers, the latest of each conversation (so it stays as small as
+    /// the number of conversations).
+    chains: Mutex<Chains>,
 }
 
 impl Book {
@@ -322,7 +342,7 @@ impl Book {
     ) -> Result<Prepared, PrepareError> {
         let est = Heuristic::default();
         let tokens: usize = client.iter().map(|r| est.record_tokens(r)).sum();
-        let known = lock(&self.chains).get(previous).cloned();
+        let known = lock(&self.chains).by_response.get(previous).cloned();
         let mut id = None;
         if let Some(known) = known {
             match self.session(&known) {
@@ -601,7 +621,8 @@ impl Book {
         body: &Value,
         slot: &AnswerSlot,
     ) -> Result<Option<Prepared>, PrepareError> {
-        if self.compaction.observe {
+        // A chained request holds no history to fold.
+        if self.compaction.observe || chained(slot.shape, body).is_some() {
             return Ok(None);
         }
         let shape = slot.shape;
@@ -667,7 +688,7 @@ impl Book {
         });
         s.append(stamp(&records))?;
         if let Some(response) = response {
-            lock(&self.chains).insert(response, slot.conversation.clone());
+            lock(&self.chains).record(response, &slot.conversation);
         }
         Ok(true)
     }

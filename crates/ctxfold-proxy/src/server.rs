@@ -309,8 +309,8 @@ async fn compacting(
     respond(&p, name, resp, None, extra)
 }
 
-/// An error answer read whole (error bodies are small; one larger than
-/// the request limit is cut off with a 502).
+/// An error answer read whole (error bodies are a few hundred bytes), to
+/// be judged and then passed on as it came.
 async fn read_error(
     resp: reqwest::Response,
 ) -> Result<(axum::http::response::Parts, Bytes), Response> {
