@@ -1176,6 +1176,27 @@ fn count_tokens_counts_what_the_upstream_would_get_and_records_nothing() {
         events,
         "nothing recorded"
     );
+
+    // Removed while the proxy runs: counted as sent, and not a failure.
+    s.ok(&["c", "rm", &id]);
+    let after = post(&count_url, &headers, sent.as_bytes());
+    assert_eq!(after.status, 200);
+    assert_eq!(
+        up.requests().last().unwrap().body,
+        sent.as_bytes(),
+        "the request's own body is counted"
+    );
+    let metrics = agent()
+        .get(&format!("{}/metrics", p.base))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert!(
+        !metrics.contains("fail_open_total{endpoint=\"count_tokens\"}"),
+        "{metrics}"
+    );
 }
 
 #[test]

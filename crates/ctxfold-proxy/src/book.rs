@@ -594,10 +594,26 @@ impl Book {
         let client = transcript.records;
         let key = self.key(shape, body, &client, header_key);
         let ids = lock(&self.slot(&key)).clone();
-        for id in ids.iter().take(MAX_FORKS_TRIED) {
-            let session = self.session(id)?;
+        let gone = lock(&self.gone).clone();
+        for id in ids
+            .iter()
+            .filter(|id| !gone.contains(*id))
+            .take(MAX_FORKS_TRIED)
+        {
+            // One that can no longer be read is forgotten, as in prepare.
+            let session = match self.session(id) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.forget(id, &e);
+                    continue;
+                }
+            };
             let mut s = lock(&session);
-            s.refresh()?;
+            if let Err(e) = s.refresh() {
+                drop(s);
+                self.forget(id, &e);
+                continue;
+            }
             let stored = s.conv.log().records();
             let pairs = match align(stored, &client) {
                 // What is new in the request is not in the log: it goes as
