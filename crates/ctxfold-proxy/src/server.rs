@@ -26,6 +26,10 @@ use crate::shape::Shape;
 
 /// The header a client names its conversation with.
 pub const CONVERSATION_HEADER: &str = "x-ctxfold-conversation";
+/// The largest error answer read whole to see whether it says "over the
+/// context window" (real ones are a few hundred bytes).
+const MAX_ERROR_BYTES: u64 = 1 << 20;
+
 /// The header a client sends the proxy's token in.
 pub const TOKEN_HEADER: &str = "x-ctxfold-token";
 
@@ -266,8 +270,11 @@ async fn compacting(
         Err(r) => return r,
     };
     let status = resp.status().as_u16();
+    // Only an error answer of a known, small size is read to be judged:
+    // an upstream sending megabytes with a 400 is passed on as it streams.
+    let small = resp.content_length().is_some_and(|n| n <= MAX_ERROR_BYTES);
     let slot = match slot {
-        Some(slot) if matches!(status, 400 | 413) && !p.config.observe => slot,
+        Some(slot) if matches!(status, 400 | 413) && small && !p.config.observe => slot,
         slot => return respond(&p, name, resp, slot, extra),
     };
     // Maybe "over the context window": one compaction and one retry when
@@ -309,8 +316,8 @@ async fn compacting(
     respond(&p, name, resp, None, extra)
 }
 
-/// An error answer read whole (error bodies are a few hundred bytes), to
-/// be judged and then passed on as it came.
+/// An error answer read whole (its length is known and at most
+/// [`MAX_ERROR_BYTES`]), to be judged and then passed on as it came.
 async fn read_error(
     resp: reqwest::Response,
 ) -> Result<(axum::http::response::Parts, Bytes), Response> {
