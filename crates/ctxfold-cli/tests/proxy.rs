@@ -96,6 +96,17 @@ impl Answer {
     }
 }
 
+/// The proxy's `/metrics` text.
+fn metrics(p: &Proxy) -> String {
+    agent()
+        .get(&format!("{}/metrics", p.base))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap()
+}
+
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -534,10 +545,7 @@ fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
     assert_eq!(a.status, 200);
     assert_eq!(up.requests().len(), n + 1);
     // No key in anything the proxy wrote.
-    let metrics = {
-        let mut r = agent().get(&format!("{}/metrics", p.base)).call().unwrap();
-        r.body_mut().read_to_string().unwrap()
-    };
+    let metrics = metrics(&p);
     assert!(
         metrics.contains("ctxfold_proxy_requests_total"),
         "{metrics}"
@@ -705,10 +713,7 @@ fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
     let a = post(&format!("{}/v1/chat/completions", p.base), &[], odd);
     assert_eq!(a.status, 400, "the upstream's own answer");
     assert_eq!(up.requests().last().unwrap().body, odd.to_vec());
-    let metrics = {
-        let mut r = agent().get(&format!("{}/metrics", p.base)).call().unwrap();
-        r.body_mut().read_to_string().unwrap()
-    };
+    let metrics = metrics(&p);
     assert!(
         metrics.contains("ctxfold_proxy_fail_open_total{endpoint=\"chat_completions\"} 1"),
         "{metrics}"
@@ -991,13 +996,7 @@ fn an_upstream_context_overflow_is_compacted_and_retried_once() {
     let recs = records_when(&s, &id, |r| count(r, "assistant") > 3);
     assert_eq!(count(&recs, "compaction"), 1);
     assert_eq!(count(&recs, "tool_result"), 9, "every raw event is kept");
-    let metrics = agent()
-        .get(&format!("{}/metrics", p.base))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = metrics(&p);
     assert!(
         metrics.contains("ctxfold_proxy_overflow_retries_total 1"),
         "{metrics}"
@@ -1186,13 +1185,7 @@ fn count_tokens_counts_what_the_upstream_would_get_and_records_nothing() {
         sent.as_bytes(),
         "the request's own body is counted"
     );
-    let metrics = agent()
-        .get(&format!("{}/metrics", p.base))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = metrics(&p);
     assert!(
         !metrics.contains("fail_open_total{endpoint=\"count_tokens\"}"),
         "{metrics}"
