@@ -67,12 +67,13 @@ use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{
-    Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
-    message_and_role, message_keys, meta, set_meta, split_request, text_parts,
+    Records, build_request, describe, fill_in, keep_message_keys, leftovers, message_and_role,
+    message_keys, meta, set_meta, split_request, text_parts,
 };
-use crate::pairing::{export_id, pair};
+use crate::message_reader::{MessageReader, Wire};
+use crate::pairing::export_id;
 
-const PREFIX: &str = "anthropic";
+pub(crate) const PREFIX: &str = "anthropic";
 const SIGNATURE: &str = "anthropic_thinking_signature";
 const BLOCK: &str = "anthropic_block";
 const BLOCK_FIELDS: &str = "anthropic_block_fields";
@@ -82,44 +83,41 @@ const STRING_CONTENT: &str = "anthropic_string_content";
 /// array). The error says what was expected and where.
 pub fn from_json(v: &Value) -> Result<Transcript, String> {
     let (messages, body) = split_request(v)?;
-    let mut t = Transcript::default();
-    let mut out = Records::default();
-    if let Some(body) = body {
-        if let Some(kept) = kept_body(body, &["system", "messages"]) {
-            t.extras.insert(PREFIX.into(), Value::Object(kept));
-        }
-        match body.get("system") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => {
-                out.push(Body::System { content: s.clone() });
-            }
-            Some(Value::Array(blocks)) => {
-                let idx = out.push(Body::System {
-                    content: text_parts(blocks),
-                });
-                set_meta(
-                    &mut out.records[idx],
-                    "anthropic_system",
-                    Value::Array(blocks.clone()),
-                );
-            }
-            Some(other) => {
-                return Err(format!(
-                    "`system`: expected a string or an array of text blocks, found {}",
-                    describe(other)
-                ));
-            }
-        }
+    let mut reader = MessageReader::new(Wire::Anthropic, body)?;
+    for m in messages {
+        reader.read(m)?;
     }
-    for (i, m) in messages.iter().enumerate() {
-        read_message(&mut out, &mut t.warnings, i, m)?;
-    }
-    t.records = out.records;
-    pair(&mut t.records, Some(PREFIX), &mut t.warnings);
-    Ok(t)
+    Ok(reader.into_transcript(body))
 }
 
-fn read_message(
+/// The records of a request's top-level `system`, if any.
+pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String> {
+    match body.get("system") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            out.push(Body::System { content: s.clone() });
+        }
+        Some(Value::Array(blocks)) => {
+            let idx = out.push(Body::System {
+                content: text_parts(blocks),
+            });
+            set_meta(
+                &mut out.records[idx],
+                "anthropic_system",
+                Value::Array(blocks.clone()),
+            );
+        }
+        Some(other) => {
+            return Err(format!(
+                "`system`: expected a string or an array of text blocks, found {}",
+                describe(other)
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn read_message(
     out: &mut Records,
     warnings: &mut Vec<String>,
     i: usize,

@@ -32,6 +32,18 @@ impl Records {
         self.ts = message_time(m);
     }
 
+    /// Keep only the first `len` records, and the turn rule as it was
+    /// after them.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.records.truncate(len);
+        self.last_visible_user = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.body.is_model_visible())
+            .is_some_and(|r| matches!(r.body, Body::User { .. }));
+    }
+
     /// Open a turn for a user message: a `turn_start` unless the last
     /// model-visible record is a user message (an interrupt reply).
     pub(crate) fn open_turn(&mut self) {

@@ -26,6 +26,7 @@ pub mod anthropic;
 mod chat;
 pub mod ctxfold;
 pub mod jp;
+pub mod message_reader;
 pub mod openai;
 pub mod output;
 mod pairing;

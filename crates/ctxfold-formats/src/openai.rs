@@ -70,30 +70,24 @@ use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{
-    Records, build_request, describe, fill_in, keep_message_keys, kept_body, leftovers,
-    message_and_role, message_keys, meta, set_meta, split_request, text_parts,
+    Records, build_request, describe, fill_in, keep_message_keys, leftovers, message_and_role,
+    message_keys, meta, set_meta, split_request, text_parts,
 };
-use crate::pairing::{export_id, pair};
+use crate::message_reader::{MessageReader, Wire};
+use crate::pairing::export_id;
 
-const PREFIX: &str = "openai";
+pub(crate) const PREFIX: &str = "openai";
 const ROLES: &str = "expected system, developer, user, assistant or tool";
 
 /// Read OpenAI chat messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
 pub fn from_json(v: &Value) -> Result<Transcript, String> {
     let (messages, body) = split_request(v)?;
-    let mut t = Transcript::default();
-    if let Some(kept) = body.and_then(|o| kept_body(o, &["messages"])) {
-        t.extras.insert(PREFIX.into(), Value::Object(kept));
+    let mut reader = MessageReader::new(Wire::OpenAi, body)?;
+    for m in messages {
+        reader.read(m)?;
     }
-    let mut out = Records::default();
-    let mut prev_assistant = false;
-    for (i, m) in messages.iter().enumerate() {
-        prev_assistant = read_message(&mut out, i, m, prev_assistant)?;
-    }
-    t.records = out.records;
-    pair(&mut t.records, Some(PREFIX), &mut t.warnings);
-    Ok(t)
+    Ok(reader.into_transcript(body))
 }
 
 /// The text of a message's `content` and the value it was read from
@@ -132,7 +126,7 @@ impl<'a> Content<'a> {
 }
 
 /// Read message `i`; returns whether it was an assistant message.
-fn read_message(
+pub(crate) fn read_message(
     out: &mut Records,
     i: usize,
     m: &Value,

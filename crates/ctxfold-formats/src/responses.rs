@@ -71,9 +71,10 @@ use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{Records, build_request, describe, kept_body, meta, set_meta};
+use crate::message_reader::{MessageReader, Wire};
 use crate::pairing::{export_id, pair};
 
-const PREFIX: &str = "responses";
+pub(crate) const PREFIX: &str = "responses";
 /// The item a record was read from, with the fields the record holds set
 /// to `null`.
 const ITEM: &str = "responses_item";
@@ -116,9 +117,11 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
                     set_meta(&mut out.records[idx], STRING_INPUT, Value::Bool(true));
                 }
                 Value::Array(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        read_item(&mut out, &format!("input[{i}]"), item)?;
+                    let mut reader = MessageReader::new(Wire::Responses, None)?;
+                    for item in items {
+                        reader.read(item)?;
                     }
+                    out = reader.into_records();
                 }
                 other => {
                     return Err(format!(
@@ -165,7 +168,7 @@ pub fn output_records(response: &Value) -> Result<Vec<Record>, String> {
 }
 
 /// Read the item at `at` into records.
-fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
+pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
     let Value::Object(o) = item else {
         return Err(format!(
             "{at}: expected an item object, found {}",

@@ -1,0 +1,244 @@
+//! A chat request's messages read one at a time, and cut back to an
+//! earlier message.
+//!
+//! The `from_json` of the three chat formats is built on this reader, so a
+//! request read whole and one read message by message give the same
+//! records. The proxy keeps a reader per conversation between requests: an
+//! agent's next request repeats the last one and adds a message or two, so
+//! it cuts the reader back to the messages that are unchanged and reads
+//! only the rest.
+//!
+//! Records are final as they are read, with one exception: pairing (see
+//! `pairing`) renames a repeated tool-call id across the whole transcript.
+//! [`MessageReader::needs_pairing`] says when that would change something;
+//! [`MessageReader::into_transcript`] always pairs.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use crate::Transcript;
+use crate::chat::{Records, kept_body};
+use crate::pairing::pair;
+use crate::{anthropic, openai, responses};
+
+/// Which chat format a reader reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// OpenAI chat completions `messages`.
+    OpenAi,
+    /// Anthropic messages (`system` in the body, `messages`).
+    Anthropic,
+    /// OpenAI Responses `input` items.
+    Responses,
+}
+
+impl Wire {
+    /// The body key holding the messages.
+    pub fn messages_key(self) -> &'static str {
+        match self {
+            Wire::OpenAi | Wire::Anthropic => "messages",
+            Wire::Responses => "input",
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Wire::OpenAi => openai::PREFIX,
+            Wire::Anthropic => anthropic::PREFIX,
+            Wire::Responses => responses::PREFIX,
+        }
+    }
+
+    /// The body keys export rebuilds from records.
+    fn placeholders(self) -> &'static [&'static str] {
+        match self {
+            Wire::OpenAi => &["messages"],
+            Wire::Anthropic => &["system", "messages"],
+            Wire::Responses => &["input"],
+        }
+    }
+
+    /// What a transcript keeps of a request body (every key but those
+    /// export rebuilds), as `from_json` keeps it in
+    /// [`Transcript::extras`]; `body` holds its messages as an array, or
+    /// any placeholder value.
+    pub fn extras(self, body: &Object) -> Object {
+        let mut extras = Object::new();
+        if let Some(kept) = kept_body(body, self.placeholders()) {
+            extras.insert(self.prefix().into(), Value::Object(kept));
+        }
+        extras
+    }
+}
+
+/// Where one message's reading ended.
+#[derive(Clone, Copy)]
+struct End {
+    records: usize,
+    warnings: usize,
+    assistant: bool,
+}
+
+/// Reads a request's messages one at a time (see the module docs).
+pub struct MessageReader {
+    wire: Wire,
+    out: Records,
+    /// Records the body made before the first message (Anthropic's
+    /// `system`).
+    head: usize,
+    ends: Vec<End>,
+    warnings: Vec<String>,
+    /// Tool calls of each id read so far, and how many ids have more than
+    /// one.
+    calls: HashMap<String, u32>,
+    repeated: usize,
+}
+
+impl MessageReader {
+    /// A reader of messages of `wire`, after the records `body` makes
+    /// itself (Anthropic's top-level `system`; `body` is the request body
+    /// or `None` for a bare array of messages).
+    pub fn new(wire: Wire, body: Option<&Object>) -> Result<MessageReader, String> {
+        let mut out = Records::default();
+        if let (Wire::Anthropic, Some(body)) = (wire, body) {
+            anthropic::read_system(&mut out, body)?;
+        }
+        Ok(MessageReader {
+            wire,
+            head: out.records.len(),
+            out,
+            ends: Vec::new(),
+            warnings: Vec::new(),
+            calls: HashMap::new(),
+            repeated: 0,
+        })
+    }
+
+    /// Read the next message. An error names the message and what was
+    /// expected, and leaves the reader as it was.
+    pub fn read(&mut self, m: &Value) -> Result<(), String> {
+        let i = self.ends.len();
+        let before = self.end();
+        let prev_assistant = self.ends.last().is_some_and(|e| e.assistant);
+        let read = match self.wire {
+            Wire::OpenAi => openai::read_message(&mut self.out, i, m, prev_assistant),
+            Wire::Anthropic => {
+                anthropic::read_message(&mut self.out, &mut self.warnings, i, m).map(|()| false)
+            }
+            Wire::Responses => {
+                responses::read_item(&mut self.out, &format!("input[{i}]"), m).map(|()| false)
+            }
+        };
+        match read {
+            Ok(assistant) => {
+                for r in &self.out.records[before.records..] {
+                    if let Body::ToolCall { id, .. } = &r.body {
+                        let n = self.calls.entry(id.clone()).or_default();
+                        *n += 1;
+                        if *n == 2 {
+                            self.repeated += 1;
+                        }
+                    }
+                }
+                self.ends.push(End {
+                    records: self.out.records.len(),
+                    warnings: self.warnings.len(),
+                    assistant,
+                });
+                Ok(())
+            }
+            Err(e) => {
+                self.out.truncate(before.records);
+                self.warnings.truncate(before.warnings);
+                Err(e)
+            }
+        }
+    }
+
+    /// Where the last message read ended (the head, before any).
+    fn end(&self) -> End {
+        self.ends.last().copied().unwrap_or(End {
+            records: self.head,
+            warnings: 0,
+            assistant: false,
+        })
+    }
+
+    /// How many messages have been read.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no message has been read.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Forget every message after the first `n`, as if only those had been
+    /// read.
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.ends.len() {
+            return;
+        }
+        self.ends.truncate(n);
+        let end = self.end();
+        for r in &self.out.records[end.records..] {
+            if let Body::ToolCall { id, .. } = &r.body
+                && let Some(c) = self.calls.get_mut(id)
+            {
+                *c -= 1;
+                if *c == 1 {
+                    self.repeated -= 1;
+                }
+                if *c == 0 {
+                    self.calls.remove(id);
+                }
+            }
+        }
+        self.out.truncate(end.records);
+        self.warnings.truncate(end.warnings);
+    }
+
+    /// The records read so far (the head's first), before pairing.
+    pub fn records(&self) -> &[Record] {
+        &self.out.records
+    }
+
+    /// The records made from message `i`.
+    pub fn message_records(&self, i: usize) -> Range<usize> {
+        let start = if i == 0 {
+            self.head
+        } else {
+            self.ends[i - 1].records
+        };
+        start..self.ends[i].records
+    }
+
+    /// Whether pairing would change the records read so far: a tool-call
+    /// id is used by more than one call.
+    pub fn needs_pairing(&self) -> bool {
+        self.repeated > 0
+    }
+
+    /// The transcript of the messages read, paired, with what `body`
+    /// (the request body, if any) keeps besides its messages.
+    pub fn into_transcript(self, body: Option<&Object>) -> Transcript {
+        let wire = self.wire;
+        let mut t = Transcript {
+            extras: body.map(|b| wire.extras(b)).unwrap_or_default(),
+            warnings: self.warnings,
+            records: self.out.records,
+            title: None,
+        };
+        pair(&mut t.records, Some(wire.prefix()), &mut t.warnings);
+        t
+    }
+
+    /// The records read, unpaired, for a format that pairs them itself.
+    pub(crate) fn into_records(self) -> Records {
+        self.out
+    }
+}
