@@ -280,9 +280,43 @@ impl EventLog {
         &self,
         records: impl IntoIterator<Item = Record>,
     ) -> Result<std::ops::Range<u64>, StoreError> {
+        match self.append_if(None, records)? {
+            Ok(range) => Ok(range),
+            // Without an expected seq every next seq is accepted.
+            Err(next) => Ok(next..next),
+        }
+    }
+
+    /// Append as [`EventLog::append`] does, but only if the log's next
+    /// `seq` is `expected` (a conditional append: the writer's view of the
+    /// log is still the stored one). `Ok(Err(next))` means it is `next`
+    /// instead, and nothing was written.
+    pub fn append_at(
+        &self,
+        expected: u64,
+        records: impl IntoIterator<Item = Record>,
+    ) -> Result<Result<std::ops::Range<u64>, u64>, StoreError> {
+        self.append_if(Some(expected), records)
+    }
+
+    /// The `seq` the next appended record gets. Takes the log's lock (a
+    /// torn tail is set aside first, as an append would).
+    pub fn next_seq(&self) -> Result<u64, StoreError> {
+        let _guard = self.lock(true)?;
+        self.prepare_tail()
+    }
+
+    fn append_if(
+        &self,
+        expected: Option<u64>,
+        records: impl IntoIterator<Item = Record>,
+    ) -> Result<Result<std::ops::Range<u64>, u64>, StoreError> {
         let _guard = self.lock(true)?;
         let path = self.path();
         let next = self.prepare_tail()?;
+        if expected.is_some_and(|e| e != next) {
+            return Ok(Err(next));
+        }
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -316,7 +350,7 @@ impl EventLog {
             let _ = file.set_len(start).and_then(|()| file.sync_data());
             return Err(e);
         }
-        Ok(next..seq)
+        Ok(Ok(next..seq))
     }
 
     /// Make the file end with a complete line and return the next `seq`.

@@ -1,8 +1,9 @@
 //! Storage for ctxfold: the workspace folder, one folder per conversation,
 //! the append-only `events.jsonl` log and the `meta.json` file.
 //!
-//! This is the embedded default backend. It depends on the core for the
-//! record model and on nothing above it.
+//! Two stores sit behind one interface, [`Store`]: the workspace (files,
+//! the embedded default) and PostgreSQL ([`PgStore`]). The crate depends on
+//! the core for the record model and on nothing above it.
 
 #![warn(missing_docs)]
 
@@ -11,10 +12,13 @@ use std::path::{Path, PathBuf};
 pub mod event_log;
 pub mod meta;
 pub mod postgres;
+pub mod store;
 pub mod workspace;
 
 pub use event_log::{CompactionLock, EventLog, Loaded, TornTail};
 pub use meta::{ConversationMeta, ImportSource};
+pub use postgres::PgStore;
+pub use store::{AppendAt, BrokenMeta, Store, StoreListing, StoreLock, create_new};
 pub use workspace::{Broken, Conversation, Listing, Workspace};
 
 /// Why a storage operation failed.
@@ -67,6 +71,14 @@ pub enum StoreError {
         "empty conversation id; give an id or a prefix of one (`ctxfold conversation ls` lists them)"
     )]
     EmptyId,
+    /// An id that cannot name a conversation.
+    #[error("invalid conversation id `{id}`: {detail}")]
+    InvalidId {
+        /// The id.
+        id: String,
+        /// What was expected.
+        detail: String,
+    },
     /// No conversation has that id.
     #[error("no conversation `{id}` in {}; `ctxfold conversation ls` lists them", workspace.display())]
     NotFound {

@@ -454,6 +454,38 @@ impl PgStore {
         id: &str,
         records: impl IntoIterator<Item = Record>,
     ) -> Result<Range<u64>, StoreError> {
+        match self.append_if(id, None, records)? {
+            Ok(range) => Ok(range),
+            // Without an expected seq every next seq is accepted.
+            Err(next) => Ok(next..next),
+        }
+    }
+
+    /// The `seq` the next record appended to conversation `id` gets.
+    pub fn next_seq(&self, id: &str) -> Result<u64, StoreError> {
+        let mut conn = self.conn()?;
+        let row = conn
+            .query_opt(
+                "SELECT next_seq FROM ctxfold_conversations WHERE id = $1 AND trashed_at IS NULL",
+                &[&id],
+            )
+            .map_err(|e| self.db(format!("read conversation `{id}`"), e))?
+            .ok_or_else(|| self.no_conversation(id))?;
+        let next: i64 = row
+            .try_get(0)
+            .map_err(|e| self.db(format!("read conversation `{id}`"), e))?;
+        Ok(u64::try_from(next).unwrap_or(0))
+    }
+
+    /// Append as [`PgStore::append`] does, but when `expected` is given only
+    /// if the conversation's next `seq` is that one (checked under the row
+    /// lock); `Ok(Err(next))` means it is `next`, and nothing was written.
+    pub fn append_if(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        records: impl IntoIterator<Item = Record>,
+    ) -> Result<Result<Range<u64>, u64>, StoreError> {
         // Collected before the transaction: the row lock is held only while
         // writing.
         let records: Vec<Record> = records.into_iter().collect();
@@ -470,9 +502,13 @@ impl PgStore {
             .ok_or_else(|| self.gone(id))?;
         let next: i64 = row.try_get(0).map_err(|e| self.db(what(), e))?;
         let next = u64::try_from(next).unwrap_or(0);
+        if expected.is_some_and(|e| e != next) {
+            // Dropping the transaction rolls it back and frees the row.
+            return Ok(Err(next));
+        }
         let range = self.write_batch(&mut tx, id, next, records)?;
         tx.commit().map_err(|e| self.db(what(), e))?;
-        Ok(range)
+        Ok(Ok(range))
     }
 
     /// Number `records` from `next`, insert them and advance the counter.

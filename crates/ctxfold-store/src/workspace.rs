@@ -199,24 +199,71 @@ impl Workspace {
         extras: Object,
         records: Vec<Record>,
     ) -> Result<Conversation, StoreError> {
+        self.create_staged(None, records, |id| {
+            let ts = now();
+            ConversationMeta {
+                id: id.to_owned(),
+                title,
+                created_at: ts.clone(),
+                last_used_at: ts,
+                imported_from,
+                extras,
+            }
+        })
+    }
+
+    /// Create conversation `meta.id` with exactly that metadata, holding
+    /// `records` (numbered from 0), as [`Workspace::create`] does: whole or
+    /// not at all. An id already taken (or being created) is an error
+    /// ([`StoreError::ConversationExists`]) and nothing is written. For
+    /// copies between stores, which keep ids and metadata.
+    pub fn create_as(
+        &self,
+        meta: &ConversationMeta,
+        records: Vec<Record>,
+    ) -> Result<Conversation, StoreError> {
+        check_id(&meta.id)?;
+        self.create_staged(Some(&meta.id), records, |_| meta.clone())
+    }
+
+    /// Stage a conversation under a new id (`want` `None`) or `want`, write
+    /// it and rename it into place.
+    fn create_staged(
+        &self,
+        want: Option<&str>,
+        records: Vec<Record>,
+        make_meta: impl FnOnce(&str) -> ConversationMeta,
+    ) -> Result<Conversation, StoreError> {
         let conversations = self.conversations_dir();
         let staging = self.staging_dir();
         std::fs::create_dir_all(&staging).map_err(|e| StoreError::io(&staging, e))?;
+        let exists = |id: &str| StoreError::ConversationExists {
+            id: id.to_owned(),
+            store: self.root.display().to_string(),
+        };
         let (id, dir, claim) = {
             // A cleanup cannot run between claiming a name and locking it.
             let _starting = lock_file(&staging.join(STAGING_LOCK))?;
             loop {
-                let id = new_id();
+                let id = want.map_or_else(new_id, str::to_owned);
                 let dir = staging.join(&id);
                 // create_dir fails if it exists: no two creations share an
                 // id; and none takes the id of a conversation in place.
                 match std::fs::create_dir(&dir) {
                     Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        if want.is_some() {
+                            return Err(exists(&id));
+                        }
+                        continue;
+                    }
                     Err(e) => return Err(StoreError::io(&dir, e)),
                 }
                 if conversations.join(&id).exists() {
                     let _ = std::fs::remove_dir(&dir);
+                    if want.is_some() {
+                        return Err(exists(&id));
+                    }
                     continue;
                 }
                 match lock_file(&claim_path(&staging, &id)) {
@@ -228,15 +275,7 @@ impl Workspace {
                 }
             }
         };
-        let ts = now();
-        let meta = ConversationMeta {
-            id: id.clone(),
-            title,
-            created_at: ts.clone(),
-            last_used_at: ts,
-            imported_from,
-            extras,
-        };
+        let meta = make_meta(&id);
         let dest = conversations.join(&id);
         let written = (|| {
             // The log numbers records 0, 1, 2, …: references to seqs must follow.
@@ -466,9 +505,23 @@ impl Workspace {
     }
 }
 
+/// Refuse an id that cannot be a conversation folder's name.
+pub(crate) fn check_id(id: &str) -> Result<(), StoreError> {
+    if id.is_empty() {
+        return Err(StoreError::EmptyId);
+    }
+    if id.starts_with('.') || id.contains(['/', '\\', '\0']) {
+        return Err(StoreError::InvalidId {
+            id: id.to_owned(),
+            detail: "expected a name without `/`, `\\` or a leading `.`".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// A new conversation id: the UTC time it was made, sortable, and four hex
 /// digits so two made in the same second differ.
-fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let ts = jiff::Timestamp::now();
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_i128(ts.as_nanosecond());
