@@ -43,6 +43,7 @@ mod error;
 mod keys;
 mod layer;
 mod schema;
+mod secret;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -54,6 +55,7 @@ use toml::{Table, Value};
 
 pub use error::ConfigError;
 pub use schema::{SectionCheck, SectionProblem, TOP_LEVEL_KEYS, rule_to_toml};
+pub use secret::mask_url;
 pub use tools::{DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, RunMode, ToolDecl};
 
 use layer::Layer;
@@ -432,7 +434,9 @@ impl Loaded {
     /// ```
     pub fn show_text(&self) -> String {
         let mut rows = Vec::new();
-        keys::table_leaves(&self.merged, &mut |p, v| {
+        // Never a password: URLs are shown masked.
+        let shown = secret::masked(&self.merged);
+        keys::table_leaves(&shown, &mut |p, v| {
             let src = self
                 .origins
                 .get(p)
@@ -486,7 +490,7 @@ impl Loaded {
             }
         });
         serde_json::json!({
-            "config": to_json(&Value::Table(self.merged.clone())),
+            "config": to_json(&Value::Table(secret::masked(&self.merged))),
             "origins": origins,
             "tools": tools::to_json(&self.config.tools),
         })

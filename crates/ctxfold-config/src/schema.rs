@@ -27,6 +27,7 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
     "providers",  // [providers.NAME]: ctxfold-providers (checked by the CLI)
     "proxy",      // [proxy]: ctxfold-proxy (checked by the CLI)
     "query",      // [query]: the agent host (checked by the CLI)
+    "store",      // [store] url: where conversations are kept (checked by the CLI)
     "tools",      // [tools.NAME]: read here
 ];
 
