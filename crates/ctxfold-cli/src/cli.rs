@@ -22,6 +22,12 @@ pub struct Cli {
     #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// Where conversations are kept: postgres://user[:password]@host[:port]/database,
+    /// or a workspace folder (default: CTXFOLD_STORE, else `[store] url`,
+    /// else the workspace here).
+    #[arg(long, global = true, value_name = "STORE")]
+    pub store: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -123,11 +129,39 @@ pub enum Command {
     /// `[compaction.auto] enabled`.
     #[command(visible_alias = "q")]
     Query(Box<QueryArgs>),
+    /// Move conversations between stores, and set up a PostgreSQL one.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Serve the OpenAI and Anthropic APIs on this machine and forward to
     /// the real ones: every conversation that passes is recorded here, and
     /// the upstream gets its compacted view. Point an agent's base URL at
     /// it (see the README).
     Proxy(ProxyArgs),
+}
+
+/// `ctxfold store …`
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy conversations (ids, metadata, records byte for byte) from one
+    /// store to another; the active conversation and the trash stay behind.
+    /// One already there and identical is left alone.
+    Copy {
+        /// The store to copy from: a workspace folder or a postgres:// URL.
+        #[arg(long, value_name = "STORE")]
+        from: String,
+        /// The store to copy to: a workspace folder (given a .ctxfold/ if it
+        /// has none) or a postgres:// URL.
+        #[arg(long, value_name = "STORE")]
+        to: String,
+        /// The conversations to copy (ids or unique prefixes; default: all).
+        ids: Vec<String>,
+    },
+    /// Create or update the ctxfold tables of a PostgreSQL store (done on
+    /// first use anyway) and print the schema version.
+    Migrate {
+        /// The store's URL (default: --store, CTXFOLD_STORE or [store] url).
+        url: Option<String>,
+    },
 }
 
 /// `ctxfold proxy …`

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::store::{StoreJournal, Target};
 use anyhow::{Context, bail};
 use ctxfold_compactor::{Conversation, Moment, Run};
 use ctxfold_core::bounds::{Bound, Keep};
@@ -14,7 +15,6 @@ use ctxfold_core::projection::{Inactive, Item, project};
 use ctxfold_core::summarizer::Summarizer;
 use ctxfold_core::{Body, Log, Object, Record, dsl};
 use ctxfold_formats::{Format, Transcript};
-use ctxfold_store::Workspace;
 use serde_json::{Value, json};
 
 use crate::cli::{CompactFileArgs, RuleFlags};
@@ -529,7 +529,7 @@ pub fn compaction_statuses(log: &Log) -> std::collections::HashMap<usize, String
 /// `conversation compact`.
 #[allow(clippy::too_many_arguments)]
 pub fn compact_conversation(
-    ws: &Workspace,
+    target: &Target,
     id: Option<&str>,
     flags: &RuleFlags,
     dry_run: bool,
@@ -540,30 +540,30 @@ pub fn compact_conversation(
     settings: &Settings,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
+    let meta = target.resolve(id)?;
     if reset.is_some() || restore.is_some() {
         // Held until the reset is appended; a dry run writes nothing, so it
         // takes no lock (and works in a read-only workspace).
         let _lock = if dry_run {
             None
         } else {
-            match c.log().try_compaction_lock()? {
+            match target.store.try_compaction_lock(&meta.id)? {
                 Some(lock) => Some(lock),
                 None => bail!(
                     "conversation {} is being compacted by another process; try again when it is done",
-                    c.meta.id
+                    meta.id
                 ),
             }
         };
-        let log = crate::conversation::load(&c)?;
-        return reset_or_restore(&c, &log, reset, restore, dry_run, out);
+        let log = target.load(&meta.id)?;
+        return reset_or_restore(target, &meta.id, &log, reset, restore, dry_run, out);
     }
-    let log = crate::conversation::load(&c)?;
-    let store = c.log();
+    let log = target.load(&meta.id)?;
+    let store = StoreJournal::new(&*target.store, &meta.id);
     let mut conv = Conversation::new(log, &store);
     if let Some(moment) = auto {
         let auto = crate::auto::Auto::from_flags(settings, window, flags.model.as_deref())?;
-        return auto.once(&mut conv, moment, dry_run, &c.meta.id, out);
+        return auto.once(&mut conv, moment, dry_run, &meta.id, out);
     }
     let rules = rules_from_flags(flags, settings)?;
     let ctx = plan_context(settings, flags.note.as_deref());
@@ -571,7 +571,7 @@ pub fn compact_conversation(
         match e.downcast_ref::<ctxfold_compactor::CompactError>() {
             Some(ctxfold_compactor::CompactError::Busy) => anyhow::anyhow!(
                 "conversation {} is being compacted by another process; try again when it is done",
-                c.meta.id
+                meta.id
             ),
             _ => e,
         }
@@ -599,18 +599,19 @@ pub fn compact_conversation(
         text.push_str(&format!(
             "appended {} compaction record(s) to {}; `ctxfold conversation compact --reset` undoes\n",
             run.seqs.len(),
-            c.meta.id
+            meta.id
         ));
     }
     if let Value::Object(m) = &mut json {
         m.insert("dry_run".into(), json!(dry_run));
-        m.insert("id".into(), json!(c.meta.id));
+        m.insert("id".into(), json!(meta.id));
     }
     out.emit(&json, || text)
 }
 
 fn reset_or_restore(
-    c: &ctxfold_store::Conversation,
+    target: &Target,
+    id: &str,
     log: &Log,
     reset: Option<Option<usize>>,
     restore: Option<Option<usize>>,
@@ -662,7 +663,7 @@ fn reset_or_restore(
         } else {
             "compactions to revoke"
         };
-        return out.emit(&json!({"id": c.meta.id, verb: 0}), || format!("no {what}"));
+        return out.emit(&json!({"id": id, verb: 0}), || format!("no {what}"));
     }
     let record = Record::new(
         0,
@@ -674,17 +675,14 @@ fn reset_or_restore(
         }),
     );
     if !dry_run {
-        c.log().append([record])?;
+        target.store.append(id, vec![record])?;
     }
-    out.emit(
-        &json!({"id": c.meta.id, verb: count, "dry_run": dry_run}),
-        || {
-            format!(
-                "{verb} {count} compaction(s) of {}; nothing was deleted",
-                c.meta.id
-            )
-        },
-    )
+    out.emit(&json!({"id": id, verb: count, "dry_run": dry_run}), || {
+        format!(
+            "{verb} {count} compaction(s) of {}; nothing was deleted",
+            id
+        )
+    })
 }
 
 /// `conversation print --compacted`.
@@ -772,14 +770,14 @@ pub fn print_compacted(log: &Log, out: &Printer) -> anyhow::Result<()> {
 
 /// `conversation fork`.
 pub fn fork(
-    ws: &Workspace,
+    target: &Target,
     id: Option<&str>,
     specs: &[String],
     settings: &Settings,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
-    let log = crate::conversation::load(&c)?;
+    let meta = target.resolve(id)?;
+    let log = target.load(&meta.id)?;
     let mut records = log.records().to_vec();
     let mut folded = 0;
     if !specs.is_empty() {
@@ -802,7 +800,7 @@ pub fn fork(
                 Some(r) => r.seq.checked_add(1).with_context(|| {
                     format!(
                         "conversation {}: its last record has seq {}, the largest there is; no record can follow it",
-                        c.meta.id, r.seq
+                        meta.id, r.seq
                     )
                 })?,
             };
@@ -815,21 +813,21 @@ pub fn fork(
     }
     let title = Some(format!(
         "fork of {}",
-        c.meta.title.as_deref().unwrap_or(&c.meta.id)
+        meta.title.as_deref().unwrap_or(&meta.id)
     ));
-    let mut new = ws.create(
+    let new = ctxfold_store::create_new(
+        &*target.store,
         title,
-        c.meta.imported_from.clone(),
-        c.meta.extras.clone(),
+        meta.imported_from.clone(),
+        meta.extras.clone(),
         records,
     )?;
-    ws.set_active(&mut new)?;
-    let id = new.meta.id.clone();
+    let id = target.store.set_active(&new.id)?.id;
     out.emit(
-        &json!({"id": id, "from": c.meta.id, "compactions": folded}),
+        &json!({"id": id, "from": meta.id, "compactions": folded}),
         || {
             if folded > 0 {
-                format!("{id}\n(fork of {} with {folded} compaction(s))", c.meta.id)
+                format!("{id}\n(fork of {} with {folded} compaction(s))", meta.id)
             } else {
                 id.clone()
             }

@@ -14,13 +14,10 @@ use crate::cli::ConversationCommand;
 use crate::compact;
 use crate::render::{self, Printer};
 use crate::settings::Settings;
+use crate::store::{StoreJournal, Target};
 
 fn current_dir() -> anyhow::Result<std::path::PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
-}
-
-fn workspace() -> anyhow::Result<Workspace> {
-    Ok(Workspace::find(&current_dir()?)?)
 }
 
 /// `base` and every workspace folder a command run here could use: an
@@ -45,12 +42,18 @@ pub fn init(out: &Printer) -> anyhow::Result<()> {
     })
 }
 
-pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyhow::Result<()> {
-    let ws = workspace()?;
+pub fn run(
+    cmd: ConversationCommand,
+    target: &Target,
+    settings: &Settings,
+    out: &Printer,
+) -> anyhow::Result<()> {
     match cmd {
-        ConversationCommand::Ls => ls(&ws, out),
-        ConversationCommand::Show(a) => show(&ws, a.id.as_deref(), out),
-        ConversationCommand::Print { id, compacted } => print(&ws, id.as_deref(), compacted, out),
+        ConversationCommand::Ls => ls(target, out),
+        ConversationCommand::Show(a) => show(target, a.id.as_deref(), out),
+        ConversationCommand::Print { id, compacted } => {
+            print(target, id.as_deref(), compacted, out)
+        }
         ConversationCommand::Compact {
             id,
             rule,
@@ -60,7 +63,7 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             auto,
             window,
         } => compact::compact_conversation(
-            &ws,
+            target,
             id.as_deref(),
             &rule,
             dry_run,
@@ -72,11 +75,11 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             out,
         ),
         ConversationCommand::Fork { id, compact } => {
-            clean_staging(&ws);
-            compact::fork(&ws, id.as_deref(), &compact, settings, out)
+            clean_staging(target);
+            compact::fork(target, id.as_deref(), &compact, settings, out)
         }
         ConversationCommand::Import { path, input_format } => {
-            import(&ws, &path, input_format.format(), out)
+            import(target, &path, input_format.format(), out)
         }
         ConversationCommand::Export {
             id,
@@ -84,7 +87,7 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             output,
             compacted,
         } => export(
-            &ws,
+            target,
             id.as_deref(),
             output_format.into(),
             output.as_deref(),
@@ -92,25 +95,33 @@ pub fn run(cmd: ConversationCommand, settings: &Settings, out: &Printer) -> anyh
             out,
         ),
         ConversationCommand::Append { id, input, window } => {
-            append(&ws, id.as_deref(), &input, window, settings, out)
+            append(target, id.as_deref(), &input, window, settings, out)
         }
         ConversationCommand::Use { id } => {
-            let mut c = ws.get(&id)?;
-            ws.set_active(&mut c)?;
-            let id = c.meta.id;
+            let m = target.store.find(&id)?;
+            let id = target.store.set_active(&m.id)?.id;
             out.emit(&json!({"active": id}), || {
                 format!("active conversation: {id}")
             })
         }
         ConversationCommand::Rm { id } => {
-            // A folder whose meta.json is broken can go too: only the
-            // folder is needed.
-            let (id, dir) = match ws.get_folder(&id)? {
-                Ok(c) => (c.meta.id, c.dir),
-                Err(b) => (b.id, b.dir),
+            let (id, dest) = match &target.workspace {
+                // A folder whose meta.json is broken can go too: only the
+                // folder is needed.
+                Some(ws) => {
+                    let (id, dir) = match ws.get_folder(&id)? {
+                        Ok(c) => (c.meta.id, c.dir),
+                        Err(b) => (b.id, b.dir),
+                    };
+                    let dest = ws.remove_folder(&id, &dir)?;
+                    (id, dest.display().to_string())
+                }
+                None => {
+                    let id = target.store.find(&id)?.id;
+                    let dest = target.store.trash(&id)?;
+                    (id, dest)
+                }
             };
-            let dest = ws.remove_folder(&id, &dir)?;
-            let dest = dest.display().to_string();
             out.emit(&json!({"removed": id, "moved_to": dest}), || {
                 format!("moved conversation {id} to {dest}")
             })
@@ -125,8 +136,8 @@ pub fn load(c: &Conversation) -> anyhow::Result<Log> {
     Ok(Log::from_records(loaded.records))
 }
 
-fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
-    let listing = ws.list()?;
+fn ls(target: &Target, out: &Printer) -> anyhow::Result<()> {
+    let listing = target.store.list()?;
     // One broken folder must not hide the others: list them, name it, and
     // in JSON list it too (marked), so scripts see it.
     let mut broken = Vec::new();
@@ -139,16 +150,16 @@ fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
         broken.push(json!({"id": b.id, "broken": true, "error": error}));
     }
     let list = listing.conversations;
-    let active = ws.active();
+    let active = target.store.active()?;
     let json = Value::Array(
         list.iter()
             .map(|c| {
                 json!({
-                    "id": c.meta.id,
-                    "title": c.meta.title,
-                    "created_at": c.meta.created_at,
-                    "last_used_at": c.meta.last_used_at,
-                    "active": active.as_deref() == Some(c.meta.id.as_str()),
+                    "id": c.id,
+                    "title": c.title,
+                    "created_at": c.created_at,
+                    "last_used_at": c.last_used_at,
+                    "active": active.as_deref() == Some(c.id.as_str()),
                 })
             })
             .chain(broken)
@@ -160,35 +171,35 @@ fn ls(ws: &Workspace, out: &Printer) -> anyhow::Result<()> {
         }
         let mut s = String::new();
         for c in &list {
-            let mark = if active.as_deref() == Some(c.meta.id.as_str()) {
+            let mark = if active.as_deref() == Some(c.id.as_str()) {
                 "*"
             } else {
                 " "
             };
-            let title = c.meta.title.as_deref().unwrap_or("(untitled)");
-            s.push_str(&format!("{mark} {}  {title}\n", c.meta.id));
+            let title = c.title.as_deref().unwrap_or("(untitled)");
+            s.push_str(&format!("{mark} {}  {title}\n", c.id));
         }
         s
     })
 }
 
-fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
-    let log = load(&c)?;
+fn show(target: &Target, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
+    let meta = target.resolve(id)?;
+    let log = target.load(&meta.id)?;
     let counts = log.counts();
     let (compactions_json, compactions_text) = compact::compaction_listing(&log);
     let attempts = ctxfold_core::attempt::attempts(&log);
     // An attempt without its end is running when its compaction lock is
     // held, else orphaned (a lock dies with its process).
     let running = attempts.iter().any(|a| a.finished.is_none())
-        && matches!(c.log().try_compaction_lock(), Ok(None));
+        && matches!(target.store.try_compaction_lock(&meta.id), Ok(None));
     let json = json!({
-        "id": c.meta.id,
-        "title": c.meta.title,
-        "created_at": c.meta.created_at,
-        "last_used_at": c.meta.last_used_at,
-        "imported_from": c.meta.imported_from,
-        "path": c.dir.display().to_string(),
+        "id": meta.id,
+        "title": meta.title,
+        "created_at": meta.created_at,
+        "last_used_at": meta.last_used_at,
+        "imported_from": meta.imported_from,
+        "path": target.place_of(&meta.id),
         "counts": counts,
         "compactions": compactions_json,
         "attempts": attempts.iter().map(|a| {
@@ -204,7 +215,7 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
         }).collect::<Vec<_>>(),
     });
     out.emit(&json, || {
-        let m = &c.meta;
+        let m = &meta;
         let mut s = format!(
             "{}  {}\n  created {}, last used {}\n",
             m.id,
@@ -260,9 +271,9 @@ fn show(ws: &Workspace, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
     })
 }
 
-fn print(ws: &Workspace, id: Option<&str>, compacted: bool, out: &Printer) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
-    let log = load(&c)?;
+fn print(target: &Target, id: Option<&str>, compacted: bool, out: &Printer) -> anyhow::Result<()> {
+    let meta = target.resolve(id)?;
+    let log = target.load(&meta.id)?;
     if compacted {
         return compact::print_compacted(&log, out);
     }
@@ -284,19 +295,22 @@ fn print(ws: &Workspace, id: Option<&str>, compacted: bool, out: &Printer) -> an
 
 /// Remove what an interrupted import or fork left, saying so. Before a
 /// creation: the leftover may be what filled the disk.
-fn clean_staging(ws: &Workspace) {
+fn clean_staging(target: &Target) {
+    let Some(ws) = &target.workspace else {
+        return;
+    };
     for note in ws.clean_staging() {
         eprintln!("note: {note}");
     }
 }
 
 fn import(
-    ws: &Workspace,
+    target: &Target,
     path: &Path,
     format: Option<Format>,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    clean_staging(ws);
+    clean_staging(target);
     let (format, t) = ctxfold_formats::import_detected(path, format)?;
     render::warn_all(&t.warnings);
     let source = ImportSource {
@@ -307,9 +321,8 @@ fn import(
             .to_string(),
     };
     let n = t.records.len();
-    let mut c = ws.create(t.title, Some(source), t.extras, t.records)?;
-    ws.set_active(&mut c)?;
-    let id = c.meta.id.clone();
+    let m = ctxfold_store::create_new(&*target.store, t.title, Some(source), t.extras, t.records)?;
+    let id = target.store.set_active(&m.id)?.id;
     out.emit(
         &json!({"id": id, "records": n, "format": format.name()}),
         || id.clone(),
@@ -317,15 +330,15 @@ fn import(
 }
 
 fn export(
-    ws: &Workspace,
+    target: &Target,
     id: Option<&str>,
     format: Format,
     output: Option<&Path>,
     compacted: bool,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
-    let log = load(&c)?;
+    let meta = target.resolve(id)?;
+    let log = target.load(&meta.id)?;
     let records = if compacted {
         let view = ctxfold_core::projection::project(&log);
         ctxfold_core::materialize::materialize(&log, &view)
@@ -334,19 +347,21 @@ fn export(
     };
     let t = Transcript {
         records,
-        title: c.meta.title.clone(),
-        extras: c.meta.extras.clone(),
+        title: meta.title.clone(),
+        extras: meta.extras.clone(),
         warnings: Vec::new(),
     };
     match output {
         Some(path) => {
-            let protect = protect_workspaces(
-                Protect::none().and_folder(ws.root(), "a ctxfold workspace folder"),
-            )?;
+            let base = match &target.workspace {
+                Some(ws) => Protect::none().and_folder(ws.root(), "a ctxfold workspace folder"),
+                None => Protect::none(),
+            };
+            let protect = protect_workspaces(base)?;
             ctxfold_formats::export_protected(&t, format, path, &protect)?;
             let p = path.display().to_string();
             out.emit(
-                &json!({"id": c.meta.id, "format": format.name(), "path": p}),
+                &json!({"id": meta.id, "format": format.name(), "path": p}),
                 || format!("wrote {p} ({format})"),
             )
         }
@@ -361,14 +376,14 @@ fn export(
 }
 
 fn append(
-    ws: &Workspace,
+    target: &Target,
     id: Option<&str>,
     input: &Path,
     window: Option<u32>,
     settings: &Settings,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
+    let meta = target.resolve(id)?;
     let reader: Box<dyn BufRead> = if input == Path::new("-") {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
@@ -413,7 +428,7 @@ fn append(
             }
         }
     }
-    let range = c.log().append(records)?;
+    let range = target.store.append(&meta.id, records)?;
     render::warn_all(&warnings);
     let n = range.end - range.start;
     if let Some(e) = error {
@@ -423,18 +438,18 @@ fn append(
     }
     // A completed turn runs the between-turn trigger (SPEC §8).
     let auto = if settings.auto.enabled && n > 0 {
-        let store = c.log();
-        let mut conv = ctxfold_compactor::Conversation::new(load(&c)?, &store);
+        let journal = StoreJournal::new(&*target.store, &meta.id);
+        let mut conv = ctxfold_compactor::Conversation::new(target.load(&meta.id)?, &journal);
         crate::auto::Auto::after_append(settings, &mut conv, window)?
     } else {
         None
     };
-    let mut json = json!({"id": c.meta.id, "appended": n, "first_seq": range.start});
+    let mut json = json!({"id": meta.id, "appended": n, "first_seq": range.start});
     if let (Some(o), Value::Object(m)) = (&auto, &mut json) {
         m.insert("auto".into(), serde_json::to_value(o)?);
     }
     out.emit(&json, || {
-        let mut text = format!("appended {n} records to {}\n", c.meta.id);
+        let mut text = format!("appended {n} records to {}\n", meta.id);
         if let Some(o) = auto.as_ref().filter(|o| o.compacted()) {
             text.push_str(&crate::auto::describe(o));
         }

@@ -9,6 +9,7 @@ mod query;
 mod render;
 mod settings;
 mod stats;
+mod store;
 mod timeline;
 
 use std::process::ExitCode;
@@ -66,21 +67,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config(cli::ConfigCommand::Show) => settings::show(ws_root, &cli.config, &out),
         Command::Stats { id, model } => {
             let settings = settings::load(ws_root, &cli.config)?;
-            let ws = ctxfold_store::Workspace::find(&cwd)?;
-            stats::stats(&ws, id.as_deref(), model.as_deref(), &settings, &out)
+            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
+            stats::stats(&target, id.as_deref(), model.as_deref(), &settings, &out)
         }
         Command::Query(args) => {
             let settings = settings::load(ws_root, &cli.config)?;
-            let ws = ctxfold_store::Workspace::find(&cwd)?;
-            query::query(&ws, &args, &settings, &out)
+            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
+            let ws = target.workspace_for("query")?;
+            query::query(ws, &args, &settings, &out)
         }
         Command::Conversation(cmd) => {
             let settings = settings::load(ws_root, &cli.config)?;
-            conversation::run(cmd, &settings, &out)
+            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
+            conversation::run(cmd, &target, &settings, &out)
+        }
+        Command::Store(cli::StoreCommand::Copy { from, to, ids }) => {
+            store::copy(&from, &to, &ids, &out)
+        }
+        Command::Store(cli::StoreCommand::Migrate { url }) => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            let selected = store::selected_spec(cli.store.as_deref(), &settings);
+            store::migrate(url.as_deref(), selected.as_deref(), &out)
         }
         Command::Proxy(args) => {
             let settings = settings::load(ws_root, &cli.config)?;
-            let ws = ctxfold_store::Workspace::find(&cwd)?;
+            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
+            let ws = target.workspace_for("proxy")?.clone();
             proxy::proxy(ws, &args, settings)
         }
         Command::Completions { shell } => {

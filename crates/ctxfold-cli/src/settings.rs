@@ -37,6 +37,8 @@ pub struct Settings {
     pub hide_reasoning: bool,
     /// `[proxy]`.
     pub proxy: ctxfold_proxy::ProxyConfig,
+    /// `[store] url`, and where it was set (for messages).
+    pub store_url: Option<(String, String)>,
     /// Whether a layer other than the built-in defaults set
     /// `compaction.auto.enabled` (the proxy enables it when none did).
     pub auto_enabled_set: bool,
@@ -57,7 +59,39 @@ const CHECKS: &[SectionCheck] = &[
         section: "proxy",
         check: ctxfold_proxy::config::check,
     },
+    SectionCheck {
+        section: "store",
+        check: check_store,
+    },
 ];
+
+/// `[store]`: `url`, where conversations are kept (`postgres://…`). The URL
+/// itself is checked when the store is opened, whose messages never show
+/// its password (a config error would print the value).
+fn check_store(v: &toml::Value) -> Result<(), SectionProblem> {
+    let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
+        key: vec![],
+        expected: "a table ([store])".into(),
+    })?;
+    for (k, v) in t {
+        match k.as_str() {
+            "url" if v.is_str() => {}
+            "url" => {
+                return Err(SectionProblem::Invalid {
+                    key: vec![k.clone()],
+                    expected: "a string: postgres://user[:password]@host[:port]/database".into(),
+                });
+            }
+            _ => {
+                return Err(SectionProblem::UnknownKey {
+                    key: vec![k.clone()],
+                    expected: vec!["url"],
+                });
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The keys of `[query]`.
 const QUERY_KEYS: &[&str] = &["reasoning", "step_limit", "system"];
@@ -230,6 +264,18 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
                 .map_err(|e| anyhow::anyhow!("config [proxy]: {e:?}"))?,
             None => ctxfold_proxy::ProxyConfig::default(),
         },
+        store_url: l
+            .config
+            .other
+            .get("store")
+            .and_then(|t| t.get("url"))
+            .and_then(toml::Value::as_str)
+            .map(|u| {
+                let at = l
+                    .where_set("store.url")
+                    .unwrap_or_else(|| "config".to_owned());
+                (u.to_owned(), at)
+            }),
         auto_enabled_set: l
             .origin("compaction.auto.enabled")
             .is_some_and(|s| !matches!(s, ctxfold_config::Source::Builtin)),

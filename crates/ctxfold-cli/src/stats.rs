@@ -3,7 +3,6 @@
 
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::{Body, Record};
-use ctxfold_store::Workspace;
 use ctxfold_tokens::TokenEstimator;
 use serde_json::json;
 
@@ -62,14 +61,14 @@ fn window(model: Option<&str>, settings: &Settings) -> (Option<u32>, String) {
 }
 
 pub fn stats(
-    ws: &Workspace,
+    target: &crate::store::Target,
     id: Option<&str>,
     model: Option<&str>,
     settings: &Settings,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let c = ws.resolve(id)?;
-    let log = crate::conversation::load(&c)?;
+    let meta = target.resolve(id)?;
+    let log = target.load(&meta.id)?;
     // Without a model: the heuristic, the very one the compaction report
     // counts with (ctxfold_core::estimate), so the two agree.
     let est: Box<dyn TokenEstimator> = match model {
@@ -101,7 +100,7 @@ pub fn stats(
     let share = window.map(|w| total_after as f64 / w as f64);
     let exact = est.name() != "heuristic";
     let json = json!({
-        "id": c.meta.id,
+        "id": meta.id,
         "estimator": est.name(),
         "exact": exact,
         "tokens": KINDS.iter().enumerate().map(|(i, k)| (k.to_string(), json!({"raw": raw[i], "view": after[i]}))).collect::<serde_json::Map<_, _>>(),

@@ -207,8 +207,21 @@ impl Workspace {
         }
     }
 
-    fn log_of(&self, id: &str) -> Result<EventLog, StoreError> {
-        self.folder_of(id).map(EventLog::new)
+    /// The folder of conversation `id` for a write: the caller found it
+    /// before, so a folder missing now went away meanwhile (`rm`), and the
+    /// error says so.
+    fn folder_to_write(&self, id: &str) -> Result<PathBuf, StoreError> {
+        workspace::check_id(id)?;
+        let dir = self.root().join("conversations").join(id);
+        if dir.is_dir() {
+            Ok(dir)
+        } else {
+            Err(StoreError::Vanished { dir })
+        }
+    }
+
+    fn log_to_write(&self, id: &str) -> Result<EventLog, StoreError> {
+        self.folder_to_write(id).map(EventLog::new)
     }
 }
 
@@ -245,7 +258,7 @@ impl Store for Workspace {
     }
 
     fn write_meta(&self, meta: &ConversationMeta) -> Result<(), StoreError> {
-        meta::write(&self.folder_of(&meta.id)?, meta)
+        meta::write(&self.folder_to_write(&meta.id)?, meta)
     }
 
     fn create(
@@ -259,11 +272,11 @@ impl Store for Workspace {
     }
 
     fn load(&self, id: &str) -> Result<Loaded, StoreError> {
-        self.log_of(id)?.load()
+        EventLog::new(self.folder_of(id)?).load()
     }
 
     fn append(&self, id: &str, records: Vec<Record>) -> Result<Range<u64>, StoreError> {
-        self.log_of(id)?.append(records)
+        self.log_to_write(id)?.append(records)
     }
 
     fn append_at(
@@ -272,26 +285,26 @@ impl Store for Workspace {
         expected: u64,
         records: Vec<Record>,
     ) -> Result<AppendAt, StoreError> {
-        Ok(match self.log_of(id)?.append_at(expected, records)? {
+        Ok(match self.log_to_write(id)?.append_at(expected, records)? {
             Ok(range) => AppendAt::Appended(range),
             Err(next) => AppendAt::Moved { next },
         })
     }
 
     fn next_seq(&self, id: &str) -> Result<u64, StoreError> {
-        self.log_of(id)?.next_seq()
+        self.log_to_write(id)?.next_seq()
     }
 
     fn try_turn_lock(&self, id: &str) -> Result<Option<StoreLock>, StoreError> {
         Ok(self
-            .log_of(id)?
+            .log_to_write(id)?
             .try_turn_lock()?
             .map(|l| StoreLock(Held::File(l))))
     }
 
     fn try_compaction_lock(&self, id: &str) -> Result<Option<StoreLock>, StoreError> {
         Ok(self
-            .log_of(id)?
+            .log_to_write(id)?
             .try_compaction_lock()?
             .map(|l| StoreLock(Held::File(l))))
     }
@@ -301,7 +314,7 @@ impl Store for Workspace {
     }
 
     fn set_active(&self, id: &str) -> Result<ConversationMeta, StoreError> {
-        let dir = self.folder_of(id)?;
+        let dir = self.folder_to_write(id)?;
         let meta = meta::read(&dir)?;
         let mut c = Conversation { dir, meta };
         Workspace::set_active(self, &mut c)?;
@@ -309,7 +322,7 @@ impl Store for Workspace {
     }
 
     fn trash(&self, id: &str) -> Result<String, StoreError> {
-        let dir = self.folder_of(id)?;
+        let dir = self.folder_to_write(id)?;
         Ok(self.remove_folder(id, &dir)?.display().to_string())
     }
 }

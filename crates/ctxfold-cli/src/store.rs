@@ -1,0 +1,390 @@
+//! Which store a command uses (`--store`, `CTXFOLD_STORE`, `[store] url`,
+//! else the workspace), the compaction service's seam onto it, and
+//! `ctxfold store copy` / `ctxfold store migrate`.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, bail};
+use ctxfold_compactor::journal::Guard;
+use ctxfold_compactor::{Journal, Memory};
+use ctxfold_core::{Log, Record};
+use ctxfold_store::postgres::mask_url;
+use ctxfold_store::{ConversationMeta, PgStore, Store, StoreError, StoreLock, Workspace};
+use serde_json::json;
+
+use crate::render::{self, Printer};
+use crate::settings::Settings;
+
+/// The variable that names the store when `--store` does not.
+pub const STORE_VAR: &str = "CTXFOLD_STORE";
+
+/// The store a command works on.
+pub struct Target {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// The same store as a workspace, when it is one: what commands not
+    /// yet moved to the interface need.
+    pub workspace: Option<Workspace>,
+}
+
+impl Target {
+    /// The workspace, or an error saying that `command` works on a
+    /// workspace only: never the workspace silently instead of the store
+    /// asked for.
+    pub fn workspace_for(&self, command: &str) -> anyhow::Result<&Workspace> {
+        match &self.workspace {
+            Some(ws) => Ok(ws),
+            None => bail!(
+                "`ctxfold {command}` works on a workspace only, not on the store {} (chosen by --store, {STORE_VAR} or [store] url); run it without one, or `ctxfold store copy` the conversation to a workspace first",
+                self.store.location()
+            ),
+        }
+    }
+
+    /// The conversation `id` (a prefix will do), else the active one.
+    pub fn resolve(&self, id: Option<&str>) -> anyhow::Result<ConversationMeta> {
+        match id {
+            Some(id) => Ok(self.store.find(id)?),
+            None => match self.store.active()? {
+                Some(id) => Ok(self.store.read_meta(&id)?),
+                None => Err(StoreError::NoActive.into()),
+            },
+        }
+    }
+
+    /// Load a conversation's log, printing warnings (torn tail, …).
+    pub fn load(&self, id: &str) -> anyhow::Result<Log> {
+        let loaded = self.store.load(id)?;
+        render::warn_all(&loaded.warnings);
+        Ok(Log::from_records(loaded.records))
+    }
+
+    /// Where a conversation is, for `show`: its folder in a workspace,
+    /// else the store.
+    pub fn place_of(&self, id: &str) -> String {
+        match &self.workspace {
+            Some(ws) => ws
+                .root()
+                .join("conversations")
+                .join(id)
+                .display()
+                .to_string(),
+            None => self.store.location(),
+        }
+    }
+}
+
+/// The store for a command: `--store`, else `CTXFOLD_STORE`, else
+/// `[store] url`, else the workspace found from `cwd` (the nearest
+/// `.ctxfold/`, else the global one).
+pub fn select(flag: Option<&str>, settings: &Settings, cwd: &Path) -> anyhow::Result<Target> {
+    let env = std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty());
+    let (spec, from) = match (flag, env, &settings.store_url) {
+        (Some(f), _, _) => (f.to_owned(), "--store".to_owned()),
+        (None, Some(e), _) => (e, STORE_VAR.to_owned()),
+        (None, None, Some((u, at))) => (u.clone(), format!("[store] url ({at})")),
+        (None, None, None) => {
+            let ws = Workspace::find(cwd)?;
+            return Ok(Target {
+                store: Arc::new(ws.clone()),
+                workspace: Some(ws),
+            });
+        }
+    };
+    open(&spec, false).with_context(|| format!("the store named by {from}"))
+}
+
+/// Whether `spec` names a PostgreSQL store.
+fn is_url(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+}
+
+/// Open `spec`: a `postgres://` URL, or a workspace folder (a folder
+/// holding `.ctxfold/`, or a `.ctxfold/` folder itself). With `create`,
+/// an existing folder that is not a workspace gets a `.ctxfold/`.
+pub fn open(spec: &str, create: bool) -> anyhow::Result<Target> {
+    if is_url(spec) {
+        let store = PgStore::connect(spec)?;
+        return Ok(Target {
+            store: Arc::new(store),
+            workspace: None,
+        });
+    }
+    if spec.contains("://") {
+        bail!(
+            "unknown store `{}`: expected postgres://user[:password]@host[:port]/database or a workspace folder",
+            mask_url(spec)
+        );
+    }
+    let ws = workspace_at(Path::new(spec), create)?;
+    Ok(Target {
+        store: Arc::new(ws.clone()),
+        workspace: Some(ws),
+    })
+}
+
+/// The workspace in folder `dir`.
+fn workspace_at(dir: &Path, create: bool) -> anyhow::Result<Workspace> {
+    if !dir.is_dir() {
+        bail!(
+            "no such folder {}: expected a workspace folder (one holding .ctxfold/) or a postgres:// URL",
+            dir.display()
+        );
+    }
+    let inner = dir.join(ctxfold_store::workspace::WORKSPACE_DIR);
+    if inner.is_dir() {
+        return Ok(Workspace::at(inner));
+    }
+    let is_root = dir.join("conversations").is_dir()
+        && dir
+            .file_name()
+            .is_some_and(|n| n == ctxfold_store::workspace::WORKSPACE_DIR);
+    if is_root {
+        return Ok(Workspace::at(dir));
+    }
+    if create {
+        return Ok(Workspace::init(dir)?.0);
+    }
+    bail!(
+        "{} is not a ctxfold workspace (no .ctxfold/ in it): expected a workspace folder or a postgres:// URL",
+        dir.display()
+    )
+}
+
+/// The compaction service's seam onto a store: appends go to the store, and
+/// the compaction lock, once taken, is held until this is dropped (the end
+/// of a command), so a second `try_lock` in the same run never meets its
+/// own lock.
+pub struct StoreJournal<'s> {
+    store: &'s dyn Store,
+    id: String,
+    held: Mutex<Option<StoreLock>>,
+}
+
+impl<'s> StoreJournal<'s> {
+    /// The journal of conversation `id` in `store`.
+    pub fn new(store: &'s dyn Store, id: &str) -> Self {
+        StoreJournal {
+            store,
+            id: id.to_owned(),
+            held: Mutex::new(None),
+        }
+    }
+}
+
+impl Journal for StoreJournal<'_> {
+    fn append(&self, _next: u64, records: Vec<Record>) -> Result<std::ops::Range<u64>, StoreError> {
+        self.store.append(&self.id, records)
+    }
+
+    fn try_lock(&self) -> Result<Option<Guard>, StoreError> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            match self.store.try_compaction_lock(&self.id)? {
+                Some(lock) => *held = Some(lock),
+                None => return Ok(None),
+            }
+        }
+        // The store's lock is held here; the guard the service gets holds
+        // nothing of its own.
+        Memory.try_lock()
+    }
+
+    fn reload(&self) -> Result<Option<Log>, StoreError> {
+        let loaded = self.store.load(&self.id)?;
+        for w in &loaded.warnings {
+            tracing::warn!("{w}");
+        }
+        Ok(Some(Log::from_records(loaded.records)))
+    }
+}
+
+/// What happened to one conversation in a copy.
+enum Copied {
+    New(usize),
+    AlreadyThere,
+}
+
+/// `ctxfold store copy --from SRC --to DST [IDS…]`.
+pub fn copy(from: &str, to: &str, ids: &[String], out: &Printer) -> anyhow::Result<()> {
+    same_store_check(from, to)?;
+    let src = open(from, false).context("--from")?;
+    let dst = open(to, true).context("--to")?;
+    if src.store.location() == dst.store.location() {
+        bail!(
+            "--from and --to are the same store ({}): nothing to copy",
+            src.store.location()
+        );
+    }
+    let (src_name, dst_name) = (src.store.location(), dst.store.location());
+    let mut failed = Vec::new();
+    let wanted: Vec<String> = if ids.is_empty() {
+        let listing = src.store.list()?;
+        for b in listing.broken {
+            failed
+                .push(json!({"id": b.id, "error": format!("{:#}", anyhow::Error::from(b.error))}));
+        }
+        listing.conversations.into_iter().map(|m| m.id).collect()
+    } else {
+        let mut found = Vec::new();
+        for id in ids {
+            match src.store.find(id) {
+                Ok(m) => found.push(m.id),
+                Err(e) => {
+                    failed.push(json!({"id": id, "error": format!("{:#}", anyhow::Error::from(e))}))
+                }
+            }
+        }
+        found
+    };
+    let mut copied = Vec::new();
+    let mut there = Vec::new();
+    for id in &wanted {
+        match copy_one(&*src.store, &*dst.store, id) {
+            Ok(Copied::New(n)) => {
+                copied.push(json!({"id": id, "records": n}));
+            }
+            Ok(Copied::AlreadyThere) => there.push(json!(id)),
+            Err(e) => failed.push(json!({"id": id, "error": format!("{e:#}")})),
+        }
+    }
+    let json = json!({
+        "from": src_name,
+        "to": dst_name,
+        "copied": copied,
+        "already_there": there,
+        "failed": failed,
+    });
+    out.emit(&json, || {
+        let mut s = String::new();
+        for c in &copied {
+            s.push_str(&format!(
+                "copied {} ({} records)\n",
+                c["id"].as_str().unwrap_or_default(),
+                c["records"]
+            ));
+        }
+        for id in &there {
+            s.push_str(&format!(
+                "{}: already there, identical; left alone\n",
+                id.as_str().unwrap_or_default()
+            ));
+        }
+        s.push_str(&format!(
+            "{} copied, {} already there, {} not copied, from {src_name} to {dst_name}\n",
+            copied.len(),
+            there.len(),
+            failed.len()
+        ));
+        s
+    })?;
+    if !failed.is_empty() {
+        let list: Vec<String> = failed
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}: {}",
+                    f["id"].as_str().unwrap_or_default(),
+                    f["error"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        bail!(
+            "{} conversation(s) not copied:\n  {}",
+            failed.len(),
+            list.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Refuse copying a store onto itself before connecting to anything.
+fn same_store_check(from: &str, to: &str) -> anyhow::Result<()> {
+    let same = if is_url(from) && is_url(to) {
+        mask_url(from) == mask_url(to)
+    } else if !is_url(from) && !is_url(to) {
+        let canon = |p: &str| std::fs::canonicalize(p).ok();
+        canon(from).is_some() && canon(from) == canon(to)
+    } else {
+        false
+    };
+    if same {
+        bail!(
+            "--from and --to are the same store ({}): nothing to copy",
+            mask_url(from)
+        );
+    }
+    Ok(())
+}
+
+/// Copy conversation `id` from `src` to `dst`, whole, keeping its id,
+/// metadata and records byte for byte.
+fn copy_one(src: &dyn Store, dst: &dyn Store, id: &str) -> anyhow::Result<Copied> {
+    let meta = src.read_meta(id)?;
+    let loaded = src.load(id)?;
+    if !loaded.warnings.is_empty() {
+        // Copying only what could be read would lose the rest.
+        bail!(
+            "its log holds lines ctxfold cannot read, which a copy would lose; not copied: {}",
+            loaded.warnings.join("; ")
+        );
+    }
+    let records = loaded.records;
+    if let Some((i, r)) = records.iter().enumerate().find(|(i, r)| r.seq != *i as u64) {
+        bail!(
+            "record {} has seq {} where {i} was expected (seqs must run 0, 1, 2, … to be kept as they are); not copied",
+            i + 1,
+            r.seq
+        );
+    }
+    match dst.read_meta(id) {
+        Ok(there) => {
+            let theirs = dst.load(id)?.records;
+            let lines = |rs: &[Record]| rs.iter().map(Record::to_json_line).collect::<Vec<_>>();
+            if there == meta && lines(&theirs) == lines(&records) {
+                return Ok(Copied::AlreadyThere);
+            }
+            bail!(
+                "a different conversation with this id is already in {} ({} records there, {} here); left alone, nothing written",
+                dst.location(),
+                theirs.len(),
+                records.len()
+            );
+        }
+        Err(StoreError::NotFound { .. } | StoreError::NoConversation { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let n = records.len();
+    dst.create(&meta, records)?;
+    Ok(Copied::New(n))
+}
+
+/// `ctxfold store migrate [URL]`: create or bring the schema up to date.
+pub fn migrate(url: Option<&str>, selected: Option<&str>, out: &Printer) -> anyhow::Result<()> {
+    let Some(url) = url.or(selected) else {
+        bail!(
+            "no PostgreSQL store to migrate: give its URL (postgres://user[:password]@host[:port]/database), --store, {STORE_VAR} or [store] url"
+        );
+    };
+    if !is_url(url) {
+        bail!(
+            "`{}` is not a PostgreSQL URL: expected postgres://user[:password]@host[:port]/database (a workspace needs no migration)",
+            mask_url(url)
+        );
+    }
+    let store = PgStore::connect(url)?;
+    let version = store.migrate()?;
+    let at = store.url().to_owned();
+    out.emit(&json!({"store": at, "schema_version": version}), || {
+        format!("{at}: ctxfold schema at version {version}")
+    })
+}
+
+/// The store named for a command without opening it: for `store migrate`,
+/// which needs the URL, not a connection.
+pub fn selected_spec(flag: Option<&str>, settings: &Settings) -> Option<String> {
+    flag.map(str::to_owned)
+        .or_else(|| std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty()))
+        .or_else(|| settings.store_url.as_ref().map(|(u, _)| u.clone()))
+}

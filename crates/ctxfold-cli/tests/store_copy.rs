@@ -1,0 +1,358 @@
+//! `ctxfold store copy`, `store migrate` and `--store`, through the real
+//! binary and a real PostgreSQL server (`CTXFOLD_TEST_PG_URL`; without it
+//! the tests that need one print that they were skipped and pass).
+
+mod common;
+#[path = "../../ctxfold-store/tests/common/pg.rs"]
+mod pg;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{Scratch, command_in, corpus_conversations, stderr};
+
+/// A test database, or return (skipped) when no server is configured.
+macro_rules! test_db {
+    ($name:expr) => {
+        match pg::TestDb::new($name) {
+            Some(db) => db,
+            None => return,
+        }
+    };
+}
+
+/// The password in a URL's user part.
+fn password_of(url: &str) -> String {
+    let rest = url.find("://").unwrap() + 3;
+    let at = url.rfind('@').unwrap();
+    url[rest..at].split_once(':').unwrap().1.to_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `ctxfold ARGS` in `dir`, expecting failure; returns stderr, checked
+/// to hold no password.
+fn fails(dir: &Path, args: &[&str], secrets: &[&str]) -> String {
+    let out = command_in(dir).args(args).output().unwrap();
+    assert!(
+        !out.status.success(),
+        "{args:?} succeeded: {}",
+        stdout(&out)
+    );
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!text.contains("panicked"), "{args:?}: {text}");
+    for s in secrets {
+        assert!(!text.contains(s), "{args:?} shows a password: {text}");
+    }
+    stderr(&out)
+}
+
+fn files_under(dir: &Path, id: &str) -> (Vec<u8>, Vec<u8>) {
+    let d = dir.join(".ctxfold/conversations").join(id);
+    (
+        std::fs::read(d.join("events.jsonl")).unwrap(),
+        std::fs::read(d.join("meta.json")).unwrap(),
+    )
+}
+
+#[test]
+fn workspace_to_postgres_to_a_new_folder_is_byte_identical() {
+    let db = test_db!("workspace_to_postgres_to_a_new_folder_is_byte_identical");
+    let s = Scratch::new();
+    let ids: Vec<String> = corpus_conversations()
+        .iter()
+        .take(4)
+        .map(|p| s.import(p))
+        .collect();
+    // One with a compaction and its reset: overlay records copy too.
+    let before = std::fs::read(s.events_file(&ids[0])).unwrap().len();
+    s.ok(&[
+        "conversation",
+        "compact",
+        &ids[0],
+        "--keep-last",
+        "1",
+        "-r",
+        "-t",
+    ]);
+    let compacted = std::fs::read(s.events_file(&ids[0])).unwrap().len();
+    assert!(compacted > before, "the compaction was recorded");
+    s.ok(&["conversation", "compact", &ids[0], "--reset"]);
+    let log = String::from_utf8(std::fs::read(s.events_file(&ids[0])).unwrap()).unwrap();
+    assert!(log.contains("\"type\":\"compaction\"") && log.contains("compaction_reset"));
+
+    let out = s.ok(&["store", "copy", "--from", ".", "--to", &db.url]);
+    assert!(
+        out.contains("4 copied, 0 already there, 0 not copied"),
+        "{out}"
+    );
+    assert!(!out.contains(&password_of(&db.url)), "{out}");
+
+    // Again: nothing to do, and it says so.
+    let out = s.ok(&["store", "copy", "--from", ".", "--to", &db.url]);
+    assert!(out.contains("0 copied, 4 already there"), "{out}");
+    assert_eq!(out.matches("already there, identical").count(), 4);
+
+    // Back into a folder that is no workspace yet.
+    let back = tempfile::tempdir().unwrap();
+    let dest = back.path().to_str().unwrap();
+    let out = s.ok(&["store", "copy", "--from", &db.url, "--to", dest]);
+    assert!(out.contains("4 copied"), "{out}");
+    for id in &ids {
+        assert!(
+            files_under(s.path(), id) == files_under(back.path(), id),
+            "{id}: events.jsonl and meta.json differ after the round trip"
+        );
+    }
+    // The active conversation and the trash stay behind.
+    assert!(!back.path().join(".ctxfold/active").exists());
+
+    // Some ids only, by prefix; a different conversation under a taken id
+    // is refused, and the others still copy.
+    let other = tempfile::tempdir().unwrap();
+    let o = other.path().to_str().unwrap();
+    let out = s.ok(&["store", "copy", "--from", ".", "--to", o, &ids[1]]);
+    assert!(out.contains("1 copied"), "{out}");
+    let tampered = other
+        .path()
+        .join(".ctxfold/conversations")
+        .join(&ids[1])
+        .join("meta.json");
+    let text = std::fs::read_to_string(&tampered).unwrap();
+    std::fs::write(
+        &tampered,
+        text.replace("\"title\"", "\"title\": \"other\", \"x\""),
+    )
+    .unwrap();
+    let err = fails(s.path(), &["store", "copy", "--from", ".", "--to", o], &[]);
+    assert!(
+        err.contains("a different conversation with this id"),
+        "{err}"
+    );
+    assert!(err.contains("1 conversation(s) not copied"), "{err}");
+    assert!(
+        other
+            .path()
+            .join(".ctxfold/conversations")
+            .join(&ids[2])
+            .is_dir()
+    );
+}
+
+#[test]
+fn commands_work_on_the_store_chosen_by_flag_variable_or_config() {
+    let db = test_db!("commands_work_on_the_store_chosen_by_flag_variable_or_config");
+    let s = Scratch::new();
+    let jp = &corpus_conversations()[0];
+    let secret = password_of(&db.url);
+
+    // --store: import, list, show, print, export, stats, compact.
+    let id = {
+        let v = s.json(&[
+            "--store",
+            &db.url,
+            "conversation",
+            "import",
+            jp.to_str().unwrap(),
+        ]);
+        v["id"].as_str().unwrap().to_owned()
+    };
+    assert!(
+        s.ok(&["conversation", "ls"]).contains("no conversations"),
+        "nothing went to the workspace"
+    );
+    let ls = s.ok(&["--store", &db.url, "conversation", "ls"]);
+    assert!(ls.contains(&format!("* {id}")), "{ls}");
+    let show = s.json(&["--store", &db.url, "conversation", "show"]);
+    assert_eq!(show["id"], id.as_str());
+    assert!(!show["path"].as_str().unwrap().contains(&secret));
+    assert!(
+        s.ok(&["--store", &db.url, "conversation", "print", &id])
+            .len()
+            > 100
+    );
+    assert!(s.ok(&["--store", &db.url, "stats"]).contains("total"));
+    let out = tempfile::tempdir().unwrap();
+    let exported = out.path().join("jp");
+    s.ok(&[
+        "--store",
+        &db.url,
+        "conversation",
+        "export",
+        &id,
+        "--output-format",
+        "jp",
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read(exported.join("events.json")).unwrap(),
+        std::fs::read(jp.join("events.json")).unwrap()
+    );
+    let c = s.json(&[
+        "--store",
+        &db.url,
+        "conversation",
+        "compact",
+        &id,
+        "--keep-last",
+        "1",
+        "-r",
+        "-t",
+    ]);
+    assert_eq!(c["dry_run"], false);
+    let shown = s.json(&["--store", &db.url, "conversation", "show", &id]);
+    assert!(
+        shown["counts"]["compaction"].as_u64().unwrap() >= 1,
+        "{shown}"
+    );
+
+    // CTXFOLD_STORE, and [store] url in the workspace config.
+    let via_env = s
+        .command()
+        .env("CTXFOLD_STORE", &db.url)
+        .args(["conversation", "ls"])
+        .output()
+        .unwrap();
+    assert!(stdout(&via_env).contains(&id), "{}", stderr(&via_env));
+    std::fs::write(
+        s.path().join(".ctxfold/config.toml"),
+        format!("[store]\nurl = \"{}\"\n", db.url),
+    )
+    .unwrap();
+    assert!(s.ok(&["conversation", "ls"]).contains(&id));
+    // `config show` masks the password.
+    let shown = s.ok(&["config", "show"]);
+    assert!(
+        shown.contains("store.url = \"postgres://ctxfold:***@"),
+        "{shown}"
+    );
+    assert!(!shown.contains(&secret), "{shown}");
+    let shown = s.ok(&["config", "show", "--format", "json"]);
+    assert!(!shown.contains(&secret), "{shown}");
+    // The flag wins over config: the workspace given as a folder.
+    assert!(
+        s.ok(&["--store", ".", "conversation", "ls"])
+            .contains("no conversations")
+    );
+
+    // A command that works on a workspace only says so.
+    let err = fails(s.path(), &["query", "hello"], &[&secret]);
+    assert!(err.contains("works on a workspace only"), "{err}");
+    assert!(err.contains("postgres://ctxfold:***@"), "{err}");
+    // rm moves to the store's trash.
+    s.ok(&["conversation", "rm", &id]);
+    assert!(s.ok(&["conversation", "ls"]).contains("no conversations"));
+
+    // migrate: the schema version, again and again.
+    let m = s.ok(&["store", "migrate", &db.url]);
+    assert!(m.contains("schema at version 1"), "{m}");
+    assert!(!m.contains(&secret));
+}
+
+#[test]
+fn bad_stores_are_clear_errors_without_the_password() {
+    let s = Scratch::new();
+    let here = s.path();
+
+    // Needs no server.
+    let err = fails(
+        here,
+        &["store", "copy", "--from", "/no/such/folder", "--to", "."],
+        &[],
+    );
+    assert!(err.contains("no such folder /no/such/folder"), "{err}");
+    let err = fails(here, &["store", "copy", "--from", ".", "--to", "./"], &[]);
+    assert!(err.contains("the same store"), "{err}");
+    let not_ws = tempfile::tempdir().unwrap();
+    let err = fails(
+        here,
+        &[
+            "store",
+            "copy",
+            "--from",
+            not_ws.path().to_str().unwrap(),
+            "--to",
+            ".",
+        ],
+        &[],
+    );
+    assert!(err.contains("is not a ctxfold workspace"), "{err}");
+    let err = fails(
+        here,
+        &[
+            "--store",
+            "mysql://u:hunter2secret@h/db",
+            "conversation",
+            "ls",
+        ],
+        &["hunter2secret"],
+    );
+    assert!(err.contains("expected postgres://"), "{err}");
+    // Nothing listens on this port.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let refused = format!("postgres://ctxfold:hunter2secret@127.0.0.1:{port}/ctxfold");
+    let err = fails(
+        here,
+        &["--store", &refused, "conversation", "ls"],
+        &["hunter2secret"],
+    );
+    assert!(
+        err.contains(&format!("cannot connect to PostgreSQL at 127.0.0.1:{port}")),
+        "{err}"
+    );
+    let err = fails(
+        here,
+        &["store", "copy", "--from", ".", "--to", &refused],
+        &["hunter2secret"],
+    );
+    assert!(err.contains("cannot connect"), "{err}");
+    let err = fails(
+        here,
+        &["store", "copy", "--from", &refused, "--to", &refused],
+        &["hunter2secret"],
+    );
+    assert!(err.contains("the same store"), "{err}");
+
+    let db = test_db!("bad_stores_are_clear_errors_without_the_password");
+    let good = password_of(&db.url);
+    let wrong = db.url.replacen(&format!(":{good}@"), ":wrong-pass-123@", 1);
+    let err = fails(
+        here,
+        &["store", "copy", "--from", ".", "--to", &wrong],
+        &["wrong-pass-123", &good],
+    );
+    assert!(
+        err.contains("authentication failed for user `ctxfold`"),
+        "{err}"
+    );
+    assert!(err.contains("the password in the URL was refused"), "{err}");
+    let err = fails(
+        here,
+        &["--store", &wrong, "stats"],
+        &["wrong-pass-123", &good],
+    );
+    assert!(err.contains("authentication failed"), "{err}");
+
+    // A database whose schema a newer ctxfold made.
+    s.ok(&["store", "migrate", &db.url]);
+    db.client()
+        .batch_execute("INSERT INTO ctxfold_schema_version (version) VALUES (999)")
+        .unwrap();
+    let err = fails(
+        here,
+        &["store", "copy", "--from", ".", "--to", &db.url],
+        &[&good],
+    );
+    assert!(
+        err.contains("schema version 999, newer than this ctxfold supports (version 1)"),
+        "{err}"
+    );
+    let err = fails(here, &["--store", &db.url, "conversation", "ls"], &[&good]);
+    assert!(err.contains("upgrade ctxfold"), "{err}");
+}
