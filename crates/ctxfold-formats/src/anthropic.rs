@@ -117,12 +117,13 @@ pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String
     Ok(())
 }
 
+/// Read message `i`; returns whether it was an assistant message.
 pub(crate) fn read_message(
     out: &mut Records,
     warnings: &mut Vec<String>,
     i: usize,
     m: &Value,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let (m, role) = message_and_role(i, m, "expected user or assistant")?;
     out.start_message(m);
     let user = match role {
@@ -209,7 +210,7 @@ pub(crate) fn read_message(
             "messages[{i}]: {role} message with no content blocks left out"
         )),
     }
-    Ok(())
+    Ok(!user)
 }
 
 /// Read block `j` of message `i`; returns the index of its record.

@@ -125,9 +125,7 @@ impl MessageReader {
         let prev_assistant = self.ends.last().is_some_and(|e| e.assistant);
         let read = match self.wire {
             Wire::OpenAi => openai::read_message(&mut self.out, i, m, prev_assistant),
-            Wire::Anthropic => {
-                anthropic::read_message(&mut self.out, &mut self.warnings, i, m).map(|()| false)
-            }
+            Wire::Anthropic => anthropic::read_message(&mut self.out, &mut self.warnings, i, m),
             Wire::Responses => {
                 responses::read_item(&mut self.out, &format!("input[{i}]"), m).map(|()| false)
             }
@@ -215,6 +213,12 @@ impl MessageReader {
             self.ends[i - 1].records
         };
         start..self.ends[i].records
+    }
+
+    /// Whether message `i` was an assistant message (a chat format's
+    /// `role`; never for a Responses item).
+    pub fn is_assistant(&self, i: usize) -> bool {
+        self.ends[i].assistant
     }
 
     /// Whether pairing would change the records read so far: a tool-call

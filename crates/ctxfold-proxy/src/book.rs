@@ -24,12 +24,14 @@ use ctxfold_core::planner::ToolHints;
 use ctxfold_core::projection::{Item, PREAMBLE, project, summary_preamble};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log, Object, Record};
+use ctxfold_formats::message_reader::MessageReader;
 use ctxfold_store::{EventLog, Workspace};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::reconcile::{Alignment, align};
+use crate::request;
 use crate::shape::{Shape, model};
 
 /// How many of a key's conversations a request is compared with before
@@ -206,6 +208,65 @@ pub struct Book {
     /// answers, the latest of each conversation (so it stays as small as
     /// the number of conversations).
     chains: Mutex<Chains>,
+    /// What was read of each conversation head's last request.
+    readers: Mutex<Readers>,
+}
+
+/// How many conversation heads keep a reader.
+const MAX_READERS: usize = 64;
+/// How much message text the kept readers hold in all (their records take
+/// about as much again).
+const MAX_READER_BYTES: usize = 128 << 20;
+
+/// A conversation head's last request, as read: each message's raw text
+/// and the reader that read them.
+struct Kept {
+    shape: Shape,
+    /// Anthropic's top-level `system` (the reader's head records).
+    system: Option<Value>,
+    raw: Vec<Box<str>>,
+    bytes: usize,
+    reader: MessageReader,
+    used: u64,
+}
+
+/// The kept readers, by head (shape and first message); least recently
+/// used dropped first past [`MAX_READERS`] or [`MAX_READER_BYTES`].
+#[derive(Default)]
+struct Readers {
+    kept: HashMap<u64, Kept>,
+    bytes: usize,
+    tick: u64,
+}
+
+impl Readers {
+    /// Take head `h`'s reader: a request of the same head running at the
+    /// same time reads its body whole instead.
+    fn take(&mut self, h: u64) -> Option<Kept> {
+        let k = self.kept.remove(&h)?;
+        self.bytes -= k.bytes;
+        Some(k)
+    }
+
+    fn put(&mut self, h: u64, mut k: Kept) {
+        if k.bytes > MAX_READER_BYTES {
+            return;
+        }
+        self.tick += 1;
+        k.used = self.tick;
+        self.bytes += k.bytes;
+        if let Some(old) = self.kept.insert(h, k) {
+            self.bytes -= old.bytes;
+        }
+        while self.kept.len() > MAX_READERS || self.bytes > MAX_READER_BYTES {
+            let Some((&oldest, _)) = self.kept.iter().min_by_key(|(_, k)| k.used) else {
+                break;
+            };
+            if let Some(old) = self.kept.remove(&oldest) {
+                self.bytes -= old.bytes;
+            }
+        }
+    }
 }
 
 impl Book {
@@ -232,6 +293,7 @@ impl Book {
             sessions: Mutex::new(HashMap::new()),
             gone: Mutex::default(),
             chains: Mutex::default(),
+            readers: Mutex::default(),
         })
     }
 
@@ -287,6 +349,92 @@ impl Book {
         recorded.unwrap_or_else(|| format!("header:{h}"))
     }
 
+    /// Record the history of the request body `bytes` and make the body
+    /// the upstream gets. Same as [`prepare`](Self::prepare) on the parsed
+    /// body, but the messages a conversation's last request already had
+    /// are neither parsed nor read again.
+    pub fn prepare_bytes(
+        &self,
+        shape: Shape,
+        bytes: &[u8],
+        header_key: Option<&str>,
+    ) -> Result<Prepared, PrepareError> {
+        let wire = shape.wire();
+        let split = match request::split(bytes, wire.messages_key()) {
+            Ok(Some(s)) if !s.messages.is_empty() => s,
+            Ok(_) => {
+                let body: Value = serde_json::from_slice(bytes)
+                    .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
+                return self.prepare(shape, &body, header_key);
+            }
+            Err(e) => return Err(PrepareError::Body(e)),
+        };
+        let head = split.head;
+        let system = match shape {
+            Shape::Messages => head.get("system").cloned(),
+            _ => None,
+        };
+        let h = head_hash(shape, split.messages[0].get());
+        let taken = lock(&self.readers)
+            .take(h)
+            .filter(|k| k.shape == shape && k.system == system);
+        let mut kept = match taken {
+            Some(k) => k,
+            None => Kept {
+                shape,
+                reader: MessageReader::new(wire, Some(&head)).map_err(PrepareError::Body)?,
+                system,
+                raw: Vec::new(),
+                bytes: 0,
+                used: 0,
+            },
+        };
+        let same = kept
+            .raw
+            .iter()
+            .zip(&split.messages)
+            .take_while(|(a, b)| ***a == *b.get())
+            .count();
+        kept.reader.truncate(same);
+        for r in kept.raw.drain(same..) {
+            kept.bytes -= r.len();
+        }
+        for m in &split.messages[same..] {
+            let read = serde_json::from_str::<Value>(m.get())
+                .map_err(|e| e.to_string())
+                .and_then(|v| kept.reader.read(&v));
+            if let Err(e) = read {
+                lock(&self.readers).put(h, kept);
+                return Err(PrepareError::Body(e));
+            }
+            kept.bytes += m.get().len();
+            kept.raw.push(m.get().into());
+        }
+        if kept.reader.needs_pairing() {
+            // Pairing renames ids across the whole history: read it whole.
+            lock(&self.readers).put(h, kept);
+            let body: Value = serde_json::from_slice(bytes)
+                .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
+            return self.prepare(shape, &body, header_key);
+        }
+        let extras = wire.extras(&head);
+        let head = Value::Object(head);
+        let sent = Sent {
+            texts: &kept.raw,
+            reader: &kept.reader,
+        };
+        let prepared = self.prepare_read(
+            shape,
+            &head,
+            kept.reader.records(),
+            &extras,
+            Some(sent),
+            header_key,
+        );
+        lock(&self.readers).put(h, kept);
+        prepared
+    }
+
     /// Record `body`'s history and make the body the upstream gets.
     pub fn prepare(
         &self,
@@ -295,23 +443,43 @@ impl Book {
         header_key: Option<&str>,
     ) -> Result<Prepared, PrepareError> {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
-        let client = transcript.records;
+        self.prepare_read(
+            shape,
+            body,
+            &transcript.records,
+            &transcript.extras,
+            None,
+            header_key,
+        )
+    }
+
+    /// [`prepare`](Self::prepare) of a body read into `client` records and
+    /// `extras`; `body` need hold only the keys besides the messages.
+    fn prepare_read(
+        &self,
+        shape: Shape,
+        body: &Value,
+        client: &[Record],
+        extras: &Object,
+        sent: Option<Sent>,
+        header_key: Option<&str>,
+    ) -> Result<Prepared, PrepareError> {
         let model = model(body).to_owned();
         if let Some(previous) = chained(shape, body) {
-            return self.chain(shape, previous, &model, &client);
+            return self.chain(shape, previous, &model, client);
         }
-        let key = self.key(shape, body, &client, header_key);
+        let key = self.key(shape, body, client, header_key);
         let slot = self.slot(&key);
         // Held to the end: one request of a key at a time.
         let mut named = lock(&slot);
         let (id, history, new_turn) = if named.is_empty() {
             (
-                self.create(shape, &key, &model, &client, None)?,
+                self.create(shape, &key, &model, client, None)?,
                 History::New,
                 true,
             )
         } else {
-            self.continue_or_fork(shape, &key, &model, &client, &named)?
+            self.continue_or_fork(shape, &key, &model, client, &named)?
         };
         // The conversation used goes first; those that can no longer be
         // read go.
@@ -320,14 +488,7 @@ impl Book {
         drop(gone);
         named.insert(0, id.clone());
         self.finish(
-            shape,
-            &id,
-            history,
-            body,
-            &transcript.extras,
-            &client,
-            &model,
-            new_turn,
+            shape, &id, history, body, extras, client, sent, &model, new_turn,
         )
     }
 
@@ -452,6 +613,7 @@ impl Book {
         body: &Value,
         extras: &Object,
         client: &[Record],
+        sent: Option<Sent>,
         model: &str,
         new_turn: bool,
     ) -> Result<Prepared, PrepareError> {
@@ -484,7 +646,7 @@ impl Book {
                 });
             }
         };
-        let r = render_stored(shape, s.conv.log(), client, &pairs, extras);
+        let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent);
         let (body, tokens_before, tokens_after) = if self.compaction.observe {
             (None, r.before, r.before)
         } else {
@@ -621,7 +783,14 @@ impl Book {
                 Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
                 Alignment::Diverges { .. } => continue,
             };
-            let r = render_stored(shape, s.conv.log(), &client, &pairs, &transcript.extras);
+            let r = render_stored(
+                shape,
+                s.conv.log(),
+                &client,
+                &pairs,
+                &transcript.extras,
+                None,
+            );
             return Ok(r.body);
         }
         Ok(None)
@@ -666,6 +835,7 @@ impl Book {
             &transcript.records,
             &pairs,
             &transcript.extras,
+            None,
         );
         let Some(body) = r.body else { return Ok(None) };
         Ok(Some(Prepared {
@@ -762,6 +932,7 @@ fn render_stored(
     client: &[Record],
     pairs: &[(usize, usize)],
     extras: &Object,
+    sent: Option<Sent>,
 ) -> Rendered {
     let est = Heuristic::default();
     // Each client record is estimated once: most of them go as sent.
@@ -907,14 +1078,157 @@ fn render_stored(
         .zip(&sent_as)
         .map(|(r, j)| j.map_or_else(|| est.record_tokens(r), |j| tokens[j]))
         .sum();
-    let out = shape.write(&records, extras);
-    let mut bytes = Vec::with_capacity(64 * 1024);
-    serde_json::to_writer(&mut bytes, &out).expect("a JSON value serializes");
+    let bytes = sent
+        .and_then(|sent| write_with_sent(shape, &records, &sent_as, client.len(), sent, extras))
+        .unwrap_or_else(|| {
+            let out = shape.write(&records, extras);
+            let mut bytes = Vec::with_capacity(64 * 1024);
+            serde_json::to_writer(&mut bytes, &out).expect("a JSON value serializes");
+            bytes
+        });
     Rendered {
         body: Some(bytes),
         before,
         after,
     }
+}
+
+/// The client's messages as sent, beside the records a kept reader read
+/// from them.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    texts: &'a [Box<str>],
+    reader: &'a MessageReader,
+}
+
+/// The body of `records` (the view, in the client's order; `sent_as[p]`:
+/// the client record `records[p]` is, when it goes as sent) with every
+/// client message that goes whole and as sent written as the client's own
+/// text rather than rendered again: most of a long conversation. A message
+/// goes as its text only when its records go in order, unchanged, between
+/// the same neighbours as in the request, so the format groups them into
+/// the same message; the rest is written in runs by the format. `None`:
+/// no message goes as sent (the format writes it all).
+fn write_with_sent(
+    shape: Shape,
+    records: &[Cow<Record>],
+    sent_as: &[Option<usize>],
+    client_len: usize,
+    sent: Sent,
+    extras: &Object,
+) -> Option<Vec<u8>> {
+    let reader = sent.reader;
+    // The message starting at each client record.
+    let mut starts = vec![None; client_len];
+    for i in 0..reader.len() {
+        let r = reader.message_records(i);
+        if !r.is_empty() {
+            starts[r.start] = Some(i);
+        }
+    }
+    // Anthropic joins messages of one role that follow each other, so a
+    // message goes as sent only between messages of the other role.
+    let alternates = |i: usize| {
+        shape != Shape::Messages
+            || ((i == 0
+                || !reader.message_records(i - 1).is_empty()
+                    && reader.is_assistant(i - 1) != reader.is_assistant(i))
+                && (i + 1 == reader.len()
+                    || !reader.message_records(i + 1).is_empty()
+                        && reader.is_assistant(i + 1) != reader.is_assistant(i)))
+    };
+    let whole = |p: usize, i: usize| {
+        let r = reader.message_records(i);
+        let end = p + r.len();
+        alternates(i)
+            && end <= records.len()
+            && (0..r.len()).all(|d| sent_as[p + d] == Some(r.start + d))
+            && (if r.start == 0 {
+                p == 0
+            } else {
+                p > 0 && sent_as[p - 1] == Some(r.start - 1)
+            })
+            && (if end == records.len() {
+                r.end == client_len
+            } else {
+                sent_as[end] == Some(r.end)
+            })
+    };
+    // Anthropic's system records go to the body's `system`, not a message.
+    let top_level = |r: &Record| shape == Shape::Messages && matches!(r.body, Body::System { .. });
+    let key = shape.wire().messages_key();
+    let mut messages: Vec<u8> = Vec::with_capacity(sent.texts.iter().map(|t| t.len() + 1).sum());
+    messages.push(b'[');
+    let mut any = false;
+    let mut run = 0;
+    let flush = |messages: &mut Vec<u8>, run: &[Cow<Record>]| -> Option<()> {
+        let run: Vec<&Record> = run
+            .iter()
+            .map(|r| r.as_ref())
+            .filter(|r| !top_level(r))
+            .collect();
+        if run.is_empty() {
+            return Some(());
+        }
+        let v = shape.write(&run, &Object::new());
+        for m in v.get(key)?.as_array()? {
+            if messages.len() > 1 {
+                messages.push(b',');
+            }
+            serde_json::to_writer(&mut *messages, m).ok()?;
+        }
+        Some(())
+    };
+    let mut p = 0;
+    while p < records.len() {
+        if let Some(i) = sent_as[p].and_then(|j| starts[j])
+            && whole(p, i)
+        {
+            flush(&mut messages, &records[run..p])?;
+            if messages.len() > 1 {
+                messages.push(b',');
+            }
+            messages.extend_from_slice(sent.texts[i].as_bytes());
+            any = true;
+            p += reader.message_records(i).len();
+            run = p;
+        } else {
+            p += 1;
+        }
+    }
+    if !any {
+        return None;
+    }
+    flush(&mut messages, &records[run..])?;
+    messages.push(b']');
+    // The rest of the body as the format writes it (with Anthropic's
+    // `system`), the messages spliced in at their key.
+    let system: Vec<&Record> = records
+        .iter()
+        .map(|r| r.as_ref())
+        .filter(|r| top_level(r))
+        .collect();
+    let skeleton = shape.write(&system, extras);
+    let body = skeleton.as_object()?;
+    if !body.contains_key(key) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(messages.len() + 1024);
+    out.push(b'{');
+    for (n, (k, v)) in body.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, k).ok()?;
+        out.push(b':');
+        if k == key {
+            out.extend_from_slice(&messages);
+        } else {
+            serde_json::to_writer(&mut out, v).ok()?;
+        }
+    }
+    out.push(b'}');
+    Some(out)
 }
 
 /// Where the Anthropic format keeps a block's unmapped fields.
@@ -1041,6 +1355,15 @@ fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
     let d = h.finalize();
     let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("head:{hex}")
+}
+
+/// The key of a kept reader: the shape and the first message's text.
+fn head_hash(shape: Shape, first: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    shape.name().hash(&mut h);
+    first.hash(&mut h);
+    h.finish()
 }
 
 /// Lock, taking over a lock a panicking thread left: the data behind it

@@ -6,6 +6,7 @@
 //!
 //! - [`config`]: the `[proxy]` section.
 //! - [`reconcile`]: a request's history against the stored log (pure).
+//! - [`request`]: a request body split with its messages as raw text.
 //! - [`shape`]: the wire shapes, on `ctxfold-formats` and
 //!   `ctxfold-providers`.
 //! - [`book`]: finding, recording and compacting conversations
@@ -19,6 +20,7 @@ pub mod book;
 pub mod config;
 pub mod metrics;
 pub mod reconcile;
+pub mod request;
 pub mod server;
 pub mod shape;
 

@@ -346,10 +346,9 @@ async fn prepare(
     body: &Bytes,
     key: Option<String>,
 ) -> Result<Prepared, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("the request body is not JSON ({e})"))?;
     let book = p.book.clone();
-    tokio::task::spawn_blocking(move || book.prepare(shape, &value, key.as_deref()))
+    let body = body.clone();
+    tokio::task::spawn_blocking(move || book.prepare_bytes(shape, &body, key.as_deref()))
         .await
         .map_err(|e| format!("preparing the request failed: {e}"))?
         .map_err(|e| e.to_string())

@@ -10,6 +10,7 @@ use std::io::BufRead;
 
 use ctxfold_core::{Object, Record};
 use ctxfold_formats::Transcript;
+use ctxfold_formats::message_reader::Wire;
 use ctxfold_providers::ProviderKind;
 use serde_json::Value;
 
@@ -41,6 +42,15 @@ impl Shape {
             Shape::Chat => Some(ProviderKind::OpenAi),
             Shape::Messages => Some(ProviderKind::Anthropic),
             Shape::Responses => None,
+        }
+    }
+
+    /// The chat format of its requests.
+    pub fn wire(self) -> Wire {
+        match self {
+            Shape::Chat => Wire::OpenAi,
+            Shape::Messages => Wire::Anthropic,
+            Shape::Responses => Wire::Responses,
         }
     }
 
