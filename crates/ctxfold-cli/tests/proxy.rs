@@ -531,6 +531,33 @@ fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
     );
     assert_eq!(a.status, 413);
     assert_eq!(up.requests().len(), n);
+    // What the proxy does not read streams through whatever its size: an
+    // upload five times the limit arrives whole, with its own length.
+    let upload: Vec<u8> = (0..20_000).map(|i| b"0123456789\n"[i % 11]).collect();
+    let a = post(&format!("{}/v1/files", p.base), &[], &upload);
+    assert_eq!(
+        a.status, 404,
+        "the fake's answer for a path it does not know"
+    );
+    assert_eq!(a.body, b"/v1/files");
+    let seen = up.requests().pop().unwrap();
+    assert_eq!(
+        (seen.method.as_str(), seen.path.as_str()),
+        ("POST", "/v1/files")
+    );
+    assert!(seen.body == upload, "the upload arrived changed");
+    assert_eq!(seen.header("content-length"), Some("20000"));
+    assert_eq!(seen.header("transfer-encoding"), None);
+    // Another method on a path the proxy compacts goes through as well
+    // (OpenAI lists stored completions with GET).
+    let mut resp = agent()
+        .get(&format!("{}/v1/chat/completions?limit=3", p.base))
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let listed: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(listed["path"], "/v1/chat/completions?limit=3");
+    let n = up.requests().len();
     // A request naming another host still goes to the configured upstream.
     let a = post(
         &format!("{}/v1/chat/completions", p.base),

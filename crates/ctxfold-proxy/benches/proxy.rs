@@ -8,6 +8,9 @@
 //! - `first_byte_*`: time to the first byte of a streamed answer, through
 //!   the proxy and direct.
 //! - `small_*`: a one-message request, through the proxy and direct.
+//! - `prepare_200k`: the proxy's own work on the known conversation's next
+//!   request, without HTTP: split the body, read what is new, append it,
+//!   check the trigger, render the view.
 //!
 //! Before divan's table, a percentile run prints p50 and p99 of the added
 //! latency and the requests per second of small requests from 8 clients.
@@ -256,7 +259,11 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() {
-    percentiles();
+    // A name filter (`cargo bench ... -- prepare`) runs only divan's
+    // benchmarks it names.
+    if !std::env::args().skip(1).any(|a| !a.starts_with('-')) {
+        percentiles();
+    }
     divan::main();
 }
 
@@ -276,6 +283,49 @@ fn direct_200k(bencher: divan::Bencher) {
     bencher
         .with_inputs(|| k.next())
         .bench_local_values(|b| rig.send(&rig.upstream, b));
+}
+
+/// `prepare_200k` (`whole` false), or the same request parsed into JSON
+/// values and read whole (`whole` true): the proxy's path before it kept
+/// readers.
+#[divan::bench(args = [false, true], sample_count = 100, sample_size = 1)]
+fn prepare_200k(bencher: divan::Bencher, whole: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = ctxfold_store::Workspace::init(dir.path()).unwrap().0;
+    let compaction = Compaction {
+        policy: AutoPolicy {
+            enabled: true,
+            ..AutoPolicy::default()
+        },
+        hints: Default::default(),
+        summarizers: Arc::new(|| Box::new(ctxfold_compactor::DigestOnly)),
+        window: Some(160_000),
+        observe: false,
+    };
+    let book = Book::open(ws, compaction).unwrap();
+    let shape = ctxfold_proxy::shape::Shape::Chat;
+    let mut messages = history(200_000);
+    messages.push(json!({"role": "user", "content": "message 0"}));
+    book.prepare_bytes(shape, &body(&messages, false), None)
+        .unwrap();
+    let mut n = 0;
+    bencher
+        .with_inputs(|| {
+            n += 1;
+            messages.push(json!({"role": "assistant", "content": "ok"}));
+            messages.push(json!({"role": "user", "content": format!("message {n}")}));
+            body(&messages, false)
+        })
+        .bench_local_values(|b| {
+            let p = if whole {
+                let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+                book.prepare(shape, &v, None).unwrap()
+            } else {
+                book.prepare_bytes(shape, &b, None).unwrap()
+            };
+            assert!(p.body.is_some(), "the view is compacted");
+            p
+        });
 }
 
 #[divan::bench(args = ["proxy", "direct"], sample_count = 200, sample_size = 1)]

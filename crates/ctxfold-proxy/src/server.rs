@@ -72,10 +72,18 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/v1/messages", post(messages))
-        .route("/v1/messages/count_tokens", post(count_tokens))
-        .route("/v1/responses", post(responses))
+        // Other methods on these paths (OpenAI's stored completions are
+        // `GET /v1/chat/completions`) pass through like any other path.
+        .route(
+            "/v1/chat/completions",
+            post(chat_completions).fallback(passthrough),
+        )
+        .route("/v1/messages", post(messages).fallback(passthrough))
+        .route(
+            "/v1/messages/count_tokens",
+            post(count_tokens).fallback(passthrough),
+        )
+        .route("/v1/responses", post(responses).fallback(passthrough))
         .fallback(passthrough)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(proxy)
@@ -184,12 +192,15 @@ async fn count_tokens(
 
 /// Every other path: under `/v1/`, forwarded unchanged to the upstream the
 /// path (or the client's headers) belong to; anything else is not ours.
+/// The body streams through as it comes, whatever its size (file uploads
+/// are larger than any conversation): `max_body_bytes` bounds only what
+/// the proxy reads.
 async fn passthrough(
     State(p): State<Arc<Proxy>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if let Err(r) = authorized(&p.config, &headers) {
         return r;
@@ -212,6 +223,7 @@ async fn passthrough(
         &p.config.openai
     };
     let name = "passthrough";
+    let body = reqwest::Body::wrap_stream(body.into_data_stream());
     match forward(&p, name, method, base, &uri, &headers, body).await {
         Ok(resp) => respond(&p, name, resp, None, HeaderMap::new()),
         Err(r) => r,
@@ -386,11 +398,22 @@ async fn forward(
     base: &str,
     uri: &Uri,
     headers: &HeaderMap,
-    body: Bytes,
+    body: impl Into<reqwest::Body>,
 ) -> Result<reqwest::Response, Response> {
     let path = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
     let url = format!("{base}{path}");
+    let body: reqwest::Body = body.into();
+    // A streamed body keeps the length the client gave it, so the upstream
+    // sees the same framing (a body the proxy holds gets its own length).
+    let streamed_length = body
+        .as_bytes()
+        .is_none()
+        .then(|| headers.get(header::CONTENT_LENGTH))
+        .flatten();
     let mut req = p.client.request(method, &url).body(body);
+    if let Some(len) = streamed_length {
+        req = req.header(header::CONTENT_LENGTH, len);
+    }
     for (k, v) in headers {
         if forwarded(k, headers) {
             req = req.header(k, v);

@@ -106,6 +106,12 @@ impl Upstream {
             reply(&mut out, "200 OK", "application/json", body);
             return;
         }
+        if seen.method == "GET" {
+            // Any other listing (stored completions, files): names its path.
+            let body = json!({"object": "list", "path": seen.path}).to_string();
+            reply(&mut out, "200 OK", "application/json", body.as_bytes());
+            return;
+        }
         if seen.path == "/v1/messages/count_tokens" {
             let body = json!({"input_tokens": tokens(&seen.json())}).to_string();
             reply(&mut out, "200 OK", "application/json", body.as_bytes());
