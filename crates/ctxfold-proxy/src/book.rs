@@ -997,6 +997,10 @@ fn render_stored(
     let mut records: Vec<Cow<Record>> = Vec::with_capacity(client.len() + 3);
     // The client record each one was, for its estimate.
     let mut sent_as: Vec<Option<usize>> = Vec::with_capacity(client.len() + 3);
+    // The client record each one stands for, changed or not (a stripped
+    // call or result is still that call or result, where the format
+    // groups records into messages).
+    let mut from: Vec<Option<usize>> = Vec::with_capacity(client.len() + 3);
     if preamble {
         records.push(Cow::Owned(Record::new(
             0,
@@ -1031,6 +1035,8 @@ fn render_stored(
                 records.push(Cow::Borrowed(c));
                 sent_as.resize(records.len() - 1, None);
                 sent_as.push(Some(j));
+                from.resize(records.len() - 1, None);
+                from.push(Some(j));
             }
             continue;
         };
@@ -1040,14 +1046,20 @@ fn render_stored(
                 records.push(Cow::Borrowed(c));
                 sent_as.resize(records.len() - 1, None);
                 sent_as.push(Some(j));
+                from.resize(records.len() - 1, None);
+                from.push(Some(j));
             }
-            Fate::Changed(body) => records.push(Cow::Owned(Record {
-                seq: c.seq,
-                ts: c.ts.clone(),
-                body: body.clone(),
-                metadata: c.metadata.clone(),
-                extra: c.extra.clone(),
-            })),
+            Fate::Changed(body) => {
+                records.push(Cow::Owned(Record {
+                    seq: c.seq,
+                    ts: c.ts.clone(),
+                    body: body.clone(),
+                    metadata: c.metadata.clone(),
+                    extra: c.extra.clone(),
+                }));
+                from.resize(records.len() - 1, None);
+                from.push(Some(j));
+            }
             Fate::Summarized(n) => {
                 if summarized.insert(*n)
                     && let Item::Summary { turns, text, .. } = view.items[*n]
@@ -1073,13 +1085,16 @@ fn render_stored(
         }
     }
     sent_as.resize(records.len(), None);
+    from.resize(records.len(), None);
     let after = records
         .iter()
         .zip(&sent_as)
         .map(|(r, j)| j.map_or_else(|| est.record_tokens(r), |j| tokens[j]))
         .sum();
     let bytes = sent
-        .and_then(|sent| write_with_sent(shape, &records, &sent_as, client.len(), sent, extras))
+        .and_then(|sent| {
+            write_with_sent(shape, &records, &sent_as, &from, client.len(), sent, extras)
+        })
         .unwrap_or_else(|| {
             let out = shape.write(&records, extras);
             let mut bytes = Vec::with_capacity(64 * 1024);
@@ -1102,17 +1117,19 @@ struct Sent<'a> {
 }
 
 /// The body of `records` (the view, in the client's order; `sent_as[p]`:
-/// the client record `records[p]` is, when it goes as sent) with every
-/// client message that goes whole and as sent written as the client's own
-/// text rather than rendered again: most of a long conversation. A message
-/// goes as its text only when its records go in order, unchanged, between
-/// the same neighbours as in the request, so the format groups them into
+/// the client record `records[p]` is, when it goes as sent; `from[p]`: the
+/// client record it stands for, changed or not) with every client message
+/// that goes whole and as sent written as the client's own text rather
+/// than rendered again: most of a long conversation. A message goes as its
+/// text only when its records go in order, unchanged, between the records
+/// that stood beside it in the request, so the format groups them into
 /// the same message; the rest is written in runs by the format. `None`:
 /// no message goes as sent (the format writes it all).
 fn write_with_sent(
     shape: Shape,
     records: &[Cow<Record>],
     sent_as: &[Option<usize>],
+    from: &[Option<usize>],
     client_len: usize,
     sent: Sent,
     extras: &Object,
@@ -1142,16 +1159,19 @@ fn write_with_sent(
         let end = p + r.len();
         alternates(i)
             && end <= records.len()
-            && (0..r.len()).all(|d| sent_as[p + d] == Some(r.start + d))
+            && (0..r.len()).all(|d| {
+                // Borrowed: a moved cache marker changes a record in place.
+                sent_as[p + d] == Some(r.start + d) && matches!(records[p + d], Cow::Borrowed(_))
+            })
             && (if r.start == 0 {
                 p == 0
             } else {
-                p > 0 && sent_as[p - 1] == Some(r.start - 1)
+                p > 0 && from[p - 1] == Some(r.start - 1)
             })
             && (if end == records.len() {
                 r.end == client_len
             } else {
-                sent_as[end] == Some(r.end)
+                from[end] == Some(r.end)
             })
     };
     // Anthropic's system records go to the body's `system`, not a message.

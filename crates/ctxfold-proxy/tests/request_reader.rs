@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use ctxfold_core::planner::{Rule, SummaryRequest};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log};
 use ctxfold_proxy::book::{Book, Compaction, Prepared};
@@ -15,11 +16,21 @@ use ctxfold_store::{EventLog, Workspace};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-fn book(dir: &std::path::Path) -> Book {
+/// A book whose automatic rule strips old tool steps, and with
+/// `summarize` also folds old turns into an (offline) summary.
+fn book(dir: &std::path::Path, summarize: bool) -> Book {
     let ws = Workspace::init(dir).unwrap().0;
+    let mut rule = Rule::builtin();
+    if summarize {
+        rule.summary = Some(SummaryRequest::Derive {
+            model: None,
+            instructions: None,
+        });
+    }
     let compaction = Compaction {
         policy: AutoPolicy {
             enabled: true,
+            rule,
             ..AutoPolicy::default()
         },
         hints: Default::default(),
@@ -62,6 +73,12 @@ fn call(shape: Shape, id: &str, path: &str) -> Value {
 fn result(shape: Shape, id: &str, t: &str) -> Value {
     match shape {
         Shape::Chat => json!({"role": "tool", "tool_call_id": id, "content": t}),
+        // Every other one with a prompt-cache marker, which moves when its
+        // block is folded.
+        Shape::Messages if t.len().is_multiple_of(2) => {
+            json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": id, "content": t, "cache_control": {"type": "ephemeral"}}]})
+        }
         Shape::Messages => {
             json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": t}]})
         }
@@ -174,10 +191,10 @@ fn stored(dir: &std::path::Path) -> Vec<String> {
 }
 
 /// Run `steps` through both books; returns how many compactions they made.
-fn run(shape: Shape, steps: &[Step]) -> Result<usize, TestCaseError> {
+fn run(shape: Shape, steps: &[Step], summarize: bool) -> Result<usize, TestCaseError> {
     let mut compactions = 0;
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = (book(a_dir.path()), book(b_dir.path()));
+    let (a, b) = (book(a_dir.path(), summarize), book(b_dir.path(), summarize));
     let mut system = "You are a coding agent.".to_owned();
     let mut msgs = vec![user(shape, "Fix the tests.")];
     let mut history: Vec<Vec<Value>> = Vec::new();
@@ -263,7 +280,7 @@ fn messages_of_one_role_in_a_row_render_as_a_whole_body_does() {
         user: false,
     }));
     for shape in [Shape::Chat, Shape::Messages, Shape::Responses] {
-        let n = run(shape, &steps).unwrap();
+        let n = run(shape, &steps, false).unwrap() + run(shape, &steps, true).unwrap();
         assert!(n >= 1, "{shape:?}: folded {n} times");
     }
 }
@@ -277,7 +294,7 @@ fn a_long_tool_loop_folds_and_reads_the_same() {
         })
         .collect();
     for shape in [Shape::Chat, Shape::Messages, Shape::Responses] {
-        let n = run(shape, &steps).unwrap();
+        let n = run(shape, &steps, false).unwrap() + run(shape, &steps, true).unwrap();
         assert!(n >= 2, "{shape:?}: the loop folded {n} times");
     }
 }
@@ -286,17 +303,26 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn chat_requests_read_as_a_whole_body_reads(steps in prop::collection::vec(step(), 1..14)) {
-        run(Shape::Chat, &steps)?;
+    fn chat_requests_read_as_a_whole_body_reads(
+        steps in prop::collection::vec(step(), 1..14),
+        summarize in any::<bool>(),
+    ) {
+        run(Shape::Chat, &steps, summarize)?;
     }
 
     #[test]
-    fn messages_requests_read_as_a_whole_body_reads(steps in prop::collection::vec(step(), 1..14)) {
-        run(Shape::Messages, &steps)?;
+    fn messages_requests_read_as_a_whole_body_reads(
+        steps in prop::collection::vec(step(), 1..14),
+        summarize in any::<bool>(),
+    ) {
+        run(Shape::Messages, &steps, summarize)?;
     }
 
     #[test]
-    fn responses_requests_read_as_a_whole_body_reads(steps in prop::collection::vec(step(), 1..14)) {
-        run(Shape::Responses, &steps)?;
+    fn responses_requests_read_as_a_whole_body_reads(
+        steps in prop::collection::vec(step(), 1..14),
+        summarize in any::<bool>(),
+    ) {
+        run(Shape::Responses, &steps, summarize)?;
     }
 }
