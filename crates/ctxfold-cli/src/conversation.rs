@@ -4,10 +4,10 @@ use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use ctxfold_core::{Log, Object, Record};
+use ctxfold_core::{Object, Record};
 use ctxfold_formats::output::Protect;
 use ctxfold_formats::{Format, Transcript};
-use ctxfold_store::{Conversation, ImportSource, Workspace};
+use ctxfold_store::{ImportSource, Workspace};
 use serde_json::{Value, json};
 
 use crate::cli::ConversationCommand;
@@ -127,13 +127,6 @@ pub fn run(
             })
         }
     }
-}
-
-/// Load a conversation's log, printing warnings (torn tail, …) to stderr.
-pub fn load(c: &Conversation) -> anyhow::Result<Log> {
-    let loaded = c.log().load()?;
-    render::warn_all(&loaded.warnings);
-    Ok(Log::from_records(loaded.records))
 }
 
 fn ls(target: &Target, out: &Printer) -> anyhow::Result<()> {

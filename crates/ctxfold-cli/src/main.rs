@@ -73,8 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Query(args) => {
             let settings = settings::load(ws_root, &cli.config)?;
             let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            let ws = target.workspace_for("query")?;
-            query::query(ws, &args, &settings, &out)
+            query::query(&target, &args, &settings, &out)
         }
         Command::Conversation(cmd) => {
             let settings = settings::load(ws_root, &cli.config)?;

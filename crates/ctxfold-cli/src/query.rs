@@ -21,7 +21,6 @@ use ctxfold_compactor::{BasicCompactor, Conversation, Outcome};
 use ctxfold_host::compact_tool::{self, CompactTool};
 use ctxfold_host::turn::{Host, ToolOutput, ToolRunner, TurnEnd, Ui};
 use ctxfold_providers::ToolSpec;
-use ctxfold_store::Workspace;
 use serde_json::{Value, json};
 
 use crate::cli::QueryArgs;
@@ -36,7 +35,7 @@ const META_KEY: &str = "ctxfold";
 pub const STEP_LIMIT: usize = 100;
 
 pub fn query(
-    ws: &Workspace,
+    target: &crate::store::Target,
     args: &QueryArgs,
     settings: &Settings,
     out: &Printer,
@@ -70,19 +69,18 @@ pub fn query(
         }
     }
     let message = message(args)?;
-    let mut c = if args.new {
-        ws.create(None, None, ctxfold_core::Object::new(), Vec::new())?
+    let store: &dyn ctxfold_store::Store = &*target.store;
+    let new =
+        || ctxfold_store::create_new(store, None, None, ctxfold_core::Object::new(), Vec::new());
+    let mut meta = if args.new {
+        new()?
     } else {
-        match ws.resolve(None) {
-            Ok(c) => c,
-            Err(ctxfold_store::StoreError::NoActive) => {
-                ws.create(None, None, ctxfold_core::Object::new(), Vec::new())?
-            }
-            Err(e) => return Err(e.into()),
+        match store.active()? {
+            Some(id) => store.read_meta(&id)?,
+            None => new()?,
         }
     };
-    let remembered = c
-        .meta
+    let remembered = meta
         .extras
         .get(META_KEY)
         .and_then(|v| v.get("model"))
@@ -108,25 +106,26 @@ pub fn query(
         );
     }
     // Remember the model and make the conversation the active one.
-    let mut extras = c.meta.extras.get(META_KEY).cloned().unwrap_or(json!({}));
+    let mut extras = meta.extras.get(META_KEY).cloned().unwrap_or(json!({}));
     extras["model"] = json!(model_name);
-    c.meta.extras.insert(META_KEY.into(), extras);
-    ws.set_active(&mut c)?;
+    meta.extras.insert(META_KEY.into(), extras);
+    store.write_meta(&meta)?;
+    let meta = store.set_active(&meta.id)?;
 
-    let store = c.log();
     // One turn at a time: a second query would interleave its events with
     // this one's (and close its running tool calls as interrupted).
-    let Some(_turn) = store.try_turn_lock()? else {
+    let Some(_turn) = store.try_turn_lock(&meta.id)? else {
         bail!(
             "conversation {} is running a turn in another ctxfold query; wait for it to finish, or start another with --new",
-            c.meta.id
+            meta.id
         );
     };
-    let log = crate::conversation::load(&c)?;
-    let mut conv = Conversation::new(log, &store);
+    let log = target.load(&meta.id)?;
+    let journal = crate::store::StoreJournal::new(store, &meta.id);
+    let mut conv = Conversation::new(log, &journal);
     let mut tools = QueryTools::new(settings, args.yes);
     if builtins.contains(&compact_tool::NAME) {
-        let mut tool = CompactTool::new(&c.meta.id, settings.hints.clone());
+        let mut tool = CompactTool::new(&meta.id, settings.hints.clone());
         tool.run = settings.compact_run;
         tool.yes = args.yes;
         tools.compact = Some(tool);
@@ -163,7 +162,7 @@ pub fn query(
             .collect();
         let mut v = serde_json::to_value(&report)?;
         if let Value::Object(m) = &mut v {
-            m.insert("id".into(), json!(c.meta.id));
+            m.insert("id".into(), json!(meta.id));
             m.insert("events".into(), Value::Array(events));
         }
         out.emit(&v, String::new)?;
@@ -171,12 +170,12 @@ pub fn query(
     match report.end {
         TurnEnd::Answered => Ok(()),
         TurnEnd::Interrupted => {
-            eprintln!("interrupted; what was recorded stays in {}", c.meta.id);
+            eprintln!("interrupted; what was recorded stays in {}", meta.id);
             std::process::exit(130);
         }
         TurnEnd::StepLimit { limit } => bail!(
             "the model called tools {limit} times in a row without answering; the turn was stopped (what it did is recorded in {})",
-            c.meta.id
+            meta.id
         ),
     }
 }

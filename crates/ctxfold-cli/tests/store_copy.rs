@@ -9,7 +9,9 @@ mod pg;
 use std::path::Path;
 use std::process::Output;
 
+use common::model::{Say, events, model, workspace};
 use common::{Scratch, command_in, corpus_conversations, stderr};
+use serde_json::json;
 
 /// A test database, or return (skipped) when no server is configured.
 macro_rules! test_db {
@@ -239,7 +241,7 @@ fn commands_work_on_the_store_chosen_by_flag_variable_or_config() {
     );
 
     // A command that works on a workspace only says so.
-    let err = fails(s.path(), &["query", "hello"], &[&secret]);
+    let err = fails(s.path(), &["proxy", "--listen", "127.0.0.1:0"], &[&secret]);
     assert!(err.contains("works on a workspace only"), "{err}");
     assert!(err.contains("postgres://ctxfold:***@"), "{err}");
     // rm moves to the store's trash.
@@ -355,4 +357,50 @@ fn bad_stores_are_clear_errors_without_the_password() {
     );
     let err = fails(here, &["--store", &db.url, "conversation", "ls"], &[&good]);
     assert!(err.contains("upgrade ctxfold"), "{err}");
+}
+
+#[test]
+fn a_query_on_postgres_records_its_turn_there() {
+    let db = test_db!("a_query_on_postgres_records_its_turn_there");
+    let script = vec![
+        Say::Tool("echo_args", json!({"path": "a.txt"})),
+        Say::Text("Checked a.txt."),
+        Say::Text("Still fine."),
+    ];
+    let (base, _seen) = model("openai", script);
+    let s = workspace("openai", &base, &format!("[store]\nurl = \"{}\"\n", db.url));
+    let out = s.run(&["q", "-m", "fake/m", "--new", "check", "a.txt"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Checked a.txt."));
+    // The model is remembered in the store: the next query needs no -m.
+    let out = s.run(&["q", "and", "again"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kinds: Vec<String> = events(&s)
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn_start",
+            "user",
+            "tool_call",
+            "tool_result",
+            "assistant",
+            "turn_start",
+            "user",
+            "assistant"
+        ]
+    );
+    let n: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM ctxfold_events", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 8, "the turns are in the database");
+    assert!(
+        s.ok(&["--store", ".", "conversation", "ls"])
+            .contains("no conversations"),
+        "and not in the workspace"
+    );
 }
