@@ -404,3 +404,39 @@ fn a_query_on_postgres_records_its_turn_there() {
         "and not in the workspace"
     );
 }
+
+#[test]
+fn a_log_with_unreadable_lines_is_not_copied_and_the_others_are() {
+    let s = Scratch::new();
+    let ids: Vec<String> = corpus_conversations()
+        .iter()
+        .take(3)
+        .map(|p| s.import(p))
+        .collect();
+    // A line that is no record, in the middle of the second log.
+    let log = s.events_file(&ids[1]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    std::fs::write(&log, format!("{first}\n{{\"not\": \"a record\"}}\n{rest}")).unwrap();
+
+    let to = tempfile::tempdir().unwrap();
+    let dest = to.path().to_str().unwrap();
+    let err = fails(
+        s.path(),
+        &["store", "copy", "--from", ".", "--to", dest],
+        &[],
+    );
+    assert!(
+        err.contains(&ids[1]) && err.contains("cannot read"),
+        "{err}"
+    );
+    assert!(err.contains("1 conversation(s) not copied"), "{err}");
+    let copied = to.path().join(".ctxfold/conversations");
+    assert!(!copied.join(&ids[1]).exists());
+    for id in [&ids[0], &ids[2]] {
+        assert!(
+            files_under(s.path(), id) == files_under(to.path(), id),
+            "{id}"
+        );
+    }
+}
