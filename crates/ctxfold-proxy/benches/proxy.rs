@@ -15,7 +15,8 @@
 //! Before divan's table, a percentile run prints p50 and p99 of the added
 //! latency and the requests per second of small requests from 8 clients.
 //!
-//! `cargo bench -p ctxfold-proxy --bench proxy`
+//! `cargo bench -p ctxfold-proxy --bench proxy` (with
+//! `CTXFOLD_BENCH_NO_PERCENTILES=1`, divan's table only)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -259,9 +260,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() {
-    // A name filter (`cargo bench ... -- prepare`) runs only divan's
-    // benchmarks it names.
-    if !std::env::args().skip(1).any(|a| !a.starts_with('-')) {
+    // CTXFOLD_BENCH_NO_PERCENTILES=1: divan's table only (with a name
+    // filter, `-- prepare`, just the benchmarks named).
+    if std::env::var_os("CTXFOLD_BENCH_NO_PERCENTILES").is_none() {
         percentiles();
     }
     divan::main();
