@@ -178,6 +178,17 @@ impl Journal for StoreJournal<'_> {
         self.store.append(&self.id, records)
     }
 
+    fn append_at(
+        &self,
+        next: u64,
+        records: Vec<Record>,
+    ) -> Result<Option<std::ops::Range<u64>>, StoreError> {
+        Ok(match self.store.append_at(&self.id, next, records)? {
+            ctxfold_store::AppendAt::Appended(r) => Some(r),
+            ctxfold_store::AppendAt::Moved { .. } => None,
+        })
+    }
+
     fn try_lock(&self) -> Result<Option<Guard>, StoreError> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if held.is_none() {

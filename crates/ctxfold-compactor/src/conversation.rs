@@ -104,6 +104,24 @@ impl<'j> Conversation<'j> {
         Ok(range)
     }
 
+    /// Append `records` only right after the records this log holds;
+    /// `None` (nothing written) when another writer appended first: read
+    /// the log again then ([`Journal::reload`]).
+    pub fn append_at(&mut self, records: Vec<Record>) -> Result<Option<Range<u64>>, StoreError> {
+        let next = self.log.next_seq();
+        if records.is_empty() {
+            return Ok(Some(next..next));
+        }
+        let Some(range) = self.journal().append_at(next, records.clone())? else {
+            return Ok(None);
+        };
+        for (seq, mut r) in range.clone().zip(records) {
+            r.seq = seq;
+            self.log.push(r);
+        }
+        Ok(Some(range))
+    }
+
     /// A new turn starts: automatic compaction may be attempted again.
     /// (The service also notices a new turn by itself.)
     pub fn begin_turn(&mut self) {

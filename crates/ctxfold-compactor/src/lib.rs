@@ -45,7 +45,7 @@ pub use basic::BasicCompactor;
 pub use breaker::Breaker;
 pub use conversation::Conversation;
 pub use effect::Effect;
-pub use journal::{Journal, Memory};
+pub use journal::{InStore, Journal, Memory};
 pub use manual::{Run, compact_with_rules};
 pub use overflow::{OverflowError, retry_on_overflow};
 
