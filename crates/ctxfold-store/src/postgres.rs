@@ -378,6 +378,29 @@ impl PgStore {
         Ok(out)
     }
 
+    /// The metadata of the conversations not in the trash whose metadata
+    /// text contains `needle` (all when it is empty), oldest first; those
+    /// whose metadata cannot be read are left out.
+    pub fn metas_containing(&self, needle: &str) -> Result<Vec<ConversationMeta>, StoreError> {
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "SELECT id, meta FROM ctxfold_conversations
+                 WHERE trashed_at IS NULL AND strpos(meta, $1) > 0
+                 ORDER BY created_at COLLATE \"C\", id COLLATE \"C\"",
+                &[&needle],
+            )
+            .map_err(|e| self.db("search the conversations' metadata", e))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (id, text) = self.id_and_meta(&row)?;
+            if let Ok(meta) = self.parse_meta(&id, &text) {
+                out.push(meta);
+            }
+        }
+        Ok(out)
+    }
+
     /// The metadata of conversation `id` (exactly that id; not one in the
     /// trash).
     pub fn read_meta(&self, id: &str) -> Result<ConversationMeta, StoreError> {

@@ -151,15 +151,39 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn trash(&self, id: &str) -> Result<String, StoreError>;
 
     /// The conversations whose metadata `extras` hold `value` at `key`
-    /// (the proxy's key of a client, say), oldest first.
+    /// (the proxy's key of a client, say), oldest first. `key` is a
+    /// top-level key of `extras`, or a JSON Pointer into it when it starts
+    /// with `/` (`/proxy/key`). Conversations whose metadata cannot be read
+    /// are left out.
     fn find_by_extra(&self, key: &str, value: &Value) -> Result<Vec<ConversationMeta>, StoreError> {
         Ok(self
             .list()?
             .conversations
             .into_iter()
-            .filter(|m| m.extras.get(key) == Some(value))
+            .filter(|m| extra_matches(m, key, value))
             .collect())
     }
+}
+
+/// Whether `meta`'s extras hold `value` at `key` (see
+/// [`Store::find_by_extra`]).
+pub(crate) fn extra_matches(meta: &ConversationMeta, key: &str, value: &Value) -> bool {
+    let found = match key.strip_prefix('/') {
+        Some(path) => {
+            let (first, rest) = path.split_once('/').unwrap_or((path, ""));
+            // JSON Pointer escapes: `~1` is `/`, `~0` is `~`.
+            let first = first.replace("~1", "/").replace("~0", "~");
+            meta.extras.get(&first).and_then(|v| {
+                if rest.is_empty() {
+                    Some(v)
+                } else {
+                    v.pointer(&format!("/{rest}"))
+                }
+            })
+        }
+        None => meta.extras.get(key),
+    };
+    found == Some(value)
 }
 
 /// Create a conversation with a fresh id in `store`: titled, imported from
@@ -415,5 +439,20 @@ impl Store for PgStore {
     fn trash(&self, id: &str) -> Result<String, StoreError> {
         PgStore::trash(self, id)?;
         Ok(format!("the trash of {}", self.url()))
+    }
+
+    fn find_by_extra(&self, key: &str, value: &Value) -> Result<Vec<ConversationMeta>, StoreError> {
+        // The metadata text holds a string, number or boolean exactly as
+        // it is serialized alone: the database narrows the rows down to
+        // those holding that text, and the match is made here.
+        let needle = match value {
+            Value::String(_) | Value::Number(_) | Value::Bool(_) => value.to_string(),
+            _ => String::new(),
+        };
+        Ok(self
+            .metas_containing(&needle)?
+            .into_iter()
+            .filter(|m| extra_matches(m, key, value))
+            .collect())
     }
 }

@@ -280,12 +280,41 @@ fn ids_prefixes_and_metadata() {
         a2.extras.insert("proxy_key".into(), json!("k-1"));
         s.write_meta(&a2).unwrap();
         assert_eq!(under.other.read_meta(&a.id).unwrap(), a2, "{k:?}");
-        assert_eq!(s.find_by_extra("proxy_key", &json!("k-1")).unwrap(), [a2]);
+        assert_eq!(
+            s.find_by_extra("proxy_key", &json!("k-1")).unwrap(),
+            [a2.clone()]
+        );
         assert!(
             s.find_by_extra("proxy_key", &json!("k-2"))
                 .unwrap()
                 .is_empty()
         );
+        // Nested, by JSON Pointer; and a whole object.
+        let mut b2 = b.clone();
+        let proxy = json!({"key": "header:abc", "shape": "openai", "n": 3});
+        b2.extras.insert("proxy".into(), proxy.clone());
+        s.write_meta(&b2).unwrap();
+        assert_eq!(
+            s.find_by_extra("/proxy/key", &json!("header:abc")).unwrap(),
+            [b2.clone()],
+            "{k:?}"
+        );
+        assert_eq!(
+            s.find_by_extra("/proxy/n", &json!(3)).unwrap(),
+            [b2.clone()]
+        );
+        assert!(
+            s.find_by_extra("/proxy/key", &json!("header:ab"))
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            s.find_by_extra("key", &json!("header:abc"))
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(s.find_by_extra("proxy", &proxy).unwrap(), [b2.clone()]);
+        s.write_meta(&b).unwrap();
 
         let e = s.create(&b, vec![user("x")]).unwrap_err();
         assert!(
