@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::{StoreJournal, Target};
+use crate::store::Target;
 use anyhow::{Context, bail};
 use ctxfold_compactor::{Conversation, Moment, Run};
 use ctxfold_core::bounds::{Bound, Keep};
@@ -559,7 +559,7 @@ pub fn compact_conversation(
         return reset_or_restore(target, &meta.id, &log, reset, restore, dry_run, out);
     }
     let log = target.load(&meta.id)?;
-    let store = StoreJournal::new(&*target.store, &meta.id);
+    let store = target.journal(&meta.id);
     let mut conv = Conversation::new(log, &store);
     if let Some(moment) = auto {
         let auto = crate::auto::Auto::from_flags(settings, window, flags.model.as_deref())?;

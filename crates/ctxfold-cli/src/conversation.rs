@@ -14,7 +14,7 @@ use crate::cli::ConversationCommand;
 use crate::compact;
 use crate::render::{self, Printer};
 use crate::settings::Settings;
-use crate::store::{StoreJournal, Target};
+use crate::store::Target;
 
 fn current_dir() -> anyhow::Result<std::path::PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
@@ -431,7 +431,7 @@ fn append(
     }
     // A completed turn runs the between-turn trigger (SPEC §8).
     let auto = if settings.auto.enabled && n > 0 {
-        let journal = StoreJournal::new(&*target.store, &meta.id);
+        let journal = target.journal(&meta.id);
         let mut conv = ctxfold_compactor::Conversation::new(target.load(&meta.id)?, &journal);
         crate::auto::Auto::after_append(settings, &mut conv, window)?
     } else {

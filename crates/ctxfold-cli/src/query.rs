@@ -121,7 +121,7 @@ pub fn query(
         );
     };
     let log = target.load(&meta.id)?;
-    let journal = crate::store::StoreJournal::new(store, &meta.id);
+    let journal = target.journal(&meta.id);
     let mut conv = Conversation::new(log, &journal);
     let mut tools = QueryTools::new(settings, args.yes);
     if builtins.contains(&compact_tool::NAME) {

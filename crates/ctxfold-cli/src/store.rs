@@ -1,16 +1,15 @@
 //! Which store a command uses (`--store`, `CTXFOLD_STORE`, `[store] url`,
-//! else the workspace), the compaction service's seam onto it, and
-//! `ctxfold store copy` / `ctxfold store migrate`.
+//! else the workspace), and `ctxfold store copy` / `ctxfold store migrate`.
+//! The compaction service reaches the store through
+//! [`ctxfold_compactor::InStore`].
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use ctxfold_compactor::journal::Guard;
-use ctxfold_compactor::{Journal, Memory};
 use ctxfold_core::{Log, Record};
 use ctxfold_store::postgres::mask_url;
-use ctxfold_store::{ConversationMeta, PgStore, Store, StoreError, StoreLock, Workspace};
+use ctxfold_store::{ConversationMeta, PgStore, Store, StoreError, Workspace};
 use serde_json::json;
 
 use crate::render::{self, Printer};
@@ -51,6 +50,12 @@ impl Target {
                 None => Err(StoreError::NoActive.into()),
             },
         }
+    }
+
+    /// The compaction service's journal of conversation `id`: appends and
+    /// the compaction lock go to the store.
+    pub fn journal(&self, id: &str) -> ctxfold_compactor::InStore {
+        ctxfold_compactor::InStore::new(Arc::clone(&self.store), id)
     }
 
     /// Load a conversation's log, printing warnings (torn tail, …).
@@ -150,65 +155,6 @@ fn workspace_at(dir: &Path, create: bool) -> anyhow::Result<Workspace> {
         "{} is not a ctxfold workspace (no .ctxfold/ in it): expected a workspace folder or a postgres:// URL",
         dir.display()
     )
-}
-
-/// The compaction service's seam onto a store: appends go to the store, and
-/// the compaction lock, once taken, is held until this is dropped (the end
-/// of a command), so a second `try_lock` in the same run never meets its
-/// own lock.
-pub struct StoreJournal<'s> {
-    store: &'s dyn Store,
-    id: String,
-    held: Mutex<Option<StoreLock>>,
-}
-
-impl<'s> StoreJournal<'s> {
-    /// The journal of conversation `id` in `store`.
-    pub fn new(store: &'s dyn Store, id: &str) -> Self {
-        StoreJournal {
-            store,
-            id: id.to_owned(),
-            held: Mutex::new(None),
-        }
-    }
-}
-
-impl Journal for StoreJournal<'_> {
-    fn append(&self, _next: u64, records: Vec<Record>) -> Result<std::ops::Range<u64>, StoreError> {
-        self.store.append(&self.id, records)
-    }
-
-    fn append_at(
-        &self,
-        next: u64,
-        records: Vec<Record>,
-    ) -> Result<Option<std::ops::Range<u64>>, StoreError> {
-        Ok(match self.store.append_at(&self.id, next, records)? {
-            ctxfold_store::AppendAt::Appended(r) => Some(r),
-            ctxfold_store::AppendAt::Moved { .. } => None,
-        })
-    }
-
-    fn try_lock(&self) -> Result<Option<Guard>, StoreError> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held.is_none() {
-            match self.store.try_compaction_lock(&self.id)? {
-                Some(lock) => *held = Some(lock),
-                None => return Ok(None),
-            }
-        }
-        // The store's lock is held here; the guard the service gets holds
-        // nothing of its own.
-        Memory.try_lock()
-    }
-
-    fn reload(&self) -> Result<Option<Log>, StoreError> {
-        let loaded = self.store.load(&self.id)?;
-        for w in &loaded.warnings {
-            tracing::warn!("{w}");
-        }
-        Ok(Some(Log::from_records(loaded.records)))
-    }
 }
 
 /// What happened to one conversation in a copy.

@@ -240,10 +240,6 @@ fn commands_work_on_the_store_chosen_by_flag_variable_or_config() {
             .contains("no conversations")
     );
 
-    // A command that works on a workspace only says so.
-    let err = fails(s.path(), &["proxy", "--listen", "127.0.0.1:0"], &[&secret]);
-    assert!(err.contains("works on a workspace only"), "{err}");
-    assert!(err.contains("postgres://ctxfold:***@"), "{err}");
     // rm moves to the store's trash.
     s.ok(&["conversation", "rm", &id]);
     assert!(s.ok(&["conversation", "ls"]).contains("no conversations"));
