@@ -436,3 +436,63 @@ fn a_log_with_unreadable_lines_is_not_copied_and_the_others_are() {
         );
     }
 }
+
+#[test]
+fn the_password_comes_from_the_url_pgpassword_or_a_password_file() {
+    let db = test_db!("the_password_comes_from_the_url_pgpassword_or_a_password_file");
+    let s = Scratch::new();
+    let secret = password_of(&db.url);
+    let bare = db.url.replacen(&format!(":{secret}@"), "@", 1);
+    assert!(!bare.contains(&secret));
+    let ls = |envs: &[(&str, &str)]| {
+        let mut c = s.command();
+        c.env_remove("PGPASSWORD").env_remove("PGPASSFILE");
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c.args(["--store", &bare, "conversation", "ls"])
+            .output()
+            .unwrap()
+    };
+
+    // None: the error says where a password can come from.
+    let out = ls(&[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("asks for a password and none was given"),
+        "{err}"
+    );
+    assert!(
+        err.contains("PGPASSWORD") && err.contains(".pgpass"),
+        "{err}"
+    );
+
+    let out = ls(&[("PGPASSWORD", &secret)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ls(&[("PGPASSWORD", "not-it-42")]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("the password in PGPASSWORD was refused"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("not-it-42") && !err.contains(&secret),
+        "{err}"
+    );
+
+    // A password file: host:port:database:user:password, mode 0600.
+    let file = s.path().join("pgpass");
+    std::fs::write(&file, format!("*:*:*:ctxfold:{secret}\n")).unwrap();
+    let f = file.to_str().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = ls(&[("PGPASSFILE", f)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One that others may read is not used, and the error says why.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = ls(&[("PGPASSFILE", f)]);
+    let err = stderr(&out);
+    assert!(err.contains("group or others may read it"), "{err}");
+    assert!(!err.contains(&secret), "{err}");
+}
