@@ -91,8 +91,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Proxy(args) => {
             let settings = settings::load(ws_root, &cli.config)?;
             let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            let ws = target.workspace_for("proxy")?.clone();
-            proxy::proxy(ws, &args, settings)
+            proxy::proxy(target, &args, settings)
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

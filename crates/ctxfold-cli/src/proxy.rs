@@ -6,13 +6,12 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use ctxfold_proxy::server::Proxy;
 use ctxfold_proxy::{Book, Compaction};
-use ctxfold_store::Workspace;
-
 use crate::cli::ProxyArgs;
 use crate::settings::Settings;
+use crate::store::Target;
 
-/// Run the proxy until Ctrl-C or SIGTERM.
-pub fn proxy(ws: Workspace, args: &ProxyArgs, settings: Settings) -> anyhow::Result<()> {
+/// Run the proxy on `target`'s store until Ctrl-C or SIGTERM.
+pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Result<()> {
     let mut config = settings.proxy.clone();
     if let Some(a) = args.listen {
         config.listen = a;
@@ -34,11 +33,14 @@ pub fn proxy(ws: Workspace, args: &ProxyArgs, settings: Settings) -> anyhow::Res
         window: config.window,
         observe: config.observe,
     };
-    for note in ws.clean_staging() {
-        tracing::info!("{note}");
+    if let Some(ws) = &target.workspace {
+        for note in ws.clean_staging() {
+            tracing::info!("{note}");
+        }
     }
-    let book = Book::open(ws.clone(), compaction)
-        .with_context(|| format!("reading the conversations of {}", ws.root().display()))?;
+    let place = target.store.location();
+    let book = Book::open(target.store, compaction)
+        .with_context(|| format!("reading the conversations of {place}"))?;
     let proxy = Arc::new(Proxy::new(book, config.clone()).map_err(anyhow::Error::msg)?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -56,7 +58,7 @@ pub fn proxy(ws: Workspace, args: &ProxyArgs, settings: Settings) -> anyhow::Res
             "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  conversations recorded in {}{}",
             config.openai,
             config.anthropic,
-            ws.root().display(),
+            place,
             if config.observe {
                 " (observe: requests go upstream unchanged)"
             } else {

@@ -28,19 +28,6 @@ pub struct Target {
 }
 
 impl Target {
-    /// The workspace, or an error saying that `command` works on a
-    /// workspace only: never the workspace silently instead of the store
-    /// asked for.
-    pub fn workspace_for(&self, command: &str) -> anyhow::Result<&Workspace> {
-        match &self.workspace {
-            Some(ws) => Ok(ws),
-            None => bail!(
-                "`ctxfold {command}` works on a workspace only, not on the store {} (chosen by --store, {STORE_VAR} or [store] url); run it without one, or `ctxfold store copy` the conversation to a workspace first",
-                self.store.location()
-            ),
-        }
-    }
-
     /// The conversation `id` (a prefix will do), else the active one.
     pub fn resolve(&self, id: Option<&str>) -> anyhow::Result<ConversationMeta> {
         match id {

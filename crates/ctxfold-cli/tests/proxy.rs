@@ -3,6 +3,8 @@
 //! every request it gets.
 
 mod common;
+#[path = "../../ctxfold-store/tests/common/pg.rs"]
+mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -25,6 +27,11 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failing test shows what the proxy said.
+        if std::thread::panicking() {
+            let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            eprintln!("proxy {} said:\n{}", self.base, log.join("\n"));
+        }
     }
 }
 
@@ -206,19 +213,46 @@ fn openai_agent_streaming(
     extra_headers: &[(&str, &str)],
     stream: bool,
 ) -> Vec<Answer> {
+    openai_agent_via(
+        &[p.base.as_str()],
+        messages,
+        task,
+        result_bytes,
+        extra_headers,
+        stream,
+    )
+}
+
+/// [`openai_agent_streaming`] with its requests spread over proxies
+/// (`bases`, one after another), as a load balancer would.
+fn openai_agent_via(
+    bases: &[&str],
+    messages: &mut Vec<Value>,
+    task: &str,
+    result_bytes: usize,
+    extra_headers: &[(&str, &str)],
+    stream: bool,
+) -> Vec<Answer> {
     messages.push(json!({"role": "user", "content": task}));
     let mut answers = Vec::new();
     loop {
+        let base = bases[answers.len() % bases.len()];
         let body = json!({"model": "gpt-4o-mini", "messages": messages, "tools": tools(),
             "temperature": 0.25, "max_tokens": 300, "stream": stream});
         let mut headers = vec![("authorization", "Bearer sk-test-SECRET-0123456789abcdef")];
         headers.extend_from_slice(extra_headers);
         let a = post(
-            &format!("{}/v1/chat/completions", p.base),
+            &format!("{base}/v1/chat/completions"),
             &headers,
             body.to_string().as_bytes(),
         );
-        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        assert_eq!(
+            a.status,
+            200,
+            "{} (headers {:?})",
+            String::from_utf8_lossy(&a.body),
+            a.headers
+        );
         let msg = if stream {
             assemble(&a.body)
         } else {
@@ -240,20 +274,38 @@ fn openai_agent_streaming(
 }
 
 fn records(s: &Scratch, id: &str) -> Vec<Value> {
-    s.json(&["c", "print", id]).as_array().unwrap().clone()
+    records_in(s, &[], id)
+}
+
+/// The records of `id` in the store `store` names (`--store URL`).
+fn records_in(s: &Scratch, store: &[&str], id: &str) -> Vec<Value> {
+    s.json(&[store, &["c", "print", id]].concat())
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 /// The log once `done` holds of it: an answer is recorded after its last
 /// byte went to the client, so a test that looks at once may be early.
 fn records_when(s: &Scratch, id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    records_when_in(s, &[], id, done)
+}
+
+/// [`records_when`] in the store `store` names.
+fn records_when_in(
+    s: &Scratch,
+    store: &[&str],
+    id: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
     for _ in 0..100 {
-        let r = records(s, id);
+        let r = records_in(s, store, id);
         if done(&r) {
             return r;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    records(s, id)
+    records_in(s, store, id)
 }
 
 fn count(recs: &[Value], kind: &str) -> usize {
@@ -1378,4 +1430,143 @@ fn an_upstream_that_never_answers_is_a_502_after_the_timeout() {
     // The request was recorded all the same: nothing the client sent is lost.
     let ls = s.json(&["c", "ls"]);
     assert_eq!(ls.as_array().unwrap().len(), 1);
+}
+
+/// Three proxies on one PostgreSQL database, each agent's requests spread
+/// over all three: every agent keeps one conversation holding each event
+/// once, the upstream never gets more than the window, no firing is
+/// recorded twice, and the usual commands read and undo it through
+/// `--store` while the proxies run.
+#[test]
+fn three_proxy_replicas_on_one_database_share_their_conversations() {
+    let Some(db) =
+        pg::TestDb::new("three_proxy_replicas_on_one_database_share_their_conversations")
+    else {
+        return;
+    };
+    let up = Upstream::start(6_000);
+    let s = Scratch::new();
+    let conf = config(
+        &up,
+        "window = 6000\n[compaction.auto]\nenabled = true\n[compaction.auto.rule]\nkeep_first = 1\ntool_calls = \"strip\"",
+    );
+    let replicas: Vec<Proxy> = (0..3)
+        .map(|_| proxy(&s, &conf, &["--store", &db.url]))
+        .collect();
+    let bases: Vec<&str> = replicas.iter().map(|p| p.base.as_str()).collect();
+    let runs: Vec<(Vec<Answer>, Vec<Value>)> = std::thread::scope(|scope| {
+        let agents: Vec<_> = (0..2)
+            .map(|a| {
+                let bases = &bases;
+                scope.spawn(move || {
+                    let mut messages =
+                        vec![json!({"role": "system", "content": format!("You are agent {a}.")})];
+                    // Agent 1 starts at another replica.
+                    let order: Vec<&str> = (0..3).map(|i| bases[(i + a) % bases.len()]).collect();
+                    let answers = openai_agent_via(
+                        &order,
+                        &mut messages,
+                        &format!("Agent {a}, read every module: steps=40"),
+                        900,
+                        &[],
+                        a == 1,
+                    );
+                    (answers, messages)
+                })
+            })
+            .collect();
+        agents.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (answers, mut histories): (Vec<Vec<Answer>>, Vec<Vec<Value>>) = runs.into_iter().unzip();
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    let store = ["--store", db.url.as_str()];
+    let listed = s.json(&[&store[..], &["c", "ls"]].concat());
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 2, "one conversation an agent: {listed:?}");
+    for (a, answers) in answers.iter().enumerate() {
+        assert_eq!(answers.len(), 41);
+        let ids: std::collections::BTreeSet<&str> = answers
+            .iter()
+            .map(|x| x.header("x-ctxfold-conversation").unwrap())
+            .collect();
+        assert_eq!(ids.len(), 1, "agent {a}: {ids:?}");
+        let id = *ids.iter().next().unwrap();
+        let recs = records_when_in(&s, &store, id, |r| count(r, "assistant") > 0);
+        let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+        assert_eq!(
+            seqs,
+            (0..seqs.len() as u64).collect::<Vec<_>>(),
+            "agent {a}"
+        );
+        assert_eq!(count(&recs, "tool_call"), 40, "agent {a}");
+        assert_eq!(count(&recs, "tool_result"), 40, "agent {a}");
+        assert_eq!(count(&recs, "user"), 1, "agent {a}");
+        let mut calls: Vec<&str> = recs
+            .iter()
+            .filter(|r| r["type"] == "tool_call")
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        calls.sort_unstable();
+        calls.dedup();
+        assert_eq!(calls.len(), 40, "agent {a}: every call once");
+        // Compacted, and no firing twice: each compaction folds a range no
+        // other one does.
+        let ranges: Vec<(u64, u64)> = recs
+            .iter()
+            .filter(|r| r["type"] == "compaction")
+            .map(|r| {
+                (
+                    r["from_seq"].as_u64().unwrap_or(0),
+                    r["to_seq"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert!(!ranges.is_empty(), "agent {a}: compacted");
+        let mut distinct = ranges.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ranges.len(), "agent {a}: {ranges:?}");
+    }
+    // The usual commands, through --store, while the replicas run.
+    let id = answers[0][0].header("x-ctxfold-conversation").unwrap();
+    let show = s.ok(&[&store[..], &["c", "show", id]].concat());
+    assert!(show.contains("auto"), "{show}");
+    let stats = s.ok(&[&store[..], &["stats", id]].concat());
+    assert!(!stats.is_empty());
+    let compacted = s.ok(&[&store[..], &["c", "print", id, "--compacted"]].concat());
+    assert!(compacted.contains("removed by compaction"), "{compacted}");
+    // Undo from the command line: the next request through any replica
+    // sends more than before.
+    let tokens_after =
+        |x: &Answer| -> usize { x.header("x-ctxfold-tokens-after").unwrap().parse().unwrap() };
+    let before = tokens_after(answers[0].last().unwrap());
+    // The last firing only: undoing them all would put the conversation
+    // back over the window, which the proxy will not fold again against
+    // the user's word.
+    let firings = show.matches("by auto").count();
+    s.ok(&[
+        &store[..],
+        &["c", "compact", id, &format!("--reset={firings}")],
+    ]
+    .concat());
+    // The agent goes on: its whole history and one more question.
+    let next = openai_agent_via(
+        &[bases[2]],
+        &mut histories[0],
+        "And now? steps=0",
+        900,
+        &[],
+        false,
+    );
+    assert_eq!(next[0].header("x-ctxfold-conversation"), Some(id));
+    assert!(
+        tokens_after(&next[0]) > before,
+        "{} after the reset, {before} before",
+        tokens_after(&next[0])
+    );
+    // Nothing went to the workspace.
+    let ws = s.path().join(".ctxfold/conversations");
+    let local = std::fs::read_dir(&ws).map_or(0, |d| d.count());
+    assert_eq!(local, 0, "conversations written to the workspace");
+    drop(replicas);
 }

@@ -90,7 +90,8 @@ fn rig() -> Rig {
             openai: format!("http://{up_addr}"),
             ..ProxyConfig::default()
         };
-        let p = Arc::new(Proxy::new(Book::open(ws, compaction).unwrap(), config).unwrap());
+        let p =
+            Arc::new(Proxy::new(Book::open(Arc::new(ws), compaction).unwrap(), config).unwrap());
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(l, router(p)).await });
@@ -303,7 +304,7 @@ fn prepare_200k(bencher: divan::Bencher, whole: bool) {
         window: Some(160_000),
         observe: false,
     };
-    let book = Book::open(ws, compaction).unwrap();
+    let book = Book::open(Arc::new(ws), compaction).unwrap();
     let shape = ctxfold_proxy::shape::Shape::Chat;
     let mut messages = history(200_000);
     messages.push(json!({"role": "user", "content": "message 0"}));

@@ -13,11 +13,10 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use ctxfold_compactor::{
-    BasicCompactor, Compactor, Context, Conversation, Moment, Status, Summarizers,
+    BasicCompactor, Compactor, Context, Conversation, InStore, Moment, Status, Summarizers,
 };
 use ctxfold_core::materialize::item_record;
 use ctxfold_core::planner::ToolHints;
@@ -25,7 +24,7 @@ use ctxfold_core::projection::{Item, PREAMBLE, project, summary_preamble};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_formats::message_reader::MessageReader;
-use ctxfold_store::{EventLog, Workspace};
+use ctxfold_store::{ConversationMeta, Store, StoreError, create_new};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -123,56 +122,54 @@ pub enum PrepareError {
     Body(String),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] ctxfold_store::StoreError),
+    Store(#[from] StoreError),
     /// Compaction failed.
     #[error(transparent)]
     Compact(#[from] ctxfold_compactor::CompactError),
 }
 
+/// A conversation the proxy has read: its log as of this process's last
+/// read or write.
 struct Session {
     conv: Conversation<'static>,
-    dir: PathBuf,
-    events: PathBuf,
-    /// Size of the events file when this process last read or wrote it:
-    /// another size means another process (a `compact --reset`) wrote.
-    seen: u64,
+    store: Arc<dyn Store>,
+    id: String,
 }
 
 impl Session {
-    fn open(dir: PathBuf) -> Result<Session, ctxfold_store::StoreError> {
-        let store = EventLog::new(&dir);
-        let events = store.path();
-        let loaded = store.load()?;
+    fn open(store: &Arc<dyn Store>, id: &str) -> Result<Session, StoreError> {
+        let loaded = store.load(id)?;
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
-        let seen = file_len(&events);
+        let journal = InStore::new(store.clone(), id);
         Ok(Session {
-            conv: Conversation::owning(Log::from_records(loaded.records), Box::new(store)),
-            dir,
-            events,
-            seen,
+            conv: Conversation::owning(Log::from_records(loaded.records), Box::new(journal)),
+            store: store.clone(),
+            id: id.to_owned(),
         })
     }
 
-    /// Read the log again if another process wrote to it.
-    fn refresh(&mut self) -> Result<(), ctxfold_store::StoreError> {
-        if file_len(&self.events) != self.seen {
-            *self = Session::open(self.dir.clone())?;
+    /// Read the log again if another process appended to it since (a
+    /// `compact --reset`, another replica): every append raises the
+    /// store's next `seq`.
+    fn refresh(&mut self) -> Result<(), StoreError> {
+        if self.store.next_seq(&self.id)? != self.conv.log().next_seq() {
+            self.reload()?;
         }
         Ok(())
     }
 
-    fn append(&mut self, records: Vec<Record>) -> Result<(), ctxfold_store::StoreError> {
-        self.conv.append(records)?;
-        self.seen = file_len(&self.events);
+    fn reload(&mut self) -> Result<(), StoreError> {
+        *self = Session::open(&self.store, &self.id)?;
         Ok(())
     }
 }
 
-fn file_len(p: &std::path::Path) -> u64 {
-    std::fs::metadata(p).map_or(0, |m| m.len())
-}
+/// How many times a request re-reads a log that another writer appended to
+/// between its read and its append before it records a conversation of
+/// its own.
+const APPEND_TRIES: usize = 4;
 
 /// The latest Responses answer id of each conversation, both ways.
 #[derive(Default)]
@@ -195,7 +192,7 @@ impl Chains {
 
 /// The proxy's conversations.
 pub struct Book {
-    ws: Workspace,
+    store: Arc<dyn Store>,
     compaction: Compaction,
     /// Key → its conversations, the one used last first. Each key's lock
     /// serializes its requests' preparation.
@@ -270,24 +267,19 @@ impl Readers {
 }
 
 impl Book {
-    /// The conversations of `ws`, indexed by the keys the proxy recorded.
-    pub fn open(ws: Workspace, compaction: Compaction) -> Result<Book, ctxfold_store::StoreError> {
+    /// The conversations of `store`, indexed by the keys the proxy
+    /// recorded.
+    pub fn open(store: Arc<dyn Store>, compaction: Compaction) -> Result<Book, StoreError> {
         let mut keys: HashMap<String, Arc<Mutex<Vec<String>>>> = HashMap::new();
         // Oldest first: a later conversation of a key (a fork) goes first.
-        for c in ws.list()?.conversations {
-            if let Some(k) = c
-                .meta
-                .extras
-                .get(META_KEY)
-                .and_then(|p| p.get("key"))
-                .and_then(Value::as_str)
-            {
+        for c in store.list()?.conversations {
+            if let Some(k) = recorded_key(&c) {
                 let ids = keys.entry(k.to_owned()).or_default();
-                lock(ids).insert(0, c.meta.id.clone());
+                lock(ids).insert(0, c.id.clone());
             }
         }
         Ok(Book {
-            ws,
+            store,
             compaction,
             keys: Mutex::new(keys),
             sessions: Mutex::new(HashMap::new()),
@@ -301,12 +293,11 @@ impl Book {
         lock(&self.keys).entry(key.to_owned()).or_default().clone()
     }
 
-    fn session(&self, id: &str) -> Result<Arc<Mutex<Session>>, ctxfold_store::StoreError> {
+    fn session(&self, id: &str) -> Result<Arc<Mutex<Session>>, StoreError> {
         if let Some(s) = lock(&self.sessions).get(id) {
             return Ok(s.clone());
         }
-        let c = self.ws.get(id)?;
-        let s = Arc::new(Mutex::new(Session::open(c.dir)?));
+        let s = Arc::new(Mutex::new(Session::open(&self.store, id)?));
         Ok(lock(&self.sessions)
             .entry(id.to_owned())
             .or_insert(s)
@@ -316,7 +307,7 @@ impl Book {
     /// A conversation of a key that can no longer be read (removed with
     /// `c rm`, its folder broken) is forgotten: the key's requests go on
     /// in the others, or in a new one.
-    fn forget(&self, id: &str, e: &ctxfold_store::StoreError) {
+    fn forget(&self, id: &str, e: &StoreError) {
         tracing::warn!("conversation {id} can no longer be read ({e}); the proxy stops using it");
         lock(&self.sessions).remove(id);
         lock(&self.gone).insert(id.to_owned());
@@ -332,20 +323,14 @@ impl Book {
         };
         // Only an exact id: a prefix lookup would read every conversation's
         // metadata on every request.
-        let exact = !h.starts_with('.')
-            && !h.contains(['/', '\\'])
-            && self.ws.root().join("conversations").join(h).is_dir();
-        if !exact {
-            return format!("header:{h}");
-        }
-        let recorded = self.ws.get(h).ok().and_then(|c| {
-            c.meta
-                .extras
-                .get(META_KEY)
-                .and_then(|p| p.get("key"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
+        let recorded = if h.starts_with('.') || h.contains(['/', '\\']) {
+            None
+        } else {
+            self.store
+                .read_meta(h)
+                .ok()
+                .and_then(|m| recorded_key(&m).map(str::to_owned))
+        };
         recorded.unwrap_or_else(|| format!("header:{h}"))
     }
 
@@ -470,8 +455,16 @@ impl Book {
         }
         let key = self.key(shape, body, client, header_key);
         let slot = self.slot(&key);
-        // Held to the end: one request of a key at a time.
+        // Held to the end: one request of a key at a time (in this
+        // process; replicas sharing a store append conditionally).
         let mut named = lock(&slot);
+        if named.is_empty() && self.store.is_shared() {
+            // Another replica may have recorded this key's conversations.
+            let found = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.clone()))?;
+            named.extend(found.into_iter().rev().map(|m| m.id));
+        }
         let (id, history, new_turn) = if named.is_empty() {
             (
                 self.create(shape, &key, &model, client, None)?,
@@ -510,7 +503,7 @@ impl Book {
                 Ok(session) => {
                     let mut s = lock(&session);
                     s.refresh()?;
-                    s.append(stamp(client))?;
+                    s.conv.append(stamp(client))?;
                     id = Some((known, s.conv.log().len()));
                 }
                 Err(e) => self.forget(&known, &e),
@@ -528,9 +521,9 @@ impl Book {
                 });
                 let mut extras = Object::new();
                 extras.insert(META_KEY.into(), meta);
-                let c = self.ws.create(title, None, extras, stamp(client))?;
+                let c = create_new(&*self.store, title, None, extras, stamp(client))?;
                 let len = client.len();
-                (c.meta.id, len)
+                (c.id, len)
             }
         };
         Ok(Prepared {
@@ -578,16 +571,24 @@ impl Book {
                 continue;
             }
             from.get_or_insert(id);
-            match align(s.conv.log().records(), client) {
-                Alignment::Extends { tail, .. } => {
-                    let new = stamp(&client[tail..]);
-                    let added = new.len();
-                    let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
-                    s.append(new)?;
-                    return Ok((id.clone(), History::Continued { added }, user));
+            for _ in 0..APPEND_TRIES {
+                match align(s.conv.log().records(), client) {
+                    Alignment::Extends { tail, .. } => {
+                        let new = stamp(&client[tail..]);
+                        let added = new.len();
+                        let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
+                        if s.conv.append_at(new)?.is_some() {
+                            return Ok((id.clone(), History::Continued { added }, user));
+                        }
+                        // Another writer appended since the log was read:
+                        // compare with what it holds now.
+                        s.reload()?;
+                    }
+                    Alignment::Earlier { .. } => {
+                        return Ok((id.clone(), History::Earlier, false));
+                    }
+                    Alignment::Diverges { .. } => break,
                 }
-                Alignment::Earlier { .. } => return Ok((id.clone(), History::Earlier, false)),
-                Alignment::Diverges { .. } => {}
             }
         }
         let Some(from) = from else {
@@ -716,7 +717,6 @@ impl Book {
         let o = compactor.compact_if_needed(&mut s.conv, &ctx)?;
         n += o.committed.len();
         note(&o.status);
-        s.seen = file_len(&s.events);
         Ok(n)
     }
 
@@ -738,8 +738,7 @@ impl Book {
         }
         let mut extras = Object::new();
         extras.insert(META_KEY.into(), meta);
-        let c = self.ws.create(title, None, extras, stamp(client))?;
-        Ok(c.meta.id)
+        Ok(create_new(&*self.store, title, None, extras, stamp(client))?.id)
     }
 
     /// The body the upstream would get for `body`, recording nothing and
@@ -820,7 +819,6 @@ impl Book {
         }
         let (compactor, ctx) = self.compactor(&slot.model, body, Moment::BeforeStep);
         let outcome = compactor.compact_for_overflow(&mut s.conv, &ctx)?;
-        s.seen = file_len(&s.events);
         note(&outcome.status);
         if !outcome.compacted() {
             return Ok(None);
@@ -872,7 +870,11 @@ impl Book {
                 .as_str()
                 .map(str::to_owned)
         });
-        s.append(stamp(&records))?;
+        // Only right after the request: another replica may have recorded
+        // an answer to the same request first.
+        if s.conv.append_at(stamp(&records))?.is_none() {
+            return Ok(false);
+        }
         if let Some(response) = response {
             lock(&self.chains).record(response, &slot.conversation);
         }
@@ -1375,6 +1377,14 @@ fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
     let d = h.finalize();
     let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("head:{hex}")
+}
+
+/// The key the proxy recorded a conversation under.
+fn recorded_key(meta: &ConversationMeta) -> Option<&str> {
+    meta.extras
+        .get(META_KEY)
+        .and_then(|p| p.get("key"))
+        .and_then(Value::as_str)
 }
 
 /// The key of a kept reader: the shape and the first message's text.

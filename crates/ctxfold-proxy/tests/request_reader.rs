@@ -39,7 +39,7 @@ fn book(dir: &std::path::Path, summarize: bool) -> Book {
         window: Some(1_500),
         observe: false,
     };
-    Book::open(ws, compaction).unwrap()
+    Book::open(Arc::new(ws), compaction).unwrap()
 }
 
 fn user(shape: Shape, t: &str) -> Value {
