@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use anyhow::Context as _;
-use ctxfold_proxy::server::Proxy;
-use ctxfold_proxy::{Book, Compaction};
 use crate::cli::ProxyArgs;
 use crate::settings::Settings;
 use crate::store::Target;
+use anyhow::Context as _;
+use ctxfold_proxy::server::Proxy;
+use ctxfold_proxy::{Book, Compaction};
 
 /// Run the proxy on `target`'s store until Ctrl-C or SIGTERM.
 pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Result<()> {

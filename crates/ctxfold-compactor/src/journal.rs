@@ -21,8 +21,7 @@ pub trait Journal: Send + Sync {
     /// Append `records` only if the store's next `seq` is `next` (nothing
     /// was appended since the caller's log); `None` when another writer
     /// got there first, and nothing was written.
-    fn append_at(&self, next: u64, records: Vec<Record>)
-    -> Result<Option<Range<u64>>, StoreError>;
+    fn append_at(&self, next: u64, records: Vec<Record>) -> Result<Option<Range<u64>>, StoreError>;
 
     /// Take the one-compaction-at-a-time lock without waiting; `None` when
     /// another process holds it. Held until the guard is dropped.
@@ -47,18 +46,12 @@ impl Journal for EventLog {
         EventLog::append(self, records)
     }
 
-    fn append_at(
-        &self,
-        next: u64,
-        records: Vec<Record>,
-    ) -> Result<Option<Range<u64>>, StoreError> {
+    fn append_at(&self, next: u64, records: Vec<Record>) -> Result<Option<Range<u64>>, StoreError> {
         Ok(EventLog::append_at(self, next, records)?.ok())
     }
 
     fn try_lock(&self) -> Result<Option<Guard>, StoreError> {
-        Ok(self
-            .try_compaction_lock()?
-            .map(|l| Guard(Held::File(l))))
+        Ok(self.try_compaction_lock()?.map(|l| Guard(Held::File(l))))
     }
 
     fn reload(&self) -> Result<Option<Log>, StoreError> {
@@ -87,11 +80,7 @@ impl Journal for Memory {
         }
     }
 
-    fn append_at(
-        &self,
-        next: u64,
-        records: Vec<Record>,
-    ) -> Result<Option<Range<u64>>, StoreError> {
+    fn append_at(&self, next: u64, records: Vec<Record>) -> Result<Option<Range<u64>>, StoreError> {
         self.append(next, records).map(Some)
     }
 
@@ -127,11 +116,7 @@ impl Journal for InStore {
         self.store.append(&self.id, records)
     }
 
-    fn append_at(
-        &self,
-        next: u64,
-        records: Vec<Record>,
-    ) -> Result<Option<Range<u64>>, StoreError> {
+    fn append_at(&self, next: u64, records: Vec<Record>) -> Result<Option<Range<u64>>, StoreError> {
         Ok(match self.store.append_at(&self.id, next, records)? {
             AppendAt::Appended(r) => Some(r),
             AppendAt::Moved { .. } => None,
