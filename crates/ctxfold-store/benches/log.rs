@@ -1,6 +1,9 @@
 //! Storage benchmarks for the event log: appending one turn and loading a
 //! whole conversation, on agent-shaped conversations of 10 MiB, 100 MiB and
-//! 1 GiB. Figures and targets: `docs/PERFORMANCE.md`.
+//! 1 GiB (records of about 1.7 KB), and loading conversations of 100,000
+//! and 1,000,000 small records (about 220 bytes: the short messages, tool
+//! calls and results real agent logs are full of). Figures and targets:
+//! `docs/PERFORMANCE.md`.
 //!
 //! ```text
 //! cargo bench -p ctxfold-store --bench log
@@ -141,16 +144,33 @@ enum Size {
     Mib10,
     Mib100,
     Gib1,
+    /// 100,000 small records.
+    Small100k,
+    /// 1,000,000 small records.
+    Small1m,
 }
 
+/// Agent-shaped conversations, by file size.
 const SIZES: [Size; 3] = [Size::Mib10, Size::Mib100, Size::Gib1];
+/// Conversations of small records, by record count.
+const SMALL: [Size; 2] = [Size::Small100k, Size::Small1m];
 
 impl Size {
+    /// The file size aimed at (for small records, about what they make).
     fn bytes(self) -> u64 {
         match self {
             Size::Mib10 => 10 << 20,
             Size::Mib100 => 100 << 20,
             Size::Gib1 => 1 << 30,
+            Size::Small100k | Size::Small1m => self.small_records().unwrap_or(0) * 220,
+        }
+    }
+
+    fn small_records(self) -> Option<u64> {
+        match self {
+            Size::Small100k => Some(100_000),
+            Size::Small1m => Some(1_000_000),
+            _ => None,
         }
     }
 }
@@ -162,6 +182,8 @@ impl std::fmt::Display for Size {
             Size::Mib100 => "100 MiB",
             // Not "1 GiB": divan sorts arguments by name.
             Size::Gib1 => "1024 MiB",
+            Size::Small100k => "small x 100k",
+            Size::Small1m => "small x 1M",
         })
     }
 }
@@ -212,8 +234,11 @@ fn fixture(size: Size, usage: Use) -> Fixture {
     }
     let made = match usage {
         Use::Load => {
-            let dir = fx.tmp.path().join(format!("load-{}", size.bytes()));
-            generate(&dir, size.bytes())
+            let dir = fx.tmp.path().join(format!("load-{size:?}"));
+            match size.small_records() {
+                Some(n) => generate_small(&dir, n),
+                None => generate(&dir, size.bytes()),
+            }
         }
         Use::Append => {
             drop(guard);
@@ -290,6 +315,41 @@ fn generate(dir: &Path, target: u64) -> Fixture {
     }
     let file = w.into_inner().unwrap();
     file.sync_all().unwrap();
+    Fixture {
+        dir: dir.to_owned(),
+        bytes,
+        records: seq as usize,
+        turns,
+        secs: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// Write a conversation of `records` small records into
+/// `dir/events.jsonl`: turns of a user message, reasoning, an answer and
+/// eight tool steps, each record about 220 bytes of JSON.
+fn generate_small(dir: &Path, records: u64) -> Fixture {
+    let started = Instant::now();
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("events.jsonl");
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).unwrap());
+    let mut g = Gen::new(0x5EED_0220 ^ records);
+    let (mut bytes, mut seq, mut turns) = (0u64, 0u64, 0usize);
+    while seq < records {
+        for mut r in g.small_turn() {
+            if seq == records {
+                break;
+            }
+            r.seq = seq;
+            r.ts = ts(seq);
+            seq += 1;
+            let line = r.to_json_line();
+            w.write_all(line.as_bytes()).unwrap();
+            w.write_all(b"\n").unwrap();
+            bytes += line.len() as u64 + 1;
+        }
+        turns += 1;
+    }
+    w.into_inner().unwrap().sync_all().unwrap();
     Fixture {
         dir: dir.to_owned(),
         bytes,
@@ -626,6 +686,67 @@ impl Gen {
         s
     }
 
+    /// A turn of small records: a user message, reasoning, an answer, eight
+    /// tool steps (a short call and a short result each) and a closing
+    /// answer.
+    fn small_turn(&mut self) -> Vec<Record> {
+        let mut out = vec![
+            Record::new(0, "", Body::TurnStart),
+            Record::new(
+                0,
+                "",
+                Body::User {
+                    content: self.prose(60, 140),
+                    author: None,
+                },
+            ),
+            Record::new(
+                0,
+                "",
+                Body::Reasoning {
+                    content: self.prose(80, 160),
+                },
+            ),
+            Record::new(
+                0,
+                "",
+                Body::Assistant {
+                    content: self.prose(60, 140),
+                },
+            ),
+        ];
+        for _ in 0..8 {
+            let id = self.id("toolu_");
+            let tool = self.pick(&["read_file", "grep", "list_dir"]);
+            out.push(Record::new(
+                0,
+                "",
+                Body::ToolCall {
+                    id: id.clone(),
+                    name: tool.to_owned(),
+                    arguments: json!({"path": self.pick(FILES)}),
+                },
+            ));
+            out.push(Record::new(
+                0,
+                "",
+                Body::ToolResult {
+                    id,
+                    content: self.prose(60, 130),
+                    is_error: false,
+                },
+            ));
+        }
+        out.push(Record::new(
+            0,
+            "",
+            Body::Assistant {
+                content: self.prose(60, 140),
+            },
+        ));
+        out
+    }
+
     /// One turn with `calls` tool calls; tool output sizes are drawn from
     /// 100 B..20 KB unless given.
     fn turn(&mut self, calls: usize, sizes: Option<[usize; 3]>) -> Vec<Record> {
@@ -780,6 +901,13 @@ fn load(bencher: Bencher, size: Size) {
     });
 }
 
+/// Load a conversation of small records: the per-record cost, where the
+/// 1.7 KB records of `load` hide it. Recorded for the report as `load`'s.
+#[divan::bench(args = SMALL, sample_count = 10, sample_size = 1, max_time = 60)]
+fn load_small(bencher: Bencher, size: Size) {
+    load(bencher, size);
+}
+
 // ---------------------------------------------------------------------------
 // Report
 
@@ -814,7 +942,7 @@ fn print_report() {
         return;
     }
     println!("peak heap during load (max over samples, above the heap before the load):");
-    for size in SIZES {
+    for size in SIZES.into_iter().chain(SMALL) {
         let uses: Vec<MemUse> = mem
             .iter()
             .filter(|(s, ..)| *s == size)
@@ -843,7 +971,7 @@ fn print_report() {
     // much heap: it pays for getting the memory from the system, as every
     // load in a fresh `ctxfold` process does.
     println!("load time, first sample (fresh heap) against the median of the others:");
-    for size in SIZES {
+    for size in SIZES.into_iter().chain(SMALL) {
         let mut secs: Vec<f64> = mem
             .iter()
             .filter(|(s, ..)| *s == size)
@@ -854,9 +982,13 @@ fn print_report() {
         }
         let first = secs.remove(0);
         secs.sort_by(f64::total_cmp);
+        let median = secs[secs.len() / 2];
+        let per_record = fx
+            .made
+            .get(&(size, Use::Load))
+            .map_or(0.0, |f| median * 1e6 / f.records as f64);
         println!(
-            "  {size:>7}: first {first:.3} s, others median {:.3} s ({} samples)",
-            secs[secs.len() / 2],
+            "  {size:>7}: first {first:.3} s, others median {median:.3} s = {per_record:.2} µs/record ({} samples)",
             secs.len()
         );
     }
