@@ -533,6 +533,15 @@ pub enum LineError {
 impl Record {
     /// Read a record from one line of a JSONL log.
     pub fn from_json_line(line: &str) -> Result<(Record, Option<RecordWarning>), LineError> {
+        if let Some(r) = fast::read(line) {
+            return Ok((r, None));
+        }
+        Self::from_json_line_by_map(line)
+    }
+
+    /// [`Record::from_json_line`] through a JSON map: every line, whatever
+    /// it holds.
+    fn from_json_line_by_map(line: &str) -> Result<(Record, Option<RecordWarning>), LineError> {
         let value: Value = serde_json::from_str(line).map_err(|e| LineError::Json {
             column: e.column(),
             message: e.to_string(),
@@ -547,6 +556,319 @@ impl Record {
     pub fn to_json_line(&self) -> String {
         // A map of strings and JSON values always serializes.
         serde_json::to_string(&self.to_object()).unwrap_or_default()
+    }
+}
+
+/// The records most of a log is made of, read straight into their typed
+/// form: no JSON map is built per record. Only a line holding exactly the
+/// fields a record of its type has, each well-formed, is read here; any
+/// other line (unknown fields, overlays, malformed fields, duplicate
+/// keys) goes the general way, so both read a line the same.
+mod fast {
+    use std::fmt;
+
+    use serde::de::{self, Deserializer, MapAccess, Visitor};
+    use serde_json::Value;
+
+    use super::{Body, Object, Record};
+
+    /// Not a line for this reader: the general one takes it.
+    fn other<E: de::Error>() -> E {
+        E::custom("not a common record")
+    }
+
+    pub(super) fn read(line: &str) -> Option<Record> {
+        let mut de = serde_json::Deserializer::from_str(line);
+        let r = de.deserialize_map(Fields).ok()?;
+        de.end().ok()?;
+        Some(r)
+    }
+
+    struct Fields;
+
+    /// Set `slot` once; a key given twice goes the general way.
+    fn once<T, E: de::Error>(slot: &mut Option<T>, v: T) -> Result<(), E> {
+        if slot.is_some() {
+            return Err(other());
+        }
+        *slot = Some(v);
+        Ok(())
+    }
+
+    impl<'de> Visitor<'de> for Fields {
+        type Value = Record;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a record object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Record, A::Error> {
+            let (mut seq, mut ts, mut kind) = (None, None, None);
+            let (mut content, mut author, mut id, mut name) = (None, None, None, None);
+            let (mut arguments, mut is_error, mut metadata) = (None, None, None);
+            // Keys with escapes are not borrowed: they go the general way.
+            while let Some(k) = map.next_key::<&str>()? {
+                match k {
+                    "seq" => once(&mut seq, map.next_value::<u64>()?)?,
+                    "ts" => once(&mut ts, map.next_value::<Option<String>>()?)?,
+                    "type" => once(&mut kind, map.next_value::<String>()?)?,
+                    "content" => once(&mut content, map.next_value::<String>()?)?,
+                    "author" => once(&mut author, map.next_value::<Option<String>>()?)?,
+                    "id" => once(&mut id, map.next_value::<String>()?)?,
+                    "name" => once(&mut name, map.next_value::<String>()?)?,
+                    "arguments" => once(&mut arguments, map.next_value::<Value>()?)?,
+                    "is_error" => once(&mut is_error, map.next_value::<Option<bool>>()?)?,
+                    "metadata" => once(&mut metadata, map.next_value::<Object>()?)?,
+                    _ => return Err(other()),
+                }
+            }
+            let (Some(seq), Some(kind)) = (seq, kind) else {
+                return Err(other());
+            };
+            // Which fields each type has; any other present goes the
+            // general way (it would be kept in `extra`).
+            let (c, a, i, n, g, e) = (
+                content.is_some(),
+                author.is_some(),
+                id.is_some(),
+                name.is_some(),
+                arguments.is_some(),
+                is_error.is_some(),
+            );
+            let body = match kind.as_str() {
+                "turn_start" if !(c || a || i || n || g || e) => Body::TurnStart,
+                "user" if !(i || n || g || e) => Body::User {
+                    content: content.ok_or_else(other)?,
+                    author: author.flatten(),
+                },
+                "assistant" | "reasoning" | "system" if !(a || i || n || g || e) => {
+                    let content = content.ok_or_else(other)?;
+                    match kind.as_str() {
+                        "assistant" => Body::Assistant { content },
+                        "reasoning" => Body::Reasoning { content },
+                        _ => Body::System { content },
+                    }
+                }
+                "tool_call" if !(c || a || e) => Body::ToolCall {
+                    id: id.ok_or_else(other)?,
+                    name: name.ok_or_else(other)?,
+                    arguments: arguments.unwrap_or_else(|| Value::Object(Object::new())),
+                },
+                "tool_result" if !(a || n || g) => Body::ToolResult {
+                    id: id.ok_or_else(other)?,
+                    content: content.ok_or_else(other)?,
+                    is_error: is_error.flatten().unwrap_or(false),
+                },
+                _ => return Err(other()),
+            };
+            Ok(Record {
+                seq,
+                ts: ts.flatten().unwrap_or_default(),
+                body,
+                metadata,
+                extra: Object::new(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod fast_tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::{Record, fast};
+
+    /// A value for a field: mostly what the field should hold, sometimes
+    /// something else.
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => "[a-z \"\\\\é→]{0,12}".prop_map(Value::String),
+            1 => Just(Value::Null),
+            1 => any::<bool>().prop_map(Value::Bool),
+            1 => (0u64..5).prop_map(Value::from),
+            1 => Just(json!(-1)),
+            1 => Just(json!(1.5)),
+            1 => Just(json!({"path": "a.rs", "n": [1, 2]})),
+            1 => Just(json!([])),
+        ]
+    }
+
+    /// Keys a line may gain: the fields of every record type (a field
+    /// of one type is an unknown one in another), and keys no type has.
+    const KEYS: &[&str] = &[
+        "content",
+        "author",
+        "id",
+        "name",
+        "arguments",
+        "is_error",
+        "extra",
+        "s\\u0065q",
+    ];
+    const TYPES: &[&str] = &[
+        "turn_start",
+        "user",
+        "assistant",
+        "reasoning",
+        "system",
+        "tool_call",
+        "tool_result",
+        "structured",
+        "compaction",
+        "inquiry",
+    ];
+
+    /// The fields a record of `kind` has, well-formed, optional ones
+    /// present or not by `pick`.
+    fn template(kind: &str, pick: u8) -> Vec<(String, Value)> {
+        let f = |k: &str, v: Value| (k.to_owned(), v);
+        let opt = |n: u8| pick & (1 << n) != 0;
+        match kind {
+            "turn_start" => vec![],
+            "user" => {
+                let mut v = vec![f("content", json!("hi"))];
+                if opt(0) {
+                    v.push(f("author", if opt(1) { json!("ci") } else { Value::Null }));
+                }
+                v
+            }
+            "assistant" | "reasoning" | "system" => vec![f("content", json!("ok"))],
+            "tool_call" => {
+                let mut v = vec![f("id", json!("c1")), f("name", json!("read"))];
+                if opt(0) {
+                    v.push(f("arguments", json!({"path": "a.rs"})));
+                }
+                v
+            }
+            "tool_result" => {
+                let mut v = vec![f("id", json!("c1")), f("content", json!("text"))];
+                if opt(0) {
+                    v.push(f(
+                        "is_error",
+                        if opt(1) { json!(opt(2)) } else { Value::Null },
+                    ));
+                }
+                v
+            }
+            _ => vec![f("data", json!({"x": 1})), f("from_seq", json!(0))],
+        }
+    }
+
+    /// What a line may have suffered.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Drop(usize),
+        Replace(usize, Value),
+        Add(&'static str, Value),
+        Twice(usize),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        prop_oneof![
+            (0usize..4).prop_map(Change::Drop),
+            ((0usize..4), value()).prop_map(|(i, v)| Change::Replace(i, v)),
+            (prop::sample::select(KEYS), value()).prop_map(|(k, v)| Change::Add(k, v)),
+            (0usize..4).prop_map(Change::Twice),
+        ]
+    }
+
+    /// A line: a well-formed record of some type (the seq, ts and metadata
+    /// varied too), with up to two changes, or none.
+    fn line() -> impl Strategy<Value = String> {
+        (
+            prop::sample::select(TYPES),
+            any::<u8>(),
+            prop::collection::vec(change(), 0..3),
+            prop_oneof![Just("0"), Just("17"), Just("1.0"), Just("-2")],
+            prop_oneof![
+                Just(Some("\"2026\"")),
+                Just(Some("null")),
+                Just(Some("3")),
+                Just(None)
+            ],
+            prop_oneof![
+                Just(None),
+                Just(Some("{\"usage\":{\"n\":3}}")),
+                Just(Some("[]"))
+            ],
+        )
+            .prop_map(|(kind, pick, changes, seq, ts, metadata)| {
+                let mut fields = template(kind, pick);
+                for c in changes {
+                    match c {
+                        Change::Drop(i) if i < fields.len() => {
+                            fields.remove(i);
+                        }
+                        Change::Replace(i, v) if i < fields.len() => fields[i].1 = v,
+                        Change::Add(k, v) => fields.push((k.to_owned(), v)),
+                        Change::Twice(i) if i < fields.len() => fields.push(fields[i].clone()),
+                        _ => {}
+                    }
+                }
+                let mut parts = vec![format!("\"seq\":{seq}")];
+                if let Some(ts) = ts {
+                    parts.push(format!("\"ts\":{ts}"));
+                }
+                parts.push(format!("\"type\":\"{kind}\""));
+                for (k, v) in fields {
+                    parts.push(format!("\"{k}\":{v}"));
+                }
+                if let Some(m) = metadata {
+                    parts.push(format!("\"metadata\":{m}"));
+                }
+                format!("{{{}}}", parts.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16000, ..ProptestConfig::default() })]
+
+        /// Whatever the fast reader takes, it reads as the general one does.
+        #[test]
+        fn the_fast_reader_reads_what_it_takes_as_the_general_one(line in line()) {
+            if let Some(r) = fast::read(&line) {
+                prop_assert_eq!(Ok((r, None)), Record::from_json_line_by_map(&line));
+            }
+        }
+    }
+
+    /// Every common record, as ctxfold writes it, takes the fast way.
+    #[test]
+    fn common_records_as_written_take_the_fast_way() {
+        let lines = [
+            json!({"seq": 0, "ts": "t", "type": "turn_start"}),
+            json!({"seq": 1, "ts": "t", "type": "user", "content": "hi", "author": "ci"}),
+            json!({"seq": 2, "ts": "t", "type": "reasoning", "content": "…", "metadata": {"signature": "x"}}),
+            json!({"seq": 3, "ts": "t", "type": "assistant", "content": "ok"}),
+            json!({"seq": 4, "ts": "t", "type": "tool_call", "id": "c", "name": "f", "arguments": {"a": 1}}),
+            json!({"seq": 5, "ts": "t", "type": "tool_result", "id": "c", "content": "r", "is_error": true}),
+            json!({"seq": 6, "ts": "t", "type": "system", "content": "be brief"}),
+        ];
+        for l in lines {
+            let (r, _) = Record::from_json_line_by_map(&l.to_string()).unwrap();
+            let written = r.to_json_line();
+            assert_eq!(fast::read(&written), Some(r), "{written}");
+        }
+        // And what it must leave to the general way.
+        for l in [
+            r#"{"seq":1,"ts":"t","type":"user","content":"hi","mood":"ok"}"#,
+            r#"{"seq":1,"ts":"t","type":"user","content":5}"#,
+            r#"{"seq":1,"ts":"t","type":"user","content":"a","content":"b"}"#,
+            r#"{"seq":1,"ts":"t","type":"compaction","from_seq":0,"to_seq":1}"#,
+            r#"{"seq":1.0,"ts":"t","type":"assistant","content":"a"}"#,
+            r#"{"seq":1,"ts":"t","type":"assistant","content":"a","metadata":7}"#,
+            // A field of another type is an unknown one here.
+            r#"{"seq":1,"ts":"t","type":"turn_start","content":"a"}"#,
+            r#"{"seq":1,"ts":"t","type":"user","content":"a","is_error":false}"#,
+            r#"{"seq":1,"ts":"t","type":"assistant","content":"a","author":"x"}"#,
+            r#"{"seq":1,"ts":"t","type":"tool_call","id":"c","name":"f","is_error":true}"#,
+            r#"{"seq":1,"ts":"t","type":"tool_call","id":"c","name":"f","content":"x"}"#,
+            r#"{"seq":1,"ts":"t","type":"tool_result","id":"c","content":"r","name":"f"}"#,
+            r#"{"seq":1,"ts":"t","type":"tool_result","id":"c","content":"r","arguments":{}}"#,
+        ] {
+            assert_eq!(fast::read(l), None, "{l}");
+        }
     }
 }
 
