@@ -1401,3 +1401,52 @@ fn head_hash(shape: Shape, first: &str) -> u64 {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use ctxfold_formats::message_reader::Wire;
+
+    use super::*;
+
+    fn kept(bytes: usize) -> Kept {
+        Kept {
+            shape: Shape::Chat,
+            system: None,
+            raw: Vec::new(),
+            bytes,
+            reader: MessageReader::new(Wire::OpenAi, None).unwrap(),
+            used: 0,
+        }
+    }
+
+    #[test]
+    fn kept_readers_stay_within_their_limits() {
+        let mut r = Readers::default();
+        for h in 0..(MAX_READERS as u64 + 10) {
+            r.put(h, kept(1));
+            // The one just used is never the one dropped.
+            assert!(r.kept.contains_key(&h));
+        }
+        assert_eq!(r.kept.len(), MAX_READERS);
+        assert!(
+            !r.kept.contains_key(&0),
+            "the least recently used went first"
+        );
+        assert_eq!(r.bytes, MAX_READERS);
+        // Taking one back and putting it again makes it the newest.
+        let k = r.take(10).unwrap();
+        r.put(10, k);
+        r.put(1_000, kept(1));
+        assert!(r.kept.contains_key(&10));
+        // Bytes: large readers push the old ones out...
+        for h in 0..4 {
+            r.put(2_000 + h, kept(MAX_READER_BYTES / 3));
+        }
+        assert!(r.bytes <= MAX_READER_BYTES, "{} bytes kept", r.bytes);
+        assert_eq!(r.bytes, r.kept.values().map(|k| k.bytes).sum::<usize>());
+        // ...and one larger than the whole budget is not kept at all.
+        r.put(3_000, kept(MAX_READER_BYTES + 1));
+        assert!(!r.kept.contains_key(&3_000));
+        assert!(r.bytes <= MAX_READER_BYTES);
+    }
+}
