@@ -304,34 +304,47 @@ impl Book {
             .clone())
     }
 
-    /// A conversation of a key that can no longer be read (removed with
-    /// `c rm`, its folder broken) is forgotten: the key's requests go on
-    /// in the others, or in a new one.
-    fn forget(&self, id: &str, e: &StoreError) {
+    /// A conversation of a key that is no longer there (removed with
+    /// `c rm`, its metadata broken) is forgotten: the key's requests go on
+    /// in the others, or in a new one. Any other error (a database that
+    /// does not answer for a while) is the request's: it fails open, and
+    /// the conversation is used again by the next request.
+    fn forget(&self, id: &str, e: StoreError) -> Result<(), StoreError> {
+        if !gone_for_good(&e) {
+            return Err(e);
+        }
         tracing::warn!("conversation {id} can no longer be read ({e}); the proxy stops using it");
         lock(&self.sessions).remove(id);
         lock(&self.gone).insert(id.to_owned());
+        Ok(())
     }
 
     /// The key of a request: its `x-ctxfold-conversation` header, else the
     /// fingerprint of its head. A header naming a conversation the proxy
     /// recorded (the id its answers carry in that header) stands for that
     /// conversation's key, so a client echoing it goes on there.
-    fn key(&self, shape: Shape, body: &Value, client: &[Record], header: Option<&str>) -> String {
+    fn key(
+        &self,
+        shape: Shape,
+        body: &Value,
+        client: &[Record],
+        header: Option<&str>,
+    ) -> Result<String, StoreError> {
         let Some(h) = header else {
-            return fingerprint(shape, body, client);
+            return Ok(fingerprint(shape, body, client));
         };
         // Only an exact id: a prefix lookup would read every conversation's
         // metadata on every request.
         let recorded = if h.starts_with('.') || h.contains(['/', '\\']) {
             None
         } else {
-            self.store
-                .read_meta(h)
-                .ok()
-                .and_then(|m| recorded_key(&m).map(str::to_owned))
+            match self.store.read_meta(h) {
+                Ok(m) => recorded_key(&m).map(str::to_owned),
+                Err(e) if gone_for_good(&e) || matches!(e, StoreError::InvalidId { .. }) => None,
+                Err(e) => return Err(e),
+            }
         };
-        recorded.unwrap_or_else(|| format!("header:{h}"))
+        Ok(recorded.unwrap_or_else(|| format!("header:{h}")))
     }
 
     /// Record the history of the request body `bytes` and make the body
@@ -453,7 +466,7 @@ impl Book {
         if let Some(previous) = chained(shape, body) {
             return self.chain(shape, previous, &model, client);
         }
-        let key = self.key(shape, body, client, header_key);
+        let key = self.key(shape, body, client, header_key)?;
         let slot = self.slot(&key);
         // Held to the end: one request of a key at a time (in this
         // process; replicas sharing a store append conditionally).
@@ -472,7 +485,7 @@ impl Book {
                 true,
             )
         } else {
-            self.continue_or_fork(shape, &key, &model, client, &named)?
+            self.continue_or_fork(shape, &key, &model, client, &mut named)?
         };
         // The conversation used goes first; those that can no longer be
         // read go.
@@ -506,7 +519,7 @@ impl Book {
                     s.conv.append(stamp(client))?;
                     id = Some((known, s.conv.log().len()));
                 }
-                Err(e) => self.forget(&known, &e),
+                Err(e) => self.forget(&known, e)?,
             }
         }
         let (id, len) = match id {
@@ -551,44 +564,29 @@ impl Book {
         key: &str,
         model: &str,
         client: &[Record],
-        ids: &[String],
+        named: &mut Vec<String>,
     ) -> Result<(String, History, bool), PrepareError> {
         // The key's conversations, newest first: two clients sharing a
         // key each find their own again instead of forking every time.
         let mut from = None;
-        for id in ids.iter().take(MAX_FORKS_TRIED) {
-            let session = match self.session(id) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.forget(id, &e);
-                    continue;
-                }
-            };
-            let mut s = lock(&session);
-            if let Err(e) = s.refresh() {
-                drop(s);
-                self.forget(id, &e);
-                continue;
-            }
-            from.get_or_insert(id);
-            for _ in 0..APPEND_TRIES {
-                match align(s.conv.log().records(), client) {
-                    Alignment::Extends { tail, .. } => {
-                        let new = stamp(&client[tail..]);
-                        let added = new.len();
-                        let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
-                        if s.conv.append_at(new)?.is_some() {
-                            return Ok((id.clone(), History::Continued { added }, user));
-                        }
-                        // Another writer appended since the log was read:
-                        // compare with what it holds now.
-                        s.reload()?;
-                    }
-                    Alignment::Earlier { .. } => {
-                        return Ok((id.clone(), History::Earlier, false));
-                    }
-                    Alignment::Diverges { .. } => break,
-                }
+        let ids = named.clone();
+        if let Some(found) = self.go_on_in(client, &ids, &mut from)? {
+            return Ok(found);
+        }
+        if self.store.is_shared() {
+            // Another replica may have forked this key's conversation: go
+            // on there rather than fork it again here.
+            let more: Vec<String> = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.to_owned()))?
+                .into_iter()
+                .rev()
+                .map(|m| m.id)
+                .filter(|id| !named.contains(id))
+                .collect();
+            named.extend(more.iter().cloned());
+            if let Some(found) = self.go_on_in(client, &more, &mut from)? {
+                return Ok(found);
             }
         }
         let Some(from) = from else {
@@ -599,8 +597,54 @@ impl Book {
         tracing::info!(
             "conversation {from}: the request's history differs from the log; recording it as a new conversation"
         );
-        let new = self.create(shape, key, model, client, Some(from))?;
+        let new = self.create(shape, key, model, client, Some(&from))?;
         Ok((new, History::Forked, true))
+    }
+
+    /// Go on in the first of `ids` whose log `client` continues (or is an
+    /// earlier state of); `from` becomes the first that could be read.
+    fn go_on_in(
+        &self,
+        client: &[Record],
+        ids: &[String],
+        from: &mut Option<String>,
+    ) -> Result<Option<(String, History, bool)>, PrepareError> {
+        for id in ids.iter().take(MAX_FORKS_TRIED) {
+            let session = match self.session(id) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.forget(id, e)?;
+                    continue;
+                }
+            };
+            let mut s = lock(&session);
+            if let Err(e) = s.refresh() {
+                drop(s);
+                self.forget(id, e)?;
+                continue;
+            }
+            from.get_or_insert_with(|| id.clone());
+            for _ in 0..APPEND_TRIES {
+                match align(s.conv.log().records(), client) {
+                    Alignment::Extends { tail, .. } => {
+                        let new = stamp(&client[tail..]);
+                        let added = new.len();
+                        let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
+                        if s.conv.append_at(new)?.is_some() {
+                            return Ok(Some((id.clone(), History::Continued { added }, user)));
+                        }
+                        // Another writer appended since the log was read:
+                        // compare with what it holds now.
+                        s.reload()?;
+                    }
+                    Alignment::Earlier { .. } => {
+                        return Ok(Some((id.clone(), History::Earlier, false)));
+                    }
+                    Alignment::Diverges { .. } => break,
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// Compact (unless the request is an earlier state), render, and say
@@ -753,7 +797,7 @@ impl Book {
     ) -> Result<Option<Vec<u8>>, PrepareError> {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         let client = transcript.records;
-        let key = self.key(shape, body, &client, header_key);
+        let key = self.key(shape, body, &client, header_key)?;
         let ids = lock(&self.slot(&key)).clone();
         let gone = lock(&self.gone).clone();
         for id in ids
@@ -761,18 +805,18 @@ impl Book {
             .filter(|id| !gone.contains(*id))
             .take(MAX_FORKS_TRIED)
         {
-            // One that can no longer be read is forgotten, as in prepare.
+            // One that is no longer there is forgotten, as in prepare.
             let session = match self.session(id) {
                 Ok(s) => s,
                 Err(e) => {
-                    self.forget(id, &e);
+                    self.forget(id, e)?;
                     continue;
                 }
             };
             let mut s = lock(&session);
             if let Err(e) = s.refresh() {
                 drop(s);
-                self.forget(id, &e);
+                self.forget(id, e)?;
                 continue;
             }
             let stored = s.conv.log().records();
@@ -1377,6 +1421,20 @@ fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
     let d = h.finalize();
     let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("head:{hex}")
+}
+
+/// Whether `e` says the conversation is no longer there (removed, moved to
+/// the trash, its metadata broken), not that the store failed for now.
+fn gone_for_good(e: &StoreError) -> bool {
+    match e {
+        StoreError::NotFound { .. }
+        | StoreError::NoConversation { .. }
+        | StoreError::Gone { .. }
+        | StoreError::Vanished { .. }
+        | StoreError::BadMeta { .. } => true,
+        StoreError::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        _ => false,
+    }
 }
 
 /// The key the proxy recorded a conversation under.
