@@ -618,7 +618,14 @@ mod fast {
                     "name" => once(&mut name, map.next_value::<String>()?)?,
                     "arguments" => once(&mut arguments, map.next_value::<Value>()?)?,
                     "is_error" => once(&mut is_error, map.next_value::<Option<bool>>()?)?,
-                    "metadata" => once(&mut metadata, map.next_value::<Object>()?)?,
+                    // As a value first: with serde_json's `raw_value`
+                    // feature (the proxy turns it on) the general path
+                    // reads an object of one special key as something
+                    // else; a map here would not.
+                    "metadata" => match map.next_value::<Value>()? {
+                        Value::Object(m) => once(&mut metadata, m)?,
+                        _ => return Err(other()),
+                    },
                     _ => return Err(other()),
                 }
             }
@@ -868,6 +875,13 @@ mod fast_tests {
             r#"{"seq":1,"ts":"t","type":"tool_result","id":"c","content":"r","arguments":{}}"#,
         ] {
             assert_eq!(fast::read(l), None, "{l}");
+        }
+        // With serde_json's `raw_value` feature (on when the proxy is in
+        // the build) the general way reads this object as a number; either
+        // way, both read it alike.
+        let special = r#"{"seq":0,"ts":"","type":"turn_start","metadata":{"$serde_json::private::RawValue":"1"}}"#;
+        if let Some(r) = fast::read(special) {
+            assert_eq!(Ok((r, None)), Record::from_json_line_by_map(special));
         }
     }
 }
