@@ -116,12 +116,26 @@ pub fn open(spec: &str, create: bool) -> anyhow::Result<Target> {
     })
 }
 
+/// `dir` for a message: what was given may be a mistyped URL
+/// (`postgresql:/user:pw@host/db`) or a libpq keyword string
+/// (`password=…`), so anything that looks like a password is masked.
+fn shown(dir: &Path) -> String {
+    let mut s = mask_url(&dir.display().to_string());
+    if let Some(at) = s.rfind('@')
+        && let Some(colon) = s[..at].rfind(':')
+        && colon + 1 < at
+    {
+        s.replace_range(colon + 1..at, "***");
+    }
+    s
+}
+
 /// The workspace in folder `dir`.
 fn workspace_at(dir: &Path, create: bool) -> anyhow::Result<Workspace> {
     if !dir.is_dir() {
         bail!(
             "no such folder {}: expected a workspace folder (one holding .ctxfold/) or a postgres:// URL",
-            dir.display()
+            shown(dir)
         );
     }
     let inner = dir.join(ctxfold_store::workspace::WORKSPACE_DIR);
@@ -140,7 +154,7 @@ fn workspace_at(dir: &Path, create: bool) -> anyhow::Result<Workspace> {
     }
     bail!(
         "{} is not a ctxfold workspace (no .ctxfold/ in it): expected a workspace folder or a postgres:// URL",
-        dir.display()
+        shown(dir)
     )
 }
 

@@ -262,6 +262,15 @@ fn bad_stores_are_clear_errors_without_the_password() {
         &[],
     );
     assert!(err.contains("no such folder /no/such/folder"), "{err}");
+    // A mistyped URL or a libpq keyword string is taken for a folder: the
+    // error still shows no password.
+    for spec in [
+        "postgresql:/u:typo-s3cret@h/db",
+        "host=h password=kw-s3cret dbname=d",
+    ] {
+        let err = fails(here, &["--store", spec, "c", "ls"], &["s3cret"]);
+        assert!(err.contains("no such folder"), "{err}");
+    }
     let err = fails(here, &["store", "copy", "--from", ".", "--to", "./"], &[]);
     assert!(err.contains("the same store"), "{err}");
     let not_ws = tempfile::tempdir().unwrap();
