@@ -28,6 +28,11 @@ impl TestDb {
     pub fn new(test: &str) -> Option<TestDb> {
         let admin = match std::env::var(ENV) {
             Ok(u) if !u.is_empty() => u,
+            // CI starts a server (scripts/test): a test that skipped there
+            // would pass without checking anything.
+            _ if std::env::var_os("CI").is_some() => {
+                panic!("{ENV} is unset in CI: scripts/test starts a PostgreSQL server and sets it")
+            }
             _ => {
                 // Straight to stderr: the test harness captures eprintln!.
                 let _ = writeln!(
