@@ -2,79 +2,27 @@
 //!
 //! They run when `CTXFOLD_TEST_PG_URL` names a server whose role may create
 //! databases (`scripts/postgres start DIR` starts one and prints its URL);
-//! without it each prints that it was skipped and passes. Each test gets a
-//! database of its own, `ctxfold_test_<pid>_<n>`, created through that URL
-//! and dropped (`WITH (FORCE)`) at the end: tests never see each other's
-//! tables nor advisory locks (which are per database). The tests of a bad
-//! URL and of a refused connection need no server and always run.
+//! without it each prints that it was skipped and passes (in CI it fails).
+//! Each test gets a database of its own (`common/pg.rs`), dropped at the
+//! end: tests never see each other's tables nor advisory locks (which are
+//! per database). The tests of a bad URL and of a refused connection need
+//! no server and always run.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ctxfold_core::{Body, Object, Record};
-use ctxfold_store::postgres::{PgStore, SCHEMA_VERSION, mask_url};
+use ctxfold_store::postgres::{PgStore, SCHEMA_VERSION};
 use ctxfold_store::{ConversationMeta, EventLog, StoreError};
-use postgres::NoTls;
 
-const ENV: &str = "CTXFOLD_TEST_PG_URL";
+#[path = "common/pg.rs"]
+mod pg;
 
-/// A database of one test's own, dropped at the end.
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
+use pg::TestDb;
 
-impl TestDb {
-    /// `None` (and a notice) when no server is configured.
-    fn new(test: &str) -> Option<TestDb> {
-        let admin = match std::env::var(ENV) {
-            Ok(u) if !u.is_empty() => u,
-            _ => {
-                // Straight to stderr: the test harness captures eprintln!.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "postgres test `{test}` skipped: {ENV} is unset (scripts/postgres start DIR prints a URL for it)"
-                );
-                return None;
-            }
-        };
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let name = format!(
-            "ctxfold_test_{}_{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        );
-        let mut c = postgres::Client::connect(&admin, NoTls)
-            .unwrap_or_else(|e| panic!("{ENV} ({}): {e:?}", mask_url(&admin)));
-        // One statement each: neither may run inside a transaction block.
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .unwrap();
-        c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let url = with_database(&admin, &name);
-        Some(TestDb { admin, name, url })
-    }
-
-    fn store(&self) -> PgStore {
-        PgStore::connect(&self.url).unwrap()
-    }
-
-    /// A plain client on the test database, to look behind the store.
-    fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url, NoTls).unwrap()
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.admin, NoTls) {
-            let _ = c.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
+/// The store on a test database.
+fn pg_store(db: &TestDb) -> PgStore {
+    PgStore::connect(&db.url).unwrap()
 }
 
 macro_rules! test_db {
@@ -84,17 +32,6 @@ macro_rules! test_db {
             None => return,
         }
     };
-}
-
-/// `url` naming database `db` instead.
-fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let rest = base.find("://").expect("a URL") + 3;
-    let authority_end = base[rest..].find('/').map_or(base.len(), |i| rest + i);
-    format!("{}/{db}{query}", &base[..authority_end])
 }
 
 /// The password in a URL's user part.
@@ -190,7 +127,7 @@ fn store_and_lock_cross_threads() {
 #[test]
 fn round_trip_is_byte_exact_with_the_file_store() {
     let db = test_db!("round_trip_is_byte_exact_with_the_file_store");
-    let store = db.store();
+    let store = pg_store(&db);
     let m = meta("conv-1");
     store.create(&m).unwrap();
 
@@ -266,7 +203,7 @@ fn round_trip_is_byte_exact_with_the_file_store() {
 #[test]
 fn a_row_that_is_not_a_record_is_skipped_with_a_warning() {
     let db = test_db!("a_row_that_is_not_a_record_is_skipped_with_a_warning");
-    let store = db.store();
+    let store = pg_store(&db);
     store.create(&meta("c")).unwrap();
     store.append("c", [user("a")]).unwrap();
     db.client()
@@ -299,7 +236,7 @@ fn a_row_that_is_not_a_record_is_skipped_with_a_warning() {
 #[test]
 fn a_batch_that_fails_writes_nothing() {
     let db = test_db!("a_batch_that_fails_writes_nothing");
-    let store = db.store();
+    let store = pg_store(&db);
     store.create(&meta("c")).unwrap();
     assert_eq!(store.append("c", [user("a"), user("b")]).unwrap(), 0..2);
     // A forced failure inside the database, part way through a batch.
@@ -355,7 +292,7 @@ fn a_batch_that_fails_writes_nothing() {
 #[test]
 fn appending_to_a_missing_or_trashed_conversation_writes_nothing() {
     let db = test_db!("appending_to_a_missing_or_trashed_conversation_writes_nothing");
-    let store = db.store();
+    let store = pg_store(&db);
     let e = store.append("nope", [user("a")]).unwrap_err();
     assert!(matches!(e, StoreError::Gone { .. }), "{e}");
     assert!(e.to_string().contains("nothing was written"), "{e}");
@@ -379,7 +316,7 @@ fn appending_to_a_missing_or_trashed_conversation_writes_nothing() {
 #[test]
 fn concurrent_batches_get_gapless_unique_seqs() {
     let db = test_db!("concurrent_batches_get_gapless_unique_seqs");
-    let store = db.store();
+    let store = pg_store(&db);
     store.create(&meta("c")).unwrap();
     const THREADS: usize = 4;
     const BATCHES: usize = 200;
@@ -391,7 +328,7 @@ fn concurrent_batches_get_gapless_unique_seqs() {
                 let store = if t % 2 == 0 {
                     store.clone()
                 } else {
-                    db.store()
+                    pg_store(&db)
                 };
                 s.spawn(move || {
                     (0..BATCHES)
@@ -438,7 +375,7 @@ fn concurrent_batches_get_gapless_unique_seqs() {
 #[test]
 fn load_from_and_counts() {
     let db = test_db!("load_from_and_counts");
-    let store = db.store();
+    let store = pg_store(&db);
     store.create(&meta("c")).unwrap();
     assert_eq!(store.len("c").unwrap(), 0);
     assert_eq!(store.last_seq("c").unwrap(), None);
@@ -465,8 +402,8 @@ fn load_from_and_counts() {
 #[test]
 fn compaction_lock_is_exclusive_across_stores_and_dies_with_its_connection() {
     let db = test_db!("compaction_lock_is_exclusive_across_stores_and_dies_with_its_connection");
-    let a = db.store();
-    let b = db.store();
+    let a = pg_store(&db);
+    let b = pg_store(&db);
     a.create(&meta("c")).unwrap();
     a.create(&meta("other")).unwrap();
 
@@ -542,7 +479,7 @@ fn compaction_lock_is_exclusive_across_stores_and_dies_with_its_connection() {
 #[test]
 fn trash_active_and_prefixes() {
     let db = test_db!("trash_active_and_prefixes");
-    let store = db.store();
+    let store = pg_store(&db);
     for id in ["conv-abc", "conv-abd", "x", "xy"] {
         store.create(&meta(id)).unwrap();
     }
@@ -657,7 +594,7 @@ fn migrate_is_idempotent_and_first_users_do_not_race() {
 #[test]
 fn a_newer_schema_is_refused_clearly() {
     let db = test_db!("a_newer_schema_is_refused_clearly");
-    let store = db.store();
+    let store = pg_store(&db);
     db.client()
         .execute(
             "INSERT INTO ctxfold_schema_version (version) VALUES (999)",
@@ -708,7 +645,7 @@ fn a_wrong_password_is_a_clear_error_without_the_password() {
             assert!(!format!("{e:?}").contains(secret));
         }
     }
-    let store = db.store();
+    let store = pg_store(&db);
     let debug = format!("{store:?}");
     if let Some(pw) = password_of(&db.url) {
         assert!(!debug.contains(&format!(":{pw}@")), "{debug}");
