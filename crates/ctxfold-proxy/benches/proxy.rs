@@ -63,6 +63,22 @@ struct Rig {
     _dir: tempfile::TempDir,
 }
 
+/// Automatic compaction as the proxy applies it, offline summaries. The
+/// 200k conversation is folded on its first request, and stays under the
+/// threshold after.
+fn compaction() -> Compaction {
+    Compaction {
+        policy: AutoPolicy {
+            enabled: true,
+            ..AutoPolicy::default()
+        },
+        hints: Default::default(),
+        summarizers: Arc::new(|| Box::new(ctxfold_compactor::DigestOnly)),
+        window: Some(160_000),
+        observe: false,
+    }
+}
+
 fn rig() -> Rig {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -74,18 +90,7 @@ fn rig() -> Rig {
         let up_addr = up.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(up, upstream()).await });
         let ws = ctxfold_store::Workspace::init(dir.path()).unwrap().0;
-        let compaction = Compaction {
-            policy: AutoPolicy {
-                enabled: true,
-                ..AutoPolicy::default()
-            },
-            hints: Default::default(),
-            summarizers: Arc::new(|| Box::new(ctxfold_compactor::DigestOnly)),
-            // The 200k conversation is folded on its first request, and
-            // stays under the threshold after.
-            window: Some(160_000),
-            observe: false,
-        };
+        let compaction = compaction();
         let config = ProxyConfig {
             openai: format!("http://{up_addr}"),
             ..ProxyConfig::default()
@@ -294,17 +299,7 @@ fn direct_200k(bencher: divan::Bencher) {
 fn prepare_200k(bencher: divan::Bencher, whole: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ws = ctxfold_store::Workspace::init(dir.path()).unwrap().0;
-    let compaction = Compaction {
-        policy: AutoPolicy {
-            enabled: true,
-            ..AutoPolicy::default()
-        },
-        hints: Default::default(),
-        summarizers: Arc::new(|| Box::new(ctxfold_compactor::DigestOnly)),
-        window: Some(160_000),
-        observe: false,
-    };
-    let book = Book::open(Arc::new(ws), compaction).unwrap();
+    let book = Book::open(Arc::new(ws), compaction()).unwrap();
     let shape = ctxfold_proxy::shape::Shape::Chat;
     let mut messages = history(200_000);
     messages.push(json!({"role": "user", "content": "message 0"}));
