@@ -1570,3 +1570,104 @@ fn three_proxy_replicas_on_one_database_share_their_conversations() {
     assert_eq!(local, 0, "conversations written to the workspace");
     drop(replicas);
 }
+
+/// A client's request sent to two replicas at the same moment (a retry the
+/// load balancer sends elsewhere): whichever appends first records the new
+/// messages, the other finds them there, and the log holds every event
+/// once.
+#[test]
+fn the_same_request_on_two_replicas_at_once_records_every_event_once() {
+    let Some(db) =
+        pg::TestDb::new("the_same_request_on_two_replicas_at_once_records_every_event_once")
+    else {
+        return;
+    };
+    // The same request gets the same answer: a retry's, were the model
+    // deterministic. (Were the answers to differ, the log would hold one
+    // and the client might go on from the other: a history that diverges,
+    // recorded as a fork.)
+    let up = Upstream::start_deterministic(1_000_000);
+    let s = Scratch::new();
+    let conf = config(&up, "window = 1000000");
+    let replicas: Vec<Proxy> = (0..2)
+        .map(|_| proxy(&s, &conf, &["--store", &db.url]))
+        .collect();
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a careful coding agent."}),
+        json!({"role": "user", "content": "Read every module: steps=12"}),
+    ];
+    let mut ids = std::collections::BTreeSet::new();
+    let mut histories = Vec::new();
+    for step in 0.. {
+        let body =
+            json!({"model": "gpt-4o-mini", "messages": messages, "tools": tools()}).to_string();
+        // The first request goes to one replica: two replicas that both see
+        // a conversation's first request at once each start one.
+        let targets = if step == 0 {
+            &replicas[..1]
+        } else {
+            &replicas[..]
+        };
+        let barrier = std::sync::Barrier::new(targets.len());
+        let answers: Vec<Answer> = std::thread::scope(|scope| {
+            let sent: Vec<_> = targets
+                .iter()
+                .map(|p| {
+                    let (barrier, body) = (&barrier, &body);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        post(
+                            &format!("{}/v1/chat/completions", p.base),
+                            &[],
+                            body.as_bytes(),
+                        )
+                    })
+                })
+                .collect();
+            sent.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for a in &answers {
+            assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+            ids.insert(a.header("x-ctxfold-conversation").unwrap().to_owned());
+            histories.push(a.header("x-ctxfold-history").unwrap().to_owned());
+        }
+        let msg = answers[0].json()["choices"][0]["message"].clone();
+        messages.push(msg.clone());
+        let calls = msg["tool_calls"].as_array().cloned().unwrap_or_default();
+        if calls.is_empty() {
+            break;
+        }
+        for c in calls {
+            let args: Value =
+                serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap();
+            messages.push(json!({"role": "tool", "tool_call_id": c["id"],
+                "content": file_text(args["path"].as_str().unwrap(), 300)}));
+        }
+    }
+    assert_eq!(ids.len(), 1, "one conversation: {ids:?} ({histories:?})");
+    let id = ids.into_iter().next().unwrap();
+    let store = ["--store", db.url.as_str()];
+    let recs = records_when_in(&s, &store, &id, |r| count(r, "assistant") > 0);
+    let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    assert_eq!(count(&recs, "user"), 1);
+    assert_eq!(count(&recs, "tool_call"), 12, "{histories:?}");
+    assert_eq!(count(&recs, "tool_result"), 12, "{histories:?}");
+    assert_eq!(count(&recs, "assistant"), 1, "{histories:?}");
+    let mut calls: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "tool_call")
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    assert_eq!(calls.len(), 12, "every call once");
+    // Each step, one of the two went on from the log; the other found
+    // its messages there already (or, when it came second, went on too).
+    assert!(
+        histories
+            .iter()
+            .all(|h| h == "new" || h == "continued" || h == "earlier"),
+        "{histories:?}"
+    );
+}

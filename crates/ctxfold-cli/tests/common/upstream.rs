@@ -50,18 +50,33 @@ pub struct Upstream {
     pub seen: Arc<Mutex<Vec<Seen>>>,
     /// Problems found in requests (each answered 400).
     pub problems: Arc<Mutex<Vec<String>>>,
+    /// Name tool calls by the step they are (`call_step_K`), so the same
+    /// request always gets the same answer; else by the request's number
+    /// (`call_N`), unique across everything the fake answers.
+    same_answer: bool,
 }
 
 impl Upstream {
     /// Start a fake that refuses requests over `window` tokens (about four
     /// bytes of body a token).
     pub fn start(window: usize) -> Upstream {
+        Self::start_with(window, false)
+    }
+
+    /// [`Upstream::start`], answering the same request the same way every
+    /// time (as a retried request would be, were the model deterministic).
+    pub fn start_deterministic(window: usize) -> Upstream {
+        Self::start_with(window, true)
+    }
+
+    fn start_with(window: usize, same_answer: bool) -> Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let up = Upstream {
             base,
             seen: Arc::default(),
             problems: Arc::default(),
+            same_answer,
         };
         let u = up.clone();
         std::thread::spawn(move || {
@@ -174,7 +189,11 @@ impl Upstream {
         let (steps, done) = progress(shape, &req);
         let act = if done < steps {
             Act::Tool {
-                id: format!("call_{n}"),
+                id: if self.same_answer {
+                    format!("call_step_{done}")
+                } else {
+                    format!("call_{n}")
+                },
                 path: format!("src/m{done}.rs"),
             }
         } else {
