@@ -15,6 +15,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -51,6 +52,7 @@ impl Proxy {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
             .read_timeout(config.timeout)
             // Upstreams come from config; a redirect must not send a
             // client's key elsewhere.
@@ -95,6 +97,14 @@ pub async fn serve(
     proxy: Arc<Proxy>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // Without TCP_NODELAY an answer's head and body, written apart, wait
+    // for the client's delayed acknowledgement: 40 ms on every request of
+    // a client that delays them (measured with Python's httpx).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY could not be set on a connection: {e}");
+        }
+    });
     axum::serve(listener, router(proxy))
         .with_graceful_shutdown(shutdown)
         .await
