@@ -25,7 +25,7 @@ pub struct Record {
     /// What the record is.
     pub body: Body,
     /// Opaque per-event data: provider signatures, reported usage, …
-    pub metadata: Option<Object>,
+    pub metadata: Option<Box<Object>>,
     /// Fields of a known record type that this version does not know.
     pub extra: Object,
 }
@@ -411,7 +411,7 @@ impl Record {
                 seq,
                 ts,
                 body,
-                metadata,
+                metadata: metadata.map(Box::new),
                 extra,
             },
             warning,
@@ -460,7 +460,7 @@ impl Record {
             obj.insert(k.clone(), v.clone());
         }
         if let Some(m) = &self.metadata {
-            obj.insert("metadata".into(), Value::Object(m.clone()));
+            obj.insert("metadata".into(), Value::Object((**m).clone()));
         }
         obj
     }
@@ -672,7 +672,7 @@ mod fast {
                 seq,
                 ts: ts.flatten().unwrap_or_default(),
                 body,
-                metadata,
+                metadata: metadata.map(Box::new),
                 extra: Object::new(),
             })
         }

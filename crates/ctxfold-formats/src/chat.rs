@@ -227,9 +227,7 @@ pub(crate) fn meta<'a>(r: &'a Record, key: &str) -> Option<&'a Value> {
 
 /// Set a metadata value of `r`.
 pub(crate) fn set_meta(r: &mut Record, key: &str, v: Value) {
-    r.metadata
-        .get_or_insert_with(Object::new)
-        .insert(key.to_owned(), v);
+    r.metadata.get_or_insert_default().insert(key.to_owned(), v);
 }
 
 /// The text parts (`{"type": "text", "text": …}`) of a content array,

@@ -477,7 +477,7 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
         if !hints.is_empty() {
             let mut m = Object::new();
             m.insert(HINTS.into(), Value::Object(hints));
-            rec.metadata = Some(m);
+            rec.metadata = Some(Box::new(m));
         }
         return Ok(rec);
     }
@@ -498,7 +498,7 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
     if !hints.is_empty() {
         rec.extra.insert(HINTS.into(), Value::Object(hints));
     }
-    rec.metadata = metadata.take();
+    rec.metadata = metadata.take().map(Box::new);
     Ok(rec)
 }
 
@@ -517,7 +517,7 @@ fn take_reserved(obj: &mut Object, names: &[&str]) -> Object {
 /// `extra`), created when missing.
 fn hints_mut(rec: &mut Record) -> &mut Object {
     let holder = match rec.body {
-        Body::Other { .. } => rec.metadata.get_or_insert_with(Object::new),
+        Body::Other { .. } => rec.metadata.get_or_insert_default(),
         _ => &mut rec.extra,
     };
     let entry = holder
@@ -713,7 +713,7 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
         }
     }
     if let (Some(m), false) = (&rec.metadata, matches!(rec.body, Body::Other { .. })) {
-        let mut m = Value::Object(m.clone());
+        let mut m = Value::Object((**m).clone());
         encode_tree(&mut m, "/metadata", hints);
         fields.insert("metadata".into(), m);
     }

@@ -231,7 +231,7 @@ fn read_assistant(
     for (body, meta) in calls {
         let idx = out.push(body);
         if !meta.is_empty() {
-            out.records[idx].metadata = Some(meta);
+            out.records[idx].metadata = Some(Box::new(meta));
         }
     }
     if out.records.len() == start {

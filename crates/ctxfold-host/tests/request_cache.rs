@@ -182,10 +182,10 @@ proptest! {
             for b in records(a, &log, &mut n, &mut late) {
                 let mut r = Record::new(log.next_seq(), "t", b);
                 if signed {
-                    r.metadata = Some(Object::from_iter([(
+                    r.metadata = Some(Box::new(Object::from_iter([(
                         ctxfold_providers::response::THINKING_SIGNATURE.to_owned(),
                         json!("sig"),
-                    )]));
+                    )])));
                 }
                 log.push(r);
             }

@@ -29,7 +29,7 @@ fn conversation() -> &'static Log {
             let seq = recs.len() as u64;
             let mut r = Record::new(seq, "2026-11-30T00:00:00Z", b);
             if let Some(serde_json::Value::Object(m)) = meta {
-                r.metadata = Some(m);
+                r.metadata = Some(Box::new(m));
             }
             recs.push(r);
         };

@@ -226,8 +226,8 @@ pub fn request_from_view(log: &Log, view: &View<'_>, opts: &RequestOptions) -> C
             Item::Event { index, record } => match &record.body {
                 Body::System { content } => req.push_system(content),
                 Body::Reasoning { content } => {
-                    let signature =
-                        signature_of(record.metadata.as_ref()).filter(|_| signatures.keeps(index));
+                    let signature = signature_of(record.metadata.as_deref())
+                        .filter(|_| signatures.keeps(index));
                     req.push(
                         Role::Assistant,
                         Part::Reasoning {

@@ -18,7 +18,7 @@
 //! object as the provider sent it. Records get `seq` 0: the store numbers
 //! them when it appends them.
 
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Body, Record};
 use serde_json::{Value, json};
 
 use crate::request::Part;
@@ -158,9 +158,7 @@ impl ChatResponse {
             };
             let mut r = Record::new(0, ts, body);
             if let Some((k, v)) = meta {
-                r.metadata
-                    .get_or_insert_with(Object::new)
-                    .insert(k.into(), v);
+                r.metadata.get_or_insert_default().insert(k.into(), v);
             }
             out.push(r);
         }
@@ -174,7 +172,7 @@ impl ChatResponse {
             ));
         }
         if let (Some(u), Some(last)) = (&self.usage, out.last_mut()) {
-            last.metadata.get_or_insert_with(Object::new).insert(
+            last.metadata.get_or_insert_default().insert(
                 USAGE.into(),
                 json!({
                     "model": self.model,

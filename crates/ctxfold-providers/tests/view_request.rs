@@ -28,7 +28,7 @@ fn signed(text: &str, sig: &str) -> Record {
         "anthropic_thinking_signature".into(),
         Value::String(sig.into()),
     );
-    r.metadata = Some(m);
+    r.metadata = Some(Box::new(m));
     r
 }
 

@@ -1337,7 +1337,7 @@ fn set_cache_marker(r: &mut Record, m: Value) {
         Body::Other { fields, .. } => fields.get_mut("block"),
         _ => Some(
             r.metadata
-                .get_or_insert_with(Object::new)
+                .get_or_insert_default()
                 .entry(BLOCK_FIELDS)
                 .or_insert_with(|| json!({})),
         ),

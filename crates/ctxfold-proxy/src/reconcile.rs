@@ -198,7 +198,9 @@ mod tests {
             },
             text("hello"),
         ]);
-        stored[2].metadata = Some(serde_json::from_value(json!({"usage": 3})).unwrap());
+        stored[2].metadata = Some(Box::new(
+            serde_json::from_value(json!({"usage": 3})).unwrap(),
+        ));
         let mut client = recs(vec![
             Body::System {
                 content: "be brief".into(),

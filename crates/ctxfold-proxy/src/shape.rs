@@ -133,7 +133,7 @@ impl Shape {
 mod responses {
     use std::io::BufRead;
 
-    use ctxfold_core::{Body, Object, Record};
+    use ctxfold_core::{Body, Record};
     use ctxfold_providers::response::USAGE;
     use ctxfold_providers::sse::SseReader;
     use serde_json::{Value, json};
@@ -162,7 +162,7 @@ mod responses {
         let id = raw.get("id").and_then(Value::as_str);
         let usage = raw.get("usage").filter(|u| u.is_object());
         let last = records.last_mut().expect("one record at least");
-        let meta = last.metadata.get_or_insert_with(Object::new);
+        let meta = last.metadata.get_or_insert_default();
         if let Some(id) = id {
             meta.insert(RESPONSE_ID.into(), id.into());
         }

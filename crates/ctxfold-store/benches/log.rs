@@ -770,7 +770,7 @@ impl Gen {
         );
         let mut meta = Object::new();
         meta.insert("signature".into(), Value::String(self.id("").repeat(14)));
-        reasoning.metadata = Some(meta);
+        reasoning.metadata = Some(Box::new(meta));
         out.push(reasoning);
         out.push(Record::new(
             0,
@@ -827,7 +827,7 @@ impl Gen {
             }),
         );
         meta.insert("model".into(), json!("claude-sonnet-4-5"));
-        last.metadata = Some(meta);
+        last.metadata = Some(Box::new(meta));
         out.push(last);
         out
     }

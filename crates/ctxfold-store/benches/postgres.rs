@@ -165,7 +165,8 @@ fn typical_turn(seed: usize) -> Vec<Record> {
     );
     reasoning.metadata = json!({"signature": text(seed + 2, 300)})
         .as_object()
-        .cloned();
+        .cloned()
+        .map(Box::new);
     out.push(reasoning);
     out.push(Record::new(
         0,
@@ -204,7 +205,8 @@ fn typical_turn(seed: usize) -> Vec<Record> {
     );
     last.metadata = json!({"usage": {"input_tokens": 51234, "output_tokens": 612}})
         .as_object()
-        .cloned();
+        .cloned()
+        .map(Box::new);
     out.push(last);
     out
 }
