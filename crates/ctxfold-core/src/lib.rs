@@ -31,4 +31,4 @@ pub mod view_size;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, LineReader, Log, ReadLines, Step};
-pub use record::{Body, Kind, LineError, Object, Record, RecordError, RecordWarning};
+pub use record::{Body, Fields, Kind, LineError, Object, Record, RecordError, RecordWarning};

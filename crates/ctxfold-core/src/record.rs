@@ -27,7 +27,75 @@ pub struct Record {
     /// Opaque per-event data: provider signatures, reported usage, …
     pub metadata: Option<Box<Object>>,
     /// Fields of a known record type that this version does not know.
-    pub extra: Object,
+    pub extra: Fields,
+}
+
+/// Fields kept as they came ([`Record::extra`]). Most records have none,
+/// so an empty set costs one pointer rather than a map; it reads and
+/// writes as an [`Object`].
+#[derive(Clone, Default)]
+pub struct Fields(Option<Box<Object>>);
+
+/// What an empty [`Fields`] reads as.
+static NO_FIELDS: std::sync::LazyLock<Object> = std::sync::LazyLock::new(Object::new);
+
+impl Fields {
+    /// No fields.
+    pub fn new() -> Self {
+        Fields(None)
+    }
+}
+
+impl From<Object> for Fields {
+    fn from(o: Object) -> Self {
+        if o.is_empty() {
+            Fields(None)
+        } else {
+            Fields(Some(Box::new(o)))
+        }
+    }
+}
+
+impl From<Fields> for Object {
+    fn from(f: Fields) -> Object {
+        f.0.map(|b| *b).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for Fields {
+    type Target = Object;
+
+    fn deref(&self) -> &Object {
+        self.0.as_deref().unwrap_or(&NO_FIELDS)
+    }
+}
+
+impl std::ops::DerefMut for Fields {
+    fn deref_mut(&mut self) -> &mut Object {
+        self.0.get_or_insert_default()
+    }
+}
+
+/// Equal when they hold the same fields, however they are kept.
+impl PartialEq for Fields {
+    fn eq(&self, other: &Fields) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Fields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<'a> IntoIterator for &'a Fields {
+    type Item = (&'a String, &'a Value);
+    type IntoIter = serde_json::map::Iter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 /// The typed content of a [`Record`].
@@ -201,7 +269,7 @@ impl Record {
             ts: ts.into(),
             body,
             metadata: None,
-            extra: Object::new(),
+            extra: Fields::new(),
         }
     }
 
@@ -412,7 +480,7 @@ impl Record {
                 ts,
                 body,
                 metadata: metadata.map(Box::new),
-                extra,
+                extra: extra.into(),
             },
             warning,
         ))
@@ -673,7 +741,7 @@ mod fast {
                 ts: ts.flatten().unwrap_or_default(),
                 body,
                 metadata: metadata.map(Box::new),
-                extra: Object::new(),
+                extra: super::Fields::new(),
             })
         }
     }

@@ -494,7 +494,7 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
     if !stash.is_empty() {
         hints.insert(FIELDS.into(), Value::Object(stash));
     }
-    rec.extra = obj;
+    rec.extra = obj.into();
     if !hints.is_empty() {
         rec.extra.insert(HINTS.into(), Value::Object(hints));
     }
@@ -516,7 +516,7 @@ fn take_reserved(obj: &mut Object, names: &[&str]) -> Object {
 /// The hints object of `rec` (in `metadata` for a kept record, else in
 /// `extra`), created when missing.
 fn hints_mut(rec: &mut Record) -> &mut Object {
-    let holder = match rec.body {
+    let holder: &mut Object = match rec.body {
         Body::Other { .. } => rec.metadata.get_or_insert_default(),
         _ => &mut rec.extra,
     };
