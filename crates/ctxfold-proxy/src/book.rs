@@ -478,14 +478,28 @@ impl Book {
                 .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.clone()))?;
             named.extend(found.into_iter().rev().map(|m| m.id));
         }
-        let (id, history, new_turn) = if named.is_empty() {
-            (
+        let first = if named.is_empty() {
+            self.create_first(shape, &key, &model, client)?
+        } else {
+            None
+        };
+        if named.is_empty() && first.is_none() {
+            // Another replica started this key's conversation meanwhile.
+            let found = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.clone()))?;
+            named.extend(found.into_iter().rev().map(|m| m.id));
+        }
+        let (id, history, new_turn) = match first {
+            Some(id) => (id, History::New, true),
+            // The key's first conversation is taken but not found (moved to
+            // the trash): a new one with an id of its own.
+            None if named.is_empty() => (
                 self.create(shape, &key, &model, client, None)?,
                 History::New,
                 true,
-            )
-        } else {
-            self.continue_or_fork(shape, &key, &model, client, &mut named)?
+            ),
+            None => self.continue_or_fork(shape, &key, &model, client, &mut named)?,
         };
         // The conversation used goes first; those that can no longer be
         // read go.
@@ -772,17 +786,41 @@ impl Book {
         client: &[Record],
         forked_from: Option<&str>,
     ) -> Result<String, PrepareError> {
-        let title = client.iter().find_map(|r| match &r.body {
-            Body::User { content, .. } => Some(title_of(content)),
-            _ => None,
-        });
-        let mut meta = json!({"key": key, "shape": shape.name(), "model": model});
-        if let Some(f) = forked_from {
-            meta["forked_from"] = json!(f);
-        }
-        let mut extras = Object::new();
-        extras.insert(META_KEY.into(), meta);
+        let (title, extras) = new_meta(shape, key, model, client, forked_from);
         Ok(create_new(&*self.store, title, None, extras, stamp(client))?.id)
+    }
+
+    /// Record `client` as the first conversation of `key`. In a shared
+    /// store it gets an id made from the key, so two replicas that see the
+    /// same first request at once cannot each start one: `None` when
+    /// another made it first (look it up then).
+    fn create_first(
+        &self,
+        shape: Shape,
+        key: &str,
+        model: &str,
+        client: &[Record],
+    ) -> Result<Option<String>, PrepareError> {
+        if !self.store.is_shared() {
+            return Ok(Some(self.create(shape, key, model, client, None)?));
+        }
+        let (title, extras) = new_meta(shape, key, model, client, None);
+        let digest = Sha256::digest(key.as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let now = ctxfold_store::now();
+        let meta = ConversationMeta {
+            id: format!("proxy-{hex}"),
+            title,
+            created_at: now.clone(),
+            last_used_at: now,
+            imported_from: None,
+            extras,
+        };
+        match self.store.create(&meta, stamp(client)) {
+            Ok(_) => Ok(Some(meta.id)),
+            Err(StoreError::ConversationExists { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The body the upstream would get for `body`, recording nothing and
@@ -1421,6 +1459,28 @@ fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
     let d = h.finalize();
     let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("head:{hex}")
+}
+
+/// A new conversation's title (its first user message) and the proxy's
+/// entry in its metadata.
+fn new_meta(
+    shape: Shape,
+    key: &str,
+    model: &str,
+    client: &[Record],
+    forked_from: Option<&str>,
+) -> (Option<String>, Object) {
+    let title = client.iter().find_map(|r| match &r.body {
+        Body::User { content, .. } => Some(title_of(content)),
+        _ => None,
+    });
+    let mut meta = json!({"key": key, "shape": shape.name(), "model": model});
+    if let Some(f) = forked_from {
+        meta["forked_from"] = json!(f);
+    }
+    let mut extras = Object::new();
+    extras.insert(META_KEY.into(), meta);
+    (title, extras)
 }
 
 /// Whether `e` says the conversation is no longer there (removed, moved to
