@@ -1432,6 +1432,24 @@ fn an_upstream_that_never_answers_is_a_502_after_the_timeout() {
     assert_eq!(ls.as_array().unwrap().len(), 1);
 }
 
+/// An agent's log after one user request of `steps` tool steps: gapless
+/// seqs, one user message, every call and result once.
+fn every_step_once(recs: &[Value], steps: usize, what: &str) {
+    let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "{what}");
+    assert_eq!(count(recs, "user"), 1, "{what}");
+    assert_eq!(count(recs, "tool_call"), steps, "{what}");
+    assert_eq!(count(recs, "tool_result"), steps, "{what}");
+    let mut calls: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "tool_call")
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    calls.sort_unstable();
+    calls.dedup();
+    assert_eq!(calls.len(), steps, "{what}: every call once");
+}
+
 /// Three proxies on one PostgreSQL database, each agent's requests spread
 /// over all three: every agent keeps one conversation holding each event
 /// once, the upstream never gets more than the window, no firing is
@@ -1492,23 +1510,7 @@ fn three_proxy_replicas_on_one_database_share_their_conversations() {
         assert_eq!(ids.len(), 1, "agent {a}: {ids:?}");
         let id = *ids.iter().next().unwrap();
         let recs = records_when_in(&s, &store, id, |r| count(r, "assistant") > 0);
-        let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
-        assert_eq!(
-            seqs,
-            (0..seqs.len() as u64).collect::<Vec<_>>(),
-            "agent {a}"
-        );
-        assert_eq!(count(&recs, "tool_call"), 40, "agent {a}");
-        assert_eq!(count(&recs, "tool_result"), 40, "agent {a}");
-        assert_eq!(count(&recs, "user"), 1, "agent {a}");
-        let mut calls: Vec<&str> = recs
-            .iter()
-            .filter(|r| r["type"] == "tool_call")
-            .map(|r| r["id"].as_str().unwrap())
-            .collect();
-        calls.sort_unstable();
-        calls.dedup();
-        assert_eq!(calls.len(), 40, "agent {a}: every call once");
+        every_step_once(&recs, 40, &format!("agent {a}"));
         // Compacted, and no firing twice: each compaction folds a range no
         // other one does.
         let ranges: Vec<(u64, u64)> = recs
@@ -1645,20 +1647,8 @@ fn the_same_request_on_two_replicas_at_once_records_every_event_once() {
     let id = ids.into_iter().next().unwrap();
     let store = ["--store", db.url.as_str()];
     let recs = records_when_in(&s, &store, &id, |r| count(r, "assistant") > 0);
-    let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
-    assert_eq!(count(&recs, "user"), 1);
-    assert_eq!(count(&recs, "tool_call"), 12, "{histories:?}");
-    assert_eq!(count(&recs, "tool_result"), 12, "{histories:?}");
+    every_step_once(&recs, 12, &format!("{histories:?}"));
     assert_eq!(count(&recs, "assistant"), 1, "{histories:?}");
-    let mut calls: Vec<&str> = recs
-        .iter()
-        .filter(|r| r["type"] == "tool_call")
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
-    calls.sort_unstable();
-    calls.dedup();
-    assert_eq!(calls.len(), 12, "every call once");
     // Each step, one of the two went on from the log; the other found
     // its messages there already (or, when it came second, went on too).
     assert!(
