@@ -11,12 +11,16 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Body, Record};
 use ctxfold_store::postgres::{PgStore, SCHEMA_VERSION};
 use ctxfold_store::{ConversationMeta, EventLog, StoreError};
 
 #[path = "common/pg.rs"]
 mod pg;
+#[path = "common/records.rs"]
+mod records;
+
+use records::user;
 
 use pg::TestDb;
 
@@ -54,29 +58,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 }
 
 fn meta(id: &str) -> ConversationMeta {
-    let mut extras = Object::new();
-    // Out of alphabetical order: kept as written.
-    extras.insert("zeta".into(), serde_json::json!({"y": 2, "b": [3, "é"]}));
-    extras.insert("alpha".into(), serde_json::json!(1));
-    ConversationMeta {
-        id: id.to_owned(),
-        title: Some(format!("title of {id}")),
-        created_at: "2026-01-02T03:04:05Z".into(),
-        last_used_at: "2026-01-02T03:04:05Z".into(),
-        imported_from: None,
-        extras,
-    }
-}
-
-fn user(text: &str) -> Record {
-    Record::new(
-        0,
-        "2026-01-02T03:04:05Z",
-        Body::User {
-            content: text.into(),
-            author: None,
-        },
-    )
+    records::meta_at(id, "2026-01-02T03:04:05Z")
 }
 
 fn text_of(r: &Record) -> &str {

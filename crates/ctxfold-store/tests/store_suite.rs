@@ -6,15 +6,17 @@
 
 #[path = "common/pg.rs"]
 mod pg;
+#[path = "common/records.rs"]
+mod records;
+
+use records::{meta_at as meta, user};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_formats::{Format, Transcript};
-use ctxfold_store::{
-    AppendAt, ConversationMeta, ImportSource, PgStore, Store, StoreError, Workspace, create_new,
-};
+use ctxfold_store::{AppendAt, ImportSource, PgStore, Store, StoreError, Workspace, create_new};
 use serde_json::json;
 
 /// One store under test, and what keeps it alive.
@@ -75,32 +77,6 @@ fn stores(test: &str) -> Vec<Under> {
         });
     }
     out
-}
-
-fn meta(id: &str, created: &str) -> ConversationMeta {
-    let mut extras = Object::new();
-    // Out of alphabetical order: kept as written.
-    extras.insert("zeta".into(), json!({"y": 2, "b": [3, "é"]}));
-    extras.insert("alpha".into(), json!(1));
-    ConversationMeta {
-        id: id.to_owned(),
-        title: Some(format!("title of {id}")),
-        created_at: created.to_owned(),
-        last_used_at: created.to_owned(),
-        imported_from: None,
-        extras,
-    }
-}
-
-fn user(text: &str) -> Record {
-    Record::new(
-        0,
-        "2026-01-02T03:04:05Z",
-        Body::User {
-            content: text.into(),
-            author: None,
-        },
-    )
 }
 
 fn texts(records: &[Record]) -> Vec<String> {
