@@ -114,6 +114,10 @@ pub struct PgOptions {
     pub connect_timeout: Duration,
     /// How long an operation waits for a free connection.
     pub wait_timeout: Duration,
+    /// How long one statement may run before the server cancels it (an
+    /// append waiting on a row lock that a hung session holds), unless the
+    /// URL sets `options`.
+    pub statement_timeout: Duration,
 }
 
 impl Default for PgOptions {
@@ -122,6 +126,7 @@ impl Default for PgOptions {
             pool_size: 16,
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Duration::from_secs(30),
+            statement_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -278,6 +283,14 @@ impl PgStore {
         }
         if config.get_application_name().is_none() {
             config.application_name("ctxfold");
+        }
+        // A session that hangs holding a conversation's row lock must not
+        // hang every writer behind it: their statements end in an error.
+        if config.get_options().is_none() {
+            config.options(&format!(
+                "-c statement_timeout={}",
+                options.statement_timeout.as_millis().max(1)
+            ));
         }
         let target = Target {
             store,

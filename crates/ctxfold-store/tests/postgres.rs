@@ -679,3 +679,56 @@ fn a_bad_url_says_what_was_expected() {
         );
     }
 }
+
+/// A session that hangs holding a conversation's row lock (a replica
+/// stopped mid-append) does not hang every writer behind it: the append
+/// ends after the statement timeout, with an error naming the store and
+/// no password, and writes nothing; once the lock is gone, appends go on.
+#[test]
+fn an_append_stuck_behind_a_hung_session_ends_after_the_statement_timeout() {
+    let db = test_db!("an_append_stuck_behind_a_hung_session_ends_after_the_statement_timeout");
+    let options = ctxfold_store::postgres::PgOptions {
+        statement_timeout: std::time::Duration::from_secs(1),
+        ..Default::default()
+    };
+    let store = PgStore::connect_with(&db.url, &options).unwrap();
+    store.create(&meta("held")).unwrap();
+    store.append("held", vec![user("before")]).unwrap();
+    // The hung session: a transaction holding the conversation's row.
+    let mut other = db.client();
+    let mut tx = other.transaction().unwrap();
+    tx.execute(
+        "SELECT 1 FROM ctxfold_conversations WHERE id = 'held' FOR UPDATE",
+        &[],
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let e = store
+        .append("held", vec![user("stuck")])
+        .expect_err("an append behind a held row lock must end");
+    let waited = started.elapsed();
+    let text = chain(&e);
+    assert!(text.contains("held"), "{text}");
+    assert!(
+        text.contains("statement timeout") || text.contains("canceling statement"),
+        "{text}"
+    );
+    if let Some(pw) = password_of(&db.url) {
+        assert!(!text.contains(&pw), "the password shows: {text}");
+    }
+    // It ended because of the timeout: a liveness bound far above it.
+    assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
+    tx.rollback().unwrap();
+    store.append("held", vec![user("after")]).unwrap();
+    let texts: Vec<String> = store
+        .load("held")
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| match &r.body {
+            Body::User { content, .. } => content.clone(),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(texts, ["before", "after"], "nothing of the stuck append");
+}
