@@ -668,11 +668,11 @@ fn reset_or_restore(
     let record = Record::new(
         0,
         ctxfold_store::now(),
-        Body::CompactionReset(CompactionReset {
+        Body::CompactionReset(Box::new(CompactionReset {
             targets,
             restore: restoring,
             extra: Object::new(),
-        }),
+        })),
     );
     if !dry_run {
         target.store.append(id, vec![record])?;

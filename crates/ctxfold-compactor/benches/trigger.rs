@@ -39,7 +39,7 @@ fn turn(k: usize) -> Vec<Record> {
         out.push(Body::ToolCall {
             id: format!("c{k}-{s}"),
             name: "read_file".into(),
-            arguments: json!({"path": format!("src/m{s}.rs")}),
+            arguments: json!({"path": format!("src/m{s}.rs")}).into(),
         });
         out.push(Body::ToolResult {
             id: format!("c{k}-{s}"),
@@ -63,7 +63,7 @@ fn step(k: usize) -> Vec<Record> {
             Body::ToolCall {
                 id: format!("s{k}"),
                 name: "run_tests".into(),
-                arguments: json!({"filter": "compute"}),
+                arguments: json!({"filter": "compute"}).into(),
             },
         ),
         Record::new(

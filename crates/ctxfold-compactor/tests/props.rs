@@ -177,7 +177,7 @@ fn run(
                     recs.push(rec(Body::ToolCall {
                         id: format!("c{n}-{k}"),
                         name: "run".into(),
-                        arguments: json!({"input": "a".repeat(size / 2)}),
+                        arguments: json!({"input": "a".repeat(size / 2)}).into(),
                     }));
                 }
                 for k in 0..calls {

@@ -95,7 +95,7 @@ fn generate(events: usize, compactions: usize) -> Log {
                     Body::ToolCall {
                         id: id.clone(),
                         name: tool.into(),
-                        arguments: json!({"path": "src/parser.rs"}),
+                        arguments: json!({"path": "src/parser.rs"}).into(),
                     },
                 );
             }
@@ -258,7 +258,7 @@ fn stripped_records() -> &'static [Record] {
                     Body::ToolCall {
                         id: format!("call_{k}"),
                         name: tool.into(),
-                        arguments: json!({"path": format!("src/parser_{k}.rs")}),
+                        arguments: json!({"path": format!("src/parser_{k}.rs")}).into(),
                     },
                 );
                 let (content, is_error) = tool_output(&mut rng, k, 2_500);

@@ -221,7 +221,10 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
                 name, arguments, ..
             } => {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
-                strings(arguments, &mut out);
+                let mut args = Vec::new();
+                let value = arguments.value();
+                strings(&value, &mut args);
+                out.extend(args.into_iter().map(|c| Cow::Owned(c.into_owned())));
                 out
             }
             _ => Vec::new(),
@@ -236,7 +239,8 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
                 let stripped = strip_arguments(arguments);
                 let mut shown = Vec::new();
-                strings(&stripped, &mut shown);
+                let value = stripped.value();
+                strings(&value, &mut shown);
                 out.extend(shown.into_iter().map(|c| Cow::Owned(c.into_owned())));
                 out
             }
@@ -455,7 +459,7 @@ mod tests {
         bodies.push(Body::ToolCall {
             id: "c1".into(),
             name: "compact".into(),
-            arguments: json!({"rules": [{"after_quote": "fixed", "note": "n"}]}),
+            arguments: json!({"rules": [{"after_quote": "fixed", "note": "n"}]}).into(),
         });
         bodies.push(Body::ToolResult {
             id: "c1".into(),
@@ -481,7 +485,7 @@ mod tests {
             Body::ToolCall {
                 id: "a".into(),
                 name: "read".into(),
-                arguments: json!({"path": "src/pane.rs"}),
+                arguments: json!({"path": "src/pane.rs"}).into(),
             },
             Body::ToolResult {
                 id: "a".into(),

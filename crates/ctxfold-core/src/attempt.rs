@@ -64,7 +64,7 @@ fn to_body<T: Serialize>(kind: &str, value: &T) -> Body {
     };
     Body::Other {
         kind: kind.to_owned(),
-        fields,
+        fields: Box::new(fields),
     }
 }
 
@@ -78,7 +78,7 @@ impl Started {
     pub fn from_record(r: &Record) -> Option<Started> {
         match &r.body {
             Body::Other { kind, fields } if kind == STARTED => {
-                serde_json::from_value(Value::Object(fields.clone())).ok()
+                serde_json::from_value(Value::Object((**fields).clone())).ok()
             }
             _ => None,
         }
@@ -95,7 +95,7 @@ impl Finished {
     pub fn from_record(r: &Record) -> Option<Finished> {
         match &r.body {
             Body::Other { kind, fields } if kind == FINISHED => {
-                serde_json::from_value(Value::Object(fields.clone())).ok()
+                serde_json::from_value(Value::Object((**fields).clone())).ok()
             }
             _ => None,
         }

@@ -572,7 +572,8 @@ struct Call<'a> {
     idx: usize,
     turn: u32,
     name: &'a str,
-    arguments: &'a Value,
+    /// Parsed once here: the digest looks inside them many times.
+    arguments: Value,
     kind: CallKind,
     /// `None` when its result is not in the range.
     outcome: Option<Outcome>,
@@ -683,12 +684,13 @@ impl<'a> Scan<'a> {
                     arguments,
                 } => {
                     call_by_id.insert(id, scan.calls.len());
+                    let arguments = arguments.value();
                     scan.calls.push(Call {
                         idx,
                         turn,
                         name,
+                        kind: call_kind(name, &arguments),
                         arguments,
-                        kind: call_kind(name, arguments),
                         outcome: None,
                         is_error: false,
                     });
@@ -827,18 +829,18 @@ fn repository(arguments: &Value) -> &str {
         .unwrap_or("")
 }
 
-fn files<'a>(scan: &Scan<'a>) -> Files<'a> {
+fn files<'a>(scan: &'a Scan<'a>) -> Files<'a> {
     let mut out = Files {
         uses: BTreeMap::new(),
         writes: Vec::new(),
     };
     for call in &scan.calls {
-        let repo = repository(call.arguments);
+        let repo = repository(&call.arguments);
         let parts = name_parts(call.name);
         let has = |set: &[&str]| parts.iter().any(|p| set.contains(&p.as_str()));
         let (creates, deletes) = (has(CREATE_PARTS), has(DELETE_PARTS));
         walk_strings(
-            call.arguments,
+            &call.arguments,
             KeyClass::Other,
             &mut |class, s| match class {
                 KeyClass::Path => path_values(s, |p| {
@@ -960,7 +962,7 @@ fn fixes<'s>(scan: &Scan<'_>, files: &'s Files<'_>) -> Vec<Option<Fix<'s>>> {
                 runs[from..]
                     .iter()
                     .map(|&k| &scan.calls[k])
-                    .find(|later| within(later.arguments, failed.arguments))
+                    .find(|later| within(&later.arguments, &failed.arguments))
             });
             if let Some(run) = run {
                 let until = writes.partition_point(|w| w.idx < run.idx);
@@ -1400,7 +1402,7 @@ fn section_files<'f>(files: &Files<'f>) -> String {
 /// A command's label: its command string, else its scalar arguments.
 fn command_label(call: &Call<'_>) -> String {
     let mut command: Option<&str> = None;
-    walk_strings(call.arguments, KeyClass::Other, &mut |class, s| {
+    walk_strings(&call.arguments, KeyClass::Other, &mut |class, s| {
         if class == KeyClass::Command && command.is_none() && !s.trim().is_empty() {
             command = Some(s);
         }
@@ -1415,7 +1417,7 @@ fn command_label(call: &Call<'_>) -> String {
         );
     }
     let mut args: Vec<String> = Vec::new();
-    if let Value::Object(map) = call.arguments {
+    if let Value::Object(map) = &call.arguments {
         for (k, v) in map {
             if matches!(classify(k), KeyClass::Content) {
                 continue;
@@ -1646,7 +1648,7 @@ fn section_identifiers(scan: &Scan<'_>) -> String {
     {
         // Only code: prose says "type of" and "class of" too.
         let mut code = false;
-        walk_strings(c.arguments, KeyClass::Other, &mut |class, s| {
+        walk_strings(&c.arguments, KeyClass::Other, &mut |class, s| {
             if class == KeyClass::Path
                 && let Some((_, ext)) = s.trim().rsplit_once('.')
                 && CODE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
@@ -1658,7 +1660,7 @@ fn section_identifiers(scan: &Scan<'_>) -> String {
             continue;
         }
         let (mut old, mut new) = (BTreeMap::new(), BTreeMap::new());
-        walk_keyed(c.arguments, "", &mut |key, s| {
+        walk_keyed(&c.arguments, "", &mut |key, s| {
             if classify(key) != KeyClass::Content {
                 return;
             }
@@ -2380,7 +2382,7 @@ mod tests {
         Body::ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments,
+            arguments: arguments.into(),
         }
     }
     fn result(id: &str, content: &str, is_error: bool) -> Body {
@@ -3082,7 +3084,7 @@ mod tests {
         let log = build(vec![
             user("give me json"),
             Body::Structured {
-                data: json!({"answer": 42}),
+                data: json!({"answer": 42}).into(),
             },
         ]);
         let text = digest_all(&log);

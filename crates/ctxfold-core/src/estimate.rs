@@ -14,6 +14,7 @@
 use serde_json::Value;
 
 use crate::projection::{Item, PREAMBLE, View, strip_arguments, summary_preamble};
+use crate::raw_json::RawJson;
 use crate::record::{Body, Record};
 
 /// Characters per token of the heuristic. Over the JP corpus the plain 4
@@ -37,10 +38,15 @@ pub trait CountText {
 
     /// Tokens of a JSON value as sent: a string as its text (arguments
     /// passed as one JSON string), anything else as its compact JSON text.
-    fn json_tokens(&self, value: &Value) -> usize {
-        match value {
-            Value::String(s) => self.count_text(s),
-            other => self.count_text(&other.to_string()),
+    fn json_tokens(&self, value: &RawJson) -> usize {
+        // A string counts as its text; anything else as the JSON.
+        if value.is_string() {
+            match value.value() {
+                Value::String(s) => self.count_text(&s),
+                _ => self.count_text(value.text()),
+            }
+        } else {
+            self.count_text(value.text())
         }
     }
 }
@@ -147,7 +153,7 @@ mod tests {
             Body::ToolCall {
                 id: "c1".into(),
                 name: "read".into(),
-                arguments: serde_json::json!({"path": "a.rs"}),
+                arguments: serde_json::json!({"path": "a.rs"}).into(),
             },
         );
         // "read" = 1, `{"path":"a.rs"}` = 15 chars = 4, overhead 4.

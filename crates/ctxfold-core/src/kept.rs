@@ -154,7 +154,7 @@ pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
     let mut seen_diag = BTreeSet::new();
     for (i, r) in log.records().iter().enumerate().take(hi + 1).skip(lo) {
         match &r.body {
-            Body::ToolCall { arguments, .. } => paths(arguments, false, &mut out.files),
+            Body::ToolCall { arguments, .. } => paths(&arguments.value(), false, &mut out.files),
             Body::ToolResult { .. } => {
                 // What the log found in the result (once per loaded log).
                 let found = log.result_scan(i).map_or(&[][..], |s| &s.diagnostics);
@@ -343,7 +343,7 @@ mod tests {
                 Body::ToolCall {
                     id: "a".into(),
                     name: "ls".into(),
-                    arguments: serde_json::json!({"path": "."}),
+                    arguments: serde_json::json!({"path": "."}).into(),
                 },
             ));
             log
@@ -375,7 +375,7 @@ mod tests {
             Body::ToolCall {
                 id: "a".into(),
                 name: "cargo_check".into(),
-                arguments: json!({"package": "core", "paths": ["crates/core/src"]}),
+                arguments: json!({"package": "core", "paths": ["crates/core/src"]}).into(),
             },
             Body::ToolResult {
                 id: "a".into(),

@@ -21,6 +21,7 @@ pub mod log;
 pub mod materialize;
 pub mod planner;
 pub mod projection;
+pub mod raw_json;
 pub mod record;
 pub mod report;
 pub mod retention;
@@ -31,4 +32,5 @@ pub mod view_size;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, LineReader, Log, ReadLines, Step};
+pub use raw_json::RawJson;
 pub use record::{Body, Fields, Kind, LineError, Object, Record, RecordError, RecordWarning};

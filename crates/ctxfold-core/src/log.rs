@@ -511,7 +511,7 @@ mod tests {
         Body::ToolCall {
             id: id.into(),
             name: "t".into(),
-            arguments: json!({}),
+            arguments: json!({}).into(),
         }
     }
     fn result(id: &str) -> Body {
@@ -577,11 +577,11 @@ mod tests {
             rec(16, Body::Compaction(Box::new(c))),
             rec(
                 17,
-                Body::CompactionReset(CompactionReset {
+                Body::CompactionReset(Box::new(CompactionReset {
                     targets: ResetTargets::Some(vec![16, 99]),
                     restore: false,
                     extra: Default::default(),
-                }),
+                })),
             ),
         ];
         let out = renumber(recs);

@@ -685,7 +685,7 @@ mod tests {
             push(Body::ToolCall {
                 id: format!("c{k}"),
                 name: "run".into(),
-                arguments: serde_json::json!({}),
+                arguments: serde_json::json!({}).into(),
             });
             push(Body::ToolResult {
                 id: format!("c{k}"),
@@ -731,7 +731,7 @@ mod tests {
                 push(Body::ToolCall {
                     id: id.clone(),
                     name: "run".into(),
-                    arguments: json!({}),
+                    arguments: json!({}).into(),
                 });
                 if kind != 'o' {
                     push(Body::ToolResult {
@@ -829,7 +829,7 @@ mod tests {
             push(Body::ToolCall {
                 id: format!("c{t}"),
                 name: if t % 2 == 0 { "read" } else { "grep" }.into(),
-                arguments: json!({}),
+                arguments: json!({}).into(),
             });
             push(Body::ToolResult {
                 id: format!("c{t}"),

@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride, revoked_seqs};
 use crate::diagnostics::{Diagnostic, ScanCell, first_of, result_diagnostics};
 use crate::log::Log;
+use crate::raw_json::RawJson;
 use crate::record::{Body, Record};
 
 /// Argument strings up to this many characters survive `strip-requests`:
@@ -194,8 +195,24 @@ impl Item<'_> {
 }
 
 /// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
-/// placeholder that says how much was removed.
-pub fn strip_arguments(args: &Value) -> Value {
+/// placeholder that says how much was removed. Arguments with no such
+/// string come back as they were, text included.
+pub fn strip_arguments(args: &RawJson) -> RawJson {
+    // A string is never longer in characters than the text holding it:
+    // short arguments need no parsing.
+    if args.text().len() <= KEEP_ARGUMENT_CHARS {
+        return args.clone();
+    }
+    let value = args.value();
+    let stripped = strip_value(&value);
+    if stripped == value {
+        args.clone()
+    } else {
+        RawJson::from(stripped)
+    }
+}
+
+fn strip_value(args: &Value) -> Value {
     match args {
         Value::String(s) => {
             let n = s.chars().count();
@@ -205,12 +222,10 @@ pub fn strip_arguments(args: &Value) -> Value {
                 args.clone()
             }
         }
-        Value::Array(a) => Value::Array(a.iter().map(strip_arguments).collect()),
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, v)| (k.clone(), strip_arguments(v)))
-                .collect(),
-        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_value).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), strip_value(v))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -760,7 +775,7 @@ mod tests {
             Body::ToolCall {
                 id: format!("c{n}"),
                 name: "edit".into(),
-                arguments: json!({"path": "src/a.rs", "new": body, "flags": ["-v"]}),
+                arguments: json!({"path": "src/a.rs", "new": body, "flags": ["-v"]}).into(),
             },
             Body::ToolResult {
                 id: format!("c{n}"),
@@ -795,6 +810,7 @@ mod tests {
         let Body::ToolCall { arguments, .. } = &call.body else {
             panic!()
         };
+        let arguments = arguments.value();
         assert_eq!(arguments["path"], "src/a.rs");
         assert_eq!(arguments["flags"], json!(["-v"]));
         assert_eq!(arguments["new"], "[300 characters removed by compaction]");
@@ -969,7 +985,7 @@ mod tests {
         let call = |id: &str| Body::ToolCall {
             id: id.into(),
             name: "read".into(),
-            arguments: json!({}),
+            arguments: json!({}).into(),
         };
         let result = |id: &str| Body::ToolResult {
             id: id.into(),

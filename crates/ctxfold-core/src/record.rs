@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 use crate::compaction::{Compaction, CompactionReset};
+use crate::raw_json::RawJson;
 
 /// A JSON object, in the order its keys were read.
 pub type Object = Map<String, Value>;
@@ -126,8 +127,9 @@ pub enum Body {
         id: String,
         /// Tool name.
         name: String,
-        /// Arguments: a JSON object (any JSON value is kept).
-        arguments: Value,
+        /// Arguments: a JSON object (any JSON value is kept), as the text
+        /// it was read as.
+        arguments: RawJson,
     },
     /// The result of a tool call.
     ToolResult {
@@ -140,8 +142,8 @@ pub enum Body {
     },
     /// A structured (JSON) assistant answer.
     Structured {
-        /// The answer.
-        data: Value,
+        /// The answer, as the JSON text it was read as.
+        data: RawJson,
     },
     /// A system (or developer) prompt carried by an imported transcript.
     /// Not part of any turn; never compacted.
@@ -152,14 +154,16 @@ pub enum Body {
     /// An overlay record that folds a range out of the view.
     Compaction(Box<Compaction>),
     /// An overlay record that revokes (or restores) compactions.
-    CompactionReset(CompactionReset),
+    CompactionReset(Box<CompactionReset>),
     /// Any other record, kept verbatim: config deltas, inquiry events,
     /// bookkeeping, and types this version does not know.
     Other {
         /// The record's `type`.
         kind: String,
         /// Every field but `seq`, `ts`, `type`, in their original order.
-        fields: Object,
+        /// Boxed: these records are rare, and the box keeps every other
+        /// body small.
+        fields: Box<Object>,
     },
 }
 
@@ -409,7 +413,7 @@ fn take_body(kind: &str, fields: &mut Object) -> Body {
             name: take_string(fields, "name"),
             arguments: fields
                 .shift_remove("arguments")
-                .unwrap_or(Value::Object(Object::new())),
+                .map_or_else(RawJson::empty_object, RawJson::from),
         },
         "tool_result" => Body::ToolResult {
             id: take_string(fields, "id"),
@@ -417,13 +421,15 @@ fn take_body(kind: &str, fields: &mut Object) -> Body {
             is_error: matches!(fields.shift_remove("is_error"), Some(Value::Bool(true))),
         },
         "structured" => Body::Structured {
-            data: fields.shift_remove("data").unwrap_or(Value::Null),
+            data: fields
+                .shift_remove("data")
+                .map_or_else(RawJson::default, RawJson::from),
         },
         "compaction" => Body::Compaction(Box::new(Compaction::take_fields(fields))),
-        "compaction_reset" => Body::CompactionReset(CompactionReset::take_fields(fields)),
+        "compaction_reset" => Body::CompactionReset(Box::new(CompactionReset::take_fields(fields))),
         other => Body::Other {
             kind: other.to_owned(),
-            fields: std::mem::take(fields),
+            fields: Box::new(std::mem::take(fields)),
         },
     }
 }
@@ -500,7 +506,7 @@ impl Record {
             };
             let body = Body::Other {
                 kind: kind.to_owned(),
-                fields,
+                fields: Box::new(fields),
             };
             return (body, Object::new(), Some(warning));
         }
@@ -557,7 +563,7 @@ impl Body {
             } => {
                 obj.insert("id".into(), Value::String(id.clone()));
                 obj.insert("name".into(), Value::String(name.clone()));
-                obj.insert("arguments".into(), arguments.clone());
+                obj.insert("arguments".into(), arguments.value());
             }
             Body::ToolResult {
                 id,
@@ -569,12 +575,12 @@ impl Body {
                 obj.insert("is_error".into(), Value::Bool(*is_error));
             }
             Body::Structured { data } => {
-                obj.insert("data".into(), data.clone());
+                obj.insert("data".into(), data.value());
             }
             Body::Compaction(c) => c.write_fields(obj),
             Body::CompactionReset(r) => r.write_fields(obj),
             Body::Other { fields, .. } => {
-                for (k, v) in fields {
+                for (k, v) in fields.iter() {
                     obj.insert(k.clone(), v.clone());
                 }
             }
@@ -620,10 +626,93 @@ impl Record {
         }
     }
 
-    /// The record as one line of JSON, without the newline.
+    /// The record as one line of JSON, without the newline: the fields in
+    /// [`Record::to_object`]'s order, JSON kept as text written as it is.
     pub fn to_json_line(&self) -> String {
-        // A map of strings and JSON values always serializes.
-        serde_json::to_string(&self.to_object()).unwrap_or_default()
+        // Strings, numbers and JSON values always serialize.
+        serde_json::to_string(&Line(self)).unwrap_or_default()
+    }
+}
+
+/// A record written straight to JSON text, without building its map: the
+/// common bodies field by field, the rare ones through their map.
+struct Line<'a>(&'a Record);
+
+/// Keys a common body writes itself: an extra field by one of these names
+/// (only code can put one there; reading never does) replaces the body's,
+/// as [`Record::to_object`] does.
+const WRITTEN_KEYS: &[&str] = &[
+    "seq",
+    "ts",
+    "type",
+    "content",
+    "author",
+    "id",
+    "name",
+    "arguments",
+    "is_error",
+    "data",
+    "metadata",
+];
+
+impl serde::Serialize for Line<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        let common = !matches!(
+            r.body,
+            Body::Compaction(_) | Body::CompactionReset(_) | Body::Other { .. }
+        );
+        if !common || r.extra.keys().any(|k| WRITTEN_KEYS.contains(&k.as_str())) {
+            return r.to_object().serialize(s);
+        }
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("seq", &r.seq)?;
+        m.serialize_entry("ts", &r.ts)?;
+        m.serialize_entry("type", r.body.type_name())?;
+        match &r.body {
+            Body::User { content, author } => {
+                m.serialize_entry("content", content)?;
+                if let Some(a) = author {
+                    m.serialize_entry("author", a)?;
+                }
+            }
+            Body::Assistant { content }
+            | Body::Reasoning { content }
+            | Body::System { content } => {
+                m.serialize_entry("content", content)?;
+            }
+            Body::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("name", name)?;
+                m.serialize_entry("arguments", arguments)?;
+            }
+            Body::ToolResult {
+                id,
+                content,
+                is_error,
+            } => {
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("content", content)?;
+                m.serialize_entry("is_error", is_error)?;
+            }
+            Body::Structured { data } => m.serialize_entry("data", data)?,
+            Body::TurnStart
+            | Body::Compaction(_)
+            | Body::CompactionReset(_)
+            | Body::Other { .. } => {}
+        }
+        for (k, v) in r.extra.iter() {
+            m.serialize_entry(k, v)?;
+        }
+        if let Some(meta) = &r.metadata {
+            m.serialize_entry("metadata", meta)?;
+        }
+        m.end()
     }
 }
 
@@ -637,8 +726,9 @@ mod fast {
 
     use serde::de::{self, Deserializer, MapAccess, Visitor};
     use serde_json::Value;
+    use serde_json::value::RawValue;
 
-    use super::{Body, Object, Record};
+    use super::{Body, RawJson, Record};
 
     /// Not a line for this reader: the general one takes it.
     fn other<E: de::Error>() -> E {
@@ -684,7 +774,10 @@ mod fast {
                     "author" => once(&mut author, map.next_value::<Option<String>>()?)?,
                     "id" => once(&mut id, map.next_value::<String>()?)?,
                     "name" => once(&mut name, map.next_value::<String>()?)?,
-                    "arguments" => once(&mut arguments, map.next_value::<Value>()?)?,
+                    "arguments" => once(
+                        &mut arguments,
+                        RawJson::from_raw(map.next_value::<&RawValue>()?),
+                    )?,
                     "is_error" => once(&mut is_error, map.next_value::<Option<bool>>()?)?,
                     // As a value first: with serde_json's `raw_value`
                     // feature (the proxy turns it on) the general path
@@ -727,7 +820,7 @@ mod fast {
                 "tool_call" if !(c || a || e) => Body::ToolCall {
                     id: id.ok_or_else(other)?,
                     name: name.ok_or_else(other)?,
-                    arguments: arguments.unwrap_or_else(|| Value::Object(Object::new())),
+                    arguments: arguments.unwrap_or_else(RawJson::empty_object),
                 },
                 "tool_result" if !(a || n || g) => Body::ToolResult {
                     id: id.ok_or_else(other)?,
@@ -752,7 +845,7 @@ mod fast_tests {
     use proptest::prelude::*;
     use serde_json::{Value, json};
 
-    use super::{Record, fast};
+    use super::{Body, RawJson, Record, fast};
 
     /// A value for a field: mostly what the field should hold, sometimes
     /// something else.
@@ -905,7 +998,29 @@ mod fast_tests {
             if let Some(r) = fast::read(&line) {
                 prop_assert_eq!(Ok((r, None)), Record::from_json_line_by_map(&line));
             }
+            // And every record it reads is written as its map would be.
+            if let Ok((r, _)) = Record::from_json_line(&line) {
+                let by_map = serde_json::to_string(&r.to_object()).unwrap();
+                prop_assert_eq!(r.to_json_line(), by_map);
+            }
         }
+    }
+
+    /// A log holds a million of these: what every record pays inline is
+    /// most of a small record's memory (docs/PERFORMANCE.md).
+    #[test]
+    fn a_record_stays_small() {
+        assert_eq!(std::mem::size_of::<RawJson>(), 16);
+        assert!(
+            std::mem::size_of::<Body>() <= 72,
+            "{}",
+            std::mem::size_of::<Body>()
+        );
+        assert!(
+            std::mem::size_of::<Record>() <= 120,
+            "{}",
+            std::mem::size_of::<Record>()
+        );
     }
 
     /// Every common record, as ctxfold writes it, takes the fast way.

@@ -212,7 +212,8 @@ pub fn fates(log: &Log, view: &View<'_>) -> Vec<Fate> {
             Item::StrippedCall { index, record } => {
                 let changed = match &record.body {
                     crate::record::Body::ToolCall { arguments, .. } => {
-                        crate::projection::strip_arguments(arguments) != *arguments
+                        // Stripping keeps the text of what it leaves unchanged.
+                        crate::projection::strip_arguments(arguments).text() != arguments.text()
                     }
                     _ => true,
                 };

@@ -220,7 +220,7 @@ mod tests {
             push(Body::ToolCall {
                 id: format!("c{k}"),
                 name: "run".into(),
-                arguments: json!({}),
+                arguments: json!({}).into(),
             });
             if !(open && k + 1 == steps) {
                 push(Body::ToolResult {
@@ -292,7 +292,7 @@ mod tests {
             Body::ToolCall {
                 id: "a".into(),
                 name: "run".into(),
-                arguments: json!({}),
+                arguments: json!({}).into(),
             },
             Body::User {
                 content: "wait".into(),

@@ -254,7 +254,7 @@ mod tests {
             push(Body::ToolCall {
                 id: format!("c{t}"),
                 name: "read".into(),
-                arguments: json!({"path": format!("f{t}.rs")}),
+                arguments: json!({"path": format!("f{t}.rs")}).into(),
             });
             push(Body::ToolResult {
                 id: format!("c{t}"),

@@ -300,11 +300,11 @@ mod tests {
         push(&mut log, Body::Compaction(Box::new(c)));
         push(
             &mut log,
-            Body::CompactionReset(CompactionReset {
+            Body::CompactionReset(Box::new(CompactionReset {
                 targets: ResetTargets::All(AllMarker::All),
                 restore: false,
                 extra: Object::new(),
-            }),
+            })),
         );
         assert_eq!(rolling_rule(&on(), &log).from, Some(Bound::Turn(6)));
     }

@@ -219,7 +219,7 @@ mod tests {
                 Body::ToolCall {
                     id: format!("c{k}"),
                     name: "run".into(),
-                    arguments: json!({"n": k}),
+                    arguments: json!({"n": k}).into(),
                 },
             ));
             // A call without its result is not in the view yet.
@@ -260,7 +260,7 @@ mod tests {
             Body::ToolCall {
                 id: "c1".into(),
                 name: "run".into(),
-                arguments: json!({"script": "x".repeat(500)}),
+                arguments: json!({"script": "x".repeat(500)}).into(),
             },
         ));
         // A hand-made compaction over the pending call strips it.
@@ -299,7 +299,7 @@ mod tests {
             Body::ToolCall {
                 id: "c1".into(),
                 name: "run".into(),
-                arguments: json!({"script": "x".repeat(300)}),
+                arguments: json!({"script": "x".repeat(300)}).into(),
             },
             Body::Assistant {
                 content: "a".repeat(400),
@@ -394,7 +394,7 @@ mod tests {
             Body::ToolCall {
                 id: "c1".into(),
                 name: "run".into(),
-                arguments: json!({"script": "x".repeat(500)}),
+                arguments: json!({"script": "x".repeat(500)}).into(),
             },
             Body::ToolResult {
                 id: "c1".into(),

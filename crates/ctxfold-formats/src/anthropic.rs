@@ -308,7 +308,7 @@ fn read_block(
             out.push(Body::ToolCall {
                 id,
                 name,
-                arguments: input.clone(),
+                arguments: input.clone().into(),
             })
         }
         _ => {
@@ -320,7 +320,7 @@ fn read_block(
             fields.insert("block".into(), Value::Object(b.clone()));
             return Ok(out.push(Body::Other {
                 kind: BLOCK.into(),
-                fields,
+                fields: Box::new(fields),
             }));
         }
     };
@@ -480,7 +480,7 @@ fn block_of(r: &Record) -> Option<(&str, Value)> {
             b.insert("type".into(), "tool_use".into());
             b.insert("id".into(), export_id(r, id, PREFIX).into());
             b.insert("name".into(), Value::String(name.clone()));
-            b.insert("input".into(), arguments.clone());
+            b.insert("input".into(), arguments.value());
             "assistant"
         }
         Body::Other { kind, fields } if kind == BLOCK => {

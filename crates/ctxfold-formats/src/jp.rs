@@ -329,7 +329,7 @@ fn verbatim(seq: u64, value: Value) -> Record {
         String::new(),
         Body::Other {
             kind: JP_RECORD.into(),
-            fields,
+            fields: Box::new(fields),
         },
     )
 }
@@ -406,7 +406,7 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
                     content: take_str(&mut obj, "reasoning")?,
                 }
             } else if let Some(data) = obj.shift_remove("data") {
-                Body::Structured { data }
+                Body::Structured { data: data.into() }
             } else {
                 return Err("has none of `message`, `reasoning`, `data`".into());
             }
@@ -419,7 +419,7 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
             Body::ToolCall {
                 id,
                 name,
-                arguments,
+                arguments: arguments.into(),
             }
         }
         "tool_call_response" => {
@@ -455,7 +455,7 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
         }
         kept if KEPT_TYPES.contains(&kept) => Body::Other {
             kind: kept.to_owned(),
-            fields: std::mem::take(&mut obj),
+            fields: Box::new(std::mem::take(&mut obj)),
         },
         _ => return Err("is of a type ctxfold does not know".into()),
     };
@@ -654,7 +654,7 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
         Body::Reasoning { content } => ("chat_response", one("reasoning", content)),
         Body::Structured { data } => {
             let mut o = Object::new();
-            o.insert("data".into(), data.clone());
+            o.insert("data".into(), data.value());
             ("chat_response", o)
         }
         Body::ToolCall {
@@ -662,7 +662,7 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
             name,
             arguments,
         } => {
-            let mut args = arguments.clone();
+            let mut args = arguments.value();
             encode_tree(&mut args, "/arguments", hints);
             let mut o = one("id", id);
             o.insert("name".into(), Value::String(name.clone()));
@@ -700,7 +700,7 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
             ("compaction", fields)
         }
         Body::Other { kind, fields } if KEPT_TYPES.contains(&kind.as_str()) => {
-            (kind.as_str(), fields.clone())
+            (kind.as_str(), (**fields).clone())
         }
         Body::Other { kind, fields } if kind == JP_RECORD => {
             return fields.get("value").cloned();

@@ -327,7 +327,7 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
     let body = Body::ToolCall {
         id: id.clone(),
         name: name.clone(),
-        arguments,
+        arguments: arguments.into(),
     };
     Ok((body, meta))
 }
@@ -405,7 +405,7 @@ fn assistant_message(group: &[&Record]) -> Value {
                 id,
                 name,
                 arguments,
-            } => calls.push(tool_call(r, id, name, arguments)),
+            } => calls.push(tool_call(r, id, name, &arguments.value())),
             _ => {}
         }
     }

@@ -147,7 +147,7 @@ mod tests {
         Body::ToolCall {
             id: id.into(),
             name: "f".into(),
-            arguments: Value::Null,
+            arguments: Value::Null.into(),
         }
     }
     fn result(id: &str, content: &str) -> Body {

@@ -206,7 +206,7 @@ pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(),
             fields.insert("item".into(), Value::Object(o.clone()));
             out.push(Body::Other {
                 kind: OTHER.into(),
-                fields,
+                fields: Box::new(fields),
             });
             Ok(())
         }
@@ -309,7 +309,7 @@ fn read_call(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
     let idx = out.push(Body::ToolCall {
         id,
         name,
-        arguments,
+        arguments: arguments.into(),
     });
     let r = &mut out.records[idx];
     for (k, v) in flags {
@@ -531,6 +531,7 @@ fn item_of(r: &Record) -> Option<Value> {
             .unwrap_or_else(call_default);
             item.insert("call_id".into(), export_id(r, id, PREFIX).into());
             item.insert("name".into(), Value::String(name.clone()));
+            let arguments = &arguments.value();
             let args =
                 if meta(r, ARGUMENTS_OBJECT) == Some(&Value::Bool(true)) && arguments.is_object() {
                     arguments.clone()

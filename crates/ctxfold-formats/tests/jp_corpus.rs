@@ -64,7 +64,7 @@ fn tool_arguments_results_and_metadata_are_decoded() {
         .records
         .iter()
         .find_map(|r| match &r.body {
-            ctxfold_core::Body::ToolCall { arguments, .. } => Some(arguments.clone()),
+            ctxfold_core::Body::ToolCall { arguments, .. } => Some(arguments.value()),
             _ => None,
         })
         .unwrap();

@@ -171,7 +171,7 @@ fn openai_import_maps_messages_to_records_and_turns() {
         Body::ToolCall {
             id: "call_01".into(),
             name: "read_file".into(),
-            arguments: json!({"path": "src/parse.rs"}),
+            arguments: json!({"path": "src/parse.rs"}).into(),
         }
     );
     // Compact arguments need nothing kept in metadata.
@@ -686,7 +686,7 @@ fn structured_answers_and_records_without_messages_export_as_documented() {
             2,
             "2025-06-01T10:00:03Z",
             Body::Structured {
-                data: json!({"credit": 3, "debit": 5}),
+                data: json!({"credit": 3, "debit": 5}).into(),
             },
         ),
     ];

@@ -152,7 +152,9 @@ fn coding_session_round_trips_byte_for_byte_and_maps_items_to_records() {
         Body::ToolCall {
             id: "call_Q1".into(),
             name: "shell".into(),
-            arguments: json!({"command": ["bash", "-lc", "cargo test -p parse"], "workdir": "/repo"}),
+            arguments:
+                json!({"command": ["bash", "-lc", "cargo test -p parse"], "workdir": "/repo"})
+                    .into(),
         }
     );
     assert_eq!(
@@ -409,7 +411,7 @@ fn unknown_item_types_are_kept_whole_in_place() {
         let Body::Other { fields, .. } = &r.body else {
             unreachable!()
         };
-        assert_eq!(keys(&Value::Object(fields.clone())), ["item"]);
+        assert_eq!(keys(&Value::Object((**fields).clone())), ["item"]);
         assert_eq!(
             serde_json::to_string(&fields["item"]).unwrap(),
             serde_json::to_string(original).unwrap()
@@ -623,7 +625,7 @@ fn output_records_equal_the_same_items_sent_back_as_input() {
         Body::ToolCall {
             id: "call_W1".into(),
             name: "get_weather".into(),
-            arguments: json!({"city": "Lyon"})
+            arguments: json!({"city": "Lyon"}).into()
         }
     );
 
@@ -793,8 +795,8 @@ fn changed_records_are_written_into_their_own_items() {
     // and rewrite reasoning and the answer.
     for r in &mut records {
         match &mut r.body {
-            Body::ToolCall { arguments, .. } if arguments.get("cmd").is_some() => {
-                *arguments = json!({"cmd": "cargo test"});
+            Body::ToolCall { arguments, .. } if arguments.value().get("cmd").is_some() => {
+                *arguments = json!({"cmd": "cargo test"}).into();
             }
             Body::ToolResult { content, .. } => *content = "[stripped: 2 lines]".into(),
             Body::Reasoning { content } => *content = "edited".into(),
@@ -855,7 +857,7 @@ fn records_from_elsewhere_get_the_plain_item_shapes() {
             0,
             "",
             Body::Structured {
-                data: json!({"ok": true}),
+                data: json!({"ok": true}).into(),
             },
         ),
         Record::new(0, "", Body::TurnStart),

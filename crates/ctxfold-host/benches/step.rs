@@ -87,7 +87,7 @@ fn one_step(bencher: divan::Bencher, events: usize) {
                 Body::ToolCall {
                     id: id.clone(),
                     name: "run_tests".into(),
-                    arguments: json!({"filter": "compute"}),
+                    arguments: json!({"filter": "compute"}).into(),
                 },
             ),
             Record::new(

@@ -21,7 +21,7 @@ fn call(id: &str, name: &str) -> Body {
     Body::ToolCall {
         id: id.into(),
         name: name.into(),
-        arguments: json!({}),
+        arguments: json!({}).into(),
     }
 }
 

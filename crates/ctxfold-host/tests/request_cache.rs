@@ -94,7 +94,7 @@ fn records(a: &Add, log: &Log, n: &mut usize, late: &mut Vec<String>) -> Vec<Bod
                 .map(|id| Body::ToolCall {
                     id: id.clone(),
                     name: "run".into(),
-                    arguments: json!({"x": "y".repeat(200)}),
+                    arguments: json!({"x": "y".repeat(200)}).into(),
                 })
                 .collect();
             for (i, id) in ids.iter().enumerate() {
@@ -158,11 +158,11 @@ fn records(a: &Add, log: &Log, n: &mut usize, late: &mut Vec<String>) -> Vec<Bod
             }
             vec![Body::Compaction(Box::new(c))]
         }
-        Add::Reset => vec![Body::CompactionReset(CompactionReset {
+        Add::Reset => vec![Body::CompactionReset(Box::new(CompactionReset {
             targets: ResetTargets::All(AllMarker::All),
             restore: false,
             extra: Object::new(),
-        })],
+        }))],
     }
 }
 

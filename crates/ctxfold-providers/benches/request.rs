@@ -57,7 +57,7 @@ fn conversation() -> &'static Log {
                     Body::ToolCall {
                         id: id.clone(),
                         name: "read_file".into(),
-                        arguments: json!({"path": format!("src/mod{t}_{k}.rs")}),
+                        arguments: json!({"path": format!("src/mod{t}_{k}.rs")}).into(),
                     },
                     None,
                 );

@@ -292,7 +292,7 @@ pub fn push_body(req: &mut ChatRequest, body: Body) {
             Part::ToolCall {
                 id,
                 name,
-                arguments,
+                arguments: arguments.value(),
             },
         ),
         Body::ToolResult {

@@ -150,7 +150,7 @@ impl ChatResponse {
                     Body::ToolCall {
                         id: id.clone(),
                         name: name.clone(),
-                        arguments: arguments.clone(),
+                        arguments: arguments.into(),
                     },
                     None,
                 ),

@@ -39,7 +39,7 @@ fn log(turns: usize, result_chars: usize) -> Log {
         push(Body::ToolCall {
             id: format!("c{t}"),
             name: "read_file".into(),
-            arguments: json!({"path": format!("src/m{t}.rs")}),
+            arguments: json!({"path": format!("src/m{t}.rs")}).into(),
         });
         push(Body::ToolResult {
             id: format!("c{t}"),
@@ -272,7 +272,7 @@ fn a_single_step_larger_than_the_window_is_cut_to_fit() {
         Body::ToolCall {
             id: "w".into(),
             name: "write_file".into(),
-            arguments: json!({"content": "x".repeat(40_000)}),
+            arguments: json!({"content": "x".repeat(40_000)}).into(),
         },
     ));
     recs.push(Record::new(

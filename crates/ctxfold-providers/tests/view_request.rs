@@ -48,7 +48,7 @@ fn tool_turn(n: u32) -> Vec<Record> {
         plain(Body::ToolCall {
             id: format!("c{n}"),
             name: "read".into(),
-            arguments: json!({"path": format!("src/{n}.rs")}),
+            arguments: json!({"path": format!("src/{n}.rs")}).into(),
         }),
         plain(Body::ToolResult {
             id: format!("c{n}"),

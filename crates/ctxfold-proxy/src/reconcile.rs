@@ -87,7 +87,7 @@ fn same(a: &Body, b: &Body) -> bool {
                 name: n2,
                 arguments: a2,
             },
-        ) => i1 == i2 && n1 == n2 && (a1 == a2 || (empty(a1) && empty(a2))),
+        ) => i1 == i2 && n1 == n2 && (a1 == a2 || (empty(&a1.value()) && empty(&a2.value()))),
         _ => a == b,
     }
 }
@@ -224,7 +224,7 @@ mod tests {
         let call = |args: serde_json::Value| Body::ToolCall {
             id: "c1".into(),
             name: "now".into(),
-            arguments: args,
+            arguments: args.into(),
         };
         let stored = recs(vec![user("time?"), call(json!({}))]);
         let client = recs(vec![user("time?"), call(json!("")), user("thanks")]);

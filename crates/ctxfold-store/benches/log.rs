@@ -724,7 +724,7 @@ impl Gen {
                 Body::ToolCall {
                     id: id.clone(),
                     name: tool.to_owned(),
-                    arguments: json!({"path": self.pick(FILES)}),
+                    arguments: json!({"path": self.pick(FILES)}).into(),
                 },
             ));
             out.push(Record::new(
@@ -789,7 +789,7 @@ impl Gen {
                 Body::ToolCall {
                     id: id.clone(),
                     name: (*tool).to_owned(),
-                    arguments,
+                    arguments: arguments.into(),
                 },
             ));
         }

@@ -183,7 +183,7 @@ fn typical_turn(seed: usize) -> Vec<Record> {
             Body::ToolCall {
                 id: id.clone(),
                 name: "read_file".into(),
-                arguments: json!({"path": format!("src/m{k}.rs"), "lines": [1, 200]}),
+                arguments: json!({"path": format!("src/m{k}.rs"), "lines": [1, 200]}).into(),
             },
         ));
         out.push(Record::new(

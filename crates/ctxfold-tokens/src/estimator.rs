@@ -49,15 +49,6 @@ pub trait TokenEstimator: Send + Sync {
         MESSAGE_OVERHEAD
     }
 
-    /// Tokens of a JSON value as sent: a string as its text (arguments
-    /// passed as one JSON string), anything else as its compact JSON text.
-    fn json_tokens(&self, value: &Value) -> usize {
-        match value {
-            Value::String(s) => self.count_text(s),
-            other => self.count_text(&other.to_string()),
-        }
-    }
-
     /// Tokens of one raw record as the model sees it (see
     /// [`ctxfold_core::estimate::record_tokens_by`]); 0 for records the
     /// model never sees (turn starts, compactions, config deltas, …).
@@ -101,10 +92,6 @@ impl<E: TokenEstimator + ?Sized> CountText for By<'_, E> {
 
     fn block_overhead(&self) -> usize {
         self.0.block_overhead()
-    }
-
-    fn json_tokens(&self, value: &Value) -> usize {
-        self.0.json_tokens(value)
     }
 }
 
@@ -368,7 +355,7 @@ mod tests {
             Body::ToolCall {
                 id: "c1".into(),
                 name: "read".into(),
-                arguments: serde_json::json!({"path": "a.rs"}),
+                arguments: serde_json::json!({"path": "a.rs"}).into(),
             },
         );
         // "read" = 1, `{"path":"a.rs"}` = 15 chars = 4, overhead 4.

@@ -303,7 +303,7 @@ fn baseline_log() -> Log {
             Body::ToolCall {
                 id: "a".into(),
                 name: "read".into(),
-                arguments: json!({"path": "src/main.rs"}),
+                arguments: json!({"path": "src/main.rs"}).into(),
             },
         ),
         record(
@@ -326,7 +326,7 @@ fn baseline_log() -> Log {
             Body::ToolCall {
                 id: "b".into(),
                 name: "read".into(),
-                arguments: json!({"path": "tests/t.rs"}),
+                arguments: json!({"path": "tests/t.rs"}).into(),
             },
         ),
         record(

@@ -20,7 +20,7 @@ pub fn turn(k: usize) -> Vec<Record> {
         Body::ToolCall {
             id: format!("t{k}"),
             name: "read_file".into(),
-            arguments: json!({"path": format!("src/m{k}.rs"), "pattern": "fn ".repeat(100)}),
+            arguments: json!({"path": format!("src/m{k}.rs"), "pattern": "fn ".repeat(100)}).into(),
         },
         Body::ToolResult {
             id: format!("t{k}"),
@@ -68,7 +68,9 @@ pub fn step(k: usize) -> (Record, Record) {
                     "edit_file"
                 }
                 .into(),
-                arguments: json!({"path": format!("src/f{}.rs", k % 17), "patch": "+ fixed\n".repeat(25)}),
+                arguments:
+                    json!({"path": format!("src/f{}.rs", k % 17), "patch": "+ fixed\n".repeat(25)})
+                        .into(),
             },
         ),
         Record::new(

@@ -205,7 +205,7 @@ pub fn build(turns: &[TurnSpec], comps: &[CompSpec], resets: &[ResetSpec], open_
                     Body::ToolCall {
                         id: id.clone(),
                         name: TOOLS[*tool].into(),
-                        arguments: json!({"path": "src/lib.rs", "body": "x".repeat(300)}),
+                        arguments: json!({"path": "src/lib.rs", "body": "x".repeat(300)}).into(),
                     },
                 );
             }
@@ -282,11 +282,11 @@ pub fn build(turns: &[TurnSpec], comps: &[CompSpec], resets: &[ResetSpec], open_
             };
             push(
                 &mut recs,
-                Body::CompactionReset(CompactionReset {
+                Body::CompactionReset(Box::new(CompactionReset {
                     targets,
                     restore: r.restore,
                     extra: Object::new(),
-                }),
+                })),
             );
         }
     }

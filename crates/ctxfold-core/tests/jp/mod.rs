@@ -120,7 +120,7 @@ pub fn jp_body(mut obj: Object) -> Body {
             Body::ToolCall {
                 id: str_field(&obj, "id"),
                 name: str_field(&obj, "name"),
-                arguments,
+                arguments: arguments.into(),
             }
         }
         "tool_call_response" => Body::ToolResult {
@@ -135,7 +135,7 @@ pub fn jp_body(mut obj: Object) -> Body {
             obj.remove("type");
             Body::Other {
                 kind: ty,
-                fields: obj,
+                fields: Box::new(obj),
             }
         }
     }

@@ -17,7 +17,7 @@ pub fn turn(k: usize) -> Vec<Body> {
         out.push(Body::ToolCall {
             id: format!("c{k}-{s}"),
             name: "read_file".into(),
-            arguments: json!({"path": format!("src/m{s}.rs")}),
+            arguments: json!({"path": format!("src/m{s}.rs")}).into(),
         });
         out.push(Body::ToolResult {
             id: format!("c{k}-{s}"),

@@ -97,7 +97,7 @@ pub fn conversation(dir: &Path) -> Conversation {
                     Body::ToolCall {
                         id: str_of(e, "id").unwrap_or_default(),
                         name: str_of(e, "name").unwrap_or_default(),
-                        arguments,
+                        arguments: arguments.into(),
                     },
                 );
             }
