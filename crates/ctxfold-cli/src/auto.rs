@@ -109,7 +109,7 @@ impl Auto {
         let now = log
             .records()
             .last()
-            .and_then(|r| ctxfold_core::bounds::parse_ts(&r.ts))
+            .and_then(|r| r.ts.timestamp())
             .or_else(|| Some(jiff::Timestamp::now()));
         let run = |conv: &mut Conversation<'_>, moment: Moment| -> anyhow::Result<Outcome> {
             let ctx = Context {

@@ -164,7 +164,7 @@ pub struct Clock {
 /// that has a readable one.
 fn turn_time(log: &Log, turn: u32) -> Option<Timestamp> {
     let range = log.turn_range(turn)?;
-    log.records()[range].iter().find_map(|r| parse_ts(&r.ts))
+    log.records()[range].iter().find_map(|r| r.ts.timestamp())
 }
 
 /// The first turn (0-based) that started at or after `t`; `turn_count` if
@@ -185,7 +185,7 @@ fn first_turn_at_or_after(log: &Log, t: Timestamp, bound: &str) -> Result<u32, B
                 return Err(BoundError::NoTimestamp {
                     bound: bound.to_owned(),
                     turn: turn + 1,
-                    ts,
+                    ts: ts.to_string(),
                 });
             }
         }
@@ -196,7 +196,7 @@ fn first_turn_at_or_after(log: &Log, t: Timestamp, bound: &str) -> Result<u32, B
 /// Refuse a duration `bound` up front when no record has a readable time,
 /// rather than naming the first turn as if only it lacked one.
 fn require_times(log: &Log, bound: &str) -> Result<(), BoundError> {
-    if log.records().iter().any(|r| parse_ts(&r.ts).is_some()) {
+    if log.records().iter().any(|r| r.ts.timestamp().is_some()) {
         Ok(())
     } else {
         Err(BoundError::NoTimes(bound.to_owned()))

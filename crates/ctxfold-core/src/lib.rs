@@ -28,9 +28,11 @@ pub mod retention;
 pub mod summarizer;
 pub mod summary_prompt;
 pub mod trigger;
+pub mod ts;
 pub mod view_size;
 
 pub use compaction::{Compaction, CompactionReset};
 pub use log::{Counts, LineReader, Log, ReadLines, Step};
 pub use raw_json::RawJson;
 pub use record::{Body, Fields, Kind, LineError, Object, Record, RecordError, RecordWarning};
+pub use ts::Ts;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::compaction::{Compaction, CompactionReset};
 use crate::raw_json::RawJson;
+use crate::ts::Ts;
 
 /// A JSON object, in the order its keys were read.
 pub type Object = Map<String, Value>;
@@ -20,9 +21,9 @@ pub type Object = Map<String, Value>;
 pub struct Record {
     /// Position in append order: 0, 1, 2, …
     pub seq: u64,
-    /// When the record was written, as text. Kept verbatim: imported
-    /// transcripts use their own timestamp formats and must round-trip.
-    pub ts: String,
+    /// When the record was written. Kept verbatim: imported transcripts
+    /// use their own timestamp formats and must round-trip.
+    pub ts: Ts,
     /// What the record is.
     pub body: Body,
     /// Opaque per-event data: provider signatures, reported usage, …
@@ -267,7 +268,7 @@ impl Body {
 
 impl Record {
     /// A record with no metadata and no extra fields.
-    pub fn new(seq: u64, ts: impl Into<String>, body: Body) -> Self {
+    pub fn new(seq: u64, ts: impl Into<Ts>, body: Body) -> Self {
         Record {
             seq,
             ts: ts.into(),
@@ -452,8 +453,8 @@ impl Record {
             }
         };
         let ts = match obj.shift_remove("ts") {
-            Some(Value::String(s)) => s,
-            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => Ts::from(s),
+            None | Some(Value::Null) => Ts::empty(),
             Some(_) => {
                 return Err(RecordError::Field {
                     field: "ts",
@@ -524,7 +525,7 @@ impl Record {
     pub fn to_object(&self) -> Object {
         let mut obj = Object::new();
         obj.insert("seq".into(), Value::from(self.seq));
-        obj.insert("ts".into(), Value::String(self.ts.clone()));
+        obj.insert("ts".into(), Value::String(self.ts.to_string()));
         obj.insert(
             "type".into(),
             Value::String(self.body.type_name().to_owned()),
@@ -728,7 +729,7 @@ mod fast {
     use serde_json::Value;
     use serde_json::value::RawValue;
 
-    use super::{Body, RawJson, Record};
+    use super::{Body, RawJson, Record, Ts};
 
     /// Not a line for this reader: the general one takes it.
     fn other<E: de::Error>() -> E {
@@ -768,7 +769,8 @@ mod fast {
             while let Some(k) = map.next_key::<&str>()? {
                 match k {
                     "seq" => once(&mut seq, map.next_value::<u64>()?)?,
-                    "ts" => once(&mut ts, map.next_value::<Option<String>>()?)?,
+                    // Escaped text is not borrowed: it goes the general way.
+                    "ts" => once(&mut ts, map.next_value::<Option<&str>>()?)?,
                     "type" => once(&mut kind, map.next_value::<String>()?)?,
                     "content" => once(&mut content, map.next_value::<String>()?)?,
                     "author" => once(&mut author, map.next_value::<Option<String>>()?)?,
@@ -831,7 +833,7 @@ mod fast {
             };
             Ok(Record {
                 seq,
-                ts: ts.flatten().unwrap_or_default(),
+                ts: ts.flatten().map_or_else(Ts::empty, Ts::new),
                 body,
                 metadata: metadata.map(Box::new),
                 extra: super::Fields::new(),

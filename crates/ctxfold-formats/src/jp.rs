@@ -727,7 +727,7 @@ fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Value> {
         }
     }
     let mut out = Object::new();
-    let ts = Value::String(rec.ts.clone());
+    let ts = Value::String(rec.ts.to_string());
     let ty = Value::String(ty.to_owned());
     if type_first {
         out.insert("type".into(), ty);
@@ -792,7 +792,7 @@ pub fn export_protected(t: &Transcript, path: &Path, protect: &Protect) -> Resul
             }
             let last = t.records.iter().rev().find(|r| !r.ts.is_empty());
             if let Some(r) = last {
-                m.insert("last_activated_at".into(), Value::String(r.ts.clone()));
+                m.insert("last_activated_at".into(), Value::String(r.ts.to_string()));
             }
             Value::Object(m)
         }

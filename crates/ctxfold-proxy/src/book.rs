@@ -1392,7 +1392,7 @@ fn stamp(records: &[Record]) -> Vec<Record> {
         .iter()
         .map(|r| {
             let mut r = r.clone();
-            r.ts = ts.clone();
+            r.ts = ts.clone().into();
             r
         })
         .collect()

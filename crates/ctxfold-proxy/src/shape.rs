@@ -148,7 +148,7 @@ mod responses {
         }
         let mut records = ctxfold_formats::responses::output_records(raw)?;
         for r in &mut records {
-            r.ts = ts.to_owned();
+            r.ts = ts.into();
         }
         if records.is_empty() {
             records.push(Record::new(
@@ -224,7 +224,7 @@ mod responses {
         }
         let mut records = ctxfold_formats::responses::output_records(&json!({"output": done}))?;
         for r in &mut records {
-            r.ts = ts.to_owned();
+            r.ts = ts.into();
         }
         Ok(records)
     }

@@ -295,7 +295,7 @@ fn generate(dir: &Path, target: u64) -> Fixture {
     let mut turns = 0usize;
     let mut write = |mut r: Record, bytes: &mut u64| {
         r.seq = seq;
-        r.ts = ts(seq);
+        r.ts = ts(seq).into();
         seq += 1;
         let line = r.to_json_line();
         w.write_all(line.as_bytes()).unwrap();
@@ -340,7 +340,7 @@ fn generate_small(dir: &Path, records: u64) -> Fixture {
                 break;
             }
             r.seq = seq;
-            r.ts = ts(seq);
+            r.ts = ts(seq).into();
             seq += 1;
             let line = r.to_json_line();
             w.write_all(line.as_bytes()).unwrap();
@@ -374,7 +374,7 @@ fn typical_turn() -> Vec<Record> {
         .into_iter()
         .enumerate()
         .map(|(i, mut r)| {
-            r.ts = ts(i as u64);
+            r.ts = ts(i as u64).into();
             r
         })
         .collect()
