@@ -308,7 +308,7 @@ fn read_block(
             out.push(Body::ToolCall {
                 id,
                 name,
-                arguments: input.clone().into(),
+                arguments: input.into(),
             })
         }
         _ => {

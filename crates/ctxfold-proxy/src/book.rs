@@ -1387,12 +1387,12 @@ fn set_cache_marker(r: &mut Record, m: Value) {
 
 /// Records as the log keeps them: stamped now.
 fn stamp(records: &[Record]) -> Vec<Record> {
-    let ts = ctxfold_store::now();
+    let ts = ctxfold_core::Ts::from(ctxfold_store::now());
     records
         .iter()
         .map(|r| {
             let mut r = r.clone();
-            r.ts = ts.clone().into();
+            r.ts = ts.clone();
             r
         })
         .collect()
