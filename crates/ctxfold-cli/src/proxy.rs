@@ -71,7 +71,8 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
     })
 }
 
-async fn shutdown() {
+/// Ctrl-C or SIGTERM.
+pub async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
