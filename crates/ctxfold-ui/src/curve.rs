@@ -82,9 +82,15 @@ pub fn points(log: &Log, budget: usize) -> Vec<Point> {
                     pending: &mut bool,
                     out: &mut Vec<Point>| {
         let k = grown.len();
-        let allowed = !*pending || last_projection.is_none_or(|p| k - p >= spacing) || k == n;
+        // An update after an overlay projects: only once the last
+        // projection is `spacing` records back, within the budget. The end
+        // of the log is always measured.
+        let allowed = k == n
+            || !*pending
+            || (last_projection.is_none_or(|p| k - p >= spacing)
+                && size.projections < budget.max(1));
         let before = size.projections;
-        let view = if allowed && size.projections < budget.max(1) * 2 {
+        let view = if allowed {
             let v = size.update(grown, record_tokens, item_tokens);
             *pending = false;
             if size.projections > before {
