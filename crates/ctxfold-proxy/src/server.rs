@@ -100,6 +100,16 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .layer(DefaultBodyLimit::max(limit))
         .with_state(proxy)
         .nest("/ui", ui)
+        // The pages' home is `/ui`; `/ui/` (as people type it) goes there.
+        .route("/ui/", get(ui_home))
+}
+
+async fn ui_home(uri: Uri) -> Response {
+    let to = match uri.query() {
+        Some(q) => format!("/ui?{q}"),
+        None => "/ui".to_owned(),
+    };
+    axum::response::Redirect::to(&to).into_response()
 }
 
 /// Serve `proxy` on `listener` until `shutdown` completes.
