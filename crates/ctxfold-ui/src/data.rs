@@ -62,20 +62,26 @@ pub fn window(meta: &ConversationMeta, configured: Option<u32>) -> Option<u32> {
     configured.or_else(|| model(meta).and_then(ctxfold_tokens::context_window))
 }
 
-/// When the conversation was last active: its last record's time when that
-/// reads as a timestamp (imported transcripts carry their own formats),
-/// else when it was last used.
+/// When the conversation was last active: the time of its last record
+/// that reads as one (imported transcripts carry their own; a time without
+/// a zone, as JP writes them, is read as UTC), else when it was last used.
 pub fn last_activity(meta: &ConversationMeta, log: &Log) -> Option<jiff::Timestamp> {
-    let of_record = log
-        .records()
+    log.records()
         .iter()
         .rev()
         .take(8)
-        .find_map(|r| r.ts.parse::<jiff::Timestamp>().ok());
-    of_record
-        .into_iter()
-        .chain(meta.last_used_at.parse().ok())
-        .max()
+        .find_map(|r| timestamp(&r.ts))
+        .or_else(|| timestamp(&meta.last_used_at))
+}
+
+/// `text` as a point in time: RFC 3339, else a date and time without a zone
+/// (read as UTC).
+pub fn timestamp(text: &str) -> Option<jiff::Timestamp> {
+    text.parse::<jiff::Timestamp>().ok().or_else(|| {
+        text.parse::<jiff::civil::DateTime>()
+            .ok()
+            .and_then(|dt| jiff::tz::TimeZone::UTC.to_timestamp(dt).ok())
+    })
 }
 
 /// Raw tokens of a log, counted as the timeline counts them (model-visible
@@ -170,4 +176,18 @@ pub fn rows(
             .then_with(|| b.id.cmp(&a.id))
     });
     Ok((rows, broken))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_with_and_without_a_zone() {
+        let utc = timestamp("2025-12-17T14:02:48Z").unwrap();
+        assert_eq!(timestamp("2025-12-17 14:02:48"), Some(utc));
+        assert_eq!(timestamp("2025-12-17T16:02:48+02:00"), Some(utc));
+        assert!(timestamp("t").is_none());
+        assert!(timestamp("").is_none());
+    }
 }
