@@ -313,6 +313,103 @@ pub fn svg(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxfold_core::attempt::{Finished, Started, attempts};
+    use ctxfold_core::compaction::{CompactionReset, ResetTargets};
+    use ctxfold_core::report::turn_reports;
+    use ctxfold_core::{Compaction, Object, Record};
+
+    fn push(log: &mut Log, b: Body) {
+        let seq = log.next_seq();
+        log.push(Record::new(seq, "t", b));
+    }
+
+    #[test]
+    fn bands_by_source_and_status_and_unfinished_attempts_as_marks() {
+        let mut log = Log::new();
+        for k in 0..6 {
+            push(&mut log, Body::TurnStart);
+            push(
+                &mut log,
+                Body::User {
+                    content: format!("q{k}"),
+                    author: None,
+                },
+            );
+        }
+        for source in [Source::User, Source::Auto, Source::Assistant] {
+            push(
+                &mut log,
+                Body::Compaction(Box::new(Compaction::new(0, 2, source))),
+            );
+        }
+        // The first is revoked; then a failed attempt and an orphan.
+        push(
+            &mut log,
+            Body::CompactionReset(CompactionReset {
+                targets: ResetTargets::Some(vec![12]),
+                restore: false,
+                extra: Object::new(),
+            }),
+        );
+        let started = Started {
+            from_turn: 3,
+            to_turn: 4,
+            from_seq: 6,
+            to_seq: 9,
+            source: Source::Auto,
+            summarizer: "local/m".into(),
+        };
+        push(&mut log, started.body());
+        let failed_at = log.next_seq() - 1;
+        push(
+            &mut log,
+            Finished {
+                started: failed_at,
+                compaction: None,
+                error: Some("timed out <after> 60 s".into()),
+            }
+            .body(),
+        );
+        push(&mut log, started.body());
+
+        let b = bands(&log);
+        let got: Vec<(usize, Status)> = b.iter().map(|b| (b.number, b.status)).collect();
+        assert_eq!(
+            got,
+            [
+                (1, Status::Revoked),
+                (2, Status::Active),
+                (3, Status::Active)
+            ]
+        );
+        let all = attempts(&log);
+        let unfinished: Vec<&Attempt> = all.iter().filter(|a| a.state() != "done").collect();
+        let view = ctxfold_core::projection::project(&log);
+        let svg = svg(
+            &log,
+            &turn_reports(&log, &view),
+            &b,
+            &unfinished,
+            Some(2),
+            &|n| format!("?c={n}"),
+        );
+        assert_eq!(svg.matches("<rect class=\"band ").count(), 3);
+        for (source, status) in [
+            ("manual", "revoked"),
+            ("auto", "active selected"),
+            ("assistant", "active"),
+        ] {
+            assert!(
+                svg.contains(&format!("class=\"band {source} {status}\"")),
+                "{source}: {svg}"
+            );
+        }
+        assert_eq!(svg.matches("<rect class=\"attempt failed\"").count(), 1);
+        assert_eq!(svg.matches("<rect class=\"attempt orphaned\"").count(), 1);
+        // The error is text in the picture, escaped.
+        assert!(svg.contains("timed out &lt;after&gt; 60 s"), "{svg}");
+        assert_eq!(svg.matches("<g class=\"turn\">").count(), 6);
+    }
 
     #[test]
     fn overlapping_bands_get_their_own_lanes() {
