@@ -56,8 +56,13 @@ pub fn ui(target: Target, args: &UiArgs, settings: &Settings) -> anyhow::Result<
                 String::new()
             }
         );
+        let pages = Arc::clone(&ui);
         axum::serve(listener, ctxfold_ui::router(ui))
-            .with_graceful_shutdown(crate::proxy::shutdown())
+            .with_graceful_shutdown(async move {
+                crate::proxy::shutdown().await;
+                // Open pages' live streams would hold the shutdown up.
+                pages.close();
+            })
             .await
             .context("serving")
     })

@@ -630,3 +630,48 @@ fn cross_site_posts_are_refused() {
     assert_eq!(count(), n + 2);
     assert_eq!(records(&s, &id).last().unwrap()["restore"], true);
 }
+
+/// SIGTERM stops `ctxfold ui` and the proxy at once, even with a page open
+/// (its live-update stream never ends by itself, and a graceful shutdown
+/// waits for open responses).
+#[test]
+fn an_open_page_does_not_hold_up_shutdown() {
+    let s = Scratch::new();
+    let id = s.import(&corpus_conversations()[0]);
+    for (args, prefix) in [(&["ui"][..], ""), (&["proxy"][..], "/ui")] {
+        let mut server = serve(&s, args);
+        let url = format!("{}{prefix}/c/{id}/events?seq=0", server.base);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = agent().get(&url).call().unwrap();
+            let mut first = [0u8; 15];
+            use std::io::Read;
+            let mut body = r.body_mut().as_reader();
+            body.read_exact(&mut first).unwrap();
+            tx.send(String::from_utf8_lossy(&first).into_owned())
+                .unwrap();
+            // Read on until the server ends the stream.
+            let mut rest = Vec::new();
+            let _ = body.read_to_end(&mut rest);
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+        assert_eq!(got, "event: changed\n", "{args:?}");
+        let term = std::process::Command::new("kill")
+            .args(["-TERM", &server.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(term.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                assert!(status.success(), "{args:?}: {status}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{args:?} did not stop with a page open"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}

@@ -126,8 +126,13 @@ pub async fn serve(
             tracing::debug!("TCP_NODELAY could not be set on a connection: {e}");
         }
     });
+    let pages = Arc::clone(&proxy.ui);
     axum::serve(listener, router(proxy))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Open pages' live streams would hold the shutdown up.
+            pages.close();
+        })
         .await
 }
 

@@ -37,6 +37,9 @@ pub struct Ui {
     guard: Guard,
     base: String,
     window: Option<u32>,
+    /// Set when the server shuts down: live-update streams end (a graceful
+    /// shutdown waits for every open response, and theirs never end).
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Ui {
@@ -54,7 +57,14 @@ impl Ui {
             guard: Guard::new(token),
             base: base.trim_end_matches('/').to_owned(),
             window,
+            closing: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// End the live-update streams of open pages: call it when the server
+    /// starts shutting down, so a graceful shutdown does not wait for them.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
     }
 }
 
@@ -569,23 +579,32 @@ async fn events(
         .and_then(serde_urlencoded_pairs)
         .unwrap_or_default();
     let seen: u64 = q.get("seq").and_then(|s| s.parse().ok()).unwrap_or(0);
-    let stream = futures_util::stream::unfold((ui, id, seen), |(ui, id, mut seen)| async move {
-        loop {
-            tokio::time::sleep(POLL).await;
-            let store = Arc::clone(&ui.store);
-            let key = id.clone();
-            let next = match tokio::task::spawn_blocking(move || store.next_seq(&key)).await {
-                Ok(Ok(n)) => n,
-                // Gone or failing: end the stream; the page keeps what it has.
-                _ => return None,
-            };
-            if next != seen {
-                seen = next;
-                let ev = Event::default().event("changed").data(next.to_string());
-                return Some((Ok::<_, Infallible>(ev), (ui, id, seen)));
+    let closing = ui.closing.subscribe();
+    let state = (ui, id, seen, closing);
+    let stream =
+        futures_util::stream::unfold(state, |(ui, id, mut seen, mut closing)| async move {
+            loop {
+                if *closing.borrow_and_update() {
+                    return None;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(POLL) => {}
+                    _ = closing.changed() => return None,
+                }
+                let store = Arc::clone(&ui.store);
+                let key = id.clone();
+                let next = match tokio::task::spawn_blocking(move || store.next_seq(&key)).await {
+                    Ok(Ok(n)) => n,
+                    // Gone or failing: end the stream; the page keeps what it has.
+                    _ => return None,
+                };
+                if next != seen {
+                    seen = next;
+                    let ev = Event::default().event("changed").data(next.to_string());
+                    return Some((Ok::<_, Infallible>(ev), (ui, id, seen, closing)));
+                }
             }
-        }
-    });
+        });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
