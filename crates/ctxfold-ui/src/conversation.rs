@@ -115,8 +115,7 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
             img.curve #curve src=(ctx.href(&format!("/c/{id}/curve.svg?seq={}", log.next_seq())))
                 alt="Raw and in-view tokens after each turn; each compaction shows as a drop of the in-view line."
                 width="1000" height="174";
-            p.legend { span.key.raw { "raw tokens" } span.key.inview { "in view" } span.key.drop { "a compaction or reset" }
-                @if window.is_some() { span.key.window { "the window" } } }
+            p.legend { span.key.raw { "raw tokens" } span.key.inview { "in view" } span.key.drop { "a compaction or reset" } }
         }
         section #compaction {
             h2 { "Compactions" }

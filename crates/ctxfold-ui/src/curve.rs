@@ -108,6 +108,14 @@ pub fn points(log: &Log, budget: usize) -> Vec<Point> {
             overlay,
         });
     };
+    // Where the conversation started from: nothing.
+    out.push(Point {
+        records: 0,
+        at: 0.0,
+        raw: 0,
+        view: Some(0),
+        overlay: false,
+    });
     for (i, r) in records.iter().enumerate() {
         if i > 0 && matches!(r.body, Body::TurnStart) {
             emit(
@@ -198,8 +206,9 @@ pub fn svg(points: &[Point], turns: usize, window: Option<u32>) -> String {
     {
         let _ = write!(
             s,
-            r##"<line x1="0" x2="{WIDTH}" y1="{0:.1}" y2="{0:.1}" stroke="#c0392b" stroke-dasharray="6 4"><title>window: {w} tokens</title></line>"##,
-            y(w as usize)
+            r##"<line x1="0" x2="{WIDTH}" y1="{0:.1}" y2="{0:.1}" stroke="#c0392b" stroke-dasharray="6 4"><title>window: {w} tokens</title></line><text x="{WIDTH}" y="{1:.1}" text-anchor="end" font-size="10" fill="#c0392b">window {w}</text>"##,
+            y(w as usize),
+            y(w as usize) - 3.0
         );
     }
     let _ = write!(
