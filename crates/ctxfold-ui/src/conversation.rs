@@ -72,7 +72,13 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
     let selected = opts
         .selected
         .and_then(|n| bands.iter().find(|b| b.number == n));
-    let shown_turns = turn_window(log.turn_count(), opts.turns);
+    // Beside the view: the turns asked for; else the selected compaction's
+    // (its first ones); else the last ones.
+    let band_turns = selected.and_then(|b| b.covered).map(|(lo, hi)| {
+        let (a, b) = (log.turn_of(lo) + 1, log.turn_of(hi) + 1);
+        (a, b.min(a + DEFAULT_TURNS - 1))
+    });
+    let shown_turns = turn_window(log.turn_count(), opts.turns.or(band_turns));
     let fates = fates(log, &view);
     let title = meta.title.clone().unwrap_or_else(|| id.clone());
     let body = html! {
@@ -386,6 +392,8 @@ mod tests {
         );
         assert!(html.contains(r#"class="button undo""#), "{html}");
         assert!(html.contains("/c/c1/reset?n=1&amp;restore=0"), "{html}");
+        // Beside the view: the selected compaction's turns (1–3 of 4).
+        assert!(html.contains(r#"name="to" min="1" max="4" value="3""#), "{html}");
         // Text from the log and the metadata is escaped.
         assert!(html.contains("&lt;b&gt;title&lt;/b&gt;") && !html.contains("<b>title"));
         assert!(!html.contains("<script>"));
