@@ -167,6 +167,31 @@ fn conversation_page_selected(b: divan::Bencher) {
     b.bench(|| render(&ctx, &meta, log, &opts).into_string().len());
 }
 
+/// What the server does for the page: load the log from a workspace (on
+/// this machine's disk, warm in the page cache), then render.
+#[divan::bench(sample_count = 10)]
+fn conversation_page_from_workspace(b: divan::Bencher) {
+    use ctxfold_store::Store as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, _) = ctxfold_store::Workspace::init(dir.path()).unwrap();
+    let meta = ctxfold_store::create_new(
+        &ws,
+        Some("a long agent session".into()),
+        None,
+        Default::default(),
+        LOG.records().to_vec(),
+    )
+    .unwrap();
+    let ctx = Ctx::default();
+    b.bench(|| {
+        let loaded = ws.load(&meta.id).unwrap();
+        let log = Log::from_records(loaded.records);
+        render(&ctx, &meta, &log, &Options::default())
+            .into_string()
+            .len()
+    });
+}
+
 /// One projection of the whole log, for comparison.
 #[divan::bench(sample_count = 20)]
 fn projection(b: divan::Bencher) {
