@@ -5,7 +5,8 @@
 //!
 //! Where: `CTXFOLD_TEST_CHROMIUM` (else /usr/bin/chromium) and
 //! `CTXFOLD_TEST_CHROMEDRIVER` (else /usr/bin/chromedriver). Missing: in CI
-//! (`CI` set) the test fails; elsewhere it is skipped with a message.
+//! (`CI` set), or when a variable names a program that is not there, the
+//! test fails; elsewhere it is skipped with a message.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -25,9 +26,21 @@ pub struct Browser {
     pub shots: PathBuf,
 }
 
+/// The program `var` names, else `default` when it is there. A variable
+/// naming nothing is a mistake, not a reason to skip.
 fn found(var: &str, default: &str) -> Option<PathBuf> {
-    let p = std::env::var_os(var).map_or_else(|| PathBuf::from(default), PathBuf::from);
-    p.is_file().then_some(p)
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(
+                p.is_file(),
+                "{var} names {}, which is not there",
+                p.display()
+            );
+            Some(p)
+        }
+        None => Some(PathBuf::from(default)).filter(|p| p.is_file()),
+    }
 }
 
 /// Start a browser, or `None` (with a message) when none is installed and
@@ -37,10 +50,16 @@ pub fn browser() -> Option<Browser> {
     let driver = found("CTXFOLD_TEST_CHROMEDRIVER", "/usr/bin/chromedriver");
     let (Some(chromium), Some(driver)) = (chromium, driver) else {
         let msg = "no Chromium and ChromeDriver (run scripts/browser, or set CTXFOLD_TEST_CHROMIUM and CTXFOLD_TEST_CHROMEDRIVER)";
+        // CI installs them (scripts/test): a test that skipped there would
+        // pass without checking anything.
         if std::env::var_os("CI").is_some() {
             panic!("{msg}");
         }
-        eprintln!("skipped: {msg}");
+        // Straight to stderr: the test harness captures eprintln!.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("browser test skipped: {msg}\n").as_bytes(),
+        );
         return None;
     };
     let port = {
