@@ -109,6 +109,7 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
             p.legend {
                 span.key.raw { "raw tokens" } span.key.inview { "in view" }
                 span.key.manual { "manual" } span.key.auto { "auto" } span.key.assistant { "assistant" }
+                span.key.summary { "summary" } span.key.mechanical { "strip or omit" }
                 span.key.revoked { "revoked" } span.key.failed { "failed attempt" } span.key.orphaned { "orphaned attempt" }
             }
             (svg(timeline_svg))
@@ -393,7 +394,10 @@ mod tests {
         assert!(html.contains(r#"class="button undo""#), "{html}");
         assert!(html.contains("/c/c1/reset?n=1&amp;restore=0"), "{html}");
         // Beside the view: the selected compaction's turns (1–3 of 4).
-        assert!(html.contains(r#"name="to" min="1" max="4" value="3""#), "{html}");
+        assert!(
+            html.contains(r#"name="to" min="1" max="4" value="3""#),
+            "{html}"
+        );
         // Text from the log and the metadata is escaped.
         assert!(html.contains("&lt;b&gt;title&lt;/b&gt;") && !html.contains("<b>title"));
         assert!(!html.contains("<script>"));

@@ -249,9 +249,16 @@ pub fn svg(
         } else {
             ""
         };
+        // Drawn solid when it summarizes, light when it only strips or
+        // omits (the policies themselves are in the tooltip and the list).
+        let policy = if c.summary.is_some() {
+            "summary"
+        } else {
+            "mechanical"
+        };
         let _ = write!(
             s,
-            r#"<a href="{}"><rect class="band {source} {}{sel}" data-number="{}" data-source="{source}" data-status="{}" x="{:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" rx="2"><title>{}</title></rect></a>"#,
+            r#"<a href="{}"><rect class="band {source} {}{sel}" data-number="{}" data-source="{source}" data-status="{}" data-policy="{policy}" x="{:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" rx="2"><title>{}</title></rect></a>"#,
             escape(&link(b.number)),
             b.status.name(),
             b.number,
@@ -409,6 +416,7 @@ mod tests {
         // The error is text in the picture, escaped.
         assert!(svg.contains("timed out &lt;after&gt; 60 s"), "{svg}");
         assert_eq!(svg.matches("<g class=\"turn\">").count(), 6);
+        assert_eq!(svg.matches("data-policy=\"mechanical\"").count(), 3);
     }
 
     #[test]
