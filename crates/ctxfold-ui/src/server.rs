@@ -40,6 +40,8 @@ pub struct Ui {
     /// Set when the server shuts down: live-update streams end (a graceful
     /// shutdown waits for every open response, and theirs never end).
     closing: tokio::sync::watch::Sender<bool>,
+    /// The list's figures of each conversation, until its log grows.
+    figures: crate::data::FigureCache,
 }
 
 impl Ui {
@@ -58,6 +60,7 @@ impl Ui {
             base: base.trim_end_matches('/').to_owned(),
             window,
             closing: tokio::sync::watch::Sender::new(false),
+            figures: Default::default(),
         }
     }
 
@@ -299,14 +302,16 @@ async fn list(State(ui): State<Arc<Ui>>, headers: HeaderMap, uri: Uri) -> Respon
         .unwrap_or_default();
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
-    let r = blocking(move || match crate::data::rows(&*u.store, u.window) {
-        Ok((rows, broken)) => html(crate::list::render(&ctx, &rows, &broken, &q)),
-        Err(e) => u.fail(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "The store failed",
-            &e.to_string(),
-        ),
-    })
+    let r = blocking(
+        move || match crate::data::rows(&*u.store, u.window, &u.figures) {
+            Ok((rows, broken)) => html(crate::list::render(&ctx, &rows, &broken, &q)),
+            Err(e) => u.fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The store failed",
+                &e.to_string(),
+            ),
+        },
+    )
     .await;
     finish(&visitor, r.unwrap_or_else(|r| r))
 }
