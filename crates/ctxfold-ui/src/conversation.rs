@@ -404,6 +404,49 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_or_odd_log_renders() {
+        let opts = Options {
+            selected: Some(7),
+            turns: Some((5, 2)),
+            window: Some(1000),
+        };
+        let empty = render(&Ctx::default(), &meta(), &Log::new(), &opts).into_string();
+        assert!(empty.contains("No turns yet."), "{empty}");
+        assert!(empty.contains("There is no compaction 7"), "{empty}");
+        // A compaction whose range lies outside the log, and an orphaned
+        // attempt.
+        let mut log = log();
+        let seq = log.next_seq();
+        log.push(Record::new(
+            seq,
+            "t",
+            Body::Compaction(Box::new(Compaction::new(40, 50, Source::User))),
+        ));
+        let seq = log.next_seq();
+        let started = ctxfold_core::attempt::Started {
+            from_turn: 0,
+            to_turn: 1,
+            from_seq: 0,
+            to_seq: 5,
+            source: Source::Auto,
+            summarizer: "local/m".into(),
+        };
+        log.push(Record::new(seq, "t", started.body()));
+        let opts = Options {
+            selected: Some(2),
+            ..opts
+        };
+        let html = render(&Ctx::default(), &meta(), &log, &opts).into_string();
+        assert!(html.contains("out of bounds"), "{html}");
+        assert!(html.contains("Its range lies outside the log"), "{html}");
+        assert!(html.contains(r#"<li class="attempt orphaned">"#), "{html}");
+        assert!(
+            html.contains("0.0% of 1,000") || html.contains("% of 1,000"),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn turn_windows_stay_inside_the_log() {
         assert_eq!(turn_window(0, None), None);
         assert_eq!(turn_window(5, None), Some((0, 4)));
