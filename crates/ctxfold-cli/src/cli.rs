@@ -137,6 +137,11 @@ pub enum Command {
     /// the upstream gets its compacted view. Point an agent's base URL at
     /// it (see the README).
     Proxy(ProxyArgs),
+    /// Serve browser pages over the store: the conversations, each one's
+    /// timeline (turns, compactions, failed attempts), its token curve,
+    /// what the model sees, and undo/restore of each compaction. The proxy
+    /// serves the same pages under /ui.
+    Ui(UiArgs),
 }
 
 /// `ctxfold store …`
@@ -174,6 +179,15 @@ pub struct ProxyArgs {
     /// Record and report, but send every request upstream unchanged.
     #[arg(long)]
     pub observe: bool,
+}
+
+/// `ctxfold ui …`
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Where to listen (default 127.0.0.1:7441); port 0 picks a free one.
+    /// Beyond loopback, `[proxy] token` is required (the pages ask for it).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `ctxfold conversation …`

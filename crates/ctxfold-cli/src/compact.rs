@@ -8,12 +8,12 @@ use crate::store::Target;
 use anyhow::{Context, bail};
 use ctxfold_compactor::{Conversation, Moment, Run};
 use ctxfold_core::bounds::{Bound, Keep};
-use ctxfold_core::compaction::{AllMarker, CompactionReset, ReasoningPolicy, ResetTargets, Source};
+use ctxfold_core::compaction::{ReasoningPolicy, Source};
 use ctxfold_core::digest::Digest;
 use ctxfold_core::planner::{PlanContext, Rule, SummaryRequest};
 use ctxfold_core::projection::{Inactive, Item, project};
 use ctxfold_core::summarizer::Summarizer;
-use ctxfold_core::{Body, Log, Object, Record, dsl};
+use ctxfold_core::{Body, Log, Record, dsl};
 use ctxfold_formats::{Format, Transcript};
 use serde_json::{Value, json};
 
@@ -489,17 +489,7 @@ fn size_of(path: &Path) -> u64 {
     }
 }
 
-/// Compaction records of `log` in order, numbered from 1 as `show` lists
-/// them: (number, record index).
-pub fn numbered_compactions(log: &Log) -> Vec<(usize, usize)> {
-    log.records()
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r.body, Body::Compaction(_)))
-        .enumerate()
-        .map(|(n, (i, _))| (n + 1, i))
-        .collect()
-}
+pub use ctxfold_compactor::reset::numbered_compactions;
 
 /// Whether each compaction record (by index) is in force, in words:
 /// `active`, `deferred until turn N`, `revoked`, `out of bounds`.
@@ -542,21 +532,7 @@ pub fn compact_conversation(
 ) -> anyhow::Result<()> {
     let meta = target.resolve(id)?;
     if reset.is_some() || restore.is_some() {
-        // Held until the reset is appended; a dry run writes nothing, so it
-        // takes no lock (and works in a read-only workspace).
-        let _lock = if dry_run {
-            None
-        } else {
-            match target.store.try_compaction_lock(&meta.id)? {
-                Some(lock) => Some(lock),
-                None => bail!(
-                    "conversation {} is being compacted by another process; try again when it is done",
-                    meta.id
-                ),
-            }
-        };
-        let log = target.load(&meta.id)?;
-        return reset_or_restore(target, &meta.id, &log, reset, restore, dry_run, out);
+        return reset_or_restore(target, &meta.id, reset, restore, dry_run, out);
     }
     let log = target.load(&meta.id)?;
     let store = target.journal(&meta.id);
@@ -609,48 +585,24 @@ pub fn compact_conversation(
     out.emit(&json, || text)
 }
 
+/// `--reset [N]` / `--restore [N]`: the reset record the browser pages
+/// append too, made and appended by `ctxfold_compactor::reset`.
 fn reset_or_restore(
     target: &Target,
     id: &str,
-    log: &Log,
     reset: Option<Option<usize>>,
     restore: Option<Option<usize>>,
     dry_run: bool,
     out: &Printer,
 ) -> anyhow::Result<()> {
-    let numbered = numbered_compactions(log);
-    let (_, inactive) = ctxfold_core::projection::compaction_status(log);
-    let revoked: Vec<usize> = inactive
-        .iter()
-        .filter(|(_, why)| *why == Inactive::Revoked)
-        .map(|(i, _)| *i)
-        .collect();
     let (restoring, which) = match (reset, restore) {
         (Some(n), _) => (false, n),
         (None, Some(n)) => (true, n),
         (None, None) => unreachable!("called for --reset or --restore"),
     };
-    let seq_of = |n: usize| -> anyhow::Result<u64> {
-        numbered
-            .iter()
-            .find(|(k, _)| *k == n)
-            .map(|(_, i)| log.records()[*i].seq)
-            .with_context(|| {
-                format!(
-                    "no compaction {n}: this conversation has {} (see `ctxfold conversation show`)",
-                    numbered.len()
-                )
-            })
-    };
-    let targets = match (which, restoring) {
-        (Some(n), _) => ResetTargets::Some(vec![seq_of(n)?]),
-        (None, false) => ResetTargets::All(AllMarker::All),
-        (None, true) => ResetTargets::Some(revoked.iter().map(|&i| log.records()[i].seq).collect()),
-    };
-    let count = match &targets {
-        ResetTargets::All(_) => numbered.len(),
-        ResetTargets::Some(v) => v.len(),
-    };
+    let done = ctxfold_compactor::reset::reset(&*target.store, id, restoring, which, dry_run)?;
+    render::warn_all(&done.warnings);
+    let count = done.reset.count;
     let verb = match (restoring, dry_run) {
         (false, false) => "revoked",
         (false, true) => "would revoke",
@@ -664,18 +616,6 @@ fn reset_or_restore(
             "compactions to revoke"
         };
         return out.emit(&json!({"id": id, verb: 0}), || format!("no {what}"));
-    }
-    let record = Record::new(
-        0,
-        ctxfold_store::now(),
-        Body::CompactionReset(Box::new(CompactionReset {
-            targets,
-            restore: restoring,
-            extra: Object::new(),
-        })),
-    );
-    if !dry_run {
-        target.store.append(id, vec![record])?;
     }
     out.emit(&json!({"id": id, verb: count, "dry_run": dry_run}), || {
         format!(

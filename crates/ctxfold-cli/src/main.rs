@@ -11,6 +11,7 @@ mod settings;
 mod stats;
 mod store;
 mod timeline;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -92,6 +93,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = settings::load(ws_root, &cli.config)?;
             let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
             proxy::proxy(target, &args, settings)
+        }
+        Command::Ui(args) => {
+            let settings = settings::load(ws_root, &cli.config)?;
+            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
+            ui::ui(target, &args, &settings)
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

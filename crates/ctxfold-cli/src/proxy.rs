@@ -55,12 +55,17 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
         // address from it when they asked for port 0.
         println!("ctxfold proxy listening on http://{addr}");
         eprintln!(
-            "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  conversations recorded in {}{}",
+            "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  conversations recorded in {}{}\n  pages: http://{addr}/ui{}",
             config.openai,
             config.anthropic,
             place,
             if config.observe {
                 " (observe: requests go upstream unchanged)"
+            } else {
+                ""
+            },
+            if config.token.is_some() {
+                "?token=TOKEN ([proxy] token; once, the browser keeps it)"
             } else {
                 ""
             }
@@ -71,7 +76,8 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
     })
 }
 
-async fn shutdown() {
+/// Ctrl-C or SIGTERM.
+pub async fn shutdown() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

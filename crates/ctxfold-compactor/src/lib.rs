@@ -16,6 +16,8 @@
 //!   `ctxfold compact FILE`) through the same steps.
 //! - [`assistant`]: what the assistant's `compact` tool proposes, planned
 //!   for its preview and recorded with the call's result.
+//! - [`reset`]: undo and redo of compactions (the `compaction_reset`
+//!   record the command line and the browser pages append).
 //! - [`retry_on_overflow`] is what a caller does with a "context too long"
 //!   answer: one forced compaction, one retry, never a loop.
 //!
@@ -33,6 +35,7 @@ pub mod effect;
 pub mod journal;
 mod manual;
 mod overflow;
+pub mod reset;
 
 use ctxfold_core::Compaction;
 use ctxfold_core::planner::PlanError;

@@ -267,6 +267,11 @@ impl Readers {
 }
 
 impl Book {
+    /// The store the conversations are recorded in.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     /// The conversations of `store`, indexed by the keys the proxy
     /// recorded.
     pub fn open(store: Arc<dyn Store>, compaction: Compaction) -> Result<Book, StoreError> {

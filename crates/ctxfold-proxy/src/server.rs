@@ -42,6 +42,8 @@ pub struct Proxy {
     pub config: ProxyConfig,
     /// The counters.
     pub metrics: Metrics,
+    /// The browser pages, served under `/ui` (with the proxy's token).
+    pub ui: Arc<ctxfold_ui::Ui>,
     client: reqwest::Client,
 }
 
@@ -59,7 +61,14 @@ impl Proxy {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("the HTTP client could not be set up: {e}"))?;
+        let ui = Arc::new(ctxfold_ui::Ui::new(
+            Arc::clone(book.store()),
+            config.token.clone(),
+            "/ui",
+            config.window,
+        ));
         Ok(Proxy {
+            ui,
             book: Arc::new(book),
             config,
             metrics: Metrics::default(),
@@ -68,9 +77,10 @@ impl Proxy {
     }
 }
 
-/// The routes, over `proxy`.
+/// The routes, over `proxy`; the browser pages under `/ui`.
 pub fn router(proxy: Arc<Proxy>) -> Router {
     let limit = proxy.config.max_body_bytes;
+    let ui = ctxfold_ui::router(Arc::clone(&proxy.ui));
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
@@ -89,6 +99,17 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .fallback(passthrough)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(proxy)
+        .nest("/ui", ui)
+        // The pages' home is `/ui`; `/ui/` (as people type it) goes there.
+        .route("/ui/", get(ui_home))
+}
+
+async fn ui_home(uri: Uri) -> Response {
+    let to = match uri.query() {
+        Some(q) => format!("/ui?{q}"),
+        None => "/ui".to_owned(),
+    };
+    axum::response::Redirect::to(&to).into_response()
 }
 
 /// Serve `proxy` on `listener` until `shutdown` completes.
@@ -105,8 +126,13 @@ pub async fn serve(
             tracing::debug!("TCP_NODELAY could not be set on a connection: {e}");
         }
     });
+    let pages = Arc::clone(&proxy.ui);
     axum::serve(listener, router(proxy))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Open pages' live streams would hold the shutdown up.
+            pages.close();
+        })
         .await
 }
 

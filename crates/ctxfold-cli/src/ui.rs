@@ -1,0 +1,69 @@
+//! `ctxfold ui`: the settings, the runtime and the listening socket for the
+//! browser pages; everything else is `ctxfold-ui`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use crate::cli::UiArgs;
+use crate::settings::Settings;
+use crate::store::Target;
+
+/// Where the pages listen unless told: loopback, next to the proxy's port.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7441";
+
+/// Serve the pages over `target`'s store until Ctrl-C or SIGTERM.
+pub fn ui(target: Target, args: &UiArgs, settings: &Settings) -> anyhow::Result<()> {
+    let listen: SocketAddr = match args.listen {
+        Some(a) => a,
+        None => DEFAULT_LISTEN.parse().expect("a valid address"),
+    };
+    // The proxy's rule and token: the pages change conversations (undo,
+    // restore) and show everything an agent said.
+    let token = settings.proxy.token.clone();
+    if !listen.ip().is_loopback() && token.is_none() {
+        anyhow::bail!(
+            "refusing to listen on {listen} without a token: set [proxy] token (the pages ask for it once), or listen on 127.0.0.1"
+        );
+    }
+    let has_token = token.is_some();
+    let place = target.store.location();
+    let ui = Arc::new(ctxfold_ui::Ui::new(
+        target.store,
+        token,
+        "",
+        settings.proxy.window,
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the pages' runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen}"))?;
+        let addr = listener.local_addr()?;
+        // One line on standard output: scripts (and the tests) read the
+        // address from it when they asked for port 0.
+        println!("ctxfold ui listening on http://{addr}/");
+        eprintln!(
+            "  conversations of {place}{}",
+            if has_token {
+                "\n  open http://ADDR/?token=TOKEN once ([proxy] token); the browser keeps it in a cookie"
+                    .replace("ADDR", &addr.to_string())
+            } else {
+                String::new()
+            }
+        );
+        let pages = Arc::clone(&ui);
+        axum::serve(listener, ctxfold_ui::router(ui))
+            .with_graceful_shutdown(async move {
+                crate::proxy::shutdown().await;
+                // Open pages' live streams would hold the shutdown up.
+                pages.close();
+            })
+            .await
+            .context("serving")
+    })
+}
