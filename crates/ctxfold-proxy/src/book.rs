@@ -152,9 +152,10 @@ impl Session {
 
     /// Read the log again if another process appended to it since (a
     /// `compact --reset`, another replica): every append raises the
-    /// store's next `seq`.
+    /// store's next `seq`. A peek, without the log's lock: an append this
+    /// misses is caught by the conditional append that follows.
     fn refresh(&mut self) -> Result<(), StoreError> {
-        if self.store.next_seq(&self.id)? != self.conv.log().next_seq() {
+        if self.store.peek_next_seq(&self.id)? != self.conv.log().next_seq() {
             self.reload()?;
         }
         Ok(())

@@ -306,6 +306,36 @@ impl EventLog {
         self.prepare_tail()
     }
 
+    /// The next `seq` as the file's complete lines say, without the lock
+    /// (see [`crate::Store::peek_next_seq`]): an unterminated last line,
+    /// torn or still being written, is stepped over and left alone.
+    pub fn peek_next_seq(&self) -> Result<u64, StoreError> {
+        let path = self.path();
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let io = |e| StoreError::io(&path, e);
+        let size = f.metadata().map_err(io)?.len();
+        if size == 0 {
+            return Ok(0);
+        }
+        let (mut line_start, mut line) = line_before(&mut f, size).map_err(io)?;
+        loop {
+            // Only the last line can be unterminated.
+            if line.ends_with(b"\n")
+                && let Some(seq) = seq_of(&line)
+            {
+                return after(&path, seq);
+            }
+            if line_start == 0 {
+                return Ok(0);
+            }
+            (line_start, line) = line_before(&mut f, line_start).map_err(io)?;
+        }
+    }
+
     fn append_if(
         &self,
         expected: Option<u64>,

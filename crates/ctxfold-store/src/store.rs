@@ -131,6 +131,15 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// The `seq` the next appended record gets.
     fn next_seq(&self, id: &str) -> Result<u64, StoreError>;
 
+    /// The `seq` after the last record written so far, without waiting
+    /// for or taking any lock: a batch being written may show in part,
+    /// and a torn tail is stepped over, not repaired. For "has the log
+    /// grown?" checks that run often (the proxy before each request, open
+    /// pages); a writer appends with [`Store::append_at`] to be sure.
+    fn peek_next_seq(&self, id: &str) -> Result<u64, StoreError> {
+        self.next_seq(id)
+    }
+
     /// Take the turn lock (one agent turn at a time) without waiting;
     /// `None` when another process holds it.
     fn try_turn_lock(&self, id: &str) -> Result<Option<StoreLock>, StoreError>;
@@ -317,6 +326,10 @@ impl Store for Workspace {
 
     fn next_seq(&self, id: &str) -> Result<u64, StoreError> {
         self.log_to_write(id)?.next_seq()
+    }
+
+    fn peek_next_seq(&self, id: &str) -> Result<u64, StoreError> {
+        EventLog::new(self.folder_of(id)?).peek_next_seq()
     }
 
     fn try_turn_lock(&self, id: &str) -> Result<Option<StoreLock>, StoreError> {

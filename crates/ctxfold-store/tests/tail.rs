@@ -128,3 +128,44 @@ fn a_corrupt_line_that_starts_like_a_record_gives_no_seq() {
         assert_eq!(seqs(&log), [0, 1, 2]);
     }
 }
+
+/// The peek the proxy and open pages ask before each request or every
+/// half second: complete lines only, no lock taken, nothing repaired, so
+/// it also works where the log cannot be written.
+#[test]
+fn a_peek_counts_complete_lines_and_repairs_nothing() {
+    let (d, log) = setup();
+    assert_eq!(log.peek_next_seq().unwrap(), 2);
+    // A batch being written, or torn: its unfinished line is not counted.
+    raw_append(&log, br#"{"seq":2,"ts":"t","type":"user","content":"c"}"#);
+    let before = std::fs::read(log.path()).unwrap();
+    assert_eq!(log.peek_next_seq().unwrap(), 2);
+    assert_eq!(
+        std::fs::read(log.path()).unwrap(),
+        before,
+        "nothing repaired"
+    );
+    raw_append(&log, b"\n\n{torn");
+    assert_eq!(log.peek_next_seq().unwrap(), 3);
+    // A writer repairs the tail and appends after what it found.
+    assert_eq!(log.append([user("d")]).unwrap(), 3..4);
+    assert_eq!(log.peek_next_seq().unwrap(), log.next_seq().unwrap());
+
+    // While a writer holds the log's lock, the peek does not wait for it.
+    let lock = std::fs::File::open(d.path().join("lock")).unwrap();
+    lock.lock().unwrap();
+    let peek = {
+        let log = EventLog::new(d.path());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(log.peek_next_seq().unwrap()));
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+    };
+    drop(lock);
+    assert_eq!(peek, Ok(4), "the peek waited for the writer's lock");
+    assert_eq!(
+        EventLog::new(d.path().join("none"))
+            .peek_next_seq()
+            .unwrap(),
+        0
+    );
+}

@@ -139,9 +139,8 @@ impl FigureCache {
     /// The figures of conversation `id` in `store`, from the cache when
     /// its log has not grown.
     pub fn get(&self, store: &dyn Store, id: &str) -> Result<Figures, StoreError> {
-        // A store that cannot tell (a read-only workspace whose log was
-        // never locked) is read every time, as a page reads it.
-        let next = store.next_seq(id).ok();
+        // A store that cannot tell is read every time, as a page reads it.
+        let next = store.peek_next_seq(id).ok();
         if let Some((seq, f)) = self.lock().get(id)
             && Some(*seq) == next
         {

@@ -598,11 +598,12 @@ async fn events(
                 }
                 let store = Arc::clone(&ui.store);
                 let key = id.clone();
-                let next = match tokio::task::spawn_blocking(move || store.next_seq(&key)).await {
-                    Ok(Ok(n)) => n,
-                    // Gone or failing: end the stream; the page keeps what it has.
-                    _ => return None,
-                };
+                let next =
+                    match tokio::task::spawn_blocking(move || store.peek_next_seq(&key)).await {
+                        Ok(Ok(n)) => n,
+                        // Gone or failing: end the stream; the page keeps what it has.
+                        _ => return None,
+                    };
                 if next != seen {
                     seen = next;
                     let ev = Event::default().event("changed").data(next.to_string());
