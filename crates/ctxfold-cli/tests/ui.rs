@@ -343,6 +343,7 @@ fn three_compactions_are_three_bands_and_undo_from_the_page_appends_a_reset() {
     let cli = s.json(&["c", "compact", &id, "--reset", "3", "--dry-run"]);
     assert_eq!(cli["would revoke"], 1, "{cli}");
     b.click("#details a.button.restore");
+    b.wait_for("the confirmation", 5, |b| b.count("form.confirm") == 1);
     b.click("#confirm");
     b.wait_for("the restored page", 5, |b| {
         b.count("#details a.button.undo") == 1

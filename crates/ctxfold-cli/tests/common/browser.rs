@@ -138,16 +138,35 @@ impl Browser {
 
     /// The text of the first element matching `css`.
     pub fn text(&self, css: &str) -> String {
-        self.rt
-            .block_on(async { self.c().find(Locator::Css(css)).await?.text().await })
-            .unwrap_or_else(|e| panic!("{css}: {e}"))
+        self.settled(css, |c| async move {
+            c.find(Locator::Css(css)).await?.text().await
+        })
     }
 
     /// An attribute of the first element matching `css`.
     pub fn attr(&self, css: &str, name: &str) -> Option<String> {
-        self.rt
-            .block_on(async { self.c().find(Locator::Css(css)).await?.attr(name).await })
-            .unwrap_or_else(|e| panic!("{css}: {e}"))
+        self.settled(css, |c| async move {
+            c.find(Locator::Css(css)).await?.attr(name).await
+        })
+    }
+
+    /// `read` of an element, found again when a live update replaced it
+    /// between finding and reading (a stale element).
+    fn settled<'a, T, F>(&'a self, css: &str, read: impl Fn(&'a Client) -> F) -> T
+    where
+        F: std::future::Future<Output = Result<T, fantoccini::error::CmdError>>,
+    {
+        let mut tries = 0;
+        loop {
+            match self.rt.block_on(read(self.c())) {
+                Ok(v) => return v,
+                Err(e) if tries < 5 && e.to_string().contains("stale element") => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => panic!("{css}: {e}"),
+            }
+        }
     }
 
     /// An attribute of every element matching `css`.
