@@ -13,8 +13,8 @@
 
 use serde_json::Value;
 
+use crate::json_text::JsonText;
 use crate::projection::{Item, PREAMBLE, View, strip_arguments, summary_preamble};
-use crate::raw_json::RawJson;
 use crate::record::{Body, Record};
 
 /// Characters per token of the heuristic. Over the JP corpus the plain 4
@@ -38,7 +38,7 @@ pub trait CountText {
 
     /// Tokens of a JSON value as sent: a string as its text (arguments
     /// passed as one JSON string), anything else as its compact JSON text.
-    fn json_tokens(&self, value: &RawJson) -> usize {
+    fn json_tokens(&self, value: &JsonText) -> usize {
         // A string counts as its text; anything else as the JSON.
         if value.is_string() {
             match value.value() {

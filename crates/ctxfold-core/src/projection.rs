@@ -24,8 +24,8 @@ use serde_json::Value;
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride, revoked_seqs};
 use crate::diagnostics::{Diagnostic, ScanCell, first_of, result_diagnostics};
+use crate::json_text::JsonText;
 use crate::log::Log;
-use crate::raw_json::RawJson;
 use crate::record::{Body, Record};
 
 /// Argument strings up to this many characters survive `strip-requests`:
@@ -197,7 +197,7 @@ impl Item<'_> {
 /// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
 /// placeholder that says how much was removed. Arguments with no such
 /// string come back as they were, text included.
-pub fn strip_arguments(args: &RawJson) -> RawJson {
+pub fn strip_arguments(args: &JsonText) -> JsonText {
     // A string is never longer in characters than the text holding it:
     // short arguments need no parsing.
     if args.text().len() <= KEEP_ARGUMENT_CHARS {
@@ -208,7 +208,7 @@ pub fn strip_arguments(args: &RawJson) -> RawJson {
     if stripped == value {
         args.clone()
     } else {
-        RawJson::from(stripped)
+        JsonText::from(stripped)
     }
 }
 
