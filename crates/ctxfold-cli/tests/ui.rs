@@ -584,6 +584,17 @@ fn cross_site_posts_are_refused() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 303);
     assert_eq!(r.headers()["location"], format!("/c/{id}").as_str());
+    // A path of `//host` stays on this server, and the key however it is
+    // spelled leaves the address (else the redirect would loop).
+    let r = a
+        .get(&format!(
+            "{}//evil.example/?tok%65n=0123456789abcdef-ui-test&x=1",
+            ui.base
+        ))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(r.headers()["location"], "/evil.example/?x=1");
     let auth = r.headers()["set-cookie"]
         .to_str()
         .unwrap()

@@ -44,4 +44,11 @@
     if (status) status.textContent = "Live: this page updates as the conversation grows.";
   });
   source.addEventListener("changed", refresh);
+  // The stream ended (the conversation is gone, the server stopped):
+  // say so rather than reconnect every few seconds for ever.
+  source.addEventListener("error", function () {
+    source.close();
+    status = document.getElementById("live-status");
+    if (status) status.textContent = "Not live: updates stopped; reload the page to resume them.";
+  });
 })();

@@ -49,7 +49,7 @@ pub fn turn_window(turn_count: usize, asked: Option<(u32, u32)>) -> Option<(u32,
 /// The page of conversation `meta` with log `log`.
 pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> Markup {
     let id = &meta.id;
-    let here = ctx.href(&format!("/c/{id}"));
+    let here = ctx.href(&crate::html::conversation_path(id));
     let view = project(log);
     let reports = turn_reports(log, &view);
     let raw = data::raw_tokens(log);
@@ -119,7 +119,7 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
             h2 { "Tokens over the conversation's life" }
             // A picture of its own: it costs a projection per compaction,
             // so the page does not wait for it (and reads without it).
-            img.curve #curve src=(ctx.href(&format!("/c/{id}/curve.svg?seq={}", log.next_seq())))
+            img.curve #curve src=(ctx.href(&format!("{}/curve.svg?seq={}", crate::html::conversation_path(id), log.next_seq())))
                 alt="Raw and in-view tokens after each turn; each compaction shows as a drop of the in-view line."
                 width="1000" height="174";
             p.legend { span.key.raw { "raw tokens" } span.key.inview { "in view" } span.key.drop { "a compaction or reset" } }
@@ -165,7 +165,7 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
             }
         }
     };
-    let events = ctx.href(&format!("/c/{id}/events"));
+    let events = ctx.href(&format!("{}/events", crate::html::conversation_path(id)));
     page(ctx, &title, Some((events, log.next_seq())), body)
 }
 
@@ -213,7 +213,8 @@ fn status_words(s: Status) -> String {
 fn button(ctx: &Ctx, id: &str, b: &Band) -> Markup {
     let restore = b.status == Status::Revoked;
     let href = ctx.href(&format!(
-        "/c/{id}/reset?n={}&restore={}",
+        "{}/reset?n={}&restore={}",
+        crate::html::conversation_path(id),
         b.number,
         u8::from(restore)
     ));
@@ -318,12 +319,12 @@ pub fn confirm(
             } @else {
                 "This appends a reset record that revokes the compaction: the model sees its turns again. Nothing is deleted; Restore brings it back."
             } }
-            form.confirm method="post" action=(ctx.href(&format!("/c/{id}/reset"))) {
+            form.confirm method="post" action=(ctx.href(&format!("{}/reset", crate::html::conversation_path(id)))) {
                 input type="hidden" name="csrf" value=(ctx.csrf);
                 input type="hidden" name="n" value=(number);
                 input type="hidden" name="restore" value=(u8::from(restore));
                 button #confirm type="submit" { (verb) }
-                " " a href=(ctx.href(&format!("/c/{id}"))) { "Cancel" }
+                " " a href=(ctx.href(&crate::html::conversation_path(id))) { "Cancel" }
             }
         },
     ))

@@ -21,6 +21,19 @@ pub struct Ctx {
     pub csrf: String,
 }
 
+/// What a conversation id may not hold as it is in a path segment.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// The path of conversation `id`'s page, `id` percent-encoded (ids are
+/// folder names: they may hold `?`, `#`, `%` or spaces).
+pub fn conversation_path(id: &str) -> String {
+    format!("/c/{}", percent_encoding::utf8_percent_encode(id, SEGMENT))
+}
+
 impl Ctx {
     /// The link to `path` (which starts with `/`).
     pub fn href(&self, path: &str) -> String {
@@ -139,6 +152,18 @@ mod tests {
         assert_eq!(
             escape("<a href=\"x\">&"),
             "&lt;a href=&quot;x&quot;&gt;&amp;"
+        );
+    }
+
+    #[test]
+    fn ids_are_one_path_segment_whatever_they_hold() {
+        assert_eq!(
+            conversation_path("20261202-0140-ab_c"),
+            "/c/20261202-0140-ab_c"
+        );
+        assert_eq!(
+            conversation_path("notes v2.x?#%é"),
+            "/c/notes%20v2.x%3F%23%25%C3%A9"
         );
     }
 }

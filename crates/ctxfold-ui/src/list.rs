@@ -43,7 +43,7 @@ pub fn render(ctx: &Ctx, rows: &[Row], broken: &[(String, String)], q: &str) -> 
                 tbody {
                     @for r in &shown {
                         tr.conversation data-id=(r.id) data-filter=(format!("{} {} {}", r.title.as_deref().unwrap_or(""), r.id, r.origin.name()).to_lowercase()) {
-                            td { a href=(ctx.href(&format!("/c/{}", r.id))) {
+                            td { a href=(ctx.href(&crate::html::conversation_path(&r.id))) {
                                 (r.title.as_deref().unwrap_or("(untitled)"))
                             } br; small.id { (r.id) } }
                             td { span class=(format!("origin {}", r.origin.name())) { (r.origin.name()) } }

@@ -75,11 +75,12 @@ impl Guard {
         self.token.is_some()
     }
 
-    /// What the auth cookie holds for the configured token.
+    /// What the auth cookie holds for the configured token: tied to this
+    /// process's secret too, so a cookie dies with the server that set it.
     pub fn auth_cookie_value(&self) -> Option<String> {
         self.token
             .as_ref()
-            .map(|t| digest(&[b"ctxfold-ui-auth", t.as_bytes()]))
+            .map(|t| digest(&[b"ctxfold-ui-auth", &self.secret, t.as_bytes()]))
     }
 
     /// Whether `given` is the configured token.

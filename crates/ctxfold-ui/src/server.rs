@@ -141,14 +141,22 @@ impl Ui {
                     "That token is not this server's token.",
                 ));
             }
+            // Every spelling of the key goes (`tok%65n=` too), else the
+            // redirect would come back here.
             let rest: Vec<String> = uri
                 .query()
                 .unwrap_or("")
                 .split('&')
-                .filter(|kv| !kv.starts_with("token=") && !kv.is_empty())
+                .filter(|kv| {
+                    let key = kv.split('=').next().unwrap_or("");
+                    !kv.is_empty()
+                        && percent_encoding::percent_decode_str(key).decode_utf8_lossy() != "token"
+                })
                 .map(str::to_owned)
                 .collect();
-            let mut to = format!("{}{}", self.base, uri.path());
+            // One leading slash: `//host` would send the browser elsewhere.
+            let path = format!("/{}", uri.path().trim_start_matches('/'));
+            let mut to = format!("{}{path}", self.base);
             if !rest.is_empty() {
                 to = format!("{to}?{}", rest.join("&"));
             }
@@ -245,14 +253,11 @@ fn finish(visitor: &Visitor, mut r: Response) -> Response {
     r
 }
 
-/// Whether `id` can be a conversation id (what the stores make: letters,
-/// digits, `-`, `_`), so nothing else reaches the store.
+/// Whether `id` can be a conversation id: what the stores accept (a
+/// folder's name: no `/`, `\\`, NUL or leading `.`), so nothing else
+/// reaches the store.
 fn plausible_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !id.is_empty() && id.len() <= 255 && !id.starts_with('.') && !id.contains(['/', '\\', '\0'])
 }
 
 /// Run `f` on the blocking pool.
@@ -499,7 +504,12 @@ async fn reset(
                     if restore { "restored" } else { "revoked" },
                     done.reset.count
                 );
-                Ok(Redirect::to(&format!("{}/c/{id}?c={n}#compaction", u.base)).into_response())
+                Ok(Redirect::to(&format!(
+                    "{}{}?c={n}#compaction",
+                    u.base,
+                    crate::html::conversation_path(&id)
+                ))
+                .into_response())
             }
             Err(ctxfold_compactor::reset::ResetError::NoSuchCompaction { number, count }) => Err(u
                 .fail(
@@ -625,4 +635,20 @@ async fn not_found(State(ui): State<Arc<Ui>>, headers: HeaderMap, uri: Uri) -> R
         "Not found",
         &format!("There is no page at {}.", uri.path()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plausible_id;
+
+    /// What the workspace accepts as a folder's name, and nothing else.
+    #[test]
+    fn ids_the_store_accepts_are_plausible() {
+        for id in ["20261202-014012-4574", "proxy-3f2a", "notes v2.x?#%é"] {
+            assert!(plausible_id(id), "{id}");
+        }
+        for id in ["", ".hidden", "a/b", "a\\b", "a\0b", "..", &"x".repeat(256)] {
+            assert!(!plausible_id(id), "{id}");
+        }
+    }
 }
