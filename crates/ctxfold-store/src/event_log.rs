@@ -311,29 +311,17 @@ impl EventLog {
     /// torn or still being written, is stepped over and left alone.
     pub fn peek_next_seq(&self) -> Result<u64, StoreError> {
         let path = self.path();
-        let mut f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(StoreError::io(&path, e)),
+        let Some((mut f, start, last)) = last_line(&path)? else {
+            return Ok(0);
         };
-        let io = |e| StoreError::io(&path, e);
-        let size = f.metadata().map_err(io)?.len();
-        if size == 0 {
+        if last.ends_with(b"\n") {
+            return seq_after_lines(&mut f, &path, start, last);
+        }
+        if start == 0 {
             return Ok(0);
         }
-        let (mut line_start, mut line) = line_before(&mut f, size).map_err(io)?;
-        loop {
-            // Only the last line can be unterminated.
-            if line.ends_with(b"\n")
-                && let Some(seq) = seq_of(&line)
-            {
-                return after(&path, seq);
-            }
-            if line_start == 0 {
-                return Ok(0);
-            }
-            (line_start, line) = line_before(&mut f, line_start).map_err(io)?;
-        }
+        let (start, line) = line_before(&mut f, start).map_err(|e| StoreError::io(&path, e))?;
+        seq_after_lines(&mut f, &path, start, line)
     }
 
     fn append_if(
@@ -388,17 +376,10 @@ impl EventLog {
     /// as the last record: time proportional to the last line, not the log.
     fn prepare_tail(&self) -> Result<u64, StoreError> {
         let path = self.path();
-        let mut f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(StoreError::io(&path, e)),
+        let Some((mut f, start, last)) = last_line(&path)? else {
+            return Ok(0);
         };
         let io = |e| StoreError::io(&path, e);
-        let size = f.metadata().map_err(io)?.len();
-        if size == 0 {
-            return Ok(0);
-        }
-        let (start, last) = line_before(&mut f, size).map_err(io)?;
         if !last.ends_with(b"\n") {
             // Unterminated: parse it whole (a torn line can end in `}`).
             let whole = std::str::from_utf8(&last)
@@ -414,25 +395,51 @@ impl EventLog {
                     return Ok(next);
                 }
                 None => {
-                    self.set_aside_torn_tail(start, size - start)?;
+                    self.set_aside_torn_tail(start, last.len() as u64)?;
                     drop(f);
                     return self.prepare_tail();
                 }
             }
         }
-        // Complete lines: the last record gives the next seq. Blank lines
-        // and lines that are not records (left in place, skipped on load)
-        // are stepped over.
-        let (mut line_start, mut line) = (start, last);
-        loop {
-            if let Some(seq) = seq_of(&line) {
-                return after(&path, seq);
-            }
-            if line_start == 0 {
-                return Ok(0);
-            }
-            (line_start, line) = line_before(&mut f, line_start).map_err(io)?;
+        seq_after_lines(&mut f, &path, start, last)
+    }
+}
+
+/// The file at `path` and its last line (where it starts, its bytes);
+/// `None` when there is no file or it is empty.
+fn last_line(path: &Path) -> Result<Option<(File, u64, Vec<u8>)>, StoreError> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    let io = |e| StoreError::io(path, e);
+    let size = f.metadata().map_err(io)?.len();
+    if size == 0 {
+        return Ok(None);
+    }
+    let (start, line) = line_before(&mut f, size).map_err(io)?;
+    Ok(Some((f, start, line)))
+}
+
+/// The `seq` after the last record among complete lines, the last of them
+/// `line` (starting at `start`). Blank lines and lines that are not
+/// records (left in place, skipped on load) are stepped over.
+fn seq_after_lines(
+    f: &mut File,
+    path: &Path,
+    start: u64,
+    line: Vec<u8>,
+) -> Result<u64, StoreError> {
+    let (mut line_start, mut line) = (start, line);
+    loop {
+        if let Some(seq) = seq_of(&line) {
+            return after(path, seq);
         }
+        if line_start == 0 {
+            return Ok(0);
+        }
+        (line_start, line) = line_before(f, line_start).map_err(|e| StoreError::io(path, e))?;
     }
 }
 
