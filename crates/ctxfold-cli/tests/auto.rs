@@ -31,24 +31,7 @@ fn turn_lines(k: usize) -> String {
 }
 
 fn append(s: &Scratch, id: &str, lines: &str, extra: &[&str]) -> Value {
-    let mut child = s
-        .command()
-        .args(["c", "append", id, "--format", "json"])
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
+    s.append_json(id, lines, extra)
 }
 
 /// A conversation holding one turn, and its id.

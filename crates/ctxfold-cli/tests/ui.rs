@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 
 use common::browser::browser;
@@ -75,6 +75,21 @@ fn number(text: &str) -> u64 {
         .collect::<String>()
         .parse()
         .unwrap_or_else(|_| panic!("no number in {text:?}"))
+}
+
+/// The `name=value` of a response's `Set-Cookie`.
+fn set_cookie(headers: &ureq::http::HeaderMap) -> String {
+    let v = headers["set-cookie"].to_str().unwrap();
+    v.split(';').next().unwrap().to_owned()
+}
+
+/// The form token a page's form carries.
+fn form_token(html: &str) -> String {
+    html.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .expect("a form token in the page")
+        .to_owned()
 }
 
 fn records(s: &Scratch, id: &str) -> Vec<Value> {
@@ -206,26 +221,7 @@ fn compacted_three_ways() -> (Scratch, String) {
         .map(|r| format!("{r}\n"))
         .collect()
     };
-    let append = |lines: String, extra: &[&str]| -> Value {
-        let mut child = s
-            .command()
-            .args(["c", "append", &id, "--format", "json"])
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(lines.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let append = |lines: String, extra: &[&str]| -> Value { s.append_json(&id, &lines, extra) };
     for k in 0..5 {
         append(turn(k), &[]);
     }
@@ -450,20 +446,9 @@ fn cross_site_posts_are_refused() {
         .call()
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let cookie = r.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = set_cookie(r.headers());
     let html = r.body_mut().read_to_string().unwrap();
-    let csrf = html
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|t| t.split('"').next())
-        .unwrap()
-        .to_owned();
+    let csrf = form_token(&html);
     let post = |base: &str, headers: &[(&str, &str)], form: &str| -> (u16, String) {
         let mut req = a
             .post(&format!("{base}/c/{id}/reset"))
@@ -595,32 +580,16 @@ fn cross_site_posts_are_refused() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 303);
     assert_eq!(r.headers()["location"], "/evil.example/?x=1");
-    let auth = r.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let auth = set_cookie(r.headers());
     let mut r = a
         .get(&format!("{}/c/{id}/reset?n=1&restore=1", ui.base))
         .header("cookie", &auth)
         .call()
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let session = r.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let session = set_cookie(r.headers());
     let html = r.body_mut().read_to_string().unwrap();
-    let csrf = html
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|t| t.split('"').next())
-        .unwrap();
+    let csrf = form_token(&html);
     let form = format!("n=1&restore=1&csrf={csrf}");
     let without = post(
         &ui.base,

@@ -19,7 +19,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use ctxfold_core::Log;
-use ctxfold_store::{Store, StoreError};
+use ctxfold_store::{ConversationMeta, Store, StoreError};
 use maud::Markup;
 
 use crate::conversation::{self, Options};
@@ -260,6 +260,16 @@ fn plausible_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 255 && !id.starts_with('.') && !id.contains(['/', '\\', '\0'])
 }
 
+/// Conversation `id`'s metadata and log, or the page that says why not.
+fn open(ui: &Ui, id: &str) -> Result<(ConversationMeta, Log), Response> {
+    let meta = ui
+        .store
+        .read_meta(id)
+        .map_err(|e| store_error(ui, &e, id))?;
+    let loaded = ui.store.load(id).map_err(|e| store_error(ui, &e, id))?;
+    Ok((meta, Log::from_records(loaded.records)))
+}
+
 /// Run `f` on the blocking pool.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
@@ -373,12 +383,7 @@ async fn conversation(
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
     let r = blocking(move || {
-        let meta = u
-            .store
-            .read_meta(&id)
-            .map_err(|e| store_error(&u, &e, &id))?;
-        let loaded = u.store.load(&id).map_err(|e| store_error(&u, &e, &id))?;
-        let log = Log::from_records(loaded.records);
+        let (meta, log) = open(&u, &id)?;
         Ok::<_, Response>(html(conversation::render(&ctx, &meta, &log, &opts)))
     })
     .await;
@@ -419,12 +424,7 @@ async fn confirm(
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
     let r = blocking(move || {
-        let meta = u
-            .store
-            .read_meta(&id)
-            .map_err(|e| store_error(&u, &e, &id))?;
-        let loaded = u.store.load(&id).map_err(|e| store_error(&u, &e, &id))?;
-        let log = Log::from_records(loaded.records);
+        let (meta, log) = open(&u, &id)?;
         match conversation::confirm(&ctx, &meta, &log, n, restore) {
             Some(page) => Ok(html(page)),
             None => Err(u.fail(
@@ -544,12 +544,7 @@ async fn curve(
     let versioned = uri.query().is_some_and(|q| q.contains("seq="));
     let u = Arc::clone(&ui);
     let r = blocking(move || {
-        let meta = u
-            .store
-            .read_meta(&id)
-            .map_err(|e| store_error(&u, &e, &id))?;
-        let loaded = u.store.load(&id).map_err(|e| store_error(&u, &e, &id))?;
-        let log = Log::from_records(loaded.records);
+        let (meta, log) = open(&u, &id)?;
         let points = crate::curve::points(&log, crate::curve::budget(log.len()));
         let window = crate::data::window(&meta, u.window);
         let svg = crate::curve::svg(&points, log.turn_count(), window);

@@ -57,6 +57,31 @@ impl Scratch {
         serde_json::from_str(&self.ok(&a)).unwrap()
     }
 
+    /// `conversation append ID --format json EXTRA…` with `lines` (JSONL
+    /// records) on standard input; require success, parse stdout.
+    pub fn append_json(&self, id: &str, lines: &str, extra: &[&str]) -> serde_json::Value {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = self
+            .command()
+            .args(["c", "append", id, "--format", "json"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// Import a transcript, return the new conversation's id.
     pub fn import(&self, path: &Path) -> String {
         let v = self.json(&["conversation", "import", path.to_str().unwrap()]);
