@@ -280,6 +280,11 @@ mod tests {
             }
             let parsed = JsonText::parse(&pretty).unwrap();
             proptest::prop_assert_eq!(parsed.text(), compact.as_str());
+            // Any text at all: taken exactly when a parsed value takes it.
+            proptest::prop_assert_eq!(
+                JsonText::parse(&text).map(|j| j.value()),
+                serde_json::from_str::<Value>(&text).ok()
+            );
         }
     }
 
