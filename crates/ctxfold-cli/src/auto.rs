@@ -251,10 +251,13 @@ pub fn describe(o: &Outcome) -> String {
         Moment::BetweenTurns => "between turns",
         Moment::BeforeStep => "before the next model call",
     };
-    let threshold = o
-        .threshold
-        .map(|t| format!(" (threshold ~{t} tokens)"))
-        .unwrap_or_default();
+    let threshold = match o.budget {
+        Some(b) => format!(
+            " (trigger ~{} tokens, target ~{}, window {}: fixed ~{}, reserve {})",
+            b.trigger, b.target, b.window, b.fixed, b.reserve
+        ),
+        None => String::new(),
+    };
     for c in &o.committed {
         let comp = &c.compaction;
         text.push_str(&format!(
@@ -267,6 +270,17 @@ pub fn describe(o: &Outcome) -> String {
             },
             c.effect.describe(comp).join(", ")
         ));
+        if let Some(f) = &comp.budget
+            && !f.escalation.is_empty()
+        {
+            let steps: Vec<&str> = f.escalation.iter().map(|e| e.name()).collect();
+            text.push_str(&format!(
+                "  ~{} → ~{} tokens; steps: {}\n",
+                f.before,
+                f.after,
+                steps.join(", ")
+            ));
+        }
     }
     let status = match &o.status {
         Status::Skipped { why } => format!("not compacted: {why}"),
@@ -283,6 +297,9 @@ pub fn describe(o: &Outcome) -> String {
             threshold,
         } => format!(
             "the newest step alone holds ~{unit_tokens} tokens, over the ~{threshold}-token threshold: compaction cannot make it fit"
+        ),
+        Status::NoRoom { fixed, limit } => format!(
+            "the fixed part (system prompt and tools, ~{fixed} tokens) alone fills the window less the reply's reserve (~{limit}): nothing folded can make room"
         ),
         Status::Busy => "another process is compacting this conversation; nothing was done".into(),
         Status::BreakerOpen => {

@@ -248,6 +248,10 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             AutoPolicy {
                 enabled: a.enabled,
                 trigger_ratio: a.trigger_ratio,
+                target_ratio: a.target_ratio,
+                reserve_tokens: a
+                    .reserve_tokens
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 min_turns: a.min_turns,
                 retain_tokens: a
                     .retain_tokens

@@ -89,7 +89,9 @@ fn appended_turns_fire_between_turn_compactions() {
     assert!(fired_at.len() >= 2, "fired after turns {fired_at:?}");
     let shown = s.json(&["c", "show", &id]);
     let list = shown["compactions"].as_array().unwrap();
-    assert_eq!(list.len(), fired_at.len());
+    // A firing is the rolling rule, and a band down to the target when the
+    // rule alone did not reach it.
+    assert!(list.len() >= fired_at.len() && list.len() <= 2 * fired_at.len());
     let mut last_to = 0;
     for c in list {
         assert_eq!(c["source"], "auto");
@@ -98,11 +100,13 @@ fn appended_turns_fire_between_turn_compactions() {
             c["from_turn"].as_u64().unwrap(),
             c["to_turn"].as_u64().unwrap(),
         );
+        // A band starts after the last; a summary (the head checkpoint a
+        // firing escalates to) merges the bands before it into one.
         assert!(
-            from > last_to || last_to == 0 && from >= 1,
+            c["summary"].is_object() || from > last_to || last_to == 0 && from >= 1,
             "bands overlap: {list:?}"
         );
-        last_to = to;
+        last_to = last_to.max(to);
     }
     // Half a turn (a call still waiting for its result) runs no trigger.
     let half = json!({"type": "tool_call", "id": "x", "name": "read_file", "arguments": {}});
@@ -368,9 +372,14 @@ fn two_processes_compacting_at_once_land_one_compaction() {
         "[compaction.auto.rule]\nkeep_first = 1\nkeep_last = 2\n[compaction.auto.rule.summary]\n",
     )
     .unwrap();
+    // (One firing: the rolling rule, and a band down to the target.)
     let v = s.json(&["c", "compact", &id, "--auto", "--window", "4000"]);
-    assert_eq!(v["committed"].as_array().unwrap().len(), 1, "{v}");
-    assert_eq!(s.json(&["c", "show", &id])["counts"]["compaction"], 1);
+    let landed = v["committed"].as_array().unwrap().len();
+    assert!((1..=2).contains(&landed), "{v}");
+    assert_eq!(
+        s.json(&["c", "show", &id])["counts"]["compaction"],
+        landed as u64
+    );
 }
 
 /// An automatic compaction the user undoes is not redone at the next turn:

@@ -20,13 +20,17 @@
 //! for the rest of the turn once the failures exceed `compaction_retries`.
 
 use ctxfold_core::bounds::Keep;
+use ctxfold_core::budget::{Budget, Escalation, Firing};
 use ctxfold_core::compaction::Source;
+use ctxfold_core::compaction::{ReasoningPolicy, ToolPolicy};
+use ctxfold_core::planner::SummaryRequest;
 use ctxfold_core::planner::{
     PlanContext, Planned, Rule, ToolHints, check_summary, plan, plan_region,
 };
 use ctxfold_core::retention::{
-    after_compactions, cut_keeps_pairs, holds_open_call, region_before, retained_tail,
+    after_compactions, cut_keeps_pairs, holds_open_call, region_before, tail_cuts,
 };
+use ctxfold_core::summarizer::{Summarizer, SummaryInput};
 use ctxfold_core::trigger::{
     AutoPolicy, Skip, deferred_to_next_turn, due_before_step, due_between_turns, rolling_rule,
 };
@@ -80,7 +84,16 @@ impl BasicCompactor {
     /// Estimated tokens of the request the conversation's view makes,
     /// with what `ctx` adds.
     pub fn estimate(&self, conv: &mut Conversation<'_>, ctx: &Context) -> usize {
-        conv.view_tokens(self.estimator.as_ref()) + ctx.extra_tokens
+        ctx.scaled(conv.view_tokens(self.estimator.as_ref()) + ctx.extra_tokens)
+    }
+
+    /// The budget a request in `ctx` works to, when the window is known.
+    pub fn budget(&self, ctx: &Context) -> Option<Budget> {
+        let w = ctx.window?;
+        Some(
+            self.policy
+                .budget(w, ctx.scaled(ctx.extra_tokens), ctx.max_tokens),
+        )
     }
 
     /// The automatic rule's policies and keeps, without bounds.
@@ -108,7 +121,8 @@ impl BasicCompactor {
             status,
             before,
             after,
-            threshold: ctx.window.map(|w| self.policy.threshold(w)),
+            threshold: self.budget(ctx).map(|b| b.trigger),
+            budget: self.budget(ctx),
             committed: Vec::new(),
         }
     }
@@ -124,7 +138,8 @@ impl BasicCompactor {
             let reason = "automatic compaction already ran at this turn boundary".to_owned();
             return Ok(self.outcome(ctx, Status::NothingToCompact { reason }, before, before));
         }
-        if let Err(why) = due_between_turns(&self.policy, turns, before, ctx.window) {
+        let budget = self.budget(ctx);
+        if let Err(why) = due_between_turns(&self.policy, turns, before, budget.as_ref()) {
             debug!(%why, "automatic compaction between turns skipped");
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }
@@ -147,7 +162,7 @@ impl BasicCompactor {
         conv.reload()?;
         let before = self.estimate(conv, ctx);
         let turns = conv.log().turn_count();
-        let threshold = match due_between_turns(&self.policy, turns, before, ctx.window) {
+        let threshold = match due_between_turns(&self.policy, turns, before, budget.as_ref()) {
             Ok(t) => t,
             Err(why) => return Ok(self.outcome(ctx, Status::Skipped { why }, before, before)),
         };
@@ -174,8 +189,15 @@ impl BasicCompactor {
             debug!(%reason, "automatic compaction between turns: nothing to compact");
             return Ok(self.outcome(ctx, Status::NothingToCompact { reason }, before, before));
         };
+        let budget = budget.expect("due only with a budget");
         let mut out = self.outcome(ctx, Status::Compacted, before, before);
-        match self.commit(conv, &planned, ctx)? {
+        let firing = Firing {
+            budget,
+            before,
+            after: before,
+            escalation: vec![Escalation::Rule],
+        };
+        match self.commit(conv, &planned, ctx, Some(firing))? {
             Err(error) => {
                 warn!(%error, "automatic compaction between turns failed; nothing was recorded");
                 out.status = Status::Failed { error };
@@ -187,16 +209,26 @@ impl BasicCompactor {
             }
             Ok(Some(c)) => {
                 out.after = self.estimate(conv, ctx);
-                if !ctx.dry_run && out.after > threshold {
-                    out.status = Status::StillOver {
-                        reason: format!(
-                            "the rule leaves ~{} tokens; the kept turns or what the rule keeps are too large (a summary rule, or a smaller keep_last, would do more)",
-                            out.after
-                        ),
-                    };
-                }
                 log_fired(&c, before, out.after, ctx);
                 out.committed.push(c);
+            }
+        }
+        if !ctx.dry_run && out.after > budget.target {
+            // The rolling rule alone did not reach the target: the same
+            // firing goes on down the ladder, so that the next one is as
+            // far away as the band allows.
+            let more = self.fire(conv, ctx, &budget, out.after, false)?;
+            if more.compacted() {
+                out.committed.extend(more.committed);
+                out.after = more.after;
+                out.status = more.status;
+            } else if out.after > threshold {
+                out.status = Status::StillOver {
+                    reason: format!(
+                        "the rule leaves ~{} tokens; the kept turns or what the rule keeps are too large (a summary rule, or a smaller keep_last, would do more)",
+                        out.after
+                    ),
+                };
             }
         }
         Ok(out)
@@ -224,7 +256,8 @@ impl BasicCompactor {
             }
             return Ok(self.outcome(ctx, Status::BreakerOpen, before, before));
         }
-        if let Err(why) = due_before_step(&self.policy, before, ctx.window) {
+        let budget = self.budget(ctx);
+        if let Err(why) = due_before_step(&self.policy, before, budget.as_ref()) {
             debug!(%why, "automatic compaction before the step skipped");
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }
@@ -234,142 +267,347 @@ impl BasicCompactor {
         };
         conv.reload()?;
         let before = self.estimate(conv, ctx);
-        let threshold = match due_before_step(&self.policy, before, ctx.window) {
-            Ok(t) => t,
-            Err(why) => return Ok(self.outcome(ctx, Status::Skipped { why }, before, before)),
-        };
-        let window = ctx.window.unwrap_or_default();
+        if let Err(why) = due_before_step(&self.policy, before, budget.as_ref()) {
+            return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
+        }
+        let budget = budget.expect("due only with a budget");
+        self.fire(conv, ctx, &budget, before, false)
+    }
+
+    /// One firing: fold down to the budget's target in one go, escalating
+    /// step by step (see [`Escalation`]) only as far as needed, and record
+    /// it. `forced`: the provider refused the request (record whatever
+    /// fits best, however little it saves).
+    fn fire(
+        &self,
+        conv: &mut Conversation<'_>,
+        ctx: &Context,
+        budget: &Budget,
+        before: usize,
+        forced: bool,
+    ) -> Result<Outcome, CompactError> {
         let mut out = self.outcome(ctx, Status::Compacted, before, before);
-        let mut current = before;
-        for attempt in 0..=self.policy.compaction_retries {
-            // Each further attempt keeps half as much verbatim: the same
-            // tail would give the same (already compacted) region again.
-            let retain = self.policy.retain(window) >> attempt.min(16);
-            let planned = match self.plan_before_tail(conv, ctx, retain, threshold)? {
-                Ok(p) => p,
-                Err(status) => {
-                    if out.committed.is_empty() {
-                        if matches!(
-                            status,
-                            Status::NothingToCompact { .. } | Status::Unfit { .. }
-                        ) {
-                            conv.stuck = Some((conv.log().len(), status.clone()));
-                        }
-                        out.status = status;
-                    }
-                    break;
+        if budget.no_room() {
+            let status = Status::NoRoom {
+                fixed: budget.fixed,
+                limit: budget.limit(),
+            };
+            if !conv.no_room_said {
+                warn!(
+                    fixed = budget.fixed,
+                    limit = budget.limit(),
+                    "the system prompt and tool definitions alone fill the window less the reply's reserve: nothing ctxfold folds can make room"
+                );
+                conv.no_room_said = true;
+            }
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+            return Ok(out);
+        }
+        let Some(choice) = self.choose(conv, ctx, budget, before)? else {
+            let est = self.estimator.as_ref();
+            let newest = tail_cuts(conv.log(), |r| est.record_tokens(r))
+                .first()
+                .map_or(0, |&(_, t)| ctx.scaled(t));
+            let status = if before > budget.limit() {
+                warn!(
+                    unit_tokens = newest,
+                    fixed = budget.fixed,
+                    limit = budget.limit(),
+                    "the fixed part and the newest unit alone are over the window less the reply's reserve, and nothing more can be folded: the request goes upstream as it is"
+                );
+                Status::Unfit {
+                    unit_tokens: newest,
+                    threshold: budget.limit(),
+                }
+            } else {
+                Status::NothingToCompact {
+                    reason: "nothing lies before the newest unit, or it is all folded already"
+                        .into(),
                 }
             };
-            match self.commit(conv, &planned, ctx)? {
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+            return Ok(out);
+        };
+        let gain = before.saturating_sub(choice.after);
+        if !forced
+            && gain < budget.min_gain()
+            && choice.after <= budget.limit()
+            && before <= budget.limit()
+        {
+            let status = Status::NothingToCompact {
+                reason: format!(
+                    "a firing would save only ~{gain} tokens, under the ~{} a firing must save",
+                    budget.min_gain()
+                ),
+            };
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+            return Ok(out);
+        }
+        let firing = Firing {
+            budget: *budget,
+            before,
+            after: choice.after,
+            escalation: choice.steps.clone(),
+        };
+        let mut current = before;
+        for planned in &choice.planned {
+            match self.commit(conv, planned, ctx, Some(firing.clone()))? {
                 Err(error) => {
                     warn!(%error, "automatic compaction failed; nothing was recorded");
                     out.status = Status::Failed { error };
-                    if conv.breaker.failed(self.policy.compaction_retries) {
-                        break;
-                    }
-                    continue;
+                    conv.breaker.failed(self.policy.compaction_retries);
+                    return Ok(out);
                 }
-                Ok(None) => {
-                    if out.committed.is_empty() {
-                        let status = Status::NothingToCompact {
-                            reason: crate::effect::no_op_reason(&planned.compaction),
-                        };
-                        conv.stuck = Some((conv.log().len(), status.clone()));
-                        out.status = status;
-                    }
-                    break;
-                }
+                Ok(None) => continue,
                 Ok(Some(c)) => {
                     let after = self.estimate(conv, ctx);
                     log_fired(&c, current, after, ctx);
-                    out.committed.push(c);
-                    out.after = after;
-                    if ctx.dry_run || after <= threshold {
-                        out.status = Status::Compacted;
-                        break;
-                    }
-                    out.status = Status::StillOver {
-                        reason: format!(
-                            "~{after} tokens after compacting, over the ~{threshold}-token threshold"
-                        ),
-                    };
-                    if after >= current && conv.breaker.failed(self.policy.compaction_retries) {
-                        break;
-                    }
                     current = after;
+                    out.committed.push(c);
                 }
             }
+        }
+        out.after = current;
+        if out.committed.is_empty() {
+            let status = Status::NothingToCompact {
+                reason: "it would change nothing in the view".into(),
+            };
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+        } else if current > budget.limit() {
+            warn!(
+                after = current,
+                limit = budget.limit(),
+                "the fixed part and the newest message or step alone do not fit the window: the request goes upstream over it"
+            );
+            out.status = Status::StillOver {
+                reason: format!(
+                    "~{current} tokens after compacting, over the ~{}-token limit (the window less the reply's reserve)",
+                    budget.limit()
+                ),
+            };
+        } else if current > budget.target {
+            out.status = Status::StillOver {
+                reason: format!(
+                    "~{current} tokens after compacting, over the ~{}-token target: the fixed part, the folded head and the newest unit alone are that large",
+                    budget.target
+                ),
+            };
         }
         Ok(out)
     }
 
-    /// Plan the automatic rule over what lies before the tail of whole
-    /// units reaching `retain` tokens; `Err` says why there is nothing to
-    /// plan.
-    fn plan_before_tail(
+    /// The firing to record: the first step of the ladder that reaches the
+    /// target, keeping as much of the newest history verbatim as it can;
+    /// when none does, the smallest result of the deepest step tried.
+    fn choose(
         &self,
         conv: &Conversation<'_>,
         ctx: &Context,
-        retain: usize,
-        threshold: usize,
-    ) -> Result<Result<Planned, Status>, CompactError> {
+        budget: &Budget,
+        before: usize,
+    ) -> Result<Option<Choice>, CompactError> {
         let log = conv.log();
         let est = self.estimator.as_ref();
-        let Some(tail) = retained_tail(log, retain, |r| est.record_tokens(r)) else {
-            return Ok(Err(Status::NothingToCompact {
-                reason: "the conversation holds nothing the model sees".into(),
-            }));
-        };
-        // A new band after what is already compacted; when there is none
-        // (the bands themselves have grown too large), one summary over
-        // everything before the tail, which grows over the earlier ones and
-        // merges them into a single checkpoint (seed 002's head anchoring).
-        let keep_first = self.policy.rule.keep_first.as_ref();
-        let done = after_compactions(log);
-        let band = region_before(log, tail.cut, keep_first, done)?;
-        let region = match band {
-            Some(r) => Some(r),
-            None if done > 0 && self.policy.rule.summary.is_some() => {
-                region_before(log, tail.cut, keep_first, 0)?
-            }
-            None => None,
-        };
-        let Some(region) = region else {
-            // Nothing before the tail: if the newest unit alone is too
-            // large, say so rather than try again before every step.
-            if tail.newest_unit_tokens + ctx.extra_tokens > threshold {
-                warn!(
-                    unit_tokens = tail.newest_unit_tokens,
-                    threshold,
-                    "the newest step alone is larger than the budget; compaction cannot make it fit"
-                );
-                return Ok(Err(Status::Unfit {
-                    unit_tokens: tail.newest_unit_tokens,
-                    threshold,
-                }));
-            }
-            return Ok(Err(Status::NothingToCompact {
-                reason: format!(
-                    "nothing lies before the {} newest unit(s) kept verbatim (~{} tokens)",
-                    tail.kept_units, tail.kept_tokens
-                ),
-            }));
-        };
-        let note = format!(
-            "automatic, before a model call: over the ~{threshold}-token threshold; the newest ~{} tokens kept",
-            tail.kept_tokens
-        );
-        match plan_region(
-            log,
-            region,
-            &self.region_rule(),
-            &self.plan_context(ctx, note),
-        )? {
-            Some(p) => Ok(Ok(p)),
-            None => Ok(Err(Status::NothingToCompact {
-                reason: "what lies before the kept tail is already summarized".into(),
-            })),
+        let cuts = tail_cuts(log, |r| est.record_tokens(r));
+        if cuts.is_empty() {
+            return Ok(None);
         }
+        let retain = budget.retain(&self.policy);
+        // The fewest units that reach `retain` tokens (index into cuts).
+        let k_min = cuts
+            .iter()
+            .position(|&(_, kept)| ctx.scaled(kept) >= retain)
+            .unwrap_or(cuts.len() - 1);
+        let done = after_compactions(log);
+        // A summary may grow over earlier bands, but never over what the
+        // assistant had approved for the next turn.
+        let deferred_end = {
+            let (_, inactive) = ctxfold_core::projection::compaction_status(log);
+            inactive
+                .iter()
+                .filter(|(_, why)| *why == ctxfold_core::projection::Inactive::Deferred)
+                .filter_map(|&(i, _)| match &log.records()[i].body {
+                    Body::Compaction(c) => {
+                        ctxfold_core::projection::covered_indices(log, c).map(|(_, hi)| hi + 1)
+                    }
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let summary = match &self.policy.rule.summary {
+            Some(s @ SummaryRequest::Derive { .. }) => s.clone(),
+            _ => SummaryRequest::Derive {
+                model: None,
+                instructions: None,
+            },
+        };
+        let strip = Rule {
+            reasoning: Some(ReasoningPolicy::Strip),
+            tool_calls: Some(ToolPolicy::Strip),
+            summary: None,
+            ..self.region_rule()
+        };
+        let summarize = Rule {
+            summary: Some(summary),
+            ..self.region_rule()
+        };
+        // What the user undid stays undone while the request fits the
+        // window: only a request that would not fit folds it again.
+        let undone_end = if before > budget.limit() {
+            0
+        } else {
+            let revoked = ctxfold_core::compaction::revoked_seqs(log.records());
+            log.records()
+                .iter()
+                .filter(|r| revoked.contains(&r.seq))
+                .filter_map(|r| match &r.body {
+                    Body::Compaction(c) => {
+                        ctxfold_core::projection::covered_indices(log, c).map(|(_, hi)| hi + 1)
+                    }
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let done = done.max(undone_end);
+        let deferred_end = deferred_end.max(undone_end);
+        // (step, rule, where its region may start, fewest units kept)
+        let ladder: [(Escalation, Rule, usize, usize); 4] = [
+            (Escalation::Rule, self.region_rule(), done, k_min),
+            (Escalation::Strip, strip, done, k_min),
+            (Escalation::Summary, summarize.clone(), deferred_end, k_min),
+            (Escalation::ShrinkTail, summarize, deferred_end, 0),
+        ];
+        let mut steps = Vec::new();
+        let mut best: Option<Choice> = None;
+        for (step, rule, start, fewest) in ladder {
+            steps.push(step);
+            if step == Escalation::Strip && !self.rule_leaves_something() {
+                continue;
+            }
+            // Keeping more units never makes the request smaller: search
+            // for the most units kept that still reach the target.
+            let (mut lo, mut hi) = (fewest, cuts.len() - 1);
+            let mut fit: Option<Choice> = None;
+            let at_fewest = self.candidate(conv, ctx, &rule, cuts[fewest].0, start)?;
+            match &at_fewest {
+                Some(c) if c.after <= budget.target => {
+                    fit = at_fewest.clone();
+                    lo = fewest + 1;
+                }
+                _ => hi = fewest.saturating_sub(1).min(fewest),
+            }
+            if fit.is_some() {
+                while lo <= hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match self.candidate(conv, ctx, &rule, cuts[mid].0, start)? {
+                        Some(c) if c.after <= budget.target => {
+                            fit = Some(c);
+                            lo = mid + 1;
+                        }
+                        _ => {
+                            if mid == 0 {
+                                break;
+                            }
+                            hi = mid - 1;
+                        }
+                    }
+                }
+            }
+            if let Some(mut c) = fit {
+                c.steps = steps;
+                return Ok(Some(c));
+            }
+            if let Some(mut c) = at_fewest
+                && c.after < before
+                && best.as_ref().is_none_or(|b| c.after < b.after)
+            {
+                c.steps = steps.clone();
+                best = Some(c);
+            }
+        }
+        Ok(best)
+    }
+
+    /// Whether stripping everything would fold more than the rule does:
+    /// the rule leaves reasoning or tool traffic, or a per-tool hint keeps
+    /// some.
+    fn rule_leaves_something(&self) -> bool {
+        let r = &self.policy.rule;
+        r.summary.is_none()
+            && (r.reasoning.is_none()
+                || r.tool_calls != Some(ToolPolicy::Strip)
+                || self.hints.default.is_some()
+                || !self.hints.per_tool.is_empty())
+    }
+
+    /// `rule` over what lies before `cut` (from `start` on), planned and
+    /// measured without recording anything.
+    fn candidate(
+        &self,
+        conv: &Conversation<'_>,
+        ctx: &Context,
+        rule: &Rule,
+        cut: usize,
+        start: usize,
+    ) -> Result<Option<Choice>, CompactError> {
+        let log = conv.log();
+        let keep_first = self.policy.rule.keep_first.as_ref();
+        let Some(region) = region_before(log, cut, keep_first, start)? else {
+            return Ok(None);
+        };
+        let note = "automatic, before a model call: folded to the budget's target".to_owned();
+        let mut pctx = self.plan_context(ctx, note);
+        if rule.summary.is_none() {
+            // The strip step folds what per-tool hints keep, too.
+            if rule.tool_calls == Some(ToolPolicy::Strip) && rule != &self.region_rule() {
+                pctx.hints = ToolHints::default();
+            }
+        }
+        let Some(mut planned) = plan_region(log, region, rule, &pctx)? else {
+            return Ok(None);
+        };
+        if planned.derive.is_some() {
+            // Measured with the offline digest; a model summarizer writes
+            // the one that is recorded.
+            let digest = ctxfold_core::digest::Digest;
+            let made = digest.summarize(SummaryInput {
+                log,
+                range: planned.range,
+                instructions: None,
+            });
+            let Ok(made) = made else { return Ok(None) };
+            if check_summary(log, planned.range, &made.text).is_err() {
+                return Ok(None);
+            }
+            let offline = matches!(&planned.derive, Some((None, _)))
+                || matches!(&planned.derive, Some((Some(m), _)) if m == "digest");
+            planned.compaction.summary = Some(ctxfold_core::compaction::Summary {
+                text: made.text,
+                provenance: made.provenance,
+            });
+            if offline {
+                planned.derive = None;
+            }
+        }
+        let est = self.estimator.as_ref();
+        let (effect, _, then) = assess(log, &planned.compaction, |i| est.item_tokens(i));
+        if effect.is_none() {
+            return Ok(None);
+        }
+        if planned.derive.is_some() {
+            planned.compaction.summary = None;
+        }
+        Ok(Some(Choice {
+            after: ctx.scaled(then + ctx.extra_tokens),
+            planned: vec![planned],
+            steps: Vec::new(),
+        }))
     }
 
     /// Make the planned compaction's summary if it needs one, check it and
@@ -380,6 +618,7 @@ impl BasicCompactor {
         conv: &mut Conversation<'_>,
         planned: &Planned,
         ctx: &Context,
+        firing: Option<Firing>,
     ) -> Result<Result<Option<Committed>, String>, CompactError> {
         let mut c = planned.compaction.clone();
         let mut started = None;
@@ -423,6 +662,10 @@ impl BasicCompactor {
                 None => Ok(None),
             });
         }
+        if let Some(mut f) = firing {
+            f.after = ctx.scaled(then + ctx.extra_tokens);
+            c.budget = Some(f);
+        }
         if ctx.dry_run {
             return Ok(Ok(Some(Committed {
                 seq: None,
@@ -450,6 +693,17 @@ impl BasicCompactor {
             effect,
         })))
     }
+}
+
+/// A firing chosen but not yet recorded.
+#[derive(Clone)]
+struct Choice {
+    /// What to record, in order.
+    planned: Vec<Planned>,
+    /// The estimated request after it.
+    after: usize,
+    /// The ladder's steps it took.
+    steps: Vec<Escalation>,
 }
 
 /// Close an attempt opened with `compaction_started`, if one was.
@@ -536,7 +790,7 @@ impl Compactor for BasicCompactor {
             };
             return Ok(out);
         };
-        match self.commit(conv, &planned, ctx)? {
+        match self.commit(conv, &planned, ctx, None)? {
             Err(error) => out.status = Status::Failed { error },
             Ok(None) => {
                 out.status = Status::NothingToCompact {
@@ -561,37 +815,24 @@ impl Compactor for BasicCompactor {
             return Ok(self.outcome(ctx, Status::Busy, before, before));
         };
         conv.reload()?;
-        let before = self.estimate(conv, ctx);
-        // The provider said no: whatever the estimate says, keep less than
-        // what was sent.
-        let threshold = ctx
-            .window
-            .map_or(before / 2, |w| self.policy.threshold(w).min(before / 2));
-        let retain = ctx
-            .window
-            .map_or(before / 4, |w| self.policy.retain(w))
-            .min(before / 4);
-        let mut out = self.outcome(ctx, Status::Compacted, before, before);
-        let planned = match self.plan_before_tail(conv, ctx, retain, threshold)? {
-            Ok(p) => p,
-            Err(status) => {
-                out.status = status;
-                return Ok(out);
-            }
-        };
-        match self.commit(conv, &planned, ctx)? {
-            Err(error) => out.status = Status::Failed { error },
-            Ok(None) => {
-                out.status = Status::NothingToCompact {
-                    reason: crate::effect::no_op_reason(&planned.compaction),
-                }
-            }
-            Ok(Some(c)) => {
-                out.after = self.estimate(conv, ctx);
-                log_fired(&c, before, out.after, ctx);
-                out.committed.push(c);
-            }
+        conv.stuck = None;
+        let mut ctx = *ctx;
+        if ctx.window.is_none() {
+            ctx.window = Some(u32::try_from(self.estimate(conv, &ctx)).unwrap_or(u32::MAX));
         }
-        Ok(out)
+        // The provider said no: whatever the estimate says, the request
+        // was over. An estimate that thought it fitted is scaled up to
+        // just over the limit (estimates are wrong by construction).
+        for _ in 0..2 {
+            let before = self.estimate(conv, &ctx);
+            let budget = self.budget(&ctx).expect("a window");
+            if before > budget.limit() || before == 0 {
+                break;
+            }
+            ctx.scale *= (budget.limit() + 1) as f64 / before as f64;
+        }
+        let before = self.estimate(conv, &ctx);
+        let budget = self.budget(&ctx).expect("a window");
+        self.fire(conv, &ctx, &budget, before, true)
     }
 }

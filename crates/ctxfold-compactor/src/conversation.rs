@@ -30,6 +30,8 @@ pub struct Conversation<'j> {
     /// before a step, and why: until the log grows, the answer is the same
     /// (no lock, no reading the log again before every step).
     pub(crate) stuck: Option<(usize, crate::Status)>,
+    /// Whether the warning that the fixed part leaves no room was logged.
+    pub(crate) no_room_said: bool,
 }
 
 /// The store, borrowed (a command's or host's session) or owned (a
@@ -62,6 +64,7 @@ impl<'j> Conversation<'j> {
             breaker_turns: 0,
             fired_at_turns: None,
             stuck: None,
+            no_room_said: false,
         }
     }
 

@@ -70,9 +70,16 @@ pub struct Context {
     /// The model's context window in tokens, when known; unknown means
     /// automatic compaction is skipped.
     pub window: Option<u32>,
-    /// Tokens the request holds besides the view of the log: a system
-    /// prompt from config, tool definitions.
+    /// Tokens the request holds besides the view of the log: the system
+    /// prompt, tool definitions (the budget's fixed part).
     pub extra_tokens: usize,
+    /// The most the reply may take, as the request says (`max_tokens`):
+    /// the reserve is never more.
+    pub max_tokens: Option<u32>,
+    /// Tokens the upstream counts per estimated token: 1 until a provider
+    /// reports what it counted (its usage, or the figure in an overflow
+    /// error). Every estimate the service compares is multiplied by it.
+    pub scale: f64,
     /// The current time, for duration keeps.
     pub now: Option<jiff::Timestamp>,
     /// Decide and report, write nothing and call no model.
@@ -86,8 +93,19 @@ impl Context {
             moment,
             window,
             extra_tokens: 0,
+            max_tokens: None,
+            scale: 1.0,
             now: None,
             dry_run: false,
+        }
+    }
+
+    /// `tokens` as the upstream counts them (see [`Context::scale`]).
+    pub fn scaled(&self, tokens: usize) -> usize {
+        if self.scale == 1.0 {
+            tokens
+        } else {
+            (tokens as f64 * self.scale).ceil() as usize
         }
     }
 }
@@ -159,6 +177,15 @@ pub enum Status {
         /// The threshold.
         threshold: usize,
     },
+    /// The fixed part (system prompt, tool definitions) alone leaves no
+    /// room in the window for the conversation: said once per
+    /// conversation, not on every request.
+    NoRoom {
+        /// Tokens of the fixed part.
+        fixed: usize,
+        /// The window less the reply's reserve.
+        limit: usize,
+    },
     /// Another process is compacting this conversation.
     Busy,
     /// Too many failed or fruitless attempts this turn: stopped until the
@@ -184,8 +211,10 @@ pub struct Outcome {
     pub before: usize,
     /// Estimated tokens of the request after.
     pub after: usize,
-    /// The threshold, when the window is known.
+    /// The trigger, when the window is known.
     pub threshold: Option<usize>,
+    /// The budget it worked to, when the window is known.
+    pub budget: Option<ctxfold_core::budget::Budget>,
     /// What it recorded, in order.
     pub committed: Vec<Committed>,
 }

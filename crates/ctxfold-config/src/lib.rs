@@ -75,6 +75,14 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "compaction.auto.trigger_ratio",
     ),
     (
+        "CTXFOLD_COMPACTION_AUTO_TARGET_RATIO",
+        "compaction.auto.target_ratio",
+    ),
+    (
+        "CTXFOLD_COMPACTION_AUTO_RESERVE_TOKENS",
+        "compaction.auto.reserve_tokens",
+    ),
+    (
         "CTXFOLD_COMPACTION_AUTO_MIN_TURNS",
         "compaction.auto.min_turns",
     ),
@@ -152,6 +160,11 @@ pub struct AutoConfig {
     /// Fire when the projected size exceeds this share of the window, in
     /// (0, 1] (default 0.75).
     pub trigger_ratio: f64,
+    /// A firing compacts down to this share of the room (default 0.5).
+    pub target_ratio: f64,
+    /// Tokens kept free for the reply (default: unset, a sixteenth of the
+    /// window, at most the client's `max_tokens`).
+    pub reserve_tokens: Option<u64>,
     /// Only for conversations with more turns than this (default 5).
     pub min_turns: u32,
     /// Within a turn: tokens of the newest whole units kept verbatim
@@ -168,6 +181,8 @@ impl Default for AutoConfig {
         AutoConfig {
             enabled: false,
             trigger_ratio: 0.75,
+            target_ratio: 0.5,
+            reserve_tokens: None,
             min_turns: 5,
             retain_tokens: None,
             compaction_retries: 1,
@@ -294,6 +309,7 @@ impl Loaded {
         let d = AutoConfig::default();
         auto.insert("enabled".into(), Value::Boolean(d.enabled));
         auto.insert("trigger_ratio".into(), Value::Float(d.trigger_ratio));
+        auto.insert("target_ratio".into(), Value::Float(d.target_ratio));
         auto.insert("min_turns".into(), Value::Integer(d.min_turns.into()));
         auto.insert(
             "compaction_retries".into(),
@@ -412,6 +428,8 @@ impl Loaded {
             auto: AutoConfig {
                 enabled: p.enabled.unwrap_or(d.enabled),
                 trigger_ratio: p.trigger_ratio.unwrap_or(d.trigger_ratio),
+                target_ratio: p.target_ratio.unwrap_or(d.target_ratio),
+                reserve_tokens: p.reserve_tokens.or(d.reserve_tokens),
                 min_turns: p.min_turns.unwrap_or(d.min_turns),
                 retain_tokens: p.retain_tokens.or(d.retain_tokens),
                 compaction_retries: p.compaction_retries.unwrap_or(d.compaction_retries),
@@ -457,7 +475,12 @@ impl Loaded {
         // every key of [compaction.auto] shows up with its default.
         if self.config.auto.retain_tokens.is_none() {
             out.push_str(
-                "# compaction.auto.retain_tokens is unset: a third of trigger_ratio x window\n",
+                "# compaction.auto.retain_tokens is unset: a tenth of the room (the window less the fixed part and the reserve)\n",
+            );
+        }
+        if self.config.auto.reserve_tokens.is_none() {
+            out.push_str(
+                "# compaction.auto.reserve_tokens is unset: a sixteenth of the window, at most the request's max_tokens\n",
             );
         }
         // And each tool's defaults, which no layer writes.

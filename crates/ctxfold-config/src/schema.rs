@@ -36,8 +36,10 @@ const AUTO_KEYS: &[&str] = &[
     "compaction_retries",
     "enabled",
     "min_turns",
+    "reserve_tokens",
     "retain_tokens",
     "rule",
+    "target_ratio",
     "trigger_ratio",
 ];
 const RULE_KEYS: &[&str] = &[
@@ -198,6 +200,8 @@ pub(crate) struct Parsed {
     pub rules: Option<Vec<Rule>>,
     pub enabled: Option<bool>,
     pub trigger_ratio: Option<f64>,
+    pub target_ratio: Option<f64>,
+    pub reserve_tokens: Option<u64>,
     pub min_turns: Option<u32>,
     pub retain_tokens: Option<u64>,
     pub compaction_retries: Option<u32>,
@@ -270,15 +274,14 @@ fn parse_auto(v: &Value, key: &str, ctx: &Ctx, out: &mut Parsed) -> Result<(), C
             }
             "trigger_ratio" => {
                 let expected = "a number greater than 0 and at most 1 (such as 0.75)";
-                let r = match v {
-                    Value::Float(f) => *f,
-                    Value::Integer(i) => *i as f64,
-                    _ => return Err(ctx.invalid(&key, v, expected)),
-                };
-                if !(r > 0.0 && r <= 1.0) {
-                    return Err(ctx.invalid(&key, v, expected));
-                }
-                out.trigger_ratio = Some(r);
+                out.trigger_ratio = Some(ratio(v, &key, ctx, expected)?);
+            }
+            "target_ratio" => {
+                let expected = "a number greater than 0 and at most 1 (such as 0.5)";
+                out.target_ratio = Some(ratio(v, &key, ctx, expected)?);
+            }
+            "reserve_tokens" => {
+                out.reserve_tokens = Some(int(v, &key, ctx, i64::MAX, "a number of tokens >= 0")?)
             }
             "min_turns" => {
                 out.min_turns = Some(int(v, &key, ctx, u32::MAX.into(), "a whole number >= 0")?)
@@ -295,6 +298,19 @@ fn parse_auto(v: &Value, key: &str, ctx: &Ctx, out: &mut Parsed) -> Result<(), C
         }
     }
     Ok(())
+}
+
+/// A share in (0, 1].
+fn ratio(v: &Value, key: &str, ctx: &Ctx, expected: &str) -> Result<f64, ConfigError> {
+    let r = match v {
+        Value::Float(f) => *f,
+        Value::Integer(i) => *i as f64,
+        _ => return Err(ctx.invalid(key, v, expected)),
+    };
+    if !(r > 0.0 && r <= 1.0) {
+        return Err(ctx.invalid(key, v, expected));
+    }
+    Ok(r)
 }
 
 /// A non-negative integer up to `max`.

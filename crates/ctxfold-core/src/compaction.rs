@@ -49,6 +49,9 @@ pub struct Compaction {
     /// Takes effect only once the log's highest turn index reaches this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deferred_until_turn: Option<u32>,
+    /// An automatic firing's budget, sizes and escalation steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Firing>,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]
     pub extra: Object,
@@ -307,6 +310,7 @@ impl Compaction {
             source,
             note: None,
             deferred_until_turn: None,
+            budget: None,
             extra: Object::new(),
         }
     }

@@ -11,6 +11,7 @@
 pub mod anchor;
 pub mod attempt;
 pub mod bounds;
+pub mod budget;
 pub mod compaction;
 pub mod diagnostics;
 pub mod digest;

@@ -86,10 +86,51 @@ pub fn retained_tail(
     out
 }
 
+/// Every cut a retained tail can end at, newest first: entry `k` keeps
+/// the `k + 1` newest whole units (fewer entries than units where a unit
+/// alone would separate a tool call from its result), with the index of
+/// its first record and the tokens the kept units hold.
+pub fn tail_cuts(log: &Log, tokens: impl Fn(&Record) -> usize) -> Vec<(usize, usize)> {
+    let records = log.records();
+    let mut out = Vec::new();
+    let mut kept = 0;
+    for turn in (0..log.turn_count() as u32).rev() {
+        let Some(range) = log.turn_range(turn) else {
+            continue;
+        };
+        let steps = log.steps(turn);
+        let mut units: Vec<(usize, usize)> = Vec::new();
+        let (mut i, mut s) = (range.start, 0);
+        while i < range.end {
+            if let Some(step) = steps.get(s).filter(|st| st.start == i) {
+                units.push((step.start, step.end));
+                i = step.end;
+                s += 1;
+                continue;
+            }
+            if records[i].body.is_model_visible() {
+                units.push((i, i + 1));
+            }
+            i += 1;
+        }
+        for &(start, end) in units.iter().rev() {
+            kept += records[start..end]
+                .iter()
+                .filter(|r| r.body.is_model_visible())
+                .map(&tokens)
+                .sum::<usize>();
+            if cut_keeps_pairs(log, start) {
+                out.push((start, kept));
+            }
+        }
+    }
+    out
+}
+
 /// The records before `cut` that may be compacted, inclusive, or `None`
-/// when nothing there is model-visible. The first `keep_first` turns stay
-/// out; when they reach the turn in progress, its opening (the user's
-/// request) stays too and only its steps may be compacted. The region
+/// when nothing there is model-visible. `keep_first` keeps the opening
+/// request: what the first `keep_first` turns hold before their first
+/// step (the steps after it may be compacted). The region
 /// starts after `done` (the first record no compaction covers yet), so
 /// successive firings fold bands that do not overlap: each summary is made
 /// once, from the raw events of its own band, and never grows into a
@@ -107,10 +148,19 @@ pub fn region_before(
         Some(k) => k.first_not_kept(log)?.max(0) as u64,
         None => 0,
     };
-    let floor = if first_open <= u64::from(last_turn) {
-        log.turn_range(first_open as u32).map_or(cut, |r| r.start)
-    } else {
-        log.steps(last_turn).first().map_or(cut, |s| s.start)
+    // `keep_first` keeps the opening request (what comes before the first
+    // step), not every step of the first turns: a conversation whose bulk
+    // is one long first turn must fold too.
+    let upto = first_open.min(u64::from(last_turn)) as u32;
+    let first_step = (0..=upto).find_map(|t| log.steps(t).first().map(|s| s.start));
+    let opened = (first_open <= u64::from(last_turn))
+        .then(|| log.turn_range(first_open as u32).map(|r| r.start))
+        .flatten();
+    let floor = match (opened, first_step) {
+        (Some(o), Some(s)) => o.min(s),
+        (Some(o), None) => o,
+        (None, Some(s)) => s,
+        (None, None) => cut,
     };
     let floor = floor.max(done);
     let Some(hi) = cut.checked_sub(1) else {

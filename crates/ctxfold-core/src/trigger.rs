@@ -20,6 +20,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::bounds::{Bound, after_last_compaction};
+use crate::budget::Budget;
 use crate::compaction::revoked_seqs;
 use crate::log::Log;
 use crate::planner::Rule;
@@ -31,12 +32,19 @@ use crate::record::Body;
 pub struct AutoPolicy {
     /// Automatic compaction is on.
     pub enabled: bool,
-    /// Fire above this share of the window, in (0, 1].
+    /// Fire above this share of the room (the window less the fixed part
+    /// and the reserve; see [`crate::budget`]), in (0, 1].
     pub trigger_ratio: f64,
+    /// A firing compacts down to this share of the room, in (0, 1]
+    /// (at most `trigger_ratio`).
+    pub target_ratio: f64,
+    /// Tokens kept free for the reply (`None`: a sixteenth of the window,
+    /// at most the request's `max_tokens`).
+    pub reserve_tokens: Option<usize>,
     /// Between turns: only for conversations with more turns than this.
     pub min_turns: u32,
-    /// Before a step: tokens of the newest whole units kept verbatim
-    /// (`None`: a third of the threshold).
+    /// Before a step: tokens of the newest whole units kept verbatim at
+    /// least (`None`: a tenth of the room).
     pub retain_tokens: Option<usize>,
     /// Before a step: further attempts while still over the threshold.
     pub compaction_retries: u32,
@@ -49,6 +57,8 @@ impl Default for AutoPolicy {
         AutoPolicy {
             enabled: false,
             trigger_ratio: 0.75,
+            target_ratio: 0.5,
+            reserve_tokens: None,
             min_turns: 5,
             retain_tokens: None,
             compaction_retries: 1,
@@ -58,15 +68,10 @@ impl Default for AutoPolicy {
 }
 
 impl AutoPolicy {
-    /// The size above which compaction fires, for a window of `window`
-    /// tokens.
-    pub fn threshold(&self, window: u32) -> usize {
-        (f64::from(window) * self.trigger_ratio).floor() as usize
-    }
-
-    /// Tokens kept verbatim before a step, for a window of `window` tokens.
-    pub fn retain(&self, window: u32) -> usize {
-        self.retain_tokens.unwrap_or(self.threshold(window) / 3)
+    /// The budget of a request to a model of `window` tokens carrying
+    /// `fixed` tokens besides the conversation (see [`Budget::new`]).
+    pub fn budget(&self, window: u32, fixed: usize, max_tokens: Option<u32>) -> Budget {
+        Budget::new(self, window, fixed, max_tokens)
     }
 }
 
@@ -130,43 +135,44 @@ impl fmt::Display for Skip {
     }
 }
 
-/// Whether compaction is due after a turn completes: `Ok(threshold)` when
-/// it is, else why not.
+/// Whether compaction is due after a turn completes: `Ok(trigger)` when
+/// it is, else why not. `estimate` counts the whole request, as the
+/// budget does.
 pub fn due_between_turns(
     policy: &AutoPolicy,
     turns: usize,
     estimate: usize,
-    window: Option<u32>,
+    budget: Option<&Budget>,
 ) -> Result<usize, Skip> {
     if !policy.enabled {
         return Err(Skip::Disabled);
     }
-    let window = window.ok_or(Skip::UnknownWindow)?;
+    let budget = budget.ok_or(Skip::UnknownWindow)?;
     if turns <= policy.min_turns as usize {
         return Err(Skip::TooFewTurns {
             turns,
             min_turns: policy.min_turns,
         });
     }
-    over(policy, estimate, window)
+    over(estimate, budget)
 }
 
-/// Whether compaction is due before a model call: `Ok(threshold)` when the
-/// request about to be sent (`estimate` tokens) is over the threshold.
+/// Whether compaction is due before a model call: `Ok(trigger)` when the
+/// request about to be sent (`estimate` tokens) is over the trigger.
 /// `min_turns` does not apply: a runaway single turn must be rescued too.
 pub fn due_before_step(
     policy: &AutoPolicy,
     estimate: usize,
-    window: Option<u32>,
+    budget: Option<&Budget>,
 ) -> Result<usize, Skip> {
     if !policy.enabled {
         return Err(Skip::Disabled);
     }
-    over(policy, estimate, window.ok_or(Skip::UnknownWindow)?)
+    over(estimate, budget.ok_or(Skip::UnknownWindow)?)
 }
 
-fn over(policy: &AutoPolicy, estimate: usize, window: u32) -> Result<usize, Skip> {
-    let threshold = policy.threshold(window);
+fn over(estimate: usize, budget: &Budget) -> Result<usize, Skip> {
+    let threshold = budget.trigger;
     if estimate > threshold {
         Ok(threshold)
     } else {
@@ -233,14 +239,19 @@ mod tests {
     fn on() -> AutoPolicy {
         AutoPolicy {
             enabled: true,
+            reserve_tokens: Some(0),
             ..AutoPolicy::default()
         }
+    }
+
+    fn b1000() -> Budget {
+        on().budget(1000, 0, None)
     }
 
     #[test]
     fn between_turns_checks_in_the_seed_order() {
         assert_eq!(
-            due_between_turns(&AutoPolicy::default(), 9, 10_000, Some(1000)),
+            due_between_turns(&AutoPolicy::default(), 9, 10_000, Some(&b1000())),
             Err(Skip::Disabled)
         );
         assert_eq!(
@@ -248,27 +259,27 @@ mod tests {
             Err(Skip::UnknownWindow)
         );
         assert_eq!(
-            due_between_turns(&on(), 5, 10_000, Some(1000)),
+            due_between_turns(&on(), 5, 10_000, Some(&b1000())),
             Err(Skip::TooFewTurns {
                 turns: 5,
                 min_turns: 5
             })
         );
         assert_eq!(
-            due_between_turns(&on(), 6, 750, Some(1000)),
+            due_between_turns(&on(), 6, 750, Some(&b1000())),
             Err(Skip::UnderThreshold {
                 estimate: 750,
                 threshold: 750
             })
         );
-        assert_eq!(due_between_turns(&on(), 6, 751, Some(1000)), Ok(750));
+        assert_eq!(due_between_turns(&on(), 6, 751, Some(&b1000())), Ok(750));
     }
 
     #[test]
     fn before_a_step_min_turns_does_not_apply() {
-        assert_eq!(due_before_step(&on(), 751, Some(1000)), Ok(750));
-        assert!(due_before_step(&on(), 700, Some(1000)).is_err());
-        assert_eq!(on().retain(1000), 250);
+        assert_eq!(due_before_step(&on(), 751, Some(&b1000())), Ok(750));
+        assert!(due_before_step(&on(), 700, Some(&b1000())).is_err());
+        assert_eq!(b1000().retain(&on()), 100);
     }
 
     #[test]

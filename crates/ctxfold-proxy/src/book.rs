@@ -24,6 +24,7 @@ use ctxfold_core::projection::{Item, PREAMBLE, project, summary_preamble};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_formats::message_reader::MessageReader;
+use ctxfold_providers::response::USAGE;
 use ctxfold_store::{ConversationMeta, Store, StoreError, create_new};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::{Value, json};
@@ -108,6 +109,9 @@ pub enum History {
 pub struct AnswerSlot {
     conversation: String,
     len: usize,
+    /// ctxfold's estimate of the request sent (fixed part included, not
+    /// scaled): the answer's reported usage over it calibrates the next.
+    sent: usize,
     /// The request's shape.
     pub shape: Shape,
     /// The request's model.
@@ -134,6 +138,9 @@ struct Session {
     conv: Conversation<'static>,
     store: Arc<dyn Store>,
     id: String,
+    /// Tokens the upstream counted per token ctxfold estimated, from the
+    /// usage its last answer reported (1 until one did).
+    scale: f64,
 }
 
 impl Session {
@@ -147,6 +154,7 @@ impl Session {
             conv: Conversation::owning(Log::from_records(loaded.records), Box::new(journal)),
             store: store.clone(),
             id: id.to_owned(),
+            scale: 1.0,
         })
     }
 
@@ -162,7 +170,9 @@ impl Session {
     }
 
     fn reload(&mut self) -> Result<(), StoreError> {
+        let scale = self.scale;
         *self = Session::open(&self.store, &self.id)?;
+        self.scale = scale;
         Ok(())
     }
 }
@@ -569,6 +579,7 @@ impl Book {
             answer: Some(AnswerSlot {
                 conversation: id,
                 len,
+                sent: tokens,
                 shape,
                 model: model.to_owned(),
             }),
@@ -712,14 +723,19 @@ impl Book {
             }
         };
         let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent);
-        let (body, tokens_before, tokens_after) = if self.compaction.observe {
-            (None, r.before, r.before)
+        // The fixed part counts as the trigger counts it, and everything
+        // as the upstream counted the last answer's request.
+        let fixed = fixed_tokens(body);
+        let up = |t: usize| scaled(fixed + t, s.scale);
+        let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe {
+            (None, up(r.before), up(r.before), fixed + r.before)
         } else {
-            (r.body, r.before, r.after)
+            (r.body, up(r.before), up(r.after), fixed + r.after)
         };
         let answer = (history != History::Earlier).then(|| AnswerSlot {
             conversation: id.to_owned(),
             len: s.conv.log().len(),
+            sent: sent_est,
             shape,
             model: model.to_owned(),
         });
@@ -734,8 +750,15 @@ impl Book {
         })
     }
 
-    /// The compactor and its context for a request of `model`.
-    fn compactor(&self, model: &str, body: &Value, moment: Moment) -> (BasicCompactor, Context) {
+    /// The compactor and its context for a request of `model`, counting
+    /// as the upstream did (`scale`).
+    fn compactor(
+        &self,
+        model: &str,
+        body: &Value,
+        moment: Moment,
+        scale: f64,
+    ) -> (BasicCompactor, Context) {
         let c = &self.compaction;
         let window = c.window.or_else(|| ctxfold_tokens::context_window(model));
         let compactor = BasicCompactor::new(
@@ -744,13 +767,13 @@ impl Book {
             Box::new(Heuristic::default()),
             (c.summarizers)(),
         );
-        let est = Heuristic::default();
-        // Tool definitions and parameters travel with every request.
-        let extra_tokens = body
-            .get("tools")
-            .map_or(0, |t| est.count_text(&t.to_string()));
         let mut ctx = Context::new(moment, window);
-        ctx.extra_tokens = extra_tokens;
+        ctx.extra_tokens = fixed_tokens(body);
+        ctx.max_tokens = ["max_tokens", "max_output_tokens", "max_completion_tokens"]
+            .iter()
+            .find_map(|k| body.get(*k)?.as_u64())
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        ctx.scale = scale;
         ctx.now = Some(jiff::Timestamp::now());
         (compactor, ctx)
     }
@@ -765,7 +788,7 @@ impl Book {
         if !self.compaction.policy.enabled {
             return Ok(0);
         }
-        let (compactor, mut ctx) = self.compactor(model, body, Moment::BetweenTurns);
+        let (compactor, mut ctx) = self.compactor(model, body, Moment::BetweenTurns, s.scale);
         if ctx.window.is_none() {
             tracing::debug!("the window of `{model}` is not known: no automatic compaction");
             return Ok(0);
@@ -892,6 +915,7 @@ impl Book {
         &self,
         body: &Value,
         slot: &AnswerSlot,
+        error: &[u8],
     ) -> Result<Option<Prepared>, PrepareError> {
         // A chained request holds no history to fold.
         if self.compaction.observe || chained(slot.shape, body).is_some() {
@@ -905,7 +929,14 @@ impl Book {
         if s.conv.log().len() != slot.len {
             return Ok(None);
         }
-        let (compactor, ctx) = self.compactor(&slot.model, body, Moment::BeforeStep);
+        // The error may say what the upstream counted ("45123 tokens >
+        // 40000 maximum"): count as it does from now on.
+        if let Some(counted) = counted_tokens(error)
+            && slot.sent > 0
+        {
+            s.scale = calibrated(counted, slot.sent);
+        }
+        let (compactor, ctx) = self.compactor(&slot.model, body, Moment::BeforeStep, s.scale);
         let outcome = compactor.compact_for_overflow(&mut s.conv, &ctx)?;
         note(&outcome.status);
         if !outcome.compacted() {
@@ -923,16 +954,18 @@ impl Book {
             &transcript.extras,
             None,
         );
-        let Some(body) = r.body else { return Ok(None) };
+        let Some(out) = r.body else { return Ok(None) };
+        let fixed = fixed_tokens(body);
         Ok(Some(Prepared {
-            body: Some(body),
+            body: Some(out),
             conversation: slot.conversation.clone(),
-            tokens_before: r.before,
-            tokens_after: r.after,
+            tokens_before: scaled(fixed + r.before, s.scale),
+            tokens_after: scaled(fixed + r.after, s.scale),
             compactions: outcome.committed.len(),
             history: History::Continued { added: 0 },
             answer: Some(AnswerSlot {
                 len: s.conv.log().len(),
+                sent: fixed + r.after,
                 ..slot.clone()
             }),
         }))
@@ -958,16 +991,83 @@ impl Book {
                 .as_str()
                 .map(str::to_owned)
         });
+        let counted = records
+            .iter()
+            .rev()
+            .find_map(|r| reported_input(r.metadata.as_ref()?.get(USAGE)?));
         // Only right after the request: another replica may have recorded
         // an answer to the same request first.
         if s.conv.append_at(stamp(&records))?.is_none() {
             return Ok(false);
+        }
+        if let Some(counted) = counted
+            && slot.sent > 0
+        {
+            s.scale = calibrated(counted, slot.sent);
         }
         if let Some(response) = response {
             lock(&self.chains).record(response, &slot.conversation);
         }
         Ok(true)
     }
+}
+
+/// Tokens of what every request carries besides its messages: the system
+/// prompt (Anthropic's `system`, Responses' `instructions`) and the tool
+/// definitions, counted on their JSON text as the upstream reads it.
+fn fixed_tokens(body: &Value) -> usize {
+    let est = Heuristic::default();
+    ["system", "instructions", "tools"]
+        .iter()
+        .filter_map(|k| body.get(*k))
+        .map(|v| match v {
+            Value::String(s) => est.count_text(s),
+            other => est.count_text(&other.to_string()),
+        })
+        .sum()
+}
+
+/// Upstream tokens per estimated token, from what the upstream counted
+/// for a request ctxfold estimated at `sent`. Never below 1: a usage
+/// figure smaller than the estimate (a cached prefix left out, a server
+/// that reports nothing useful) must not make ctxfold send more.
+fn calibrated(counted: u64, sent: usize) -> f64 {
+    (counted as f64 / sent as f64).clamp(1.0, 8.0)
+}
+
+fn scaled(tokens: usize, scale: f64) -> usize {
+    (tokens as f64 * scale).ceil() as usize
+}
+
+/// The prompt tokens a provider reported in `usage`: Anthropic's input
+/// with its cached parts, OpenAI's input or prompt tokens.
+fn reported_input(usage: &Value) -> Option<u64> {
+    let n = |k: &str| usage.get(k).and_then(Value::as_u64);
+    if let Some(input) = n("input_tokens") {
+        let cached = n("cache_read_input_tokens").unwrap_or(0)
+            + n("cache_creation_input_tokens").unwrap_or(0);
+        return Some(input + cached).filter(|&t| t > 0);
+    }
+    n("prompt_tokens").filter(|&t| t > 0)
+}
+
+/// The size an overflow error says the request had: the first number
+/// before "tokens" in its message, the largest (`prompt is too long: 45123 tokens >
+/// 40000 maximum`, `… resulted in 45123 tokens`).
+fn counted_tokens(error: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(error);
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    // The largest: OpenAI names the maximum first ("maximum context
+    // length is 128000 tokens. However, your messages resulted in 130000
+    // tokens").
+    words
+        .windows(2)
+        .filter(|w| w[1] == "tokens")
+        .filter_map(|w| w[0].parse().ok())
+        .max()
 }
 
 fn note(status: &Status) {

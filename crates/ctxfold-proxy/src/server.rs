@@ -320,7 +320,8 @@ async fn compacting(
     let status = resp.status().as_u16();
     // Only an error answer of a known, small size is read to be judged:
     // an upstream sending megabytes with a 400 is passed on as it streams.
-    let small = resp.content_length().is_some_and(|n| n <= MAX_ERROR_BYTES);
+    // (A chunked error, as some servers send, is small too in practice.)
+    let small = resp.content_length().is_none_or(|n| n <= MAX_ERROR_BYTES);
     let slot = match slot {
         Some(slot) if matches!(status, 400 | 413) && small && !p.config.observe => slot,
         slot => return respond(&p, name, resp, slot, extra),
@@ -334,9 +335,11 @@ async fn compacting(
     if ctxfold_providers::wire::is_context_overflow(status, &error_body) {
         let book = p.book.clone();
         let original = body.clone();
+        let error = error_body.clone();
         let retry = tokio::task::spawn_blocking(move || {
             let value: Value = serde_json::from_slice(&original).map_err(|e| e.to_string())?;
-            book.overflowed(&value, &slot).map_err(|e| e.to_string())
+            book.overflowed(&value, &slot, &error)
+                .map_err(|e| e.to_string())
         })
         .await;
         match retry {

@@ -1,0 +1,177 @@
+//! One budget for a request, counted as the upstream counts it.
+//!
+//! The window holds the fixed part (system prompt, tool definitions), the
+//! messages, and a reserve for the reply. Automatic compaction fires when
+//! the request is over `trigger` and folds, in that one firing, down to
+//! `target`: both are the fixed part plus a share of the room the fixed
+//! part and the reserve leave. Firings are then as far apart as the band
+//! between the two allows, and the prefix the upstream caches (system,
+//! tools, the folded head) stays the same between them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::trigger::AutoPolicy;
+
+/// The figures a firing works to, in tokens of the whole request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// The model's context window.
+    pub window: usize,
+    /// What every request carries besides the conversation: the system
+    /// prompt and the tool definitions.
+    pub fixed: usize,
+    /// Kept free for the reply.
+    pub reserve: usize,
+    /// A request over this fires automatic compaction.
+    pub trigger: usize,
+    /// What a firing compacts down to.
+    pub target: usize,
+}
+
+impl Budget {
+    /// The budget of a request to a model of `window` tokens that carries
+    /// `fixed` tokens besides its messages and lets the reply take up to
+    /// `max_tokens` (the client's, when it says).
+    pub fn new(policy: &AutoPolicy, window: u32, fixed: usize, max_tokens: Option<u32>) -> Budget {
+        let window = window as usize;
+        // A sixteenth of the window (12.5k of 200k, about what agents keep
+        // free), never all of the client's max_tokens: agents ask for the
+        // most the model can write, not what it will.
+        let reserve = policy
+            .reserve_tokens
+            .unwrap_or_else(|| {
+                let d = window / 16;
+                max_tokens.map_or(d, |m| d.min(m as usize))
+            })
+            .min(window / 2);
+        let limit = window - reserve;
+        let room = limit.saturating_sub(fixed);
+        let share = |r: f64| fixed + (room as f64 * r).floor() as usize;
+        Budget {
+            window,
+            fixed,
+            reserve,
+            trigger: share(policy.trigger_ratio),
+            target: share(policy.target_ratio.min(policy.trigger_ratio)),
+        }
+    }
+
+    /// The most a request may hold: the window less the reserve.
+    pub fn limit(&self) -> usize {
+        self.window - self.reserve
+    }
+
+    /// What the conversation itself may take: the limit less the fixed
+    /// part.
+    pub fn room(&self) -> usize {
+        self.limit().saturating_sub(self.fixed)
+    }
+
+    /// Whether the fixed part alone leaves no room for the conversation.
+    pub fn no_room(&self) -> bool {
+        self.room() == 0
+    }
+
+    /// Tokens of the newest whole units a firing keeps verbatim at least
+    /// (`retain_tokens`, else a tenth of the room).
+    pub fn retain(&self, policy: &AutoPolicy) -> usize {
+        policy.retain_tokens.unwrap_or(self.room() / 10)
+    }
+
+    /// The least a firing must save to be recorded (unless the request
+    /// would not fit without it): a tenth of the window, or half the band
+    /// between trigger and target when that is smaller.
+    pub fn min_gain(&self) -> usize {
+        (self.window / 10).min(self.trigger.saturating_sub(self.target) / 2)
+    }
+}
+
+/// What one automatic firing worked to and did, kept in the compaction
+/// record it appended (`budget` in the log): `c show` and the pages say it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Firing {
+    /// The budget.
+    #[serde(flatten)]
+    pub budget: Budget,
+    /// Estimated tokens of the request before the firing.
+    pub before: usize,
+    /// Estimated tokens of the request after it.
+    pub after: usize,
+    /// The steps it took, in order (`rule` alone when the rule was enough).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalation: Vec<Escalation>,
+}
+
+/// A step of a firing, in the order they are tried: each is taken only
+/// when the ones before it do not bring the request to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escalation {
+    /// The automatic rule over what lies before the retained tail.
+    Rule,
+    /// Reasoning and tool traffic the rule left, stripped too (per-tool
+    /// `keep` hints and a rule without a tool policy included).
+    Strip,
+    /// The head summarized into one checkpoint (the offline digest or the
+    /// rule's summarizer), merging earlier ones.
+    Summary,
+    /// The retained tail shrunk to the newest whole unit.
+    ShrinkTail,
+}
+
+impl Escalation {
+    /// Its name, as the log spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Escalation::Rule => "rule",
+            Escalation::Strip => "strip",
+            Escalation::Summary => "summary",
+            Escalation::ShrinkTail => "shrink_tail",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trigger_and_target_are_shares_of_the_room_after_the_fixed_part() {
+        let p = AutoPolicy::default();
+        let b = Budget::new(&p, 40_000, 19_000, Some(32_000));
+        assert_eq!(b.reserve, 2_500, "a sixteenth, not the client's 32,000");
+        assert_eq!(b.room(), 18_500);
+        assert_eq!(b.trigger, 19_000 + 13_875);
+        assert_eq!(b.target, 19_000 + 9_250);
+        assert!(b.min_gain() <= (b.trigger - b.target) / 2);
+        let none = Budget::new(&p, 40_000, 39_000, None);
+        assert!(none.no_room());
+        assert_eq!(none.trigger, 39_000);
+    }
+
+    #[test]
+    fn a_configured_reserve_wins_and_target_never_exceeds_trigger() {
+        let p = AutoPolicy {
+            reserve_tokens: Some(1_000),
+            target_ratio: 0.9,
+            ..AutoPolicy::default()
+        };
+        let b = Budget::new(&p, 10_000, 0, Some(100));
+        assert_eq!(b.reserve, 1_000);
+        assert_eq!(b.target, b.trigger);
+    }
+
+    #[test]
+    fn a_firing_round_trips_with_its_budget_flat() {
+        let f = Firing {
+            budget: Budget::new(&AutoPolicy::default(), 1000, 100, None),
+            before: 900,
+            after: 400,
+            escalation: vec![Escalation::Rule, Escalation::Summary],
+        };
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["window"], 1000);
+        assert_eq!(v["escalation"], serde_json::json!(["rule", "summary"]));
+        assert_eq!(serde_json::from_value::<Firing>(v).unwrap(), f);
+    }
+}
