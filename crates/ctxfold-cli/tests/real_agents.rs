@@ -45,14 +45,16 @@ const MORE_STEPS: usize = 5;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Agent {
     Claude,
-    Codex,
+    /// Codex with its default model, or with the model named (`-m`).
+    Codex(Option<&'static str>),
 }
 
 impl Agent {
-    fn name(self) -> &'static str {
+    fn name(self) -> String {
         match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
+            Agent::Claude => "claude".into(),
+            Agent::Codex(None) => "codex".into(),
+            Agent::Codex(Some(m)) => format!("codex-{m}"),
         }
     }
 }
@@ -69,13 +71,25 @@ fn claude_code_at_a_60000_token_window() {
 
 #[test]
 fn codex_at_a_30000_token_window() {
-    run(Agent::Codex, 30_000);
+    run(Agent::Codex(None), 30_000);
 }
 
 #[test]
 fn codex_at_a_60000_token_window() {
-    run(Agent::Codex, 60_000);
+    run(Agent::Codex(None), 60_000);
 }
+
+/// Codex's default model gets its tools in code mode (one JavaScript
+/// `exec` tool inside an `additional_tools` input item); a model named
+/// with `-m` gets the classic top-level `tools` with `exec_command`, the
+/// shape the proxy compacts today. The same checks, on that shape.
+#[test]
+fn codex_with_classic_tools_at_a_30000_token_window() {
+    run(Agent::Codex(Some(CLASSIC_CODEX_MODEL)), 30_000);
+}
+
+/// A model Codex 0.171 knows and serves with top-level function tools.
+const CLASSIC_CODEX_MODEL: &str = "gpt-5.5";
 
 /// Skip (stderr) or, in CI, fail.
 fn skip(msg: &str) {
@@ -92,7 +106,7 @@ fn skip(msg: &str) {
 fn executable(agent: Agent) -> Option<PathBuf> {
     let (var, rel) = match agent {
         Agent::Claude => ("CTXFOLD_CLAUDE", "agents/node_modules/.bin/claude"),
-        Agent::Codex => ("CTXFOLD_CODEX", "agents/node_modules/.bin/codex"),
+        Agent::Codex(_) => ("CTXFOLD_CODEX", "agents/node_modules/.bin/codex"),
     };
     if let Some(p) = std::env::var_os(var) {
         return Some(PathBuf::from(p)).filter(|p| p.is_file());
@@ -111,7 +125,7 @@ fn run(agent: Agent, window: usize) {
             agent.name(),
             match agent {
                 Agent::Claude => "CTXFOLD_CLAUDE",
-                Agent::Codex => "CTXFOLD_CODEX",
+                Agent::Codex(_) => "CTXFOLD_CODEX",
             }
         ));
         return;
@@ -239,7 +253,7 @@ impl AgentHome {
         let work = root.path().join("work");
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&work).unwrap();
-        if agent == Agent::Codex {
+        if matches!(agent, Agent::Codex(_)) {
             let codex = home.join(".codex");
             std::fs::create_dir_all(&codex).unwrap();
             std::fs::write(
@@ -307,10 +321,13 @@ fn run_agent(
                 .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
                 .env("DISABLE_ERROR_REPORTING", "1");
         }
-        Agent::Codex => {
+        Agent::Codex(model) => {
             cmd.arg("exec");
             if resume {
                 cmd.args(["resume", "--last"]);
+            }
+            if let Some(m) = model {
+                cmd.args(["-m", m]);
             }
             cmd.args([
                 "--skip-git-repo-check",
