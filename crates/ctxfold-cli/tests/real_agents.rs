@@ -762,6 +762,8 @@ fn scenario(agent: Agent, exe: &Path, window: usize) {
         "compactions": autos.iter().map(|c| json!({"number": c["number"], "from_turn": c["from_turn"],
             "to_turn": c["to_turn"], "policies": c["policies"], "note": c["note"], "budget": c.get("budget")})).collect::<Vec<_>>(),
         "figures": main.json(),
+        // Only a run that finished its 40 steps compares with the baseline.
+        "comparable": ran.code == Some(0) && ran.stdout.contains(FINAL),
         "cost_vs_baseline": if base_cost > 0.0 { json!(main.cost / base_cost) } else { Value::Null },
         "chars_vs_baseline": if base_chars > 0.0 { json!(main.chars as f64 / base_chars) } else { Value::Null },
         "baseline": base,
