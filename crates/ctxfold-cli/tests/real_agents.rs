@@ -1,0 +1,995 @@
+//! The real agents through `ctxfold proxy`: Claude Code and Codex, installed
+//! from the npm registry by `scripts/agents` (CTXFOLD_CLAUDE, CTXFOLD_CODEX),
+//! run non-interactively against a scripted upstream
+//! (tests/common/agent_upstream.rs) that drives a 40-step shell loop with
+//! outputs of about 7,000 tokens and refuses what is over its window. The
+//! agent, the proxy and the upstream run inside a network namespace with
+//! only loopback (the test thread calls `unshare(CLONE_NEWNET)`; CI runs as
+//! root).
+//!
+//! Each test asserts what issue 24 accepts: the agent exits 0 with the final
+//! answer, no request is refused for its size, one conversation per agent
+//! session, tool pairing held on every request, prefix changes equal
+//! firings, firings as rare as the window allows, every firing at or under
+//! its target (or at the floor), and, after undoing one compaction and five
+//! more steps, every request still fits. It writes the run's figures (and a
+//! baseline's, straight to the upstream) to stderr and to
+//! `target/tmp/real-agents-<agent>-<window>.json`.
+//!
+//! Without the agents or without a network namespace the tests skip; with
+//! `CI` set they fail instead.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::agent_upstream::{AgentUpstream, Api, FINAL, Record, find_shell};
+use common::{Scratch, stderr};
+use serde_json::{Value, json};
+
+/// The tests share 2 cores: one agent run at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The longest an agent may run.
+const AGENT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Steps of the main turn, and of the turn after the undo.
+const STEPS: usize = 40;
+const MORE_STEPS: usize = 5;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Agent {
+    Claude,
+    /// Codex with its default model, or with the model named (`-m`).
+    Codex(Option<&'static str>),
+}
+
+impl Agent {
+    fn name(self) -> String {
+        match self {
+            Agent::Claude => "claude".into(),
+            Agent::Codex(None) => "codex".into(),
+            Agent::Codex(Some(m)) => format!("codex-{m}"),
+        }
+    }
+}
+
+#[test]
+fn claude_code_at_a_40000_token_window() {
+    run(Agent::Claude, 40_000);
+}
+
+#[test]
+fn claude_code_at_a_60000_token_window() {
+    run(Agent::Claude, 60_000);
+}
+
+#[test]
+fn codex_at_a_30000_token_window() {
+    run(Agent::Codex(None), 30_000);
+}
+
+#[test]
+fn codex_at_a_60000_token_window() {
+    run(Agent::Codex(None), 60_000);
+}
+
+/// Codex's default model gets its tools in code mode (one JavaScript
+/// `exec` tool inside an `additional_tools` input item); a model named
+/// with `-m` gets the classic top-level `tools` with `exec_command`, the
+/// shape the proxy compacts today. The same checks, on that shape.
+#[test]
+fn codex_with_classic_tools_at_a_30000_token_window() {
+    run(Agent::Codex(Some(CLASSIC_CODEX_MODEL)), 30_000);
+}
+
+/// A model Codex 0.171 knows and serves with top-level function tools.
+const CLASSIC_CODEX_MODEL: &str = "gpt-5.5";
+
+/// Skip (stderr) or, in CI, fail.
+fn skip(msg: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{msg}");
+    }
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("real-agents test skipped: {msg}\n").as_bytes(),
+    );
+}
+
+/// The agent's executable: the environment's, else scripts/agents' cache.
+fn executable(agent: Agent) -> Option<PathBuf> {
+    let (var, rel) = match agent {
+        Agent::Claude => ("CTXFOLD_CLAUDE", "agents/node_modules/.bin/claude"),
+        Agent::Codex(_) => ("CTXFOLD_CODEX", "agents/node_modules/.bin/codex"),
+    };
+    if let Some(p) = std::env::var_os(var) {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let cache = std::env::var_os("CTXFOLD_CI_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ctxfold-ci")))?;
+    Some(cache.join(rel)).filter(|p| p.is_file())
+}
+
+fn run(agent: Agent, window: usize) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(exe) = executable(agent) else {
+        skip(&format!(
+            "{} is not installed (run `eval \"$(scripts/agents env)\"`, or set {})",
+            agent.name(),
+            match agent {
+                Agent::Claude => "CTXFOLD_CLAUDE",
+                Agent::Codex(_) => "CTXFOLD_CODEX",
+            }
+        ));
+        return;
+    };
+    // A thread of its own: the namespace is the thread's, and everything it
+    // starts (the upstream's threads, the proxy, the agent) inherits it.
+    let outcome = std::thread::spawn(move || {
+        enter_loopback_namespace()?;
+        scenario(agent, &exe, window);
+        Ok::<(), String>(())
+    })
+    .join();
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => skip(&format!("no network namespace with only loopback: {e}")),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// `unshare(CLONE_NEWNET)` for this thread, then `ip link set lo up`.
+fn enter_loopback_namespace() -> Result<(), String> {
+    // SAFETY: unshare takes no pointers; it changes this thread's
+    // namespaces only.
+    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    if rc != 0 {
+        return Err(format!(
+            "unshare(CLONE_NEWNET): {} (needs root)",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let out = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .output()
+        .map_err(|e| format!("ip link set lo up: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("ip link set lo up: {}", stderr(&out)));
+    }
+    // Nothing but loopback: a connection anywhere else must fail at once.
+    if std::net::TcpStream::connect_timeout(
+        &"10.255.255.1:80".parse().unwrap(),
+        Duration::from_millis(300),
+    )
+    .is_ok()
+    {
+        return Err("the namespace reaches beyond loopback".into());
+    }
+    Ok(())
+}
+
+/// A running proxy; killed when dropped.
+struct Proxy {
+    child: Child,
+    base: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proxy {
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn start_proxy(s: &Scratch, up: &AgentUpstream, window: usize) -> Proxy {
+    let config = format!(
+        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\nwindow = {window}\n",
+        b = up.base
+    );
+    std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
+    let mut child = s
+        .command()
+        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .env(
+            "RUST_LOG",
+            std::env::var("PROXY_LOG").unwrap_or("info".into()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("ctxfold proxy listening on ")
+        .unwrap_or_else(|| panic!("the proxy did not start: {line:?}"))
+        .to_owned();
+    let err = child.stderr.take().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let lines = log.clone();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            lines.lock().unwrap_or_else(|e| e.into_inner()).push(l);
+        }
+    });
+    Proxy { child, base, log }
+}
+
+/// The folders one agent session lives in: HOME (and CODEX_HOME) and its
+/// working folder, under target/tmp (Codex refuses to make its helper
+/// binaries under a temporary folder).
+struct AgentHome {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+}
+
+impl AgentHome {
+    fn new(agent: Agent, base: &str) -> AgentHome {
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(tmp).unwrap();
+        let root = tempfile::Builder::new()
+            .prefix(&format!("agent-{}-", agent.name()))
+            .tempdir_in(tmp)
+            .unwrap();
+        let home = root.path().join("home");
+        let work = root.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        if matches!(agent, Agent::Codex(_)) {
+            let codex = home.join(".codex");
+            std::fs::create_dir_all(&codex).unwrap();
+            std::fs::write(
+                codex.join("config.toml"),
+                format!(
+                    "model_provider = \"ctxfold\"\ncheck_for_update_on_startup = false\n\n\
+                     [analytics]\nenabled = false\n\n\
+                     [model_providers.ctxfold]\nname = \"ctxfold\"\nbase_url = \"{base}/v1\"\n\
+                     env_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\nsupports_websockets = false\n"
+                ),
+            )
+            .unwrap();
+        }
+        AgentHome {
+            _root: root,
+            home,
+            work,
+        }
+    }
+}
+
+/// What one agent invocation did.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+    secs: f64,
+}
+
+fn task(name: &str, steps: usize) -> String {
+    format!(
+        "Run the build steps the tool loop asks for and report the result. ctxfold-task={name} ctxfold-steps={steps}"
+    )
+}
+
+/// Run the agent once: `prompt`, a fresh session or (`resume`) the last.
+fn run_agent(
+    agent: Agent,
+    exe: &Path,
+    home: &AgentHome,
+    base: &str,
+    prompt: &str,
+    resume: bool,
+) -> Ran {
+    let mut cmd = Command::new(exe);
+    cmd.current_dir(&home.work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home.home)
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb");
+    match agent {
+        Agent::Claude => {
+            cmd.args(["-p"]);
+            if resume {
+                cmd.arg("--continue");
+            }
+            cmd.args([prompt, "--dangerously-skip-permissions"])
+                .env("IS_SANDBOX", "1")
+                .env("ANTHROPIC_BASE_URL", base)
+                .env("ANTHROPIC_API_KEY", "test")
+                .env("DISABLE_TELEMETRY", "1")
+                .env("DISABLE_AUTOUPDATER", "1")
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                .env("DISABLE_ERROR_REPORTING", "1");
+        }
+        Agent::Codex(model) => {
+            cmd.arg("exec");
+            if resume {
+                cmd.args(["resume", "--last"]);
+            }
+            if let Some(m) = model {
+                cmd.args(["-m", m]);
+            }
+            cmd.args([
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                prompt,
+            ])
+            .env("CODEX_HOME", home.home.join(".codex"))
+            .env("OPENAI_API_KEY", "test");
+        }
+    }
+    let logs = home.work.parent().unwrap();
+    let n = std::fs::read_dir(logs).map_or(0, |d| d.count());
+    let out_path = logs.join(format!("stdout-{n}.txt"));
+    let err_path = logs.join(format!("stderr-{n}.txt"));
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} does not start: {e}", exe.display()));
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > AGENT_TIMEOUT {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    Ran {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+        timed_out,
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// The last `n` lines of a text.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Anthropic's cache markers out of a value, everywhere; and a `content`
+/// that is one text block, as the string it stands for (the same tokens:
+/// Claude Code sends its `role: "system"` message as one marked block in
+/// its first request and as a string after).
+fn strip_cache(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| {
+                    let v = strip_cache(v);
+                    let one_text = k == "content"
+                        && v.as_array().is_some_and(|a| {
+                            a.len() == 1
+                                && a[0]["type"] == "text"
+                                && a[0].as_object().is_some_and(|b| b.len() == 2)
+                        });
+                    if one_text {
+                        (k.clone(), v[0]["text"].clone())
+                    } else {
+                        (k.clone(), v)
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_cache).collect()),
+        other => other.clone(),
+    }
+}
+
+/// One model request as the cache sees it: the fixed part's text and each
+/// message's text, cache markers stripped.
+struct Shape {
+    fixed: String,
+    messages: Vec<String>,
+    tokens: usize,
+}
+
+fn shape(r: &Record) -> Shape {
+    let req = strip_cache(&r.json());
+    let (fixed, list) = if r.path.starts_with("/v1/responses") {
+        (
+            format!("{}{}", req["instructions"], req["tools"]),
+            &req["input"],
+        )
+    } else {
+        (
+            format!("{}{}", req["system"], req["tools"]),
+            &req["messages"],
+        )
+    };
+    Shape {
+        fixed,
+        messages: list
+            .as_array()
+            .map(|a| a.iter().map(Value::to_string).collect())
+            .unwrap_or_default(),
+        tokens: r.tokens.unwrap_or(0),
+    }
+}
+
+/// The figures of a run's model requests.
+#[derive(Default, Debug)]
+struct Figures {
+    requests: usize,
+    rejected: usize,
+    chars: usize,
+    max_tokens: usize,
+    prefix_changes: usize,
+    /// Where each prefix change was: (request number, first message that
+    /// differs).
+    changes_at: Vec<(usize, usize)>,
+    /// Tokens the run's history grew by (messages new in each request).
+    growth: usize,
+    /// Priced in base-input-token units: cache reads 0.1x, writes 1.25x.
+    cost: f64,
+    cache_read_tokens: usize,
+    cache_write_tokens: usize,
+}
+
+impl Figures {
+    fn json(&self) -> Value {
+        json!({"requests": self.requests, "rejected": self.rejected, "chars_sent": self.chars,
+            "max_request_tokens": self.max_tokens, "prefix_changes": self.prefix_changes,
+            "prefix_changes_at": self.changes_at, "growth_tokens": self.growth,
+            "cost_base_input_tokens": self.cost.round(), "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens})
+    }
+}
+
+fn figures(records: &[Record]) -> Figures {
+    let mut f = Figures::default();
+    let mut prev: Option<Shape> = None;
+    for r in records.iter().filter(|r| r.is_model()) {
+        f.requests += 1;
+        f.chars += r.body.len();
+        if r.rejected {
+            f.rejected += 1;
+            continue;
+        }
+        let s = shape(r);
+        f.max_tokens = f.max_tokens.max(s.tokens);
+        let mut read_chars = 0;
+        if let Some(p) = &prev {
+            let same = s
+                .messages
+                .iter()
+                .zip(&p.messages)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let is_prefix = s.fixed == p.fixed && same == p.messages.len();
+            if !is_prefix {
+                f.prefix_changes += 1;
+                f.changes_at
+                    .push((r.n, if s.fixed == p.fixed { same } else { 0 }));
+            }
+            if s.fixed == p.fixed {
+                read_chars = s.fixed.chars().count()
+                    + s.messages[..same]
+                        .iter()
+                        .map(|m| m.chars().count())
+                        .sum::<usize>();
+            }
+            let before: HashSet<&String> = p.messages.iter().collect();
+            f.growth += s
+                .messages
+                .iter()
+                .filter(|m| !before.contains(m))
+                .map(|m| m.chars().count())
+                .sum::<usize>()
+                / 4;
+        }
+        let read = (read_chars / 4).min(s.tokens);
+        let write = s.tokens - read;
+        f.cache_read_tokens += read;
+        f.cache_write_tokens += write;
+        f.cost += 0.1 * read as f64 + 1.25 * write as f64;
+        prev = Some(s);
+    }
+    f
+}
+
+/// Baselines (the agent straight to an upstream with no window), one per
+/// agent, shared by that agent's tests.
+static BASELINES: Mutex<Vec<(Agent, Value)>> = Mutex::new(Vec::new());
+
+fn baseline(agent: Agent, exe: &Path) -> Value {
+    if let Some((_, v)) = BASELINES.lock().unwrap().iter().find(|(a, _)| *a == agent) {
+        return v.clone();
+    }
+    let up = AgentUpstream::start(None);
+    let home = AgentHome::new(agent, &up.base);
+    let ran = run_agent(agent, exe, &home, &up.base, &task("alpha", STEPS), false);
+    let f = figures(&up.records());
+    let v = json!({"mode": "straight to the upstream (no window, no proxy)", "exit": ran.code,
+        "final_answer": ran.stdout.contains(FINAL), "secs": ran.secs.round(), "figures": f.json()});
+    BASELINES.lock().unwrap().push((agent, v.clone()));
+    v
+}
+
+/// `ctxfold c ls --format json`, `c show ID --format json`.
+fn conversations(s: &Scratch) -> Vec<Value> {
+    s.json(&["c", "ls"]).as_array().cloned().unwrap_or_default()
+}
+
+fn scenario(agent: Agent, exe: &Path, window: usize) {
+    let label = format!("{}-{window}", agent.name());
+    let mut failures: Vec<String> = Vec::new();
+    let mut fail = |m: String| {
+        eprintln!("[{label}] FAIL: {m}");
+        failures.push(m);
+    };
+    let up = AgentUpstream::start(Some(window));
+    let s = Scratch::new();
+    let proxy = start_proxy(&s, &up, window);
+    let home = AgentHome::new(agent, &proxy.base);
+
+    // The main turn: 40 steps.
+    let ran = run_agent(agent, exe, &home, &proxy.base, &task("alpha", STEPS), false);
+    let main_records = up.records();
+    let main_end = main_records.len();
+    eprintln!(
+        "[{label}] {} exited {:?} after {:.0}s{}; {} requests upstream",
+        agent.name(),
+        ran.code,
+        ran.secs,
+        if ran.timed_out {
+            " (killed: timed out)"
+        } else {
+            ""
+        },
+        main_records.len()
+    );
+    if ran.code != Some(0) {
+        fail(format!(
+            "the agent exited {:?}{}; its stderr ends:\n{}\nits stdout ends:\n{}",
+            ran.code,
+            if ran.timed_out { " (timed out)" } else { "" },
+            tail(&ran.stderr, 15),
+            tail(&ran.stdout, 10)
+        ));
+    }
+    if !ran.stdout.contains(FINAL) {
+        fail(format!(
+            "the agent did not print the final answer; stdout ends:\n{}",
+            tail(&ran.stdout, 10)
+        ));
+    }
+    check_requests(&main_records, window, "the main turn", &mut fail);
+
+    // One conversation per agent session.
+    let convs = conversations(&s);
+    if convs.len() != 1 {
+        fail(format!(
+            "the proxy recorded {} conversations for one agent session: {}",
+            convs.len(),
+            Value::Array(convs.clone())
+        ));
+    }
+    let id = convs
+        .first()
+        .and_then(|c| c["id"].as_str())
+        .map(str::to_owned);
+    let show = id.as_deref().map(|id| s.json(&["c", "show", id]));
+    let autos: Vec<Value> = show
+        .as_ref()
+        .and_then(|v| v["compactions"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| {
+            c["source"]
+                .as_str()
+                .is_some_and(|s| s.eq_ignore_ascii_case("auto"))
+        })
+        .collect();
+    let main = figures(&main_records);
+    let firings = autos.len();
+    // The proxy's own account: its warnings, and its counters.
+    let proxy_log = proxy.log();
+    let warnings: Vec<&String> = proxy_log
+        .iter()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .collect();
+    eprintln!(
+        "[{label}] the proxy logged {} warnings; the first:\n{}",
+        warnings.len(),
+        warnings
+            .iter()
+            .take(5)
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let metrics = proxy_metrics(&proxy);
+    eprintln!("[{label}] proxy metrics: {metrics}");
+
+    // Prefix changes equal firings.
+    if main.prefix_changes != firings {
+        fail(format!(
+            "{} prefix changes upstream (request, first differing message: {:?}) but {firings} firings recorded",
+            main.prefix_changes, main.changes_at
+        ));
+    }
+    // Firings as rare as the window allows, and each at or under its target.
+    let budgets: Vec<Option<&Value>> = autos.iter().map(|c| c.get("budget")).collect();
+    let mut bound = None;
+    if firings > 0 && budgets.iter().any(Option::is_none) {
+        fail(format!(
+            "{} of {firings} automatic compactions carry no `budget` \
+             (window, fixed, reserve, trigger, target, before, after, escalation) in `c show --format json`: \
+             the band bound and the target check cannot be made",
+            budgets.iter().filter(|b| b.is_none()).count()
+        ));
+    }
+    let int = |b: &Value, k: &str| b[k].as_u64().map(|v| v as usize);
+    if let Some(Some(b)) = budgets.first() {
+        match (int(b, "trigger"), int(b, "target")) {
+            (Some(trigger), Some(target)) if trigger > target => {
+                let limit = main.growth / (trigger - target) + 1;
+                bound = Some(limit);
+                if firings > limit {
+                    fail(format!(
+                        "{firings} firings, over the bound {limit} (growth {} tokens / band {} + 1)",
+                        main.growth,
+                        trigger - target
+                    ));
+                }
+            }
+            _ => fail(format!("a budget without trigger > target: {b}")),
+        }
+    }
+    for (c, b) in autos.iter().zip(&budgets) {
+        let Some(b) = b else { continue };
+        let (Some(after), Some(target), Some(w)) =
+            (int(b, "after"), int(b, "target"), int(b, "window"))
+        else {
+            fail(format!(
+                "compaction #{}: a budget without after/target/window: {b}",
+                c["number"]
+            ));
+            continue;
+        };
+        let escalated = b["escalation"].as_array().is_some_and(|e| !e.is_empty());
+        if after > target && !(escalated && after <= w) {
+            fail(format!(
+                "compaction #{}: {after} tokens after the firing, over its target {target} without reaching the floor (escalation {})",
+                c["number"], b["escalation"]
+            ));
+        }
+    }
+
+    // Undo one compaction and go on for five more steps.
+    if let (Some(id), true) = (&id, firings > 0) {
+        let out = s.run(&["c", "compact", id, "--reset=1"]);
+        if !out.status.success() {
+            fail(format!("c compact {id} --reset=1 failed: {}", stderr(&out)));
+        }
+    } else {
+        fail("no compaction to undo: the proxy never compacted".into());
+    }
+    let ran2 = run_agent(
+        agent,
+        exe,
+        &home,
+        &proxy.base,
+        &task("beta", MORE_STEPS),
+        true,
+    );
+    let all = up.records();
+    let after = &all[main_end..];
+    eprintln!(
+        "[{label}] the resumed session exited {:?} after {:.0}s; {} requests upstream",
+        ran2.code,
+        ran2.secs,
+        after.len()
+    );
+    if ran2.code != Some(0) || !ran2.stdout.contains(FINAL) {
+        fail(format!(
+            "the resumed session exited {:?}{} (final answer printed: {}); stderr ends:\n{}",
+            ran2.code,
+            if ran2.timed_out { " (timed out)" } else { "" },
+            ran2.stdout.contains(FINAL),
+            tail(&ran2.stderr, 15)
+        ));
+    }
+    check_requests(after, window, "the turn after the undo", &mut fail);
+    let steps_after = after
+        .iter()
+        .filter(|r| r.answer.starts_with("tool beta"))
+        .count();
+    if steps_after < MORE_STEPS {
+        fail(format!(
+            "the resumed session ran {steps_after} of {MORE_STEPS} more steps"
+        ));
+    }
+    let convs_after = conversations(&s);
+    let show_after = id.as_deref().map(|id| s.json(&["c", "show", id]));
+    let f_after = figures(after);
+    let more = json!({"exit": ran2.code, "final_answer": ran2.stdout.contains(FINAL),
+        "steps": steps_after, "conversations": convs_after.len(),
+        "compactions": show_after.as_ref().and_then(|v| v["compactions"].as_array().map(Vec::len)),
+        "figures": f_after.json()});
+
+    // The observed shapes that matter.
+    let shapes = observed(&all);
+    dump(&label, &all);
+    let metrics_after = proxy_metrics(&proxy);
+    drop(proxy);
+
+    // The baseline, and the report.
+    let base = baseline(agent, exe);
+    let base_cost = base["figures"]["cost_base_input_tokens"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let base_chars = base["figures"]["chars_sent"].as_f64().unwrap_or(0.0);
+    let report = json!({
+        "agent": agent.name(), "window": window, "steps": STEPS,
+        "exit": ran.code, "final_answer": ran.stdout.contains(FINAL), "secs": ran.secs.round(),
+        "conversations": convs.len(),
+        "conversation_list": convs,
+        "record_counts": show.as_ref().map(|v| v["counts"].clone()),
+        "firings": firings, "firing_bound": bound,
+        "budgets": budgets,
+        "compactions": autos.iter().map(|c| json!({"number": c["number"], "from_turn": c["from_turn"],
+            "to_turn": c["to_turn"], "policies": c["policies"], "note": c["note"], "budget": c.get("budget")})).collect::<Vec<_>>(),
+        "figures": main.json(),
+        // Only a run that finished its 40 steps compares with the baseline.
+        "comparable": ran.code == Some(0) && ran.stdout.contains(FINAL),
+        "cost_vs_baseline": if base_cost > 0.0 { json!(main.cost / base_cost) } else { Value::Null },
+        "chars_vs_baseline": if base_chars > 0.0 { json!(main.chars as f64 / base_chars) } else { Value::Null },
+        "baseline": base,
+        "after_undo": more,
+        "observed": shapes,
+        "proxy_warnings": warnings,
+        "proxy_metrics": metrics,
+        "proxy_metrics_after_undo": metrics_after,
+        "proxy_log": proxy_log.iter().rev().take(300).rev().collect::<Vec<_>>(),
+        "failures": failures,
+    });
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("real-agents-{label}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    eprintln!(
+        "[{label}] figures: requests {} (rejected {}), chars sent {}, max request {} tokens, prefix changes {}, firings {firings} (bound {bound:?}), growth {} tokens, cost {:.0} ({}) vs baseline {:.0} ({} requests, {} chars, {} prefix changes); after the undo: {}\n[{label}] written to {}",
+        main.requests,
+        main.rejected,
+        main.chars,
+        main.max_tokens,
+        main.prefix_changes,
+        main.growth,
+        main.cost,
+        report["cost_vs_baseline"],
+        base_cost,
+        base["figures"]["requests"],
+        base_chars,
+        base["figures"]["prefix_changes"],
+        report["after_undo"]["figures"],
+        path.display()
+    );
+    assert!(
+        failures.is_empty(),
+        "{label}: {} failures:\n- {}",
+        failures.len(),
+        failures.join("\n- ")
+    );
+}
+
+/// The proxy's `/metrics` counters (`ctxfold_proxy_…` lines, comments
+/// and zero-valued histogram buckets left out), as name → value.
+fn proxy_metrics(p: &Proxy) -> Value {
+    let text = ureq::get(&format!("{}/metrics", p.base))
+        .call()
+        .ok()
+        .and_then(|mut r| r.body_mut().read_to_string().ok())
+        .unwrap_or_default();
+    let mut out = serde_json::Map::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.contains("_bucket") {
+            continue;
+        }
+        if let Some((k, v)) = line.rsplit_once(' ')
+            && let Ok(v) = v.parse::<f64>()
+        {
+            out.insert(k.to_owned(), json!(v));
+        }
+    }
+    Value::Object(out)
+}
+
+/// Every request in a line of `target/tmp/real-agents-<label>-requests.jsonl`
+/// (and, with `CTXFOLD_AGENTS_DUMP` set, every body in a folder beside it).
+fn dump(label: &str, records: &[Record]) {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let bodies = std::env::var_os("CTXFOLD_AGENTS_DUMP").map(|_| {
+        let d = tmp.join(format!("real-agents-{label}-bodies"));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    });
+    let mut lines = String::new();
+    for r in records {
+        let req = r.json();
+        let list = if r.path.starts_with("/v1/responses") {
+            &req["input"]
+        } else {
+            &req["messages"]
+        };
+        let last = list.as_array().and_then(|a| a.last()).map(|m| {
+            let t = m.to_string();
+            t.chars().take(300).collect::<String>()
+        });
+        lines.push_str(
+            &json!({"n": r.n, "method": r.method, "path": r.path, "tokens": r.tokens,
+            "rejected": r.rejected, "answer": r.answer, "pairing": r.pairing, "bytes": r.body.len(),
+            "items": list.as_array().map(Vec::len), "last": last})
+            .to_string(),
+        );
+        lines.push('\n');
+        if let Some(d) = &bodies {
+            std::fs::write(d.join(format!("{:03}.json", r.n)), &r.body).unwrap();
+        }
+    }
+    std::fs::write(
+        tmp.join(format!("real-agents-{label}-requests.jsonl")),
+        lines,
+    )
+    .unwrap();
+}
+
+/// The window held and the tools paired, on every model request.
+fn check_requests(records: &[Record], window: usize, what: &str, fail: &mut impl FnMut(String)) {
+    let rejected: Vec<String> = records
+        .iter()
+        .filter(|r| r.rejected)
+        .map(|r| format!("#{} ({} tokens)", r.n, r.tokens.unwrap_or(0)))
+        .collect();
+    if !rejected.is_empty() {
+        fail(format!(
+            "{what}: {} requests refused as over the {window}-token window: {}",
+            rejected.len(),
+            rejected.join(", ")
+        ));
+    }
+    let unpaired: Vec<String> = records
+        .iter()
+        .filter(|r| !r.pairing.is_empty())
+        .map(|r| format!("#{}: {}", r.n, r.pairing.join("; ")))
+        .collect();
+    if !unpaired.is_empty() {
+        fail(format!(
+            "{what}: tool pairing broken on {} requests: {}",
+            unpaired.len(),
+            unpaired.join(" | ")
+        ));
+    }
+    if !records.iter().any(|r| r.is_model()) {
+        fail(format!("{what}: no model request reached the upstream"));
+    }
+}
+
+/// What the agent sent that the proxy has to handle: the top-level fields
+/// of its model requests, the roles and block types in its history, its
+/// shell tool's definition, and every other request.
+fn observed(records: &[Record]) -> Value {
+    let mut fields = std::collections::BTreeSet::new();
+    let mut roles = std::collections::BTreeSet::new();
+    let mut kinds = std::collections::BTreeSet::new();
+    let mut others = Vec::new();
+    let mut shell = Value::Null;
+    let mut first = Value::Null;
+    let mut sessions = std::collections::BTreeSet::new();
+    for r in records {
+        if !r.is_model() {
+            others.push(format!("{} {} -> {}", r.method, r.path, r.answer));
+            continue;
+        }
+        let req = r.json();
+        if let Value::Object(o) = &req {
+            fields.extend(o.keys().cloned());
+        }
+        // The session the agent names: Claude Code's in metadata.user_id
+        // (a JSON string), Codex's prompt_cache_key.
+        let claude = req["metadata"]["user_id"]
+            .as_str()
+            .and_then(|u| serde_json::from_str::<Value>(u).ok())
+            .and_then(|u| u["session_id"].as_str().map(str::to_owned));
+        if let Some(id) = claude.or(req["prompt_cache_key"].as_str().map(str::to_owned)) {
+            sessions.insert(id);
+        }
+        let list = if r.path.starts_with("/v1/responses") {
+            &req["input"]
+        } else {
+            &req["messages"]
+        };
+        for m in list.as_array().into_iter().flatten() {
+            roles.insert(format!(
+                "{}/{}",
+                m["type"].as_str().unwrap_or("message"),
+                m["role"].as_str().unwrap_or("-")
+            ));
+            for b in m["content"].as_array().into_iter().flatten() {
+                kinds.insert(b["type"].as_str().unwrap_or("?").to_owned());
+            }
+        }
+        if shell.is_null() {
+            let api = if r.path.starts_with("/v1/responses") {
+                Api::Responses
+            } else {
+                Api::Messages
+            };
+            let found = find_shell(&req, api);
+            let definition = req["tools"].as_array().and_then(|t| {
+                t.iter()
+                    .find(|t| {
+                        ["Bash", "exec_command", "shell"]
+                            .contains(&t["name"].as_str().unwrap_or(""))
+                    })
+                    .cloned()
+            });
+            shell = json!({"found": format!("{found:?}"), "definition": definition});
+        }
+        if first.is_null() {
+            let mut f = serde_json::Map::new();
+            if let Value::Object(o) = &req {
+                for (k, v) in o {
+                    let short = match k.as_str() {
+                        "messages" | "input" | "tools" | "system" | "instructions" => {
+                            json!(format!("{} chars", v.to_string().len()))
+                        }
+                        _ => v.clone(),
+                    };
+                    f.insert(k.clone(), short);
+                }
+            }
+            f.insert(
+                "tool_names".into(),
+                json!(
+                    req["tools"]
+                        .as_array()
+                        .map(|t| t.iter().map(|t| t["name"].clone()).collect::<Vec<_>>())
+                ),
+            );
+            f.insert(
+                "headers".into(),
+                json!(
+                    r.headers
+                        .iter()
+                        .filter(|(k, _)| !k.contains("key") && k != "authorization")
+                        .map(|(k, v)| format!("{k}: {v}"))
+                        .collect::<Vec<_>>()
+                ),
+            );
+            first = Value::Object(f);
+        }
+    }
+    json!({"sessions": sessions, "fields": fields, "history_items": roles, "block_types": kinds, "shell_tool": shell,
+        "first_request": first, "other_requests": others})
+}
