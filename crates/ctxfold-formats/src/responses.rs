@@ -192,8 +192,9 @@ pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(),
         None => Err(format!(
             "{at}: expected an item with a `type` (or a message with a `role`), found an object with neither"
         )),
-        Some("function_call") => read_call(out, at, o),
-        Some("function_call_output") => read_output(out, at, o),
+        Some("function_call") => read_call(out, at, o, false),
+        Some("custom_tool_call") => read_call(out, at, o, true),
+        Some("function_call_output" | "custom_tool_call_output") => read_output(out, at, o),
         Some("reasoning") => {
             let idx = out.push(Body::Reasoning {
                 content: reasoning_text(o),
@@ -266,15 +267,36 @@ fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
     Ok(())
 }
 
-fn read_call(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
+/// A `function_call` item, or (`custom`) a `custom_tool_call`, whose
+/// `input` is free text (Codex's `exec` tool): its arguments are that text
+/// as a JSON string.
+fn read_call(out: &mut Records, at: &str, o: &Object, custom: bool) -> Result<(), String> {
+    let kind = if custom {
+        "custom_tool_call"
+    } else {
+        "function_call"
+    };
     let string = |field: &str| match o.get(field) {
         Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!(
-            "{at}: a `function_call` item needs a `{field}` string"
-        )),
+        _ => Err(format!("{at}: a `{kind}` item needs a `{field}` string")),
     };
     let id = string("call_id")?;
     let name = string("name")?;
+    if custom {
+        let input = string("input")?;
+        let idx = out.push(Body::ToolCall {
+            id,
+            name,
+            arguments: Value::String(input).into(),
+        });
+        keep_item(
+            &mut out.records[idx],
+            o,
+            &["call_id", "name", "input"],
+            &custom_call_default(),
+        );
+        return Ok(());
+    }
     let mut flags = Vec::new();
     let arguments = match o.get("arguments") {
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
@@ -449,6 +471,15 @@ fn call_default() -> Object {
     ])
 }
 
+fn custom_call_default() -> Object {
+    object(&[
+        ("type", "custom_tool_call".into()),
+        ("call_id", Value::Null),
+        ("name", Value::Null),
+        ("input", Value::Null),
+    ])
+}
+
 fn output_default() -> Object {
     object(&[
         ("type", "function_call_output".into()),
@@ -523,6 +554,20 @@ fn item_of(r: &Record) -> Option<Value> {
             name,
             arguments,
         } => {
+            let arguments = &arguments.value();
+            if let (Some(mut item), Value::String(input)) = (
+                kept_item(
+                    r,
+                    &[Some("custom_tool_call")],
+                    &["call_id", "name", "input"],
+                ),
+                arguments,
+            ) {
+                item.insert("call_id".into(), export_id(r, id, PREFIX).into());
+                item.insert("name".into(), Value::String(name.clone()));
+                item.insert("input".into(), Value::String(input.clone()));
+                return Some(Value::Object(item));
+            }
             let mut item = kept_item(
                 r,
                 &[Some("function_call")],
@@ -531,7 +576,6 @@ fn item_of(r: &Record) -> Option<Value> {
             .unwrap_or_else(call_default);
             item.insert("call_id".into(), export_id(r, id, PREFIX).into());
             item.insert("name".into(), Value::String(name.clone()));
-            let arguments = &arguments.value();
             let args =
                 if meta(r, ARGUMENTS_OBJECT) == Some(&Value::Bool(true)) && arguments.is_object() {
                     arguments.clone()
@@ -542,8 +586,15 @@ fn item_of(r: &Record) -> Option<Value> {
             item
         }
         Body::ToolResult { id, content, .. } => {
-            let mut item = kept_item(r, &[Some("function_call_output")], &["call_id", "output"])
-                .unwrap_or_else(output_default);
+            let mut item = kept_item(
+                r,
+                &[
+                    Some("function_call_output"),
+                    Some("custom_tool_call_output"),
+                ],
+                &["call_id", "output"],
+            )
+            .unwrap_or_else(output_default);
             item.insert("call_id".into(), export_id(r, id, PREFIX).into());
             let output = match item.get("output") {
                 Some(Value::Array(parts)) if parts_text(parts) == *content => {

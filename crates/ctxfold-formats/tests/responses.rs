@@ -383,8 +383,6 @@ fn unknown_item_types_are_kept_whole_in_place() {
          "pending_safety_checks": [], "status": "completed"},
         {"type": "computer_call_output", "call_id": "call_cu", "output": {"type": "computer_screenshot",
          "image_url": "data:image/png;base64,iVBORw0KGgo="}},
-        {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_ct", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch"},
-        {"type": "custom_tool_call_output", "call_id": "call_ct", "output": "Done"},
         {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_ls", "status": "completed",
          "action": {"type": "exec", "command": ["ls", "-la"], "env": {}}},
         {"type": "local_shell_call_output", "id": "lsh_1", "output": "total 0"},
@@ -1111,4 +1109,38 @@ fn random_bodies_round_trip_byte_for_byte() {
             .collect();
         assert_eq!(relogged, t.records, "case {case}");
     }
+}
+
+/// Codex's default model calls one free-text tool (`exec`, JavaScript):
+/// `custom_tool_call` and `custom_tool_call_output` items are a tool call
+/// and its result like any other (so they can be folded), written back
+/// as they came.
+#[test]
+fn custom_tool_calls_are_tool_calls_and_round_trip() {
+    let body = json!({"model": "m", "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "build it"}]},
+        {"type": "custom_tool_call", "id": "ctc_1", "status": "completed", "call_id": "call_9",
+         "name": "exec", "input": "const r = await tools.exec_command({cmd: \"make\"}); text(r.output);"},
+        {"type": "custom_tool_call_output", "call_id": "call_9", "output": "ok\n".repeat(50)}
+    ]});
+    let t = round_trip(&body);
+    let calls: Vec<_> = t
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.clone(), name.clone(), arguments.value())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, "call_9");
+    assert_eq!(calls[0].1, "exec");
+    assert!(calls[0].2.as_str().unwrap().contains("exec_command"));
+    assert!(t.records.iter().any(
+        |r| matches!(&r.body, Body::ToolResult { id, content, .. } if id == "call_9" && content.starts_with("ok"))
+    ));
 }
