@@ -1234,15 +1234,17 @@ fn write_with_sent(
         }
     }
     // Anthropic joins messages of one role that follow each other, so a
-    // message goes as sent only between messages of the other role.
+    // message goes as sent only between messages of the other role (or
+    // messages that stand on their own: `system` messages, unknown roles).
+    let apart = |n: usize, i: usize| {
+        !reader.message_records(n).is_empty()
+            && (reader.is_own(n)
+                || reader.is_own(i)
+                || reader.is_assistant(n) != reader.is_assistant(i))
+    };
     let alternates = |i: usize| {
         shape != Shape::Messages
-            || ((i == 0
-                || !reader.message_records(i - 1).is_empty()
-                    && reader.is_assistant(i - 1) != reader.is_assistant(i))
-                && (i + 1 == reader.len()
-                    || !reader.message_records(i + 1).is_empty()
-                        && reader.is_assistant(i + 1) != reader.is_assistant(i)))
+            || ((i == 0 || apart(i - 1, i)) && (i + 1 == reader.len() || apart(i + 1, i)))
     };
     let whole = |p: usize, i: usize| {
         let r = reader.message_records(i);
@@ -1264,8 +1266,13 @@ fn write_with_sent(
                 from[end] == Some(r.end)
             })
     };
-    // Anthropic's system records go to the body's `system`, not a message.
-    let top_level = |r: &Record| shape == Shape::Messages && matches!(r.body, Body::System { .. });
+    // Anthropic's system records go to the body's `system`, not a message
+    // (but those read from a `system` message go back among the messages).
+    let top_level = |r: &Record| {
+        shape == Shape::Messages
+            && matches!(r.body, Body::System { .. })
+            && !ctxfold_formats::anthropic::is_system_message(r)
+    };
     let key = shape.wire().messages_key();
     let mut messages: Vec<u8> = Vec::with_capacity(sent.texts.iter().map(|t| t.len() + 1).sum());
     messages.push(b'[');
