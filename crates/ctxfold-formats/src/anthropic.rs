@@ -12,6 +12,13 @@
 //! - `system` becomes one `system` record first. An array of blocks gives
 //!   its text blocks joined with "\n"; the array is kept in metadata
 //!   `anthropic_system` and written back while the text is unchanged.
+//! - A `role: "system"` message inside `messages` (Claude Code sends one)
+//!   is a `system` record where it stands, marked with metadata
+//!   `anthropic_system_message`; an array of blocks is kept in
+//!   `anthropic_system` as above, and its other keys as for any message.
+//!   Export writes it back in place, as its own message.
+//! - A message of any other role is kept whole as an `anthropic_message`
+//!   record with field `message`, and written back as it came.
 //! - User content: a string or a `text` block is a `user` record;
 //!   `tool_result` a `tool_result` record (`content` a string, or its text
 //!   blocks joined with "\n" with the block array kept in metadata
@@ -50,7 +57,8 @@
 //! # Export
 //!
 //! System records become the top-level `system` (joined with "\n\n" when
-//! there are several, wherever they were). The other records become blocks,
+//! there are several, wherever they were), except those read from a
+//! `system` message, which go back into `messages` where they were. The other records become blocks,
 //! and consecutive blocks of one role merge into one message, so the output
 //! alternates user and assistant strictly (tool results followed by user
 //! text become one user message `[tool_result…, text]`). A structured answer
@@ -70,7 +78,7 @@ use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, leftovers, message_and_role,
     message_keys, meta, set_meta, split_request, text_parts,
 };
-use crate::message_reader::{MessageReader, Wire};
+use crate::message_reader::{MessageReader, Side, Wire};
 use crate::pairing::export_id;
 
 pub(crate) const PREFIX: &str = "anthropic";
@@ -78,6 +86,11 @@ const SIGNATURE: &str = "anthropic_thinking_signature";
 const BLOCK: &str = "anthropic_block";
 const BLOCK_FIELDS: &str = "anthropic_block_fields";
 const STRING_CONTENT: &str = "anthropic_string_content";
+/// Metadata marking a `system` record read from a message in `messages`.
+pub const SYSTEM_MESSAGE: &str = "anthropic_system_message";
+/// The kind of an `Other` record holding a message of a role this module
+/// does not know.
+const MESSAGE: &str = "anthropic_message";
 
 /// Read Anthropic messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
@@ -117,27 +130,32 @@ pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String
     Ok(())
 }
 
-/// Read message `i`; returns whether it was an assistant message.
+/// Read message `i`; returns which side it was on.
 pub(crate) fn read_message(
     out: &mut Records,
     warnings: &mut Vec<String>,
     i: usize,
     m: &Value,
-) -> Result<bool, String> {
-    let (m, role) = message_and_role(i, m, "expected user or assistant")?;
+) -> Result<Side, String> {
+    let (m, role) = message_and_role(i, m, "expected user, assistant or system")?;
     out.start_message(m);
     let user = match role {
         "user" => true,
         "assistant" => false,
         "system" => {
-            return Err(format!(
-                "messages[{i}]: unknown role `system`; expected user or assistant (the system prompt goes in the top-level `system`)"
-            ));
+            read_system_message(out, i, m)?;
+            return Ok(Side::Own);
         }
-        other => {
-            return Err(format!(
-                "messages[{i}]: unknown role `{other}`; expected user or assistant"
-            ));
+        _ => {
+            // A role this module does not know: kept whole, written back
+            // as it came.
+            let mut fields = Object::new();
+            fields.insert("message".into(), Value::Object(m.clone()));
+            out.push(Body::Other {
+                kind: MESSAGE.into(),
+                fields: Box::new(fields),
+            });
+            return Ok(Side::Own);
         }
     };
     let first = match m.get("content") {
@@ -210,7 +228,48 @@ pub(crate) fn read_message(
             "messages[{i}]: {role} message with no content blocks left out"
         )),
     }
-    Ok(!user)
+    Ok(if user { Side::User } else { Side::Assistant })
+}
+
+/// Read a `system` message inside `messages` (Claude Code sends one): a
+/// `system` record marked [`SYSTEM_MESSAGE`], its content's blocks kept in
+/// metadata `anthropic_system` as for the top-level `system`.
+fn read_system_message(out: &mut Records, i: usize, m: &Object) -> Result<(), String> {
+    let idx = match m.get("content") {
+        Some(Value::String(s)) => out.push(Body::System { content: s.clone() }),
+        Some(Value::Array(blocks)) => {
+            let idx = out.push(Body::System {
+                content: text_parts(blocks),
+            });
+            set_meta(
+                &mut out.records[idx],
+                "anthropic_system",
+                Value::Array(blocks.clone()),
+            );
+            idx
+        }
+        None => {
+            return Err(format!(
+                "messages[{i}]: missing `content`; expected a string or an array of content blocks"
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "messages[{i}].content: expected a string or an array of content blocks, found {}",
+                describe(other)
+            ));
+        }
+    };
+    let r = &mut out.records[idx];
+    set_meta(r, SYSTEM_MESSAGE, Value::Bool(true));
+    keep_message_keys(r, leftovers(m, &["role", "content"]), PREFIX);
+    Ok(())
+}
+
+/// Whether `r` is a `system` message read from inside `messages` (written
+/// back there), not the top-level `system`.
+pub fn is_system_message(r: &Record) -> bool {
+    matches!(r.body, Body::System { .. }) && meta(r, SYSTEM_MESSAGE) == Some(&Value::Bool(true))
 }
 
 /// Read block `j` of message `i`; returns the index of its record.
@@ -343,7 +402,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
     let systems: Vec<&Record> = records
         .iter()
         .map(Borrow::borrow)
-        .filter(|r| matches!(r.body, Body::System { .. }))
+        .filter(|r| matches!(r.body, Body::System { .. }) && !is_system_message(r))
         .collect();
     let system = match systems.as_slice() {
         [] => None,
@@ -364,19 +423,32 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
         )),
     };
 
-    let mut grouped: Vec<(&str, Vec<Value>, &Record)> = Vec::new();
+    // Runs of blocks of one role, and messages that stand on their own.
+    enum Entry<'a> {
+        Run(&'a str, Vec<Value>, &'a Record),
+        Own(Value),
+    }
+    let mut grouped: Vec<Entry> = Vec::new();
     for r in records.iter().map(Borrow::borrow) {
+        if let Some(m) = own_message(r) {
+            grouped.push(Entry::Own(m));
+            continue;
+        }
         let Some((role, block)) = block_of(r) else {
             continue;
         };
         match grouped.last_mut() {
-            Some((last, blocks, _)) if *last == role => blocks.push(block),
-            _ => grouped.push((role, vec![block], r)),
+            Some(Entry::Run(last, blocks, _)) if *last == role => blocks.push(block),
+            _ => grouped.push(Entry::Run(role, vec![block], r)),
         }
     }
     let messages = grouped
         .into_iter()
-        .map(|(role, mut blocks, first)| {
+        .map(|entry| {
+            let (role, mut blocks, first) = match entry {
+                Entry::Own(m) => return m,
+                Entry::Run(role, blocks, first) => (role, blocks, first),
+            };
             let as_string = match blocks.as_slice() {
                 [Value::Object(b)] if is_plain_text(b) => match meta(first, STRING_CONTENT) {
                     Some(Value::Bool(s)) => *s,
@@ -408,6 +480,31 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
             ("messages", Some(Value::Array(messages))),
         ],
     )
+}
+
+/// The message a record is written as on its own, if it is one: a
+/// `system` message read from `messages` (its blocks while their text is
+/// unchanged), or a message of a role this module does not know.
+fn own_message(r: &Record) -> Option<Value> {
+    match &r.body {
+        Body::System { content } if is_system_message(r) => {
+            let content = match meta(r, "anthropic_system") {
+                Some(Value::Array(blocks)) if text_parts(blocks) == *content => {
+                    Value::Array(blocks.clone())
+                }
+                _ => Value::String(content.clone()),
+            };
+            let mut msg = Object::new();
+            msg.insert("role".into(), "system".into());
+            msg.insert("content".into(), content);
+            fill_in(&mut msg, message_keys(r, PREFIX));
+            Some(Value::Object(msg))
+        }
+        Body::Other { kind, fields } if kind == MESSAGE => {
+            fields.get("message").filter(|m| m.is_object()).cloned()
+        }
+        _ => None,
+    }
 }
 
 fn system_text(r: &Record) -> &str {

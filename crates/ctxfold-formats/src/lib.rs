@@ -409,7 +409,9 @@ fn detect_value(value: &Value) -> Option<Format> {
             return Some(Format::Jp);
         }
         match m.get("role").and_then(Value::as_str) {
-            Some("system" | "developer" | "tool") => return Some(Format::Openai),
+            // Anthropic has `system` messages too (Claude Code sends one
+            // inside `messages`): not a sign either way.
+            Some("developer" | "tool") => return Some(Format::Openai),
             Some(_) => saw_message = true,
             None => return None,
         }

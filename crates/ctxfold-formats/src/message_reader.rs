@@ -74,12 +74,25 @@ impl Wire {
     }
 }
 
+/// Which side of the conversation a message was on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// A user message (tool results included).
+    User,
+    /// An assistant message.
+    Assistant,
+    /// A message of its own that a format never joins with its neighbours
+    /// (an Anthropic `system` message, a message of a role the format does
+    /// not know).
+    Own,
+}
+
 /// Where one message's reading ended.
 #[derive(Clone, Copy)]
 struct End {
     records: usize,
     warnings: usize,
-    assistant: bool,
+    side: Side,
 }
 
 /// Reads a request's messages one at a time (see the module docs).
@@ -122,16 +135,16 @@ impl MessageReader {
     pub fn read(&mut self, m: &Value) -> Result<(), String> {
         let i = self.ends.len();
         let before = self.end();
-        let prev_assistant = self.ends.last().is_some_and(|e| e.assistant);
+        let prev_assistant = self.ends.last().is_some_and(|e| e.side == Side::Assistant);
         let read = match self.wire {
             Wire::OpenAi => openai::read_message(&mut self.out, i, m, prev_assistant),
             Wire::Anthropic => anthropic::read_message(&mut self.out, &mut self.warnings, i, m),
             Wire::Responses => {
-                responses::read_item(&mut self.out, &format!("input[{i}]"), m).map(|()| false)
+                responses::read_item(&mut self.out, &format!("input[{i}]"), m).map(|()| Side::User)
             }
         };
         match read {
-            Ok(assistant) => {
+            Ok(side) => {
                 for r in &self.out.records[before.records..] {
                     if let Body::ToolCall { id, .. } = &r.body {
                         let n = self.calls.entry(id.clone()).or_default();
@@ -144,7 +157,7 @@ impl MessageReader {
                 self.ends.push(End {
                     records: self.out.records.len(),
                     warnings: self.warnings.len(),
-                    assistant,
+                    side,
                 });
                 Ok(())
             }
@@ -161,7 +174,7 @@ impl MessageReader {
         self.ends.last().copied().unwrap_or(End {
             records: self.head,
             warnings: 0,
-            assistant: false,
+            side: Side::User,
         })
     }
 
@@ -218,7 +231,15 @@ impl MessageReader {
     /// Whether message `i` was an assistant message (a chat format's
     /// `role`; never for a Responses item).
     pub fn is_assistant(&self, i: usize) -> bool {
-        self.ends[i].assistant
+        self.ends[i].side == Side::Assistant
+    }
+
+    /// Whether message `i` stands on its own: the format writes it as one
+    /// message and never joins it with a neighbour of the same role (an
+    /// Anthropic `system` message, a message of a role the format does not
+    /// know, kept as it came).
+    pub fn is_own(&self, i: usize) -> bool {
+        self.ends[i].side == Side::Own
     }
 
     /// Whether pairing would change the records read so far: a tool-call

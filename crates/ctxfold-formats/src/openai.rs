@@ -14,6 +14,7 @@
 //! | `user` | `turn_start` when the last model-visible record is not a user message (so also before the first), then `user` |
 //! | `assistant` | `reasoning` from a non-empty `reasoning_content`, `assistant` from a non-empty `content`, one `tool_call` per `tool_calls[i]`; an `assistant` with empty text when that makes nothing |
 //! | `tool` | `tool_result` with `is_error: false` (the format has no error flag) |
+//! | any other role (`function`, a newer API's) | `openai_message` with field `message`, the message whole, written back as it came |
 //!
 //! - Content as an array of parts: the record's text is the text parts
 //!   joined with "\n"; the array is kept in metadata `openai_content` and
@@ -73,10 +74,13 @@ use crate::chat::{
     Records, build_request, describe, fill_in, keep_message_keys, leftovers, message_and_role,
     message_keys, meta, set_meta, split_request, text_parts,
 };
-use crate::message_reader::{MessageReader, Wire};
+use crate::message_reader::{MessageReader, Side, Wire};
 use crate::pairing::export_id;
 
 pub(crate) const PREFIX: &str = "openai";
+/// The kind of an `Other` record holding a message of a role this module
+/// does not know.
+const MESSAGE: &str = "openai_message";
 const ROLES: &str = "expected system, developer, user, assistant or tool";
 
 /// Read OpenAI chat messages (a request body with `messages`, or a bare
@@ -125,15 +129,26 @@ impl<'a> Content<'a> {
     }
 }
 
-/// Read message `i`; returns whether it was an assistant message.
+/// Read message `i`; returns which side it was on.
 pub(crate) fn read_message(
     out: &mut Records,
     i: usize,
     m: &Value,
     prev_assistant: bool,
-) -> Result<bool, String> {
+) -> Result<Side, String> {
     let (m, role) = message_and_role(i, m, ROLES)?;
     out.start_message(m);
+    if !matches!(role, "system" | "developer" | "user" | "tool" | "assistant") {
+        // A role this module does not know (a newer API's, the legacy
+        // `function`): kept whole and written back as it came.
+        let mut fields = Object::new();
+        fields.insert("message".into(), Value::Object(m.clone()));
+        out.push(Body::Other {
+            kind: MESSAGE.into(),
+            fields: Box::new(fields),
+        });
+        return Ok(Side::Own);
+    }
     let content = Content::read(i, m)?;
     match role {
         "system" | "developer" => {
@@ -181,9 +196,13 @@ pub(crate) fn read_message(
             );
         }
         "assistant" => read_assistant(out, i, m, &content, prev_assistant)?,
-        other => return Err(format!("messages[{i}]: unknown role `{other}`; {ROLES}")),
+        _ => unreachable!("the roles are checked above"),
     }
-    Ok(role == "assistant")
+    Ok(if role == "assistant" {
+        Side::Assistant
+    } else {
+        Side::User
+    })
 }
 
 fn read_assistant(
@@ -380,6 +399,12 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                 messages.push(Value::Object(msg));
             }
             Body::TurnStart => flush(&mut group, &mut messages),
+            Body::Other { kind, fields } if kind == MESSAGE => {
+                if let Some(m) = fields.get("message").filter(|m| m.is_object()) {
+                    flush(&mut group, &mut messages);
+                    messages.push(m.clone());
+                }
+            }
             // Overlays and other records are not messages.
             _ => {}
         }

@@ -18,7 +18,7 @@
 //! | `function_call` | `tool_call` with `id` the `call_id` and `arguments` parsed from their JSON text |
 //! | `function_call_output` | `tool_result` with `id` the `call_id` and `is_error: false` (the format has no error flag) |
 //! | `reasoning` | `reasoning`: the `summary_text` parts joined with "\n\n" (the `reasoning_text` parts of `content` when the summary has none) |
-//! | any other (`item_reference`, `web_search_call`, `computer_call`, `mcp_call`, …) | `responses_item` with field `item`, the item whole |
+//! | a `message` of any other role; any other item (`item_reference`, `web_search_call`, `computer_call`, `mcp_call`, …) | `responses_item` with field `item`, the item whole |
 //!
 //! A string `input` is one `user` record with metadata
 //! `responses_string_input: true`.
@@ -226,7 +226,15 @@ fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
         None => return Err(format!("{at}: a message needs a `role`; {ROLES}")),
     };
     if !matches!(role, "system" | "developer" | "user" | "assistant") {
-        return Err(format!("{at}: unknown role `{role}`; {ROLES}"));
+        // A role this module does not know: kept whole, as any item it
+        // does not map.
+        let mut fields = Object::new();
+        fields.insert("item".into(), Value::Object(o.clone()));
+        out.push(Body::Other {
+            kind: OTHER.into(),
+            fields: Box::new(fields),
+        });
+        return Ok(());
     }
     let (text, holes): (String, &[&str]) = match o.get("content") {
         Some(Value::String(s)) => (s.clone(), &["content"]),

@@ -183,7 +183,7 @@ fn a_refused_message_leaves_the_reader_as_it_was() {
         ],
         Wire::Anthropic => vec![
             json!({"role": "user", "content": [{"type": "text", "text": "hi"}, 3]}),
-            json!({"role": "system", "content": "no"}),
+            json!({"role": "system", "content": 5}),
             // Refused at its second block, after the first made a record.
             json!({"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "name": "f"}]}),
             json!("text"),

@@ -731,8 +731,8 @@ fn openai_errors_name_the_message() {
     let ok = json!({"role": "user", "content": "hi"});
     let cases = [
         (
-            json!({"messages": [ok, {"role": "assistant", "content": "a"}, ok, {"role": "foo", "content": "x"}]}),
-            "messages[3]: unknown role `foo`; expected system, developer, user, assistant or tool",
+            json!({"messages": [ok, {"role": "assistant", "content": "a"}, ok, {"role": "user", "content": {}}]}),
+            "messages[3].content: expected a string, an array of content parts or null, found an object",
         ),
         (
             json!([ok, "hello"]),
@@ -793,12 +793,12 @@ fn anthropic_errors_name_the_message() {
     let ok = json!({"role": "user", "content": "hi"});
     let cases = [
         (
-            json!({"messages": [ok, {"role": "assistant", "content": "a"}, ok, {"role": "foo", "content": "x"}]}),
-            "messages[3]: unknown role `foo`; expected user or assistant",
+            json!({"messages": [ok, {"role": "assistant", "content": "a"}, ok, {"role": "user", "content": 4}]}),
+            "messages[3].content: expected a string or an array of content blocks, found a number",
         ),
         (
-            json!([{"role": "system", "content": "x"}]),
-            "messages[0]: unknown role `system`; expected user or assistant (the system prompt goes in the top-level `system`)",
+            json!([{"role": "system", "content": 5}]),
+            "messages[0].content: expected a string or an array of content blocks, found a number",
         ),
         (
             json!([ok, 3]),
@@ -810,7 +810,7 @@ fn anthropic_errors_name_the_message() {
         ),
         (
             json!({"messages": [ok, {"content": "x"}]}),
-            "messages[1]: missing `role`; expected user or assistant",
+            "messages[1]: missing `role`; expected user, assistant or system",
         ),
         (json!([{"role": "user"}]), "messages[0]: missing `content`"),
         (
@@ -975,4 +975,117 @@ fn anthropic_unusual_messages_round_trip() {
             Kind::User
         ]
     );
+}
+
+/// Claude Code's request shape: a top-level `system` of blocks, a first
+/// user message of text blocks starting with `<system-reminder>`, and a
+/// `role: "system"` message at `messages[1]`.
+fn claude_code_body() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "<system-reminder>\nAs you answer, use the context below.\n</system-reminder>"},
+                {"type": "text", "text": "Fix the failing test in src/lib.rs", "cache_control": {"type": "ephemeral"}}
+            ]},
+            {"role": "system", "content": [{"type": "text", "text": "Output style: concise."}], "name": "style"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cargo test"}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 failed"}]},
+            {"role": "system", "content": "Reminder: keep going."},
+            {"role": "user", "content": "and then?"}
+        ],
+        "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+        "metadata": {"user_id": "{\"device_id\":\"d1\",\"account_uuid\":\"a1\",\"session_id\":\"s1\"}"},
+        "max_tokens": 32000,
+        "thinking": {"type": "enabled", "budget_tokens": 31999},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "stream": true
+    })
+}
+
+#[test]
+fn anthropic_system_messages_inside_messages_are_read_in_place_and_written_back() {
+    let body = claude_code_body();
+    let t = anthropic::from_json(&body).unwrap();
+    let systems: Vec<&Record> = t
+        .records
+        .iter()
+        .filter(|r| matches!(r.body, Body::System { .. }))
+        .collect();
+    assert_eq!(systems.len(), 3, "the top-level one and two messages");
+    assert!(!anthropic::is_system_message(systems[0]));
+    assert!(anthropic::is_system_message(systems[1]));
+    assert_eq!(
+        systems[1].body,
+        Body::System {
+            content: "Output style: concise.".into()
+        }
+    );
+    // The system text is not the user's words.
+    let users: Vec<&str> = t
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::User { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !users
+            .iter()
+            .any(|u| u.contains("concise") || u.contains("Reminder"))
+    );
+    // In place: after the first user message, before the call.
+    let at = |pred: &dyn Fn(&Record) -> bool| t.records.iter().position(pred).unwrap();
+    assert!(
+        at(&|r| anthropic::is_system_message(r)) < at(&|r| matches!(r.body, Body::ToolCall { .. }))
+    );
+    // Written back exactly: the body round trips whole.
+    assert_eq!(anthropic::to_json(&t.records, &t.extras), body);
+}
+
+#[test]
+fn anthropic_system_messages_survive_import_and_export_through_files() {
+    let dir = TempDir::new().unwrap();
+    let body = claude_code_body();
+    let path = dir.path().join("claude.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&body).unwrap()).unwrap();
+    assert_eq!(detect(&path).unwrap(), Format::Anthropic);
+    // A bare array holding a system message and Anthropic blocks is
+    // Anthropic too.
+    let bare = dir.path().join("bare.json");
+    std::fs::write(&bare, body["messages"].to_string()).unwrap();
+    assert_eq!(detect(&bare).unwrap(), Format::Anthropic);
+    let t = import(&path, None).unwrap();
+    let (_, back) = export_value(&t, Format::Anthropic, &dir, "back.json");
+    assert_eq!(back, body);
+}
+
+#[test]
+fn messages_of_roles_a_format_does_not_know_are_kept_whole() {
+    let odd = json!({"role": "critic", "content": [{"type": "text", "text": "hm"}], "x": 1});
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        odd,
+        {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}
+    ]});
+    let t = anthropic::from_json(&body).unwrap();
+    assert!(t.records.iter().any(|r| matches!(&r.body,
+        Body::Other { kind, fields } if kind == "anthropic_message" && fields["message"] == odd)));
+    assert_eq!(anthropic::to_json(&t.records, &t.extras), body);
+
+    let legacy = json!({"role": "function", "name": "f", "content": "42"});
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "call"},
+        legacy,
+        {"role": "assistant", "content": "done"}
+    ]});
+    let t = openai::from_json(&body).unwrap();
+    assert!(t.records.iter().any(|r| matches!(&r.body,
+        Body::Other { kind, fields } if kind == "openai_message" && fields["message"] == legacy)));
+    assert_eq!(openai::to_json(&t.records, &t.extras), body);
 }

@@ -25,6 +25,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::routing::post;
 use ctxfold_core::trigger::AutoPolicy;
+use ctxfold_proxy::book::Naming;
 use ctxfold_proxy::config::ProxyConfig;
 use ctxfold_proxy::server::{Proxy, router};
 use ctxfold_proxy::{Book, Compaction};
@@ -303,7 +304,7 @@ fn prepare_200k(bencher: divan::Bencher, whole: bool) {
     let shape = ctxfold_proxy::shape::Shape::Chat;
     let mut messages = history(200_000);
     messages.push(json!({"role": "user", "content": "message 0"}));
-    book.prepare_bytes(shape, &body(&messages, false), None)
+    book.prepare_bytes(shape, &body(&messages, false), &Naming::default())
         .unwrap();
     let mut n = 0;
     bencher
@@ -316,9 +317,9 @@ fn prepare_200k(bencher: divan::Bencher, whole: bool) {
         .bench_local_values(|b| {
             let p = if whole {
                 let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
-                book.prepare(shape, &v, None).unwrap()
+                book.prepare(shape, &v, &Naming::default()).unwrap()
             } else {
-                book.prepare_bytes(shape, &b, None).unwrap()
+                book.prepare_bytes(shape, &b, &Naming::default()).unwrap()
             };
             assert!(p.body.is_some(), "the view is compacted");
             p

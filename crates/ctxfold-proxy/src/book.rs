@@ -3,9 +3,9 @@
 //! the answer goes. Synchronous (store and compaction work); the server
 //! calls it on tokio's blocking pool.
 //!
-//! A request is keyed by its `x-ctxfold-conversation` header, else by a
-//! fingerprint of its stable head (shape, system prompt, tool names, first
-//! user message). Requests of one key are prepared one at a time; the key
+//! A request is keyed by its `x-ctxfold-conversation` header, else by the
+//! session its agent names (`agent`), else by a fingerprint of its stable
+//! head (shape, system prompt, tool names, first user message). Requests of one key are prepared one at a time; the key
 //! remembers its conversations (forks included), the one used last first,
 //! and a request goes on in the first whose log it continues. The index is
 //! rebuilt from the workspace at start, so a restarted proxy finds its
@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ctxfold_compactor::{
     BasicCompactor, Compactor, Context, Conversation, InStore, Moment, Status, Summarizers,
@@ -30,6 +31,7 @@ use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::agent::{self, Agent};
 use crate::reconcile::{Alignment, align};
 use crate::request;
 use crate::shape::{Shape, model};
@@ -59,6 +61,16 @@ pub struct Compaction {
     pub window: Option<u32>,
     /// Record only; never change a request.
     pub observe: bool,
+}
+
+/// What a request's headers say about its conversation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Naming<'a> {
+    /// The `x-ctxfold-conversation` header, which wins over anything else.
+    pub header: Option<&'a str>,
+    /// The agent its headers name (for the session fields only that agent
+    /// gives a session's meaning).
+    pub agent: Option<Agent>,
 }
 
 /// A request made ready for the upstream.
@@ -218,7 +230,15 @@ pub struct Book {
     chains: Mutex<Chains>,
     /// What was read of each conversation head's last request.
     readers: Mutex<Readers>,
+    /// When this process last wrote each conversation's `last_used_at`.
+    touched: Mutex<HashMap<String, Instant>>,
 }
+
+/// How often a conversation's `last_used_at` is written while the proxy
+/// appends to it: its metadata is rewritten whole (a file rename, or a
+/// database row), which every request of an agent's tool loop would pay
+/// for; the list's "last used" needs no finer grain than this.
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
 /// How many conversation heads keep a reader.
 const MAX_READERS: usize = 64;
@@ -302,6 +322,7 @@ impl Book {
             gone: Mutex::default(),
             chains: Mutex::default(),
             readers: Mutex::default(),
+            touched: Mutex::default(),
         })
     }
 
@@ -320,6 +341,30 @@ impl Book {
             .clone())
     }
 
+    /// The proxy appended to conversation `id`: its `last_used_at` is now
+    /// (written at most every [`TOUCH_EVERY`]; a failure is only logged,
+    /// the records are what matter).
+    fn touch(&self, id: &str) {
+        let now = Instant::now();
+        {
+            let mut touched = lock(&self.touched);
+            if touched
+                .get(id)
+                .is_some_and(|t| now.duration_since(*t) < TOUCH_EVERY)
+            {
+                return;
+            }
+            touched.insert(id.to_owned(), now);
+        }
+        let written = self.store.read_meta(id).and_then(|mut m| {
+            m.last_used_at = ctxfold_store::now();
+            self.store.write_meta(&m)
+        });
+        if let Err(e) = written {
+            tracing::debug!("conversation {id}: last_used_at not written: {e}");
+        }
+    }
+
     /// A conversation of a key that is no longer there (removed with
     /// `c rm`, its metadata broken) is forgotten: the key's requests go on
     /// in the others, or in a new one. Any other error (a database that
@@ -336,17 +381,21 @@ impl Book {
     }
 
     /// The key of a request: its `x-ctxfold-conversation` header, else the
-    /// fingerprint of its head. A header naming a conversation the proxy
-    /// recorded (the id its answers carry in that header) stands for that
-    /// conversation's key, so a client echoing it goes on there.
+    /// session its agent names (`session:AGENT:ID`, see [`agent`]), else
+    /// the fingerprint of its head. A header naming a conversation the
+    /// proxy recorded (the id its answers carry in that header) stands for
+    /// that conversation's key, so a client echoing it goes on there.
     fn key(
         &self,
         shape: Shape,
         body: &Value,
         client: &[Record],
-        header: Option<&str>,
+        naming: &Naming<'_>,
     ) -> Result<String, StoreError> {
-        let Some(h) = header else {
+        let Some(h) = naming.header else {
+            if let Some(session) = agent::session_of(shape, body, naming.agent) {
+                return Ok(session.key());
+            }
             return Ok(fingerprint(shape, body, client));
         };
         // Only an exact id: a prefix lookup would read every conversation's
@@ -371,7 +420,7 @@ impl Book {
         &self,
         shape: Shape,
         bytes: &[u8],
-        header_key: Option<&str>,
+        naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
         let wire = shape.wire();
         let split = match request::split(bytes, wire.messages_key()) {
@@ -379,7 +428,7 @@ impl Book {
             Ok(_) => {
                 let body: Value = serde_json::from_slice(bytes)
                     .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
-                return self.prepare(shape, &body, header_key);
+                return self.prepare(shape, &body, naming);
             }
             Err(e) => return Err(PrepareError::Body(e)),
         };
@@ -429,7 +478,7 @@ impl Book {
             lock(&self.readers).put(h, kept);
             let body: Value = serde_json::from_slice(bytes)
                 .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
-            return self.prepare(shape, &body, header_key);
+            return self.prepare(shape, &body, naming);
         }
         let extras = wire.extras(&head);
         let head = Value::Object(head);
@@ -443,7 +492,7 @@ impl Book {
             kept.reader.records(),
             &extras,
             Some(sent),
-            header_key,
+            naming,
         );
         lock(&self.readers).put(h, kept);
         prepared
@@ -454,7 +503,7 @@ impl Book {
         &self,
         shape: Shape,
         body: &Value,
-        header_key: Option<&str>,
+        naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         self.prepare_read(
@@ -463,7 +512,7 @@ impl Book {
             &transcript.records,
             &transcript.extras,
             None,
-            header_key,
+            naming,
         )
     }
 
@@ -476,13 +525,13 @@ impl Book {
         client: &[Record],
         extras: &Object,
         sent: Option<Sent>,
-        header_key: Option<&str>,
+        naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
         let model = model(body).to_owned();
         if let Some(previous) = chained(shape, body) {
             return self.chain(shape, previous, &model, client);
         }
-        let key = self.key(shape, body, client, header_key)?;
+        let key = self.key(shape, body, client, naming)?;
         let slot = self.slot(&key);
         // Held to the end: one request of a key at a time (in this
         // process; replicas sharing a store append conditionally).
@@ -547,6 +596,7 @@ impl Book {
                     let mut s = lock(&session);
                     s.refresh()?;
                     s.conv.append(stamp(client))?;
+                    self.touch(&known);
                     id = Some((known, s.conv.log().len()));
                 }
                 Err(e) => self.forget(&known, e)?,
@@ -558,10 +608,7 @@ impl Book {
                 let key = format!("chain:{previous}");
                 let meta = json!({"key": key, "shape": shape.name(), "model": model,
                     "previous_response_id": previous});
-                let title = client.iter().find_map(|r| match &r.body {
-                    Body::User { content, .. } => Some(title_of(content)),
-                    _ => None,
-                });
+                let title = title_from(client);
                 let mut extras = Object::new();
                 extras.insert(META_KEY.into(), meta);
                 let c = create_new(&*self.store, title, None, extras, stamp(client))?;
@@ -662,6 +709,9 @@ impl Book {
                         let added = new.len();
                         let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
                         if s.conv.append_at(new)?.is_some() {
+                            if added > 0 {
+                                self.touch(id);
+                            }
                             return Ok(Some((id.clone(), History::Continued { added }, user)));
                         }
                         // Another writer appended since the log was read:
@@ -860,11 +910,11 @@ impl Book {
         &self,
         shape: Shape,
         body: &Value,
-        header_key: Option<&str>,
+        naming: &Naming<'_>,
     ) -> Result<Option<Vec<u8>>, PrepareError> {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         let client = transcript.records;
-        let key = self.key(shape, body, &client, header_key)?;
+        let key = self.key(shape, body, &client, naming)?;
         let ids = lock(&self.slot(&key)).clone();
         let gone = lock(&self.gone).clone();
         for id in ids
@@ -1005,6 +1055,7 @@ impl Book {
         {
             s.scale = calibrated(counted, slot.sent);
         }
+        self.touch(&slot.conversation);
         if let Some(response) = response {
             lock(&self.chains).record(response, &slot.conversation);
         }
@@ -1334,15 +1385,17 @@ fn write_with_sent(
         }
     }
     // Anthropic joins messages of one role that follow each other, so a
-    // message goes as sent only between messages of the other role.
+    // message goes as sent only between messages of the other role (or
+    // messages that stand on their own: `system` messages, unknown roles).
+    let apart = |n: usize, i: usize| {
+        !reader.message_records(n).is_empty()
+            && (reader.is_own(n)
+                || reader.is_own(i)
+                || reader.is_assistant(n) != reader.is_assistant(i))
+    };
     let alternates = |i: usize| {
         shape != Shape::Messages
-            || ((i == 0
-                || !reader.message_records(i - 1).is_empty()
-                    && reader.is_assistant(i - 1) != reader.is_assistant(i))
-                && (i + 1 == reader.len()
-                    || !reader.message_records(i + 1).is_empty()
-                        && reader.is_assistant(i + 1) != reader.is_assistant(i)))
+            || ((i == 0 || apart(i - 1, i)) && (i + 1 == reader.len() || apart(i + 1, i)))
     };
     let whole = |p: usize, i: usize| {
         let r = reader.message_records(i);
@@ -1364,8 +1417,13 @@ fn write_with_sent(
                 from[end] == Some(r.end)
             })
     };
-    // Anthropic's system records go to the body's `system`, not a message.
-    let top_level = |r: &Record| shape == Shape::Messages && matches!(r.body, Body::System { .. });
+    // Anthropic's system records go to the body's `system`, not a message
+    // (but those read from a `system` message go back among the messages).
+    let top_level = |r: &Record| {
+        shape == Shape::Messages
+            && matches!(r.body, Body::System { .. })
+            && !ctxfold_formats::anthropic::is_system_message(r)
+    };
     let key = shape.wire().messages_key();
     let mut messages: Vec<u8> = Vec::with_capacity(sent.texts.iter().map(|t| t.len() + 1).sum());
     messages.push(b'[');
@@ -1504,6 +1562,47 @@ fn stamp(records: &[Record]) -> Vec<Record> {
         .collect()
 }
 
+/// A new conversation's title: the user's first own words, skipping the
+/// wrappers agents put around what they add (Claude Code's
+/// `<system-reminder>` blocks and `<command-…>` tags, Codex's
+/// `<environment_context>`, `<user_instructions>` and AGENTS.md message);
+/// the first user message whatever it holds when nothing else is there.
+fn title_from(client: &[Record]) -> Option<String> {
+    let mut users = client.iter().filter_map(|r| match &r.body {
+        Body::User { content, .. } => Some(content.as_str()),
+        _ => None,
+    });
+    let first = users.clone().next();
+    users.find_map(own_words).or(first).map(title_of)
+}
+
+/// `text` after the wrappers it starts with (elements `<tag …>…</tag>`, as
+/// agents add them), or `None` when nothing else is there.
+fn own_words(text: &str) -> Option<&str> {
+    // Codex's AGENTS.md instructions (codex-rs `USER_INSTRUCTIONS_PREFIX`).
+    if text.starts_with("# AGENTS.md instructions for ") {
+        return None;
+    }
+    let mut rest = text.trim_start();
+    while let Some(after) = rest.strip_prefix('<') {
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.')))
+            .unwrap_or(after.len());
+        let name = &after[..name_len];
+        let opens = after[name_len..].starts_with(|c: char| c == '>' || c.is_whitespace());
+        if name.is_empty() || !opens {
+            break;
+        }
+        let close = format!("</{name}>");
+        match rest.find(&close) {
+            Some(at) => rest = rest[at + close.len()..].trim_start(),
+            // Not an element: the user's own `<`.
+            None => break,
+        }
+    }
+    (!rest.trim().is_empty()).then_some(rest)
+}
+
 fn title_of(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let t: String = line.trim().chars().take(60).collect();
@@ -1576,11 +1675,14 @@ fn new_meta(
     client: &[Record],
     forked_from: Option<&str>,
 ) -> (Option<String>, Object) {
-    let title = client.iter().find_map(|r| match &r.body {
-        Body::User { content, .. } => Some(title_of(content)),
-        _ => None,
-    });
+    let title = title_from(client);
     let mut meta = json!({"key": key, "shape": shape.name(), "model": model});
+    // The session the agent named, when that is what keyed it.
+    if let Some(rest) = key.strip_prefix("session:")
+        && let Some((agent, id)) = rest.split_once(':')
+    {
+        meta["session"] = json!({"agent": agent, "id": id});
+    }
     if let Some(f) = forked_from {
         meta["forked_from"] = json!(f);
     }
@@ -1641,6 +1743,43 @@ mod tests {
             reader: MessageReader::new(Wire::OpenAi, None).unwrap(),
             used: 0,
         }
+    }
+
+    #[test]
+    fn titles_are_the_users_first_own_words_not_the_agents_wrappers() {
+        let user = |t: &str| {
+            Record::new(
+                0,
+                "",
+                Body::User {
+                    content: t.into(),
+                    author: None,
+                },
+            )
+        };
+        let claude = [
+            user("<system-reminder>\nContext: today is Tuesday.\n</system-reminder>"),
+            user("<command-name>/review</command-name>\n<command-args></command-args>"),
+            user("Fix the failing test\nin src/lib.rs"),
+        ];
+        assert_eq!(title_from(&claude).as_deref(), Some("Fix the failing test"));
+        let codex = [
+            user("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>be kind</INSTRUCTIONS>"),
+            user("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"),
+            user("<user_instructions>x</user_instructions>\n\nRename the crate"),
+        ];
+        assert_eq!(title_from(&codex).as_deref(), Some("Rename the crate"));
+        // The user's own `<`, and a message that is only wrappers.
+        assert_eq!(
+            title_from(&[user("<div> is not centred")]).as_deref(),
+            Some("<div> is not centred")
+        );
+        assert_eq!(
+            title_from(&[user("<task>only this</task>")]).as_deref(),
+            Some("<task>only this</task>"),
+            "nothing else: the first message as before"
+        );
+        assert_eq!(title_from(&[]), None);
     }
 
     #[test]

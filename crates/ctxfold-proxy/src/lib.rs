@@ -4,6 +4,7 @@
 //! rendered back into the client's own wire shape; the answer streams back
 //! untouched while a copy is recorded.
 //!
+//! - [`agent`]: which agent sent a request, and the session it names.
 //! - [`config`]: the `[proxy]` section.
 //! - [`reconcile`]: a request's history against the stored log (pure).
 //! - [`request`]: a request body split with its messages as raw text.
@@ -16,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod book;
 pub mod config;
 pub mod metrics;

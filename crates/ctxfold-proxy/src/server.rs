@@ -19,7 +19,8 @@ use axum::serve::ListenerExt as _;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use crate::book::{AnswerSlot, Book, History, Prepared};
+use crate::agent::Agent;
+use crate::book::{AnswerSlot, Book, History, Naming, Prepared};
 use crate::config::{OnError, ProxyConfig};
 use crate::metrics::{Metrics, endpoint, outcome};
 use crate::reconcile::CUT_SHORT;
@@ -195,11 +196,16 @@ async fn count_tokens(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty())
         .map(str::to_owned);
+    let agent = agent_of(&headers);
     let send = match serde_json::from_slice::<Value>(&body) {
         Ok(value) if !p.config.observe => {
             let book = p.book.clone();
             let preview = tokio::task::spawn_blocking(move || {
-                book.preview(Shape::Messages, &value, key.as_deref())
+                let naming = Naming {
+                    header: key.as_deref(),
+                    agent,
+                };
+                book.preview(Shape::Messages, &value, &naming)
             })
             .await;
             match preview {
@@ -286,7 +292,8 @@ async fn compacting(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty())
         .map(str::to_owned);
-    let prepared = prepare(&p, shape, &body, key).await;
+    let agent = agent_of(&headers);
+    let prepared = prepare(&p, shape, &body, key, agent).await;
     let (send, slot, extra) = match prepared {
         Ok(prep) => {
             p.metrics.compactions.inc_by(prep.compactions as u64);
@@ -297,7 +304,15 @@ async fn compacting(
             (send, prep.answer, extra)
         }
         Err(e) => {
-            tracing::warn!("{name}: {e}");
+            // Name the agent's shape, so a failure says whose requests
+            // the proxy cannot read (the body, never the headers' keys).
+            let user_agent = headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok());
+            tracing::warn!(
+                "{name}: {e} (a request {})",
+                crate::agent::describe(agent, user_agent, &body)
+            );
             match p.config.on_error {
                 OnError::Pass => {
                     p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
@@ -390,19 +405,32 @@ async fn read_error(
     }
 }
 
+/// The agent a request's headers name.
+fn agent_of(headers: &HeaderMap) -> Option<Agent> {
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    Agent::from_headers(get("user-agent"), get("originator"))
+}
+
 /// Parse and prepare on the blocking pool.
 async fn prepare(
     p: &Arc<Proxy>,
     shape: Shape,
     body: &Bytes,
     key: Option<String>,
+    agent: Option<Agent>,
 ) -> Result<Prepared, String> {
     let book = p.book.clone();
     let body = body.clone();
-    tokio::task::spawn_blocking(move || book.prepare_bytes(shape, &body, key.as_deref()))
-        .await
-        .map_err(|e| format!("preparing the request failed: {e}"))?
-        .map_err(|e| e.to_string())
+    tokio::task::spawn_blocking(move || {
+        let naming = Naming {
+            header: key.as_deref(),
+            agent,
+        };
+        book.prepare_bytes(shape, &body, &naming)
+    })
+    .await
+    .map_err(|e| format!("preparing the request failed: {e}"))?
+    .map_err(|e| e.to_string())
 }
 
 fn ctxfold_headers(prep: &Prepared) -> HeaderMap {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ctxfold_core::planner::{Rule, SummaryRequest};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log};
-use ctxfold_proxy::book::{Book, Compaction, Prepared};
+use ctxfold_proxy::book::{Book, Compaction, Naming, Prepared};
 use ctxfold_proxy::shape::Shape;
 use ctxfold_store::{EventLog, Workspace};
 use proptest::prelude::*;
@@ -254,8 +254,11 @@ fn run(shape: Shape, steps: &[Step], summarize: bool) -> Result<usize, TestCaseE
         history.push(sent.clone());
         let v = body(shape, &system, &sent);
         let bytes = serde_json::to_vec(&v).unwrap();
-        let got = outcome(a.prepare_bytes(shape, &bytes, None), &mut compactions);
-        let want = outcome(b.prepare(shape, &v, None), &mut 0);
+        let got = outcome(
+            a.prepare_bytes(shape, &bytes, &Naming::default()),
+            &mut compactions,
+        );
+        let want = outcome(b.prepare(shape, &v, &Naming::default()), &mut 0);
         prop_assert_eq!(got, want, "step {} ({:?}) of {:?}", n, s, steps);
     }
     prop_assert_eq!(stored(a_dir.path()), stored(b_dir.path()));

@@ -1,0 +1,212 @@
+//! Which agent sent a request, and the session it names itself.
+//!
+//! Agents name their own sessions, and that names the conversation better
+//! than any fingerprint of its head: two sessions of one agent in one
+//! folder start with the same system prompt, tools and first message.
+//!
+//! - Claude Code: `metadata.user_id` is a JSON string holding `device_id`,
+//!   `account_uuid` and `session_id` (older versions: a plain
+//!   `user_…_account_…_session_<id>` string). A plain string without a
+//!   session part is a user id (what most SDK users put there): it names
+//!   no session.
+//! - Codex: `client_metadata.session_id`, and `prompt_cache_key`, which
+//!   Codex sets to the same id. `prompt_cache_key` alone names a session
+//!   only when the request comes from Codex (its `originator` header or
+//!   `user-agent`): other clients use it for cache buckets that many
+//!   conversations share.
+
+use serde_json::Value;
+
+use crate::shape::Shape;
+
+/// An agent the proxy knows by its requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex.
+    Codex,
+}
+
+impl Agent {
+    /// Its name in keys and metadata.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+        }
+    }
+
+    /// The agent a request's headers name: `user-agent`
+    /// (`claude-cli/2.1.332 (external, cli)`, `codex_cli_rs/0.171.0 …`) or
+    /// Codex's `originator` (`codex_cli_rs`, `codex_exec`, …).
+    pub fn from_headers(user_agent: Option<&str>, originator: Option<&str>) -> Option<Agent> {
+        let ua = user_agent.unwrap_or("").to_ascii_lowercase();
+        let origin = originator.unwrap_or("").to_ascii_lowercase();
+        if ua.starts_with("claude-cli") || ua.contains("claude-code") {
+            Some(Agent::ClaudeCode)
+        } else if origin.starts_with("codex") || ua.starts_with("codex") {
+            Some(Agent::Codex)
+        } else {
+            None
+        }
+    }
+
+    /// The agent a body's own fields name, when its headers did not.
+    pub fn from_body(body: &Value) -> Option<Agent> {
+        if claude_code_session(body).is_some() {
+            Some(Agent::ClaudeCode)
+        } else if body.get("client_metadata").is_some_and(Value::is_object) {
+            Some(Agent::Codex)
+        } else {
+            None
+        }
+    }
+}
+
+/// A session an agent named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// The agent.
+    pub agent: Agent,
+    /// Its session id.
+    pub id: String,
+    /// The field it came from.
+    pub field: &'static str,
+}
+
+impl Session {
+    /// The conversation key it stands for.
+    pub fn key(&self) -> String {
+        format!("session:{}:{}", self.agent.name(), self.id)
+    }
+}
+
+/// The session a request names, if any (see the module docs); `agent` is
+/// what its headers said.
+pub fn session_of(shape: Shape, body: &Value, agent: Option<Agent>) -> Option<Session> {
+    match shape {
+        Shape::Messages => claude_code_session(body).map(|id| Session {
+            agent: Agent::ClaudeCode,
+            id,
+            field: "metadata.user_id",
+        }),
+        Shape::Responses | Shape::Chat => {
+            if let Some(id) = body
+                .get("client_metadata")
+                .and_then(|m| m.get("session_id"))
+                .and_then(Value::as_str)
+                .filter(|s| usable(s))
+            {
+                return Some(Session {
+                    agent: Agent::Codex,
+                    id: id.to_owned(),
+                    field: "client_metadata.session_id",
+                });
+            }
+            let key = body
+                .get("prompt_cache_key")
+                .and_then(Value::as_str)
+                .filter(|s| usable(s))?;
+            (agent == Some(Agent::Codex)).then(|| Session {
+                agent: Agent::Codex,
+                id: key.to_owned(),
+                field: "prompt_cache_key",
+            })
+        }
+    }
+}
+
+/// Claude Code's session id in `metadata.user_id`.
+fn claude_code_session(body: &Value) -> Option<String> {
+    let user = body.get("metadata")?.get("user_id")?.as_str()?;
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(user) {
+        return o
+            .get("session_id")
+            .and_then(Value::as_str)
+            .filter(|s| usable(s))
+            .map(str::to_owned);
+    }
+    // The older plain form: `user_<hash>_account_<uuid>_session_<uuid>`.
+    let (_, id) = user.rsplit_once("_session_")?;
+    usable(id).then(|| id.to_owned())
+}
+
+/// An id worth keying on: not empty, not absurdly long, printable.
+fn usable(id: &str) -> bool {
+    !id.trim().is_empty() && id.len() <= 256 && !id.chars().any(char::is_control)
+}
+
+/// A one-line description of a request's shape for a log line: the agent
+/// and the body's top-level keys.
+pub fn describe(agent: Option<Agent>, user_agent: Option<&str>, body: &[u8]) -> String {
+    let parsed = serde_json::from_slice::<Value>(body).ok();
+    let agent = agent.or_else(|| parsed.as_ref().and_then(Agent::from_body));
+    let who = match (agent, user_agent) {
+        (Some(a), Some(ua)) => format!("{} ({ua})", a.name()),
+        (Some(a), None) => a.name().to_owned(),
+        (None, Some(ua)) => format!("an unknown client ({ua})"),
+        (None, None) => "an unknown client".to_owned(),
+    };
+    let keys = match parsed {
+        Some(Value::Object(o)) => o.keys().map(String::as_str).collect::<Vec<_>>().join(", "),
+        Some(_) => "not an object".to_owned(),
+        None => "not JSON".to_owned(),
+    };
+    format!("from {who}; body keys: {keys}")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn claude_codes_session_is_read_from_its_json_user_id_or_the_old_plain_one() {
+        let body = json!({"metadata": {"user_id":
+            "{\"device_id\":\"dev\",\"account_uuid\":\"acc\",\"session_id\":\"5e55-10n\"}"}});
+        let s = session_of(Shape::Messages, &body, None).unwrap();
+        assert_eq!(s.key(), "session:claude-code:5e55-10n");
+        let old = json!({"metadata": {"user_id": "user_abc_account_def_session_0a1b"}});
+        assert_eq!(session_of(Shape::Messages, &old, None).unwrap().id, "0a1b");
+        // A plain user id names no session.
+        for user in [
+            json!("end-user-42"),
+            json!(""),
+            json!(7),
+            json!("{\"device_id\":\"d\"}"),
+        ] {
+            let body = json!({"metadata": {"user_id": user}});
+            assert_eq!(session_of(Shape::Messages, &body, None), None, "{user}");
+        }
+        assert_eq!(Agent::from_body(&body), Some(Agent::ClaudeCode));
+    }
+
+    #[test]
+    fn codexs_session_is_its_client_metadata_or_its_cache_key_when_it_is_codex() {
+        let body = json!({"prompt_cache_key": "k1", "client_metadata": {"session_id": "s1"}});
+        let s = session_of(Shape::Responses, &body, None).unwrap();
+        assert_eq!(
+            (s.key().as_str(), s.field),
+            ("session:codex:s1", "client_metadata.session_id")
+        );
+        let key_only = json!({"prompt_cache_key": "k1"});
+        assert_eq!(session_of(Shape::Responses, &key_only, None), None);
+        let s = session_of(Shape::Responses, &key_only, Some(Agent::Codex)).unwrap();
+        assert_eq!(s.key(), "session:codex:k1");
+        assert_eq!(
+            Agent::from_headers(Some("codex_cli_rs/0.171.0 (Linux)"), None),
+            Some(Agent::Codex)
+        );
+        assert_eq!(
+            Agent::from_headers(None, Some("codex_exec")),
+            Some(Agent::Codex)
+        );
+        assert_eq!(
+            Agent::from_headers(Some("claude-cli/2.1.332 (external, cli)"), None),
+            Some(Agent::ClaudeCode)
+        );
+        assert_eq!(Agent::from_headers(Some("python-httpx/0.28"), None), None);
+    }
+}
