@@ -658,6 +658,7 @@ pub fn print_compacted(log: &Log, out: &Printer) -> anyhow::Result<()> {
                             let kind = match item {
                                 Item::StrippedCall { .. } => "stripped_call",
                                 Item::StrippedResult { .. } => "stripped_result",
+                                Item::Clipped { .. } => "clipped",
                                 _ => "event",
                             };
                             m.insert("kind".into(), json!(kind));

@@ -85,7 +85,7 @@ pub fn stats(
     let mut after = [0usize; KINDS.len()];
     for item in &view.items {
         let k = match item {
-            Item::Event { record, .. } => kind_of(record),
+            Item::Event { record, .. } | Item::Clipped { record, .. } => kind_of(record),
             Item::StrippedCall { .. } => Some(3),
             Item::StrippedResult { .. } => Some(4),
             Item::Summary { .. } => Some(5),

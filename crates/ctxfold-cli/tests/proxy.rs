@@ -1667,3 +1667,47 @@ fn the_same_request_on_two_replicas_at_once_records_every_event_once() {
         "{histories:?}"
     );
 }
+
+/// A pasted message larger than the window on its own, through the real
+/// proxy: the upstream (which refuses what is over its window) gets it as
+/// its head and tail with a note, the request fits, the log keeps the
+/// message whole, and `c show` names the step.
+#[test]
+fn a_pasted_message_larger_than_the_window_is_clipped_to_fit() {
+    let up = Upstream::start(8_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 8000"), &[]);
+    let url = format!("{}/v1/messages", p.base);
+    let pasted = (0..6_000)
+        .map(|k| format!("log line {k}\n"))
+        .collect::<String>();
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 200, "system": "Be brief.",
+        "messages": [{"role": "user", "content": format!("What went wrong here?\n{pasted}")}]});
+    let a = post(
+        &url,
+        &[("x-api-key", KEY), ("anthropic-version", "2023-06-01")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    let sent = up.requests().last().unwrap().json();
+    let text = sent["messages"][0]["content"].to_string();
+    assert!(text.contains("What went wrong here?"), "{text}");
+    assert!(text.contains("log line 5999"), "the tail is kept");
+    assert!(text.contains("left out here by compaction"), "{text}");
+    assert!(!text.contains("log line 3000\\n"), "the middle is left out");
+    let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    let recs = records(&s, &id);
+    assert!(
+        recs.iter()
+            .any(|r| r["type"] == "user"
+                && r["content"].as_str().unwrap().contains("log line 3000\n")),
+        "the log keeps the message whole"
+    );
+    let shown = s.json(&["c", "show", &id]);
+    let steps = &shown["compactions"][0]["budget"]["escalation"];
+    assert!(
+        steps.as_array().unwrap().iter().any(|v| v == "clip"),
+        "{shown}"
+    );
+}

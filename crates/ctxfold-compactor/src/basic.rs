@@ -531,7 +531,80 @@ impl BasicCompactor {
                 best = Some(c);
             }
         }
+        // The last rung, only for a request that would not fit otherwise:
+        // the units after the folded head over a per-unit cap are shown
+        // as their head and tail (the log keeps them whole).
+        if best.as_ref().map_or(before, |b| b.after) > budget.limit()
+            && let Some(c) = self.clipped(conv, ctx, budget, &cuts, best.as_ref())
+        {
+            return Ok(Some(c));
+        }
         Ok(best)
+    }
+
+    /// `head` (what the ladder chose, if anything) and a compaction that
+    /// clips the long units after it, with the largest per-unit cap
+    /// (halving from half the target's room) that fits the limit; `None`
+    /// when even the smallest cap does not.
+    fn clipped(
+        &self,
+        conv: &Conversation<'_>,
+        ctx: &Context,
+        budget: &Budget,
+        cuts: &[(usize, usize)],
+        head: Option<&Choice>,
+    ) -> Option<Choice> {
+        let log = conv.log();
+        let est = self.estimator.as_ref();
+        let lo = head.map_or(cuts[0].0, |h| h.cut);
+        let hi = log.len().checked_sub(1)?;
+        if lo > hi || holds_open_call(log, lo, hi) {
+            return None;
+        }
+        let (first, last) = (&log.records()[lo], &log.records()[hi]);
+        let mut clip = ctxfold_core::Compaction::new(
+            log.turn_of(lo),
+            log.turn_of(hi),
+            ctxfold_core::compaction::Source::Auto,
+        )
+        .with_note("automatic: the newest units cut to their head and tail to fit the window");
+        clip.from_seq = Some(first.seq);
+        clip.to_seq = Some(last.seq);
+        let mut planned: Vec<Planned> = head.map(|h| h.planned.clone()).unwrap_or_default();
+        let mut with: Vec<ctxfold_core::Compaction> =
+            planned.iter().map(|p| p.compaction.clone()).collect();
+        with.push(clip.clone());
+        // Characters per estimated token, as the heuristic counts.
+        let room = budget.target.saturating_sub(budget.fixed) as f64 / ctx.scale;
+        let mut cap = (room * 4.0 / 2.0) as u32;
+        let turn = (log.turn_count() as u32).saturating_sub(1);
+        while cap >= 400 {
+            with.last_mut()?.clip_chars = Some(cap);
+            let view = ctxfold_core::projection::project_with(log, &with, turn);
+            let after = ctx.scaled(
+                view.items.iter().map(|i| est.item_tokens(i)).sum::<usize>() + ctx.extra_tokens,
+            );
+            if after <= budget.limit() {
+                clip.clip_chars = Some(cap);
+                planned.push(Planned {
+                    compaction: clip,
+                    range: (lo, hi),
+                    derive: None,
+                    grown_from: None,
+                    rule: 0,
+                });
+                let mut steps = head.map(|h| h.steps.clone()).unwrap_or_default();
+                steps.push(Escalation::Clip);
+                return Some(Choice {
+                    planned,
+                    after,
+                    steps,
+                    cut: lo,
+                });
+            }
+            cap /= 2;
+        }
+        None
     }
 
     /// Whether stripping everything would fold more than the rule does:
@@ -607,6 +680,7 @@ impl BasicCompactor {
             after: ctx.scaled(then + ctx.extra_tokens),
             planned: vec![planned],
             steps: Vec::new(),
+            cut,
         }))
     }
 
@@ -704,6 +778,8 @@ struct Choice {
     after: usize,
     /// The ladder's steps it took.
     steps: Vec<Escalation>,
+    /// The first record after the folded head.
+    cut: usize,
 }
 
 /// Close an attempt opened with `compaction_started`, if one was.

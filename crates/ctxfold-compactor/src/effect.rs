@@ -21,6 +21,13 @@ pub struct Effect {
     pub stripped_results: usize,
     /// Tool calls and results it omits.
     pub omitted: usize,
+    /// Tool results and user messages it shows as their head and tail.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Effect {
@@ -67,6 +74,16 @@ impl Effect {
             out.push(format!(
                 "{} omitted",
                 plural(self.omitted, "tool event", "tool events")
+            ));
+        }
+        if self.clipped > 0 {
+            out.push(format!(
+                "{} cut to their head and tail",
+                plural(
+                    self.clipped,
+                    "long message or result",
+                    "long messages or results"
+                )
             ));
         }
         out
@@ -193,6 +210,16 @@ fn effects_of(log: &Log, before: &[Fate], now: &[Fate], compactions: &[Compactio
                         Body::ToolCall { .. } => out[j].stripped_calls += 1,
                         _ => out[j].stripped_results += 1,
                     }
+                }
+            }
+            Fate::Clipped => {
+                let by = (0..compactions.len()).rev().find(|&j| {
+                    compactions[j].clip_chars.is_some()
+                        && covered_indices(log, &compactions[j])
+                            .is_some_and(|(lo, hi)| lo <= i && i <= hi)
+                });
+                if let Some(j) = by {
+                    out[j].clipped += 1;
                 }
             }
             Fate::Hidden | Fate::Kept | Fate::Unpaired => {}

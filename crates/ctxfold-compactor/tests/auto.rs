@@ -299,22 +299,67 @@ fn failing_or_useless_summaries_trip_the_breaker() {
     }
 }
 
-/// A single step larger than the budget is reported, not looped on.
+/// A single step larger than the window is cut in the view only (its
+/// result shown as head and tail with a note), so the request fits; the
+/// record is untouched and undoing the compaction brings it back. When
+/// the fixed part alone fills the window, that is said, once, and nothing
+/// is recorded.
 #[test]
-fn a_step_larger_than_the_window_is_reported_once_per_call() {
+fn a_step_larger_than_the_window_is_clipped_in_the_view_only() {
     let c = compactor(on());
-    let store = ctxfold_compactor::Memory;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let store = EventLog::new(dir.path().join("c"));
     let mut conv = Conversation::new(Log::new(), &store);
     conv.append(runaway_opening()).unwrap();
     let (call, mut result) = step(0);
+    let big = (0..4_000)
+        .map(|k| format!("line {k}\n"))
+        .collect::<String>();
     if let Body::ToolResult { content, .. } = &mut result.body {
-        *content = "x".repeat(40_000);
+        *content = big.clone();
     }
     conv.append(vec![call, result]).unwrap();
-    let out = c
-        .compact_if_needed(&mut conv, &Context::new(Moment::BeforeStep, Some(4_000)))
-        .unwrap();
-    assert!(matches!(out.status, Status::Unfit { .. }), "{out:?}");
+    let ctx = Context::new(Moment::BeforeStep, Some(4_000));
+    let out = c.compact_if_needed(&mut conv, &ctx).unwrap();
+    let budget = out.budget.unwrap();
+    assert!(out.before > budget.limit(), "{out:?}");
+    assert!(out.after <= budget.limit(), "{out:?}");
+    let clip = out
+        .committed
+        .iter()
+        .find(|k| k.compaction.clip_chars.is_some())
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert_eq!(clip.effect.clipped, 1, "{out:?}");
+    let steps = &clip.compaction.budget.as_ref().unwrap().escalation;
+    assert_eq!(steps.last(), Some(&ctxfold_core::budget::Escalation::Clip));
+    // The view shows the head and the tail, and says what was left out.
+    let view = ctxfold_core::projection::project(conv.log());
+    let shown: Vec<String> = view.items.iter().filter_map(|i| i.clipped_text()).collect();
+    assert_eq!(shown.len(), 1);
+    assert!(shown[0].starts_with("line 0\n") && shown[0].ends_with("line 3999\n"));
+    assert!(
+        shown[0].contains("left out here by compaction"),
+        "{}",
+        shown[0]
+    );
+    // The raw record is untouched.
+    let raw = store.load().unwrap().records;
+    assert!(
+        raw.iter()
+            .any(|r| matches!(&r.body, Body::ToolResult { content, .. } if *content == big))
+    );
+    checked_view(conv.log());
+
+    // No room at all: said, and nothing recorded.
+    let mut conv = Conversation::new(Log::new(), &ctxfold_compactor::Memory);
+    conv.append(runaway_opening()).unwrap();
+    let (call, result) = step(0);
+    conv.append(vec![call, result]).unwrap();
+    let mut full = Context::new(Moment::BeforeStep, Some(4_000));
+    full.extra_tokens = 3_900;
+    let out = c.compact_if_needed(&mut conv, &full).unwrap();
+    assert!(matches!(out.status, Status::NoRoom { .. }), "{out:?}");
     assert!(out.committed.is_empty());
 }
 

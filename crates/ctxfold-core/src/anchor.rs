@@ -153,7 +153,8 @@ pub fn resolve_anchor(
             Item::Preamble => continue,
             Item::Event { index, record }
             | Item::StrippedCall { index, record }
-            | Item::StrippedResult { index, record, .. } => {
+            | Item::StrippedResult { index, record, .. }
+            | Item::Clipped { index, record, .. } => {
                 let own = match &record.body {
                     Body::ToolCall { name, .. } => name == own_tool,
                     Body::ToolResult { id, .. } => own_calls.contains(id.as_str()),
@@ -247,6 +248,7 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
             _ => Vec::new(),
         },
         Item::StrippedResult { .. } => item.stripped_line().map(Cow::Owned).into_iter().collect(),
+        Item::Clipped { .. } => item.clipped_text().map(Cow::Owned).into_iter().collect(),
         Item::Summary { .. } | Item::Preamble => Vec::new(),
     }
 }

@@ -117,6 +117,10 @@ pub enum Escalation {
     Summary,
     /// The retained tail shrunk to the newest whole unit.
     ShrinkTail,
+    /// Single units over a per-unit cap (tool results, pasted messages)
+    /// shown as their head and tail, in the view only: for a request that
+    /// would not fit the window otherwise.
+    Clip,
 }
 
 impl Escalation {
@@ -127,6 +131,7 @@ impl Escalation {
             Escalation::Strip => "strip",
             Escalation::Summary => "summary",
             Escalation::ShrinkTail => "shrink_tail",
+            Escalation::Clip => "clip",
         }
     }
 }

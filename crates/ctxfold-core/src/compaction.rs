@@ -52,6 +52,11 @@ pub struct Compaction {
     /// An automatic firing's budget, sizes and escalation steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Firing>,
+    /// Tool results and user messages in the range longer than this many
+    /// characters are shown as their head and tail with a note saying how
+    /// much was left out (the record itself is untouched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_chars: Option<u32>,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]
     pub extra: Object,
@@ -88,6 +93,9 @@ impl Compaction {
         }
         for (tool, o) in &self.tool_overrides {
             out.push(format!("{tool}: {}", name(o)));
+        }
+        if let Some(n) = self.clip_chars {
+            out.push(format!("clip units over {n} characters"));
         }
         out
     }
@@ -311,6 +319,7 @@ impl Compaction {
             note: None,
             deferred_until_turn: None,
             budget: None,
+            clip_chars: None,
             extra: Object::new(),
         }
     }

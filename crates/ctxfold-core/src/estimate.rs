@@ -109,6 +109,10 @@ pub fn item_tokens_by(c: &(impl CountText + ?Sized), item: &Item<'_>) -> usize {
             Some(line) => c.count_text(&line) + overhead,
             None => record_tokens_by(c, record),
         },
+        Item::Clipped { record, .. } => match item.clipped_text() {
+            Some(text) => c.count_text(&text) + overhead,
+            None => record_tokens_by(c, record),
+        },
         Item::Summary { turns, text, .. } => {
             c.count_text(&summary_preamble(*turns)) + c.count_text(text) + 2 * overhead
         }

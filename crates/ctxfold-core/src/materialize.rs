@@ -41,6 +41,15 @@ pub fn item_record(item: &Item<'_>) -> Option<Record> {
             }),
             _ => Some(record.clone()),
         },
+        Item::Clipped { record, .. } => {
+            let mut r = record.clone();
+            if let (Body::ToolResult { content, .. } | Body::User { content, .. }, Some(text)) =
+                (&mut r.body, item.clipped_text())
+            {
+                *content = text;
+            }
+            Some(r)
+        }
         Item::Summary { .. } | Item::Preamble => None,
     }
 }
@@ -64,9 +73,8 @@ pub fn materialize_with_turns(log: &Log, view: &View<'_>) -> Vec<(u32, Record)> 
         let (pos, recs) = match *item {
             Item::Event { index, .. }
             | Item::StrippedCall { index, .. }
-            | Item::StrippedResult { index, .. } => {
-                (index, item_record(item).into_iter().collect())
-            }
+            | Item::StrippedResult { index, .. }
+            | Item::Clipped { index, .. } => (index, item_record(item).into_iter().collect()),
             Item::Summary {
                 first,
                 last,

@@ -87,6 +87,17 @@ pub enum Item<'a> {
         /// [`Item::stripped_line`]).
         scan: &'a ScanCell,
     },
+    /// A tool result or user message longer than its compaction's
+    /// `clip_chars`, shown as its head and tail with a note (see
+    /// [`clip_text`]).
+    Clipped {
+        /// Index of the record in the log.
+        index: usize,
+        /// The record.
+        record: &'a Record,
+        /// The compaction's `clip_chars`.
+        keep_chars: usize,
+    },
     /// A summary standing for a run of events: rendered as a user message
     /// naming the turns, then an assistant message with the text.
     Summary {
@@ -160,7 +171,8 @@ impl Item<'_> {
         match *self {
             Item::Event { index, .. }
             | Item::StrippedCall { index, .. }
-            | Item::StrippedResult { index, .. } => index..=index,
+            | Item::StrippedResult { index, .. }
+            | Item::Clipped { index, .. } => index..=index,
             Item::Summary { first, last, .. } => first..=last,
             #[allow(clippy::reversed_empty_ranges)]
             Item::Preamble => 1..=0,
@@ -192,6 +204,43 @@ impl Item<'_> {
             &found.diagnostics,
         ))
     }
+}
+
+impl Item<'_> {
+    /// The text a clipped item shows ([`clip_text`]); `None` for any other
+    /// item.
+    pub fn clipped_text(&self) -> Option<String> {
+        let Item::Clipped {
+            record, keep_chars, ..
+        } = *self
+        else {
+            return None;
+        };
+        match &record.body {
+            Body::ToolResult { content, .. } | Body::User { content, .. } => {
+                Some(clip_text(content, keep_chars))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `text` cut to about `keep` characters: its first two thirds and its
+/// last third, with a note between them naming how much was left out and
+/// that the log keeps it. Text no longer than `keep` comes back whole.
+pub fn clip_text(text: &str, keep: usize) -> String {
+    let total = text.chars().count();
+    if total <= keep {
+        return text.to_owned();
+    }
+    let head = keep * 2 / 3;
+    let tail = keep - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(total - tail).collect();
+    format!(
+        "{start}\n[… {} of {total} characters left out here by compaction to fit the context window; the log keeps them whole …]\n{end}",
+        total - head - tail
+    )
 }
 
 /// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
@@ -401,6 +450,31 @@ fn tool_policy(
 
 /// A call replaced in `pending` by a later call with the same id never gets
 /// its result: take it out of the view.
+/// The record as it is, or clipped when the latest compaction over it
+/// with a `clip_chars` says it is too long.
+fn clipped_or_kept<'a>(
+    i: usize,
+    rec: &'a Record,
+    content: &str,
+    clip_heap: &mut Heap,
+    by_order: &HashMap<usize, &Compaction>,
+) -> Item<'a> {
+    if let Some(order) = top(clip_heap, i)
+        && let Some(keep) = by_order[&order].clip_chars
+        && more_chars_than(content, keep as usize + 200)
+    {
+        return Item::Clipped {
+            index: i,
+            record: rec,
+            keep_chars: keep as usize,
+        };
+    }
+    Item::Event {
+        index: i,
+        record: rec,
+    }
+}
+
 fn unpair(
     earlier: Option<Pending>,
     items: &[Item<'_>],
@@ -483,6 +557,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
     let mut summary_heap = Heap::new();
     let mut reasoning_heap = Heap::new();
     let mut tools_heap = Heap::new();
+    let mut clip_heap = Heap::new();
     // Compactions with a per-tool override, by tool name.
     let mut tool_heaps: HashMap<&str, Heap> = HashMap::new();
 
@@ -507,6 +582,9 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
             }
             if s.c.tool_calls.is_some() {
                 tools_heap.push(entry);
+            }
+            if s.c.clip_chars.is_some() {
+                clip_heap.push(entry);
             }
             for name in s.c.tool_overrides.keys() {
                 tool_heaps.entry(name.as_str()).or_default().push(entry);
@@ -689,14 +767,15 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             scan,
                         }
                     } else {
-                        Item::Event {
-                            index: i,
-                            record: rec,
-                        }
+                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order)
                     });
                     removed.push(false);
                 }
             },
+            Body::User { content, .. } => {
+                items.push(clipped_or_kept(i, rec, content, &mut clip_heap, &by_order));
+                removed.push(false);
+            }
             _ => {
                 items.push(Item::Event {
                     index: i,
@@ -730,6 +809,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
         .unwrap_or(items.len());
     let starts_with_assistant = match items.get(first) {
         Some(Item::Event { record, .. }) => !matches!(record.body, Body::User { .. }),
+        Some(Item::Clipped { record, .. }) => !matches!(record.body, Body::User { .. }),
         Some(Item::StrippedCall { .. } | Item::StrippedResult { .. }) => true,
         Some(Item::Summary { .. } | Item::Preamble) | None => false,
     };
@@ -760,6 +840,74 @@ mod tests {
                 .map(|(i, b)| Record::new(i as u64, "t", b))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn clipping_shows_head_and_tail_of_long_units_only_and_strip_wins() {
+        let long = (0..3_000).map(|k| format!("{k},")).collect::<String>();
+        let mut bodies = turn(0, "short", false);
+        if let Body::ToolResult { content, .. } = &mut bodies[4] {
+            *content = long.clone();
+        }
+        bodies.push(Body::User {
+            content: long.clone(),
+            author: None,
+        });
+        bodies.push(Body::User {
+            content: "short".into(),
+            author: None,
+        });
+        let mut log = log_of(bodies);
+        let mut clip = Compaction::new(0, 0, Source::Auto);
+        clip.clip_chars = Some(1_000);
+        log.push(Record::new(
+            log.next_seq(),
+            "t",
+            Body::Compaction(Box::new(clip)),
+        ));
+        let view = project(&log);
+        let clipped: Vec<usize> = view
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Clipped { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(clipped, vec![4, 6], "the long result and the long message");
+        for item in view
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Clipped { .. }))
+        {
+            let text = item.clipped_text().unwrap();
+            assert!(text.starts_with("0,1,2,") && text.ends_with("2998,2999,"));
+            assert!(text.chars().count() < 1_200, "{}", text.len());
+            assert!(text.contains("characters left out here"));
+            let r = item_record(item).unwrap();
+            assert!(
+                matches!(&r.body, Body::ToolResult { content, .. } | Body::User { content, .. } if *content == text)
+            );
+        }
+        // A strip of the same range wins over the clip, whatever the order.
+        let mut strip = Compaction::new(0, 0, Source::Auto);
+        strip.tool_calls = Some(ToolPolicy::Strip);
+        log.push(Record::new(
+            log.next_seq(),
+            "t",
+            Body::Compaction(Box::new(strip)),
+        ));
+        let view = project(&log);
+        assert!(
+            view.items
+                .iter()
+                .any(|i| matches!(i, Item::StrippedResult { index: 4, .. }))
+        );
+        assert!(
+            view.items
+                .iter()
+                .any(|i| matches!(i, Item::Clipped { index: 6, .. }))
+        );
     }
 
     fn turn(n: u32, body: &str, is_error: bool) -> Vec<Body> {

@@ -105,7 +105,9 @@ pub fn turn_reports(log: &Log, view: &View<'_>) -> Vec<TurnReport> {
                 out[turn(index)].stripped_calls += 1;
                 out[turn(index)].tokens_after += tokens;
             }
-            Item::StrippedResult { index, .. } => {
+            // A clipped unit's content is replaced in part: counted with
+            // the stripped results.
+            Item::StrippedResult { index, .. } | Item::Clipped { index, .. } => {
                 out[turn(index)].stripped_results += 1;
                 out[turn(index)].tokens_after += tokens;
             }
@@ -194,6 +196,8 @@ pub enum Fate {
     },
     /// Dropped: a call or result without its partner.
     Unpaired,
+    /// In the view as its head and tail (`clip_chars`).
+    Clipped,
     /// Folded into the summary of the compaction at this index.
     Summarized {
         /// Index of the compaction record.
@@ -220,6 +224,7 @@ pub fn fates(log: &Log, view: &View<'_>) -> Vec<Fate> {
                 out[index] = if changed { Fate::Stripped } else { Fate::Kept };
             }
             Item::StrippedResult { index, .. } => out[index] = Fate::Stripped,
+            Item::Clipped { index, .. } => out[index] = Fate::Clipped,
             Item::Summary {
                 first,
                 last,

@@ -109,6 +109,7 @@ fn by_index(view: &View<'_>) -> Vec<String> {
             Item::Event { index, .. } => format!("E{index}"),
             Item::StrippedCall { index, .. } => format!("C{index}"),
             Item::StrippedResult { index, tool, .. } => format!("R{index}:{tool}"),
+            Item::Clipped { index, .. } => format!("K{index}"),
             Item::Summary {
                 first,
                 last,
@@ -192,6 +193,7 @@ fn generated_logs_exercise_every_case() {
                 Item::Summary { .. } => "summary",
                 Item::StrippedCall { .. } => "stripped call",
                 Item::StrippedResult { .. } => "stripped result",
+                Item::Clipped { .. } => "clipped",
                 Item::Preamble => "preamble",
                 Item::Event { .. } => "event",
             };
@@ -271,6 +273,9 @@ fn fates(log: &Log, view: &View<'_>) -> BTreeMap<usize, String> {
             }
             Item::StrippedResult { index, .. } => {
                 out.insert(*index, "R".to_owned());
+            }
+            Item::Clipped { index, .. } => {
+                out.insert(*index, "K".to_owned());
             }
             Item::Summary {
                 first,

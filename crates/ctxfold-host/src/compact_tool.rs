@@ -510,6 +510,7 @@ impl Preview<'_> {
                 Fate::ReasoningStripped { .. } => "reasoning stripped",
                 Fate::Omitted { .. } => "omitted",
                 Fate::Stripped => "stripped",
+                Fate::Clipped => "cut to its head and tail",
                 Fate::Unpaired => "dropped with its partner",
                 Fate::Hidden | Fate::Kept => "changed",
             };

@@ -238,7 +238,7 @@ pub fn request_from_view(log: &Log, view: &View<'_>, opts: &RequestOptions) -> C
                 }
                 body => push_body(&mut req, body.clone()),
             },
-            Item::StrippedCall { .. } | Item::StrippedResult { .. } => {
+            Item::StrippedCall { .. } | Item::StrippedResult { .. } | Item::Clipped { .. } => {
                 if let Some(r) = item_record(item) {
                     push_body(&mut req, r.body);
                 }

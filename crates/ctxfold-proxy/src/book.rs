@@ -1192,7 +1192,9 @@ fn render_stored(
     for (n, item) in view.items.iter().enumerate() {
         match *item {
             Item::Event { index, .. } => fate[index] = Fate::Kept,
-            Item::StrippedCall { index, .. } | Item::StrippedResult { index, .. } => {
+            Item::StrippedCall { index, .. }
+            | Item::StrippedResult { index, .. }
+            | Item::Clipped { index, .. } => {
                 if let Some(r) = item_record(item) {
                     fate[index] = Fate::Changed(r.body);
                 }

@@ -207,7 +207,8 @@ impl CountCache {
             match item {
                 Item::Event { record, .. }
                 | Item::StrippedCall { record, .. }
-                | Item::StrippedResult { record, .. } => Some(record.seq),
+                | Item::StrippedResult { record, .. }
+                | Item::Clipped { record, .. } => Some(record.seq),
                 Item::Summary { first, .. } => records.get(*first).map(|r| r.seq),
                 Item::Preamble => None,
             }
@@ -255,7 +256,7 @@ pub fn message_count(view: &View<'_>) -> usize {
     let mut last: Option<Role> = None;
     for item in &view.items {
         let role = match item {
-            Item::Event { record, .. } => match &record.body {
+            Item::Event { record, .. } | Item::Clipped { record, .. } => match &record.body {
                 Body::System { .. } => Role::System,
                 Body::User { .. } => Role::User,
                 Body::ToolResult { .. } => Role::Tool,

@@ -114,7 +114,7 @@ fn fate_class(f: Fate) -> &'static str {
     match f {
         Fate::Hidden => "hidden",
         Fate::Kept => "kept",
-        Fate::Stripped => "stripped",
+        Fate::Stripped | Fate::Clipped => "stripped",
         Fate::ReasoningStripped { .. } | Fate::Omitted { .. } | Fate::Unpaired => "dropped",
         Fate::Summarized { .. } => "folded",
     }
@@ -150,6 +150,10 @@ fn seen(
                 _ => String::new(),
             };
             html! { span.mark { "stripped" } " " span.text { (clip(&line, MAX_TEXT)) } }
+        }
+        Fate::Clipped => {
+            let text = item.and_then(Item::clipped_text).unwrap_or_default();
+            html! { span.mark { "clipped" } " " span.text { (clip(&text, MAX_TEXT)) } }
         }
         Fate::ReasoningStripped { compaction } => {
             html! { span.mark { "dropped" } " reasoning stripped by " (by(compaction)) }

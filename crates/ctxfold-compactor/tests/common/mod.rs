@@ -95,7 +95,8 @@ pub fn assert_valid_request(log: &Log, view: &View<'_>) {
         match item {
             Item::Event { record, .. }
             | Item::StrippedCall { record, .. }
-            | Item::StrippedResult { record, .. } => match &record.body {
+            | Item::StrippedResult { record, .. }
+            | Item::Clipped { record, .. } => match &record.body {
                 Body::ToolCall { id, .. } => {
                     assert!(open.insert(id), "call {id} twice");
                 }

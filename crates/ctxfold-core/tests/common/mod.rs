@@ -302,6 +302,9 @@ pub fn signature(log: &Log, view: &View<'_>) -> Vec<String> {
             Item::Event { index, .. } => format!("E{}", seq(*index)),
             Item::StrippedCall { index, .. } => format!("C{}", seq(*index)),
             Item::StrippedResult { index, tool, .. } => format!("R{}:{tool}", seq(*index)),
+            Item::Clipped {
+                index, keep_chars, ..
+            } => format!("K{}:{keep_chars}", seq(*index)),
             Item::Summary {
                 first,
                 last,
@@ -329,7 +332,8 @@ pub fn call_id<'a>(item: &Item<'a>) -> Option<(&'a str, bool)> {
     let rec = match item {
         Item::Event { record, .. }
         | Item::StrippedCall { record, .. }
-        | Item::StrippedResult { record, .. } => record,
+        | Item::StrippedResult { record, .. }
+        | Item::Clipped { record, .. } => record,
         _ => return None,
     };
     match &rec.body {
