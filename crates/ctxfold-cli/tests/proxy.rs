@@ -1081,13 +1081,21 @@ fn an_upstream_context_overflow_is_compacted_and_retried_once() {
         "{metrics}"
     );
 
-    // One message over the window: nothing to fold, the error goes back.
+    // One message over the window on its own: nothing to fold, so the
+    // retry sends it cut to its head and tail (the log keeps it whole).
     let huge = json!({"model": "gpt-4o-mini", "messages": [
         {"role": "user", "content": file_text("src/huge.rs", 40_000)}]});
     let b = post(&url, &[], huge.to_string().as_bytes());
-    assert_eq!(b.status, 400);
-    assert_eq!(b.json()["error"]["code"], "context_length_exceeded");
-    assert_eq!(up.requests().len(), 3, "no retry when nothing can shrink");
+    assert_eq!(b.status, 200, "{}", String::from_utf8_lossy(&b.body));
+    let seen = up.requests();
+    assert_eq!(seen.len(), 4, "one refused request, one retry");
+    let sent = seen[3].json()["messages"][0]["content"].to_string();
+    assert!(sent.contains("left out here by compaction"), "{sent}");
+    let id = b.header("x-ctxfold-conversation").unwrap().to_owned();
+    let recs = records(&s, &id);
+    assert!(recs.iter().any(|r| r["type"] == "user"
+        && r["content"].as_str().is_some_and(|c| c.len() >= 40_000)));
+    assert!(metrics(&p).contains("ctxfold_proxy_overflow_retries_total 2"));
 }
 
 /// Anthropic prompt-cache markers: those on blocks sent as they were stay;

@@ -370,6 +370,8 @@ impl BasicCompactor {
                 }
             }
         }
+        // A dry run appends nothing: its figures are the plan's.
+        let current = if ctx.dry_run { choice.after } else { current };
         out.after = current;
         if out.committed.is_empty() {
             let status = Status::NothingToCompact {
@@ -490,11 +492,12 @@ impl BasicCompactor {
             if step == Escalation::Strip && !self.rule_leaves_something() {
                 continue;
             }
+            let no_hints = step == Escalation::Strip;
             // Keeping more units never makes the request smaller: search
             // for the most units kept that still reach the target.
             let (mut lo, mut hi) = (fewest, cuts.len() - 1);
             let mut fit: Option<Choice> = None;
-            let at_fewest = self.candidate(conv, ctx, &rule, cuts[fewest].0, start)?;
+            let at_fewest = self.candidate(conv, ctx, &rule, cuts[fewest].0, start, no_hints)?;
             match &at_fewest {
                 Some(c) if c.after <= budget.target => {
                     fit = at_fewest.clone();
@@ -505,7 +508,7 @@ impl BasicCompactor {
             if fit.is_some() {
                 while lo <= hi {
                     let mid = lo + (hi - lo) / 2;
-                    match self.candidate(conv, ctx, &rule, cuts[mid].0, start)? {
+                    match self.candidate(conv, ctx, &rule, cuts[mid].0, start, no_hints)? {
                         Some(c) if c.after <= budget.target => {
                             fit = Some(c);
                             lo = mid + 1;
@@ -628,6 +631,7 @@ impl BasicCompactor {
         rule: &Rule,
         cut: usize,
         start: usize,
+        no_hints: bool,
     ) -> Result<Option<Choice>, CompactError> {
         let log = conv.log();
         let keep_first = self.policy.rule.keep_first.as_ref();
@@ -636,11 +640,9 @@ impl BasicCompactor {
         };
         let note = "automatic, before a model call: folded to the budget's target".to_owned();
         let mut pctx = self.plan_context(ctx, note);
-        if rule.summary.is_none() {
+        if no_hints {
             // The strip step folds what per-tool hints keep, too.
-            if rule.tool_calls == Some(ToolPolicy::Strip) && rule != &self.region_rule() {
-                pctx.hints = ToolHints::default();
-            }
+            pctx.hints = ToolHints::default();
         }
         let Some(mut planned) = plan_region(log, region, rule, &pctx)? else {
             return Ok(None);
