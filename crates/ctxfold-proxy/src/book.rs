@@ -1013,10 +1013,11 @@ impl Book {
         if s.conv.append_at(stamp(&records))?.is_none() {
             return Ok(false);
         }
-        self.touch(&slot.conversation);
         if let Some(response) = response {
             lock(&self.chains).record(response, &slot.conversation);
         }
+        // After the chain index: a chained request may follow at once.
+        self.touch(&slot.conversation);
         Ok(true)
     }
 }
