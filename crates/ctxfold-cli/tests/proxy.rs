@@ -1823,7 +1823,28 @@ fn claude_codes_system_message_is_recorded_and_goes_upstream_as_sent() {
     // reach the upstream byte for byte, in the client's order.
     s.ok(&["c", "compact", &id, "-t", "--keep-last", "0"]);
     messages.push(json!({"role": "user", "content": "and the tests? steps=0"}));
-    let body = claude_code_body(session, &messages).to_string();
+    // The fields spelled as no serializer here would write them again
+    // (indented, spaced), to show they are the client's bytes.
+    let client = claude_code_body(session, &messages);
+    let spelled = |v: &Value| {
+        serde_json::to_string_pretty(v)
+            .unwrap()
+            .replace(": ", " : ")
+    };
+    let body = format!(
+        "{{ {} }}",
+        client
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| if k == "messages" {
+                format!("\"{k}\":{v}")
+            } else {
+                format!("\"{k}\":{}", spelled(v))
+            })
+            .collect::<Vec<_>>()
+            .join(" ,\n")
+    );
     let a = post(
         &format!("{}/v1/messages", p.base),
         &[("user-agent", "claude-cli/2.1.332 (external, cli)")],
@@ -1847,7 +1868,7 @@ fn claude_codes_system_message_is_recorded_and_goes_upstream_as_sent() {
         .all(|b| b["content"].to_string().len() < 500);
     assert!(folded, "the tool results are folded: {sent}");
     let sent_text = String::from_utf8(seen.body.clone()).unwrap();
-    let client: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), client);
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(
         keys(&sent),
@@ -1865,11 +1886,11 @@ fn claude_codes_system_message_is_recorded_and_goes_upstream_as_sent() {
         "stream",
         "output_config",
     ] {
-        let raw = format!("\"{k}\":{}", client[k]);
+        let raw = format!("\"{k}\":{}", spelled(&client[k]));
         assert!(body.contains(&raw), "the client's own text of {k}");
         assert!(
             sent_text.contains(&raw),
-            "{k} reached the upstream as sent: {raw}"
+            "{k} reached the upstream as sent: {raw}\nin {sent_text}"
         );
     }
     assert_eq!(

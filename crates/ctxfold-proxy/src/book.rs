@@ -422,12 +422,16 @@ impl Book {
             }
             Err(e) => return Err(PrepareError::Body(e)),
         };
-        let head = split.head;
+        let request::Split {
+            head,
+            head_text,
+            messages,
+        } = split;
         let system = match shape {
             Shape::Messages => head.get("system").cloned(),
             _ => None,
         };
-        let h = head_hash(shape, split.messages[0].get());
+        let h = head_hash(shape, messages[0].get());
         let taken = lock(&self.readers)
             .take(h)
             .filter(|k| k.shape == shape && k.system == system);
@@ -445,14 +449,14 @@ impl Book {
         let same = kept
             .raw
             .iter()
-            .zip(&split.messages)
+            .zip(&messages)
             .take_while(|(a, b)| ***a == *b.get())
             .count();
         kept.reader.truncate(same);
         for r in kept.raw.drain(same..) {
             kept.bytes -= r.len();
         }
-        for m in &split.messages[same..] {
+        for m in &messages[same..] {
             let read = serde_json::from_str::<Value>(m.get())
                 .map_err(|e| e.to_string())
                 .and_then(|v| kept.reader.read(&v));
@@ -475,6 +479,8 @@ impl Book {
         let sent = Sent {
             texts: &kept.raw,
             reader: &kept.reader,
+            head: head.as_object().expect("the head is an object"),
+            head_text: &head_text,
         };
         let prepared = self.prepare_read(
             shape,
@@ -1251,11 +1257,13 @@ fn render_stored(
 }
 
 /// The client's messages as sent, beside the records a kept reader read
-/// from them.
+/// from them, and the rest of its body as read and as sent.
 #[derive(Clone, Copy)]
 struct Sent<'a> {
     texts: &'a [Box<str>],
     reader: &'a MessageReader,
+    head: &'a Object,
+    head_text: &'a HashMap<String, &'a serde_json::value::RawValue>,
 }
 
 /// The body of `records` (the view, in the client's order; `sent_as[p]`:
@@ -1392,6 +1400,13 @@ fn write_with_sent(
         out.push(b':');
         if k == key {
             out.extend_from_slice(&messages);
+        } else if let Some(text) = sent.head_text.get(k)
+            && sent.head.get(k) == Some(v)
+        {
+            // A field ctxfold does not change (all but Anthropic's
+            // `system` when something of it was folded): the client's own
+            // bytes, spacing and number spelling too.
+            out.extend_from_slice(text.get().as_bytes());
         } else {
             serde_json::to_writer(&mut out, v).ok()?;
         }
