@@ -228,3 +228,54 @@ fn output_defaults_beside_the_input_and_dash_is_stdout() {
     check_openai(&v);
     assert!(String::from_utf8_lossy(&out.stderr).contains("tokens in view"));
 }
+
+#[test]
+fn an_anthropic_transcript_with_a_system_message_inside_messages_keeps_it() {
+    // Claude Code's shape: a system message at messages[1].
+    let s = Scratch::new();
+    let body = serde_json::json!({
+        "model": "claude-sonnet-4-5",
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "<system-reminder>\nContext.\n</system-reminder>"},
+                {"type": "text", "text": "Fix the test"}]},
+            {"role": "system", "content": "The user has enabled the concise output style."},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cargo test"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]}
+        ],
+        "system": [{"type": "text", "text": "You are Claude Code."}],
+        "max_tokens": 32000,
+        "thinking": {"type": "enabled", "budget_tokens": 31999},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
+    });
+    let input = s.path().join("claude.json");
+    std::fs::write(&input, serde_json::to_string_pretty(&body).unwrap()).unwrap();
+    let imported = s.json(&["c", "import", input.to_str().unwrap()]);
+    assert_eq!(imported["format"], "anthropic");
+    let id = imported["id"].as_str().unwrap().to_owned();
+    let recs = s.json(&["c", "print", &id]);
+    let systems: Vec<&Value> = recs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "system")
+        .collect();
+    assert_eq!(systems.len(), 2, "{recs}");
+    let out = s.path().join("back.json");
+    s.ok(&[
+        "c",
+        "export",
+        &id,
+        "--output-format",
+        "anthropic",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let back: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        back, body,
+        "the system message where it was, the rest as read"
+    );
+}

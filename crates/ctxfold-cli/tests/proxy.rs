@@ -1093,9 +1093,12 @@ fn an_upstream_context_overflow_is_compacted_and_retried_once() {
     assert!(sent.contains("left out here by compaction"), "{sent}");
     let id = b.header("x-ctxfold-conversation").unwrap().to_owned();
     let recs = records(&s, &id);
-    assert!(recs.iter().any(|r| r["type"] == "user"
-        && r["content"].as_str().is_some_and(|c| c.len() >= 40_000)));
-    assert!(metrics(&p).contains("ctxfold_proxy_overflow_retries_total 2"));
+    assert!(
+        recs.iter().any(
+            |r| r["type"] == "user" && r["content"].as_str().is_some_and(|c| c.len() >= 40_000)
+        )
+    );
+    assert!(self::metrics(&p).contains("ctxfold_proxy_overflow_retries_total 2"));
 }
 
 /// Anthropic prompt-cache markers: those on blocks sent as they were stay;
@@ -1718,4 +1721,485 @@ fn a_pasted_message_larger_than_the_window_is_clipped_to_fit() {
         steps.as_array().unwrap().iter().any(|v| v == "clip"),
         "{shown}"
     );
+}
+
+/// Claude Code's `metadata.user_id`: a JSON string holding its session.
+fn claude_user_id(session: &str) -> String {
+    json!({"device_id": "0f3e9a7c", "account_uuid": "acc-1234", "session_id": session}).to_string()
+}
+
+/// A request body with Claude Code's top-level shape, in its order
+/// (RESEARCH.md: model, messages, system, tools, metadata, max_tokens,
+/// thinking, context_management, stream, output_config).
+fn claude_code_body(session: &str, messages: &[Value]) -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "messages": messages,
+        "system": [
+            {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+            {"type": "text", "text": "You are an interactive CLI tool that helps users with software engineering tasks.",
+             "cache_control": {"type": "ephemeral"}}
+        ],
+        "tools": [
+            {"name": "Bash", "description": "Run a shell command",
+             "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
+            {"name": "read_file", "description": "Read a file",
+             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+        ],
+        "metadata": {"user_id": claude_user_id(session)},
+        "max_tokens": 32000,
+        "thinking": {"type": "enabled", "budget_tokens": 31999, "display": "omitted"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "stream": false,
+        "output_config": {"effort": "high"}
+    })
+}
+
+/// Claude Code's opening messages: a user message of text blocks starting
+/// with `<system-reminder>`, then the `role: "system"` message it sends at
+/// `messages[1]`.
+fn claude_code_opening(task: &str) -> Vec<Value> {
+    vec![
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\nCodebase conventions: run the tests.\n</system-reminder>"},
+            {"type": "text", "text": task}
+        ]}),
+        json!({"role": "system", "content": "The user has enabled the concise output style.\nKeep answers short."}),
+    ]
+}
+
+/// A Claude Code session: sends `messages` and runs every tool call the
+/// model makes until it answers with text. Returns every answer.
+fn claude_code_agent(
+    p: &Proxy,
+    session: &str,
+    messages: &mut Vec<Value>,
+    result_bytes: usize,
+) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    loop {
+        let body = claude_code_body(session, messages);
+        let a = post(
+            &format!("{}/v1/messages", p.base),
+            &[
+                ("x-api-key", KEY),
+                ("anthropic-version", "2023-06-01"),
+                ("user-agent", "claude-cli/2.1.332 (external, cli)"),
+            ],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        let content = a.json()["content"].clone();
+        messages.push(json!({"role": "assistant", "content": content}));
+        answers.push(a);
+        let calls: Vec<Value> = content
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .cloned()
+            .collect();
+        if calls.is_empty() {
+            return answers;
+        }
+        let results: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                json!({"type": "tool_result", "tool_use_id": c["id"],
+                "content": file_text(c["input"]["path"].as_str().unwrap(), result_bytes)})
+            })
+            .collect();
+        messages.push(json!({"role": "user", "content": results}));
+    }
+}
+
+fn meta_of(s: &Scratch, id: &str) -> Value {
+    serde_json::from_slice(
+        &std::fs::read(
+            s.path()
+                .join(".ctxfold/conversations")
+                .join(id)
+                .join("meta.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn claude_codes_system_message_is_recorded_and_goes_upstream_as_sent() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
+    let session = "5f7c2a9e-1d2b-4c3a-9e8f-0a1b2c3d4e5f";
+    let mut messages = claude_code_opening("Read the modules and fix the bug steps=3");
+    let answers = claude_code_agent(&p, session, &mut messages, 2_000);
+    assert_eq!(answers.len(), 4);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    let id = answers[0]
+        .header("x-ctxfold-conversation")
+        .unwrap()
+        .to_owned();
+    for a in &answers {
+        assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    }
+    assert!(
+        !metrics(&p).contains("fail_open_total{"),
+        "nothing failed open"
+    );
+    // Recorded: the system message in place, not as the user's words.
+    let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
+    let systems: Vec<&Value> = recs.iter().filter(|r| r["type"] == "system").collect();
+    assert_eq!(
+        systems.len(),
+        2,
+        "the top-level one and the message: {systems:?}"
+    );
+    assert_eq!(systems[1]["content"], messages[1]["content"], "{systems:?}");
+    assert_eq!(
+        systems[1]["metadata"]["anthropic_system_message"],
+        json!(true)
+    );
+    assert!(recs.iter().filter(|r| r["type"] == "user").all(|r| {
+        !r["content"]
+            .as_str()
+            .unwrap()
+            .contains("concise output style")
+    }));
+    assert_eq!(count(&recs, "tool_result"), 3);
+    // Its title is the user's own words, and it names its session.
+    let ls = s.json(&["c", "ls"]);
+    let ls = ls.as_array().unwrap();
+    assert_eq!(ls.len(), 1, "{ls:?}");
+    assert_eq!(ls[0]["title"], "Read the modules and fix the bug steps=3");
+    let meta = meta_of(&s, &id);
+    assert_eq!(
+        meta["extras"]["proxy"]["session"],
+        json!({"agent": "claude-code", "id": session})
+    );
+    assert_eq!(
+        meta["extras"]["proxy"]["key"],
+        json!(format!("session:claude-code:{session}"))
+    );
+
+    // With a compaction in force the body is rendered from the view: the
+    // system message and every field ctxfold does not interpret still
+    // reach the upstream byte for byte, in the client's order.
+    s.ok(&["c", "compact", &id, "-t", "--keep-last", "0"]);
+    messages.push(json!({"role": "user", "content": "and the tests? steps=0"}));
+    // The fields spelled as no serializer here would write them again
+    // (indented, spaced), to show they are the client's bytes.
+    let client = claude_code_body(session, &messages);
+    let spelled = |v: &Value| {
+        serde_json::to_string_pretty(v)
+            .unwrap()
+            .replace(": ", " : ")
+    };
+    let body = format!(
+        "{{ {} }}",
+        client
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| if k == "messages" {
+                format!("\"{k}\":{v}")
+            } else {
+                format!("\"{k}\":{}", spelled(v))
+            })
+            .collect::<Vec<_>>()
+            .join(" ,\n")
+    );
+    let a = post(
+        &format!("{}/v1/messages", p.base),
+        &[("user-agent", "claude-cli/2.1.332 (external, cli)")],
+        body.as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(id.as_str()));
+    let seen = up.requests().last().unwrap().clone();
+    assert_ne!(
+        seen.body,
+        body.as_bytes(),
+        "the view is sent, not the request"
+    );
+    let sent = seen.json();
+    let folded = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .all(|b| b["content"].to_string().len() < 500);
+    assert!(folded, "the tool results are folded: {sent}");
+    let sent_text = String::from_utf8(seen.body.clone()).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), client);
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        keys(&sent),
+        keys(&client),
+        "the client's keys, in its order"
+    );
+    for k in [
+        "model",
+        "system",
+        "tools",
+        "metadata",
+        "max_tokens",
+        "thinking",
+        "context_management",
+        "stream",
+        "output_config",
+    ] {
+        let raw = format!("\"{k}\":{}", spelled(&client[k]));
+        assert!(body.contains(&raw), "the client's own text of {k}");
+        assert!(
+            sent_text.contains(&raw),
+            "{k} reached the upstream as sent: {raw}\nin {sent_text}"
+        );
+    }
+    assert_eq!(
+        sent["messages"][1], messages[1],
+        "the system message, in place"
+    );
+    let raw_system = messages[1].to_string();
+    assert!(
+        sent_text.contains(&raw_system),
+        "byte for byte: {raw_system}"
+    );
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn agent_sessions_name_their_conversations_and_a_history_the_agent_compacted_forks() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    // Two Claude Code sessions in one folder start alike: same system
+    // prompt, tools and first message.
+    let mut one = claude_code_opening("Tidy the imports steps=1");
+    let mut two = one.clone();
+    let a1 = claude_code_agent(&p, "session-one", &mut one, 100);
+    let a2 = claude_code_agent(&p, "session-two", &mut two, 100);
+    let c1 = a1[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    let c2 = a2[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_ne!(c1, c2, "two sessions, two conversations");
+    assert_eq!(a2[0].header("x-ctxfold-history"), Some("new"));
+    assert!(
+        a1[1..]
+            .iter()
+            .all(|a| a.header("x-ctxfold-conversation") == Some(c1.as_str()))
+    );
+    assert_eq!(a1[1].header("x-ctxfold-history"), Some("continued"));
+    // The header still wins over the session.
+    let mut named = claude_code_opening("Tidy the imports steps=0");
+    let body = claude_code_body("session-one", &named).to_string();
+    let a = post(
+        &format!("{}/v1/messages", p.base),
+        &[("x-ctxfold-conversation", "by-name")],
+        body.as_bytes(),
+    );
+    let by_name = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    assert_ne!(by_name, c1);
+    assert_eq!(
+        meta_of(&s, &by_name)["extras"]["proxy"]["key"],
+        json!("header:by-name")
+    );
+    named.clear();
+    // Session one compacts its own history (Claude Code's /compact: a
+    // summary as the first user message): it forks, naming its origin.
+    let mut compacted = vec![
+        json!({"role": "user", "content": [{"type": "text", "text":
+            "This session is being continued from a previous conversation. Summary: imports tidied."}]}),
+        json!({"role": "system", "content": "The user has enabled the concise output style.\nKeep answers short."}),
+        json!({"role": "user", "content": "now the docs steps=0"}),
+    ];
+    let a = claude_code_agent(&p, "session-one", &mut compacted, 100);
+    assert_eq!(a[0].header("x-ctxfold-history"), Some("forked"));
+    let fork = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    let meta = meta_of(&s, &fork);
+    assert_eq!(meta["extras"]["proxy"]["forked_from"], json!(c1));
+    assert_eq!(
+        meta["extras"]["proxy"]["session"]["id"],
+        json!("session-one")
+    );
+
+    // Codex: two developer messages, a user message holding
+    // <environment_context>, then the task; its session in
+    // prompt_cache_key and client_metadata; reasoning kept encrypted.
+    let codex = |session: &str, input: &[Value]| {
+        json!({"model": "gpt-5-codex", "instructions": "You are Codex, a coding agent.",
+            "input": input,
+            "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+                      {"type": "function", "name": "read_file", "parameters": {"type": "object"}}],
+            "tool_choice": "auto", "parallel_tool_calls": false, "reasoning": {"summary": "auto"},
+            "store": false, "stream": true, "include": ["reasoning.encrypted_content"],
+            "prompt_cache_key": session, "client_metadata": {"session_id": session}})
+        .to_string()
+    };
+    let opening = vec![
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions instructions>sandbox: none</permissions instructions>"}]}),
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "# Collaboration\nWork autonomously."}]}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/home/dev/app</cwd>\n  <shell>bash</shell>\n</environment_context>"}]}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Rename the crate steps=2"}]}),
+        // Already under way when the proxy sees it: a reasoning item with
+        // its encrypted content, a call and its output.
+        json!({"type": "reasoning", "id": "rs_1", "summary": [], "content": null, "encrypted_content": "gAAAAB-opaque=="}),
+        json!({"type": "function_call", "name": "read_file", "arguments": "{\"path\":\"src/m0.rs\"}", "call_id": "call_0"}),
+        json!({"type": "function_call_output", "call_id": "call_0", "output": "// src/m0.rs"}),
+    ];
+    let codex_headers = [
+        ("authorization", "Bearer sk-test-SECRET-0123456789abcdef"),
+        ("originator", "codex_exec"),
+        (
+            "user-agent",
+            "codex_exec/0.171.0 (Ubuntu 24.4.0; x86_64) xterm",
+        ),
+    ];
+    let url = format!("{}/v1/responses", p.base);
+    let mut ids = Vec::new();
+    for session in ["019a-codex-one", "019a-codex-two"] {
+        let body = codex(session, &opening);
+        let a = post(&url, &codex_headers, body.as_bytes());
+        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        assert_eq!(
+            up.requests().last().unwrap().body,
+            body.as_bytes(),
+            "nothing folded: the request as sent"
+        );
+        let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+        assert_eq!(a.header("x-ctxfold-history"), Some("new"));
+        let meta = meta_of(&s, &id);
+        assert_eq!(
+            meta["extras"]["proxy"]["key"],
+            json!(format!("session:codex:{session}"))
+        );
+        assert_eq!(meta["title"], "Rename the crate steps=2");
+        ids.push(id);
+    }
+    assert_ne!(ids[0], ids[1], "two Codex sessions, two conversations");
+    let recs = records(&s, &ids[0]);
+    let reasoning = recs.iter().find(|r| r["type"] == "reasoning").unwrap();
+    assert_eq!(
+        reasoning["metadata"]["responses_item"]["encrypted_content"],
+        json!("gAAAAB-opaque==")
+    );
+    assert_eq!(count(&recs, "system"), 2, "the developer messages");
+    // The same session, on with its history: the same conversation.
+    // (Codex sends the answer's call back as it got it, then its output.)
+    let recs = records_when(&s, &ids[0], |r| count(r, "tool_call") == 2);
+    let call = recs
+        .iter()
+        .rev()
+        .find(|r| r["type"] == "tool_call")
+        .unwrap();
+    let mut more = opening.clone();
+    more.push(json!({"type": "function_call", "name": "read_file",
+        "arguments": call["arguments"].to_string(), "call_id": call["id"]}));
+    more.push(
+        json!({"type": "function_call_output", "call_id": call["id"], "output": "// src/m1.rs"}),
+    );
+    let a = post(
+        &url,
+        &codex_headers,
+        codex("019a-codex-one", &more).as_bytes(),
+    );
+    assert_eq!(a.header("x-ctxfold-conversation"), Some(ids[0].as_str()));
+    assert_eq!(a.header("x-ctxfold-history"), Some("continued"));
+    // Six conversations: two Claude Code sessions, the named one, the
+    // fork, two Codex sessions.
+    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), 6);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn what_the_proxy_does_not_know_goes_as_it_came_and_what_fails_open_names_the_agent() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
+    let url = format!("{}/v1/messages", p.base);
+    let claude = [("user-agent", "claude-cli/2.1.332 (external, cli)")];
+    // A block type and a role the proxy does not know: recorded whole.
+    let mut messages = claude_code_opening("Look at this steps=0");
+    messages.push(json!({"role": "user", "content": [
+        {"type": "future_block", "payload": {"x": [1, 2]}},
+        {"type": "text", "text": "what is it?"}]}));
+    messages.push(json!({"role": "critic", "content": "a role from a newer API"}));
+    let body = claude_code_body("s-opaque", &messages).to_string();
+    let a = post(&url, &claude, body.as_bytes());
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.header("x-ctxfold-history"), Some("new"));
+    assert_eq!(up.requests().last().unwrap().body, body.as_bytes());
+    let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    let recs = records(&s, &id);
+    assert!(
+        recs.iter()
+            .any(|r| r["type"] == "anthropic_block" && r["block"]["type"] == "future_block"),
+        "{recs:?}"
+    );
+    assert!(
+        recs.iter()
+            .any(|r| r["type"] == "anthropic_message" && r["message"]["role"] == "critic"),
+        "{recs:?}"
+    );
+    // A compaction in force: both still go as they came.
+    s.ok(&["c", "compact", &id, "-t", "--keep-last", "0"]);
+    let a = post(&url, &claude, body.as_bytes());
+    assert_eq!(a.status, 200);
+    let sent = up.requests().last().unwrap().json();
+    let n = sent["messages"].as_array().unwrap().len();
+    assert_eq!(sent["messages"][n - 1], messages[messages.len() - 1]);
+    assert_eq!(sent["messages"][n - 2], messages[messages.len() - 2]);
+    assert!(!metrics(&p).contains("fail_open_total{"));
+
+    // What still cannot be read fails open, and the log says whose it was.
+    let mut bad = claude_code_opening("Broken steps=0");
+    bad.push(json!({"role": "assistant", "content": [{"type": "tool_use", "name": "Bash"}]}));
+    let body = claude_code_body("s-bad", &bad).to_string();
+    let a = post(&url, &claude, body.as_bytes());
+    assert_eq!(a.status, 400, "the fake refuses the unpaired call, as sent");
+    assert_eq!(up.requests().last().unwrap().body, body.as_bytes());
+    assert!(metrics(&p).contains("fail_open_total{endpoint=\"messages\"} 1"));
+    let said = || p.log.lock().unwrap().join("\n");
+    for _ in 0..50 {
+        if said().contains("claude-code (claude-cli/2.1.332") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let log = said();
+    assert!(
+        log.contains("claude-code (claude-cli/2.1.332 (external, cli))")
+            && log.contains("body keys: model, messages, system, tools, metadata, max_tokens, thinking, context_management, stream, output_config"),
+        "{log}"
+    );
+    assert!(!log.contains(KEY));
+}
+
+#[test]
+fn the_list_shows_when_the_proxy_last_appended() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, ""), &[]);
+    let mut messages = claude_code_opening("Count the files steps=1");
+    let a = claude_code_agent(&p, "s-used", &mut messages, 100);
+    let id = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
+    records_when(&s, &id, |r| count(r, "assistant") > 0);
+    // Made older by hand: the proxy's next append makes it now again.
+    let path = s
+        .path()
+        .join(".ctxfold/conversations")
+        .join(&id)
+        .join("meta.json");
+    let mut meta = meta_of(&s, &id);
+    meta["last_used_at"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(&path, meta.to_string()).unwrap();
+    drop(p);
+    let p = proxy(&s, &config(&up, ""), &[]);
+    messages.push(json!({"role": "user", "content": "and again steps=0"}));
+    claude_code_agent(&p, "s-used", &mut messages, 100);
+    let ls = s.json(&["c", "ls"]);
+    let used = ls[0]["last_used_at"].as_str().unwrap().to_owned();
+    assert!(used.as_str() > "2026-01-01", "{ls}");
+    let text = s.ok(&["c", "ls"]);
+    assert!(!text.contains("2020-01-01"), "{text}");
 }

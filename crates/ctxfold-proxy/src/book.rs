@@ -432,12 +432,16 @@ impl Book {
             }
             Err(e) => return Err(PrepareError::Body(e)),
         };
-        let head = split.head;
+        let request::Split {
+            head,
+            head_text,
+            messages,
+        } = split;
         let system = match shape {
             Shape::Messages => head.get("system").cloned(),
             _ => None,
         };
-        let h = head_hash(shape, split.messages[0].get());
+        let h = head_hash(shape, messages[0].get());
         let taken = lock(&self.readers)
             .take(h)
             .filter(|k| k.shape == shape && k.system == system);
@@ -455,14 +459,14 @@ impl Book {
         let same = kept
             .raw
             .iter()
-            .zip(&split.messages)
+            .zip(&messages)
             .take_while(|(a, b)| ***a == *b.get())
             .count();
         kept.reader.truncate(same);
         for r in kept.raw.drain(same..) {
             kept.bytes -= r.len();
         }
-        for m in &split.messages[same..] {
+        for m in &messages[same..] {
             let read = serde_json::from_str::<Value>(m.get())
                 .map_err(|e| e.to_string())
                 .and_then(|v| kept.reader.read(&v));
@@ -485,6 +489,8 @@ impl Book {
         let sent = Sent {
             texts: &kept.raw,
             reader: &kept.reader,
+            head: head.as_object().expect("the head is an object"),
+            head_text: &head_text,
         };
         let prepared = self.prepare_read(
             shape,
@@ -1055,10 +1061,11 @@ impl Book {
         {
             s.scale = calibrated(counted, slot.sent);
         }
-        self.touch(&slot.conversation);
         if let Some(response) = response {
             lock(&self.chains).record(response, &slot.conversation);
         }
+        // After the chain index: a chained request may follow at once.
+        self.touch(&slot.conversation);
         Ok(true)
     }
 }
@@ -1352,11 +1359,13 @@ fn render_stored(
 }
 
 /// The client's messages as sent, beside the records a kept reader read
-/// from them.
+/// from them, and the rest of its body as read and as sent.
 #[derive(Clone, Copy)]
 struct Sent<'a> {
     texts: &'a [Box<str>],
     reader: &'a MessageReader,
+    head: &'a Object,
+    head_text: &'a HashMap<String, &'a serde_json::value::RawValue>,
 }
 
 /// The body of `records` (the view, in the client's order; `sent_as[p]`:
@@ -1493,6 +1502,13 @@ fn write_with_sent(
         out.push(b':');
         if k == key {
             out.extend_from_slice(&messages);
+        } else if let Some(text) = sent.head_text.get(k)
+            && sent.head.get(k) == Some(v)
+        {
+            // A field ctxfold does not change (all but Anthropic's
+            // `system` when something of it was folded): the client's own
+            // bytes, spacing and number spelling too.
+            out.extend_from_slice(text.get().as_bytes());
         } else {
             serde_json::to_writer(&mut out, v).ok()?;
         }

@@ -7,6 +7,7 @@
 //! it. The book compares each message's raw text with what it kept of the
 //! conversation's last request and reads only the messages that differ.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use ctxfold_core::Object;
@@ -18,6 +19,10 @@ use serde_json::value::RawValue;
 pub struct Split<'a> {
     /// The body's keys in order, the messages' key holding `null`.
     pub head: Object,
+    /// The text of each of those keys' values as sent (the messages' key
+    /// left out; a repeated key: its last value, as in `head`), so a body
+    /// written again can carry the client's own bytes for them.
+    pub head_text: HashMap<String, &'a RawValue>,
     /// Each message's text, as sent.
     pub messages: Vec<&'a RawValue>,
 }
@@ -71,6 +76,7 @@ impl<'de> Visitor<'de> for BodyVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut head = Object::new();
+        let mut head_text = HashMap::new();
         let mut messages = None;
         let mut usable = true;
         while let Some(k) = map.next_key::<String>()? {
@@ -82,12 +88,18 @@ impl<'de> Visitor<'de> for BodyVisitor<'_> {
                 messages = m;
                 head.insert(k, Value::Null);
             } else {
-                let v: Value = map.next_value()?;
+                let raw: &'de RawValue = map.next_value()?;
+                let v: Value = serde_json::from_str(raw.get()).map_err(de::Error::custom)?;
+                head_text.insert(k.clone(), raw);
                 head.insert(k, v);
             }
         }
         Ok(match messages {
-            Some(messages) if usable => Some(Split { head, messages }),
+            Some(messages) if usable => Some(Split {
+                head,
+                head_text,
+                messages,
+            }),
             _ => None,
         })
     }
@@ -149,6 +161,8 @@ mod tests {
         assert_eq!(keys, ["model", "messages", "stream"]);
         assert_eq!(s.head["messages"], Value::Null);
         assert_eq!(s.head["stream"], Value::Bool(true));
+        assert_eq!(s.head_text["model"].get(), r#""m""#);
+        assert!(!s.head_text.contains_key("messages"));
         let raw: Vec<&str> = s.messages.iter().map(|m| m.get()).collect();
         assert_eq!(
             raw,
