@@ -19,20 +19,22 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// The replay's compaction records as records of the transcript imported
-/// alone: the replayed log holds the transcript's records with the
-/// compactions between them, so a transcript record's seq there is its
-/// own plus the compactions before it. A range that ends on an earlier
-/// compaction's record ends on the transcript record before it.
-fn as_imported(compactions: &[Value]) -> String {
+/// The first `upto` of the replay's compaction records as records of the
+/// transcript imported alone: the replayed log holds the transcript's
+/// records with the compactions between them, so a transcript record's
+/// seq there is its own plus the compactions before it. A range that ends
+/// on an earlier compaction's record ends on the transcript record before
+/// it. Their seqs start at `first`.
+fn as_imported(compactions: &[Value], upto: usize, first: usize) -> String {
     let seqs: Vec<u64> = compactions.iter().map(|c| u(&c["seq"])).collect();
     let before = |s: u64| seqs.iter().filter(|&&x| x < s).count() as u64;
     let mut lines = String::new();
-    for c in compactions {
+    for (n, c) in compactions[..upto].iter().enumerate() {
         let mut o = c.as_object().unwrap().clone();
         for k in ["effect", "kept", "seq"] {
             o.shift_remove(k);
         }
+        o.insert("seq".into(), json!(first + n));
         o.insert("type".into(), json!("compaction"));
         o.insert("ts".into(), json!("2026-01-01 00:00:00.0"));
         if let Some(s) = o.get("from_seq").map(u) {
@@ -103,7 +105,35 @@ fn every_firing_of_a_replay_fits_saves_and_reports_what_it_kept() {
         }
         // The same compactions in a stored copy, as `c show` reports them.
         let id = s.import(&dir);
-        let appended = s.append_json(&id, &as_imported(firings), &[]);
+        let records: Vec<String> = std::fs::read_to_string(s.events_file(&id))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        // The view after each firing, recounted by `stats` on a copy that
+        // holds the transcript's records before it and the compactions up
+        // to it.
+        for (n, c) in firings.iter().enumerate() {
+            let upto = (u(&c["seq"]) as usize) - n;
+            let mut lines = records[..upto].join("\n");
+            lines.push('\n');
+            lines.push_str(&as_imported(firings, n + 1, upto));
+            let file = s.path().join(format!("{name}-{n}.jsonl"));
+            std::fs::write(&file, lines).unwrap();
+            let copy = s.import(&file);
+            let view = u(&s.json(&["stats", &copy])["total"]["view"]);
+            assert_eq!(
+                view,
+                u(&c["budget"]["after"]),
+                "{name}, firing {}: the view after it, recounted",
+                n + 1
+            );
+        }
+        let appended = s.append_json(
+            &id,
+            &as_imported(firings, firings.len(), records.len()),
+            &[],
+        );
         assert_eq!(u(&appended["appended"]), firings.len() as u64, "{name}");
         let shown = s.json(&["c", "show", &id]);
         let listed = shown["compactions"].as_array().unwrap();
