@@ -31,6 +31,10 @@ pub struct Replay {
     pub compactions: Vec<Compaction>,
     /// What each changed when it was recorded.
     pub effects: Vec<Effect>,
+    /// The `seq` of each compaction's record in [`Replay::log`].
+    pub seqs: Vec<u64>,
+    /// The records each covers, as indices of [`Replay::log`].
+    pub ranges: Vec<(usize, usize)>,
     /// The log with them.
     pub log: Log,
 }
@@ -105,6 +109,10 @@ impl Auto {
         let journal = Memory;
         let mut conv = Conversation::new(Log::new(), &journal);
         let mut committed: Vec<Committed> = Vec::new();
+        // The records each compaction covers, as indices of the replayed
+        // log (which only grows, so they stay right): the retention report
+        // reads them.
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
         let mut moments: Vec<Moment> = Vec::new();
         let now = log
             .records()
@@ -118,6 +126,15 @@ impl Auto {
             };
             Ok(self.compactor.compact_if_needed(conv, &ctx)?)
         };
+        let mut keep = |conv: &Conversation<'_>, outcome: Outcome, moment: Moment| {
+            for c in outcome.committed {
+                let range = ctxfold_core::projection::covered_indices(conv.log(), &c.compaction)
+                    .unwrap_or((0, 0));
+                ranges.push(range);
+                moments.push(moment);
+                committed.push(c);
+            }
+        };
         let mut previous: Option<&Body> = None;
         for r in log.records() {
             let body = &r.body;
@@ -126,13 +143,11 @@ impl Auto {
                 body.is_assistant_side() && !previous.is_some_and(|p| p.is_assistant_side());
             if turn_ends {
                 let outcome = run(&mut conv, Moment::BetweenTurns)?;
-                moments.extend(outcome.committed.iter().map(|_| Moment::BetweenTurns));
-                committed.extend(outcome.committed);
+                keep(&conv, outcome, Moment::BetweenTurns);
                 conv.begin_turn();
             } else if call_starts {
                 let outcome = run(&mut conv, Moment::BeforeStep)?;
-                moments.extend(outcome.committed.iter().map(|_| Moment::BeforeStep));
-                committed.extend(outcome.committed);
+                keep(&conv, outcome, Moment::BeforeStep);
             }
             if body.is_model_visible() {
                 previous = Some(body);
@@ -141,14 +156,14 @@ impl Auto {
         }
         // The last turn is complete too.
         let outcome = run(&mut conv, Moment::BetweenTurns)?;
-        moments.extend(outcome.committed.iter().map(|_| Moment::BetweenTurns));
-        committed.extend(outcome.committed);
+        keep(&conv, outcome, Moment::BetweenTurns);
         let plan = Plan {
             planned: committed
                 .iter()
-                .map(|c| Planned {
+                .zip(ranges.iter())
+                .map(|(c, range)| Planned {
                     compaction: c.compaction.clone(),
-                    range: (0, 0),
+                    range: *range,
                     derive: None,
                     grown_from: None,
                     rule: 0,
@@ -156,6 +171,7 @@ impl Auto {
                 .collect(),
             skipped: Vec::new(),
         };
+        let seqs = committed.iter().filter_map(|c| c.seq).collect();
         let (compactions, effects) = committed
             .into_iter()
             .map(|c| (c.compaction, c.effect))
@@ -173,6 +189,8 @@ impl Auto {
             plan,
             compactions,
             effects,
+            seqs,
+            ranges,
             log: conv.into_log(),
         })
     }

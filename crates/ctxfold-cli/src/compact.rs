@@ -290,9 +290,12 @@ pub fn compact_file(
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
     let mut fallback = None;
+    let (mut seqs, mut ranges) = (Vec::new(), Vec::new());
     let (plan, compactions, effects, after) = match &auto {
         Some(auto) => {
             let replay = auto.replay(&log, settings)?;
+            seqs = replay.seqs;
+            ranges = replay.ranges;
             (replay.plan, replay.compactions, replay.effects, replay.log)
         }
         None => {
@@ -339,6 +342,27 @@ pub fn compact_file(
         text.push_str(&format!(
             "the built-in rule had nothing mechanical to fold (no tool call or old reasoning to strip); {turns} summarized offline by the digest instead\n"
         ));
+    }
+    // A replay's compactions are records of the replayed log, between the
+    // transcript's own: each says its seq there (the transcript's records
+    // before it keep theirs less the compactions before them).
+    if let Some(Value::Array(list)) = json.get_mut("compactions") {
+        for (c, seq) in list.iter_mut().zip(&seqs) {
+            if let Value::Object(m) = c {
+                m.insert("seq".into(), json!(seq));
+            }
+        }
+    }
+    // And what the final view keeps of everything the firings folded
+    // together, each record once.
+    if auto.is_some() {
+        let kept = timeline::union_retention(&after, &ranges);
+        if !compactions.is_empty() {
+            text.push_str(&format!("all firings together: {}\n", kept.line()));
+        }
+        if let Value::Object(m) = &mut json {
+            m.insert("retention".into(), json!(kept));
+        }
     }
     if let Value::Object(m) = &mut json {
         m.insert(

@@ -110,14 +110,16 @@ pub fn report(
         text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
     }
     // What each compaction's range still shows of the facts an agent needs
-    // (the retention report), in the view after the run.
+    // (the retention report), in the view after the run. Ranges are
+    // indices of `after`: the records of `before` with the compactions
+    // appended, or, for a replay, interleaved where each was made.
     let shown = ctxfold_core::kept::view_text(&view_after);
     let kept: Vec<Kept> = plan
         .planned
         .iter()
         .map(|p| {
-            let range = (p.range.0, p.range.1.min(before.len().saturating_sub(1)));
-            ctxfold_core::kept::retention(before, range, &view_after, &shown)
+            let range = (p.range.0, p.range.1.min(after.len().saturating_sub(1)));
+            ctxfold_core::kept::retention(after, range, &view_after, &shown)
         })
         .collect();
     for (((p, c), e), k) in plan.planned.iter().zip(compactions).zip(effects).zip(&kept) {
@@ -183,4 +185,44 @@ pub fn report(
         "skipped": plan.skipped.iter().map(|s| json!({"rule": s.rule + 1, "reason": s.reason})).collect::<Vec<_>>(),
     });
     (json, text)
+}
+
+/// What the view of `log` keeps of the facts of every record the ranges
+/// (indices of `log`, inclusive, in any order, overlapping or not) cover
+/// together, each record counted once: the retention of a whole replay,
+/// whose firings fold and fold again overlapping ranges.
+pub fn union_retention(log: &Log, ranges: &[(usize, usize)]) -> Kept {
+    let mut spans: Vec<(usize, usize)> = ranges
+        .iter()
+        .filter(|(lo, hi)| lo <= hi && *hi < log.len())
+        .copied()
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (lo, hi) in spans {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    let view = project(log);
+    let shown = ctxfold_core::kept::view_text(&view);
+    let mut facts = ctxfold_core::kept::Facts::default();
+    let (mut raw, mut kept_tokens) = (0, 0);
+    for &(lo, hi) in &merged {
+        let f = ctxfold_core::kept::facts(log, lo, hi);
+        facts.files.extend(f.files);
+        for d in f.diagnostics {
+            if !facts.diagnostics.iter().any(|e| e.text == d.text) {
+                facts.diagnostics.push(d);
+            }
+        }
+        facts.requests.extend(f.requests);
+        let k = ctxfold_core::kept::retention(log, (lo, hi), &view, &shown);
+        raw += k.tokens.0;
+        kept_tokens += k.tokens.1;
+    }
+    let mut out = ctxfold_core::kept::kept(&facts, &shown);
+    out.tokens = (raw, kept_tokens);
+    out
 }
