@@ -195,7 +195,23 @@ fn a_runaway_transcript_comes_back_folded_by_steps() {
             (Some(0), Some(0))
         );
         assert!(c["to_seq"].is_u64(), "step-granular: {c}");
+        assert_eq!(c["budget"]["window"], 8000, "{c}");
     }
+    // The text report says each firing's budget, sizes and steps.
+    let text = s.ok(&[
+        "compact",
+        "run.json",
+        "--auto",
+        "--window",
+        "8000",
+        "-o",
+        "out2.json",
+    ]);
+    assert_eq!(
+        text.matches("\n  budget: window 8000, fixed ").count(),
+        compactions.len(),
+        "{text}"
+    );
     // The output: every call has its result, the request and the answer
     // are there, and it fits the window.
     let written: Value =
