@@ -850,6 +850,9 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
         if let Some(k) = &kept {
             text.push_str(&format!("      {}\n", k.line()));
         }
+        if let Some(f) = &c.budget {
+            text.push_str(&format!("      {}\n", f.line()));
+        }
         let mut v = serde_json::to_value(c.as_ref()).unwrap_or_default();
         if let Value::Object(m) = &mut v {
             m.insert("number".into(), json!(n));

@@ -130,6 +130,9 @@ pub fn report(
             e.describe(c).join(", ")
         ));
         text.push_str(&format!("  {}\n", k.line()));
+        if let Some(f) = &c.budget {
+            text.push_str(&format!("  {}\n", f.line()));
+        }
         if let Some((a, b)) = p.grown_from {
             text.push_str(&format!(
                 "  (asked for turns {}–{}; grown to cover the summaries it overlaps)\n",

@@ -108,6 +108,39 @@ fn appended_turns_fire_between_turn_compactions() {
         );
         last_to = last_to.max(to);
     }
+    // Every firing says the budget it worked to, the request's size before
+    // and after, and its steps, in the JSON and the text of `show`.
+    let text = s.ok(&["c", "show", &id]);
+    for c in list {
+        let f = &c["budget"];
+        assert_eq!(f["window"], 6000, "{c}");
+        let n = |k: &str| f[k].as_u64().unwrap_or_else(|| panic!("{k}: {c}"));
+        assert!(n("fixed") + n("reserve") < n("window"), "{c}");
+        assert!(
+            n("target") <= n("trigger") && n("trigger") <= n("window"),
+            "{c}"
+        );
+        assert!(n("after") < n("before"), "{c}");
+        let steps: Vec<&str> = f["escalation"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{c}"))
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        assert_eq!(steps.first(), Some(&"rule"), "{c}");
+        let line = format!(
+            "      budget: window 6000, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens; steps: {}\n",
+            n("fixed"),
+            n("reserve"),
+            n("trigger"),
+            n("target"),
+            n("before"),
+            n("after"),
+            steps.join(", ")
+        );
+        assert!(text.contains(&line), "{line}{text}");
+    }
+    assert_eq!(text.matches("budget: window").count(), list.len(), "{text}");
     // Half a turn (a call still waiting for its result) runs no trigger.
     let half = json!({"type": "tool_call", "id": "x", "name": "read_file", "arguments": {}});
     let v = append(&s, &id, &format!("{half}\n"), &["--window", window]);
@@ -162,7 +195,23 @@ fn a_runaway_transcript_comes_back_folded_by_steps() {
             (Some(0), Some(0))
         );
         assert!(c["to_seq"].is_u64(), "step-granular: {c}");
+        assert_eq!(c["budget"]["window"], 8000, "{c}");
     }
+    // The text report says each firing's budget, sizes and steps.
+    let text = s.ok(&[
+        "compact",
+        "run.json",
+        "--auto",
+        "--window",
+        "8000",
+        "-o",
+        "out2.json",
+    ]);
+    assert_eq!(
+        text.matches("\n  budget: window 8000, fixed ").count(),
+        compactions.len(),
+        "{text}"
+    );
     // The output: every call has its result, the request and the answer
     // are there, and it fits the window.
     let written: Value =

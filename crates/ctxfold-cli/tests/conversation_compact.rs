@@ -82,7 +82,10 @@ fn compact_appends_and_reset_restore_undo_by_appending() {
         text.contains("#2 turns 2–3: summary by digest [active, by user]"),
         "{text}"
     );
+    // Compactions asked for by hand carry no budget, and show no line of it.
+    assert!(!text.contains("budget:"), "{text}");
     let shown = s.json(&["c", "show", &id]);
+    assert!(shown["compactions"][0].get("budget").is_none(), "{shown}");
     assert_eq!(shown["compactions"][0]["note"], "old tool output");
     assert_eq!(
         shown["compactions"][1]["summary"]["provenance"]["summarizer"],

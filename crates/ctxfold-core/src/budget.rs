@@ -102,6 +102,27 @@ pub struct Firing {
     pub escalation: Vec<Escalation>,
 }
 
+impl Firing {
+    /// The names of the steps it took, in order.
+    pub fn steps(&self) -> Vec<&'static str> {
+        self.escalation.iter().map(|e| e.name()).collect()
+    }
+
+    /// The firing in one line, for `c show`: the budget it worked to, the
+    /// request's size before and after, and the steps it took.
+    pub fn line(&self) -> String {
+        let b = &self.budget;
+        let mut line = format!(
+            "budget: window {}, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens",
+            b.window, b.fixed, b.reserve, b.trigger, b.target, self.before, self.after
+        );
+        if !self.escalation.is_empty() {
+            line.push_str(&format!("; steps: {}", self.steps().join(", ")));
+        }
+        line
+    }
+}
+
 /// A step of a firing, in the order they are tried: each is taken only
 /// when the ones before it do not bring the request to the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,6 +173,24 @@ mod tests {
         let none = Budget::new(&p, 40_000, 39_000, None);
         assert!(none.no_room());
         assert_eq!(none.trigger, 39_000);
+    }
+
+    #[test]
+    fn a_firing_in_one_line() {
+        let budget = Budget::new(&AutoPolicy::default(), 40_000, 19_000, Some(32_000));
+        let mut f = Firing {
+            budget,
+            before: 34_100,
+            after: 27_900,
+            escalation: vec![Escalation::Rule, Escalation::Strip, Escalation::ShrinkTail],
+        };
+        assert_eq!(
+            f.line(),
+            "budget: window 40000, fixed 19000, reserve 2500, trigger 32875, target 28250; \
+             the request ~34100 → ~27900 tokens; steps: rule, strip, shrink_tail"
+        );
+        f.escalation.clear();
+        assert!(f.line().ends_with("~27900 tokens"), "{}", f.line());
     }
 
     #[test]

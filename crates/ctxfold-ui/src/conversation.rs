@@ -274,6 +274,9 @@ fn details(
                 h4 { "Summary" }
                 pre.summary { (s.text) }
             }
+            @if let Some(f) = &c.budget {
+                (firing(f))
+            }
             @if let Some(k) = &kept {
                 h4 { @if b.status == Status::Active { "What it keeps and loses" } @else { "What it would keep and lose in force" } }
                 p { "Its range: " (tokens(k.tokens.0)) " tokens raw → " (tokens(k.tokens.1)) " in view" }
@@ -286,6 +289,34 @@ fn details(
                 p.muted { "Its range lies outside the log: it folds nothing." }
             }
             p { (button(ctx, id, b)) }
+        }
+    }
+}
+
+/// What an automatic firing worked to: the budget (window, fixed part,
+/// reserve, trigger, target), the request's size before and after, and the
+/// steps it took.
+fn firing(f: &ctxfold_core::budget::Firing) -> Markup {
+    let b = &f.budget;
+    let row = |name: &str, n: usize| {
+        html! { li { strong { (name) } ": " (tokens(n)) " tokens" } }
+    };
+    html! {
+        section.firing #firing {
+            h4 { "The budget it worked to" }
+            ul.budget {
+                (row("window", b.window))
+                (row("fixed part (system prompt, tools)", b.fixed))
+                (row("reserve for the reply", b.reserve))
+                (row("trigger", b.trigger))
+                (row("target", b.target))
+            }
+            p.sizes { "The request: " (tokens(f.before)) " → " (tokens(f.after)) " tokens" }
+            @if !f.escalation.is_empty() {
+                p.steps { "Steps: "
+                    @for (k, s) in f.steps().iter().enumerate() { @if k > 0 { " → " } code { (s) } }
+                }
+            }
         }
     }
 }
@@ -348,6 +379,12 @@ mod tests {
     }
 
     fn log() -> Log {
+        log_with(None)
+    }
+
+    /// Four turns, the first three stripped of reasoning by an automatic
+    /// compaction that carries `budget`.
+    fn log_with(budget: Option<ctxfold_core::budget::Firing>) -> Log {
         let mut log = Log::new();
         for k in 0..4 {
             for b in [
@@ -369,6 +406,7 @@ mod tests {
         }
         let mut c = Compaction::new(0, 2, Source::Auto);
         c.reasoning = Some(ReasoningPolicy::Strip);
+        c.budget = budget;
         let seq = log.next_seq();
         log.push(Record::new(seq, "t", Body::Compaction(Box::new(c))));
         log
@@ -402,6 +440,45 @@ mod tests {
         // Text from the log and the metadata is escaped.
         assert!(html.contains("&lt;b&gt;title&lt;/b&gt;") && !html.contains("<b>title"));
         assert!(!html.contains("<script>"));
+    }
+
+    #[test]
+    fn an_automatic_firing_shows_its_budget_sizes_and_steps() {
+        use ctxfold_core::budget::{Budget, Escalation, Firing};
+        let opts = Options {
+            selected: Some(1),
+            ..Options::default()
+        };
+        // Without a budget (compactions before it, or by hand): no section.
+        let plain = render(&Ctx::default(), &meta(), &log(), &opts).into_string();
+        assert!(!plain.contains("firing"), "{plain}");
+        let log = log_with(Some(Firing {
+            budget: Budget {
+                window: 40_000,
+                fixed: 19_000,
+                reserve: 2_500,
+                trigger: 32_875,
+                target: 28_250,
+            },
+            before: 34_100,
+            after: 27_900,
+            escalation: vec![Escalation::Rule, Escalation::Strip, Escalation::ShrinkTail],
+        }));
+        let html = render(&Ctx::default(), &meta(), &log, &opts).into_string();
+        for want in [
+            r#"<section class="firing" id="firing">"#,
+            "<li><strong>window</strong>: 40,000 tokens</li>",
+            "<li><strong>fixed part (system prompt, tools)</strong>: 19,000 tokens</li>",
+            "<li><strong>reserve for the reply</strong>: 2,500 tokens</li>",
+            "<li><strong>trigger</strong>: 32,875 tokens</li>",
+            "<li><strong>target</strong>: 28,250 tokens</li>",
+            "The request: 34,100 → 27,900 tokens",
+            "Steps: <code>rule</code> → <code>strip</code> → <code>shrink_tail</code>",
+        ] {
+            assert!(html.contains(want), "{want}: {html}");
+        }
+        // The band's tooltip says the sizes too.
+        assert!(html.contains("request ~34,100 → ~27,900 tokens"), "{html}");
     }
 
     #[test]

@@ -241,6 +241,15 @@ pub fn svg(
             log.turn_of(hi) + 1,
             b.status.name()
         );
+        if let Some(f) = &c.budget {
+            let _ = write!(
+                tip,
+                "; request ~{} → ~{} tokens (target {})",
+                crate::html::tokens(f.before),
+                crate::html::tokens(f.after),
+                crate::html::tokens(f.budget.target)
+            );
+        }
         if let Some(note) = &c.note {
             let _ = write!(tip, " — {note}");
         }
