@@ -91,9 +91,22 @@ pub fn retained_tail(
 /// alone would separate a tool call from its result), with the index of
 /// its first record and the tokens the kept units hold.
 pub fn tail_cuts(log: &Log, tokens: impl Fn(&Record) -> usize) -> Vec<(usize, usize)> {
+    use std::collections::HashSet;
     let records = log.records();
     let mut out = Vec::new();
     let mut kept = 0;
+    // One pass from the end (linear, not a pair check per cut): results
+    // kept whose call lies before the cut so far. A result whose call is
+    // nowhere in the log cannot be separated from it.
+    let calls: HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut waiting: HashSet<&str> = HashSet::new();
+    let mut scanned = records.len();
     for turn in (0..log.turn_count() as u32).rev() {
         let Some(range) = log.turn_range(turn) else {
             continue;
@@ -119,7 +132,19 @@ pub fn tail_cuts(log: &Log, tokens: impl Fn(&Record) -> usize) -> Vec<(usize, us
                 .filter(|r| r.body.is_model_visible())
                 .map(&tokens)
                 .sum::<usize>();
-            if cut_keeps_pairs(log, start) {
+            for r in records[start..scanned].iter().rev() {
+                match &r.body {
+                    Body::ToolResult { id, .. } if calls.contains(id.as_str()) => {
+                        waiting.insert(id.as_str());
+                    }
+                    Body::ToolCall { id, .. } => {
+                        waiting.remove(id.as_str());
+                    }
+                    _ => {}
+                }
+            }
+            scanned = start;
+            if waiting.is_empty() {
                 out.push((start, kept));
             }
         }
@@ -285,6 +310,25 @@ mod tests {
 
     fn tk(r: &Record) -> usize {
         crate::estimate::record_tokens(r)
+    }
+
+    #[test]
+    fn tail_cuts_are_the_unit_starts_that_keep_pairs() {
+        for open in [false, true] {
+            let log = runaway(12, open);
+            let cuts = tail_cuts(&log, tk);
+            assert!(!cuts.is_empty());
+            for w in cuts.windows(2) {
+                assert!(w[0].0 > w[1].0 && w[0].1 < w[1].1, "{cuts:?}");
+            }
+            for &(cut, _) in &cuts {
+                assert!(cut_keeps_pairs(&log, cut), "{cut}");
+            }
+            // Each cut is where the retention walk would stop for its size.
+            for &(cut, kept) in &cuts {
+                assert_eq!(retained_tail(&log, kept, tk).unwrap().cut, cut);
+            }
+        }
     }
 
     #[test]
