@@ -495,16 +495,11 @@ impl BasicCompactor {
             let no_hints = step == Escalation::Strip;
             // Keeping more units never makes the request smaller: search
             // for the most units kept that still reach the target.
-            let (mut lo, mut hi) = (fewest, cuts.len() - 1);
-            let mut fit: Option<Choice> = None;
+            // When even the fewest units kept miss the target, more would
+            // too: the search runs only from a fit.
             let at_fewest = self.candidate(conv, ctx, &rule, cuts[fewest].0, start, no_hints)?;
-            match &at_fewest {
-                Some(c) if c.after <= budget.target => {
-                    fit = at_fewest.clone();
-                    lo = fewest + 1;
-                }
-                _ => hi = fewest.saturating_sub(1).min(fewest),
-            }
+            let mut fit = at_fewest.clone().filter(|c| c.after <= budget.target);
+            let (mut lo, mut hi) = (fewest + 1, cuts.len() - 1);
             if fit.is_some() {
                 while lo <= hi {
                     let mid = lo + (hi - lo) / 2;

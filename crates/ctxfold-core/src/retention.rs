@@ -41,26 +41,7 @@ pub fn retained_tail(
     let records = log.records();
     let mut out: Option<Retention> = None;
     for turn in (0..log.turn_count() as u32).rev() {
-        let Some(range) = log.turn_range(turn) else {
-            continue;
-        };
-        // The turn's units, oldest first: its steps, and each model-visible
-        // record outside them.
-        let steps = log.steps(turn);
-        let mut units: Vec<(usize, usize)> = Vec::new();
-        let (mut i, mut s) = (range.start, 0);
-        while i < range.end {
-            if let Some(step) = steps.get(s).filter(|st| st.start == i) {
-                units.push((step.start, step.end));
-                i = step.end;
-                s += 1;
-                continue;
-            }
-            if records[i].body.is_model_visible() {
-                units.push((i, i + 1));
-            }
-            i += 1;
-        }
+        let units = units_of(log, turn);
         for &(start, end) in units.iter().rev() {
             let t: usize = records[start..end]
                 .iter()
@@ -86,6 +67,31 @@ pub fn retained_tail(
     out
 }
 
+/// A turn's units, oldest first, as record ranges: its steps, and each
+/// model-visible record outside them.
+fn units_of(log: &Log, turn: u32) -> Vec<(usize, usize)> {
+    let Some(range) = log.turn_range(turn) else {
+        return Vec::new();
+    };
+    let records = log.records();
+    let steps = log.steps(turn);
+    let mut units = Vec::new();
+    let (mut i, mut s) = (range.start, 0);
+    while i < range.end {
+        if let Some(step) = steps.get(s).filter(|st| st.start == i) {
+            units.push((step.start, step.end));
+            i = step.end;
+            s += 1;
+            continue;
+        }
+        if records[i].body.is_model_visible() {
+            units.push((i, i + 1));
+        }
+        i += 1;
+    }
+    units
+}
+
 /// Every cut a retained tail can end at, newest first: entry `k` keeps
 /// the `k + 1` newest whole units (fewer entries than units where a unit
 /// alone would separate a tool call from its result), with the index of
@@ -108,24 +114,7 @@ pub fn tail_cuts(log: &Log, tokens: impl Fn(&Record) -> usize) -> Vec<(usize, us
     let mut waiting: HashSet<&str> = HashSet::new();
     let mut scanned = records.len();
     for turn in (0..log.turn_count() as u32).rev() {
-        let Some(range) = log.turn_range(turn) else {
-            continue;
-        };
-        let steps = log.steps(turn);
-        let mut units: Vec<(usize, usize)> = Vec::new();
-        let (mut i, mut s) = (range.start, 0);
-        while i < range.end {
-            if let Some(step) = steps.get(s).filter(|st| st.start == i) {
-                units.push((step.start, step.end));
-                i = step.end;
-                s += 1;
-                continue;
-            }
-            if records[i].body.is_model_visible() {
-                units.push((i, i + 1));
-            }
-            i += 1;
-        }
+        let units = units_of(log, turn);
         for &(start, end) in units.iter().rev() {
             kept += records[start..end]
                 .iter()
