@@ -152,8 +152,23 @@ pub fn query(
     let cancel = interrupts();
     let mut ui = Terminal::new(out.is_json());
     ui.hide_reasoning = settings.hide_reasoning;
+    let fixed = host.extra_tokens(&tools.specs());
     let report = host.run_turn(&mut conv, &message, &mut tools, &mut ui, &cancel)?;
     ui.finish();
+    // The fixed part, for `stats` and the pages; only the figures suffer
+    // if it cannot be written.
+    let noted = store.read_meta(&meta.id).and_then(|mut m| {
+        if m.set_fixed_tokens(META_KEY, fixed) {
+            store.write_meta(&m)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = noted {
+        tracing::warn!(
+            "conversation {}: the fixed part was not recorded: {e}",
+            meta.id
+        );
+    }
     let log = conv.log();
     if out.is_json() {
         let events: Vec<Value> = log.records()[report.first_record..]

@@ -1,5 +1,6 @@
 //! `ctxfold stats [ID]`: tokens by kind before and after projection, the
-//! model's window and the share of it the view uses.
+//! model's window and the share of it a request uses (the view and the
+//! fixed part: system prompt and tools, where the proxy or `query` recorded it).
 
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::{Body, Record};
@@ -96,8 +97,12 @@ pub fn stats(
         }
     }
     let (total_raw, total_after): (usize, usize) = (raw.iter().sum(), after.iter().sum());
+    // What every request carries besides the log's view, as the proxy or
+    // `query` last sent it: the window holds both.
+    let fixed = meta.fixed_tokens();
+    let request = total_after + fixed.unwrap_or(0);
     let (window, window_from) = window(model, settings);
-    let share = window.map(|w| total_after as f64 / w as f64);
+    let share = window.map(|w| request as f64 / w as f64);
     let exact = est.name() != "heuristic";
     let json = json!({
         "id": meta.id,
@@ -105,6 +110,8 @@ pub fn stats(
         "exact": exact,
         "tokens": KINDS.iter().enumerate().map(|(i, k)| (k.to_string(), json!({"raw": raw[i], "view": after[i]}))).collect::<serde_json::Map<_, _>>(),
         "total": {"raw": total_raw, "view": total_after},
+        "fixed": fixed,
+        "request": request,
         "window": window,
         "window_source": window_from,
         "share_of_window": share,
@@ -123,6 +130,13 @@ pub fn stats(
             "{:<14}{:>12}{:>12}\n",
             "total", total_raw, total_after
         ));
+        if let Some(f) = fixed {
+            s.push_str(&format!(
+                "{:<14}{:>12}{:>12}   (system prompt and tools, sent with every request)\n",
+                "fixed part", "", f
+            ));
+            s.push_str(&format!("{:<14}{:>12}{:>12}\n", "request", "", request));
+        }
         let how = if exact {
             "exact".to_owned()
         } else {
@@ -134,7 +148,7 @@ pub fn stats(
         s.push_str(&format!("counted with {} ({how})\n", est.name()));
         match (window, share) {
             (Some(w), Some(sh)) => s.push_str(&format!(
-                "window: {w} tokens ({window_from}); the view uses {:.1}%\n",
+                "window: {w} tokens ({window_from}); the request uses {:.1}%\n",
                 sh * 100.0
             )),
             _ => s.push_str(&format!("window: {window_from}\n")),

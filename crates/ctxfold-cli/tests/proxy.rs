@@ -1723,6 +1723,75 @@ fn a_pasted_message_larger_than_the_window_is_clipped_to_fit() {
     );
 }
 
+/// The fixed part (system prompt and tool definitions) fills the window
+/// as the messages do: `stats` and the conversation page count it, from
+/// what the proxy last sent, and follow it when it changes.
+#[test]
+fn stats_and_the_page_count_the_system_prompt_and_tools_the_proxy_sent() {
+    let up = Upstream::start(8_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &config(&up, "window = 100000"), &[]);
+    let url = format!("{}/v1/messages", p.base);
+    let system = "You are a careful agent. ".repeat(400);
+    // Claude Code's session id keys the conversation, whatever the tools.
+    let user_id = claude_user_id("5b0c1f9e-fixed-part");
+    let ask = |tools: Value, messages: &[Value]| {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 200, "system": system,
+            "tools": tools, "messages": messages, "metadata": {"user_id": user_id}});
+        let a = post(
+            &url,
+            &[("x-api-key", KEY), ("anthropic-version", "2023-06-01")],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+        a
+    };
+    let mut messages = vec![
+        json!({"role": "user", "content": "Hello there."}),
+        json!({"role": "assistant", "content": "Hi."}),
+        json!({"role": "user", "content": "What now?"}),
+    ];
+    let one = json!([{"name": "read_file", "input_schema": {"type": "object"}}]);
+    let a = ask(one, &messages);
+    let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
+    let tokens = |a: &Answer, h: &str| a.header(h).unwrap().parse::<u64>().unwrap();
+    let stats = s.json(&["stats", &id]);
+    let fixed = stats["fixed"].as_u64().expect("the fixed part is recorded");
+    // The system prompt alone is 10,000 characters.
+    assert!((2_500..3_000).contains(&fixed), "{stats}");
+    let view = stats["total"]["view"].as_u64().unwrap();
+    assert_eq!(stats["request"].as_u64().unwrap(), view + fixed, "{stats}");
+    assert!(
+        tokens(&a, "x-ctxfold-tokens-before") >= fixed,
+        "the headers count it too"
+    );
+    let text = s.ok(&["stats", &id]);
+    assert!(
+        text.contains("fixed part") && text.contains(&fixed.to_string()),
+        "{text}"
+    );
+    // Three more tools: the next request's fixed part is written at once.
+    let many: Vec<Value> = (0..4)
+        .map(|k| json!({"name": format!("tool_{k}"), "description": "Does a thing with a long description. ".repeat(20), "input_schema": {"type": "object"}}))
+        .collect();
+    let answer: Value = serde_json::from_slice(&a.body).unwrap();
+    messages.push(json!({"role": "assistant", "content": answer["content"]}));
+    messages.push(json!({"role": "user", "content": "And then?"}));
+    let b = ask(Value::Array(many), &messages);
+    assert_eq!(b.header("x-ctxfold-conversation"), Some(id.as_str()));
+    let later = s.json(&["stats", &id])["fixed"].as_u64().unwrap();
+    assert!(later > fixed + 500, "{later} after {fixed}");
+    // The page: the fixed part, and the window's share counts it.
+    let page = agent()
+        .get(&format!("{}/ui/c/{id}", p.base))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert!(page.contains(&format!("data-tokens=\"{later}\"")), "{page}");
+}
+
 /// Claude Code's `metadata.user_id`: a JSON string holding its session.
 fn claude_user_id(session: &str) -> String {
     json!({"device_id": "0f3e9a7c", "account_uuid": "acc-1234", "session_id": session}).to_string()

@@ -70,6 +70,15 @@ fn a_turn_with_tools_records_every_event_in_order() {
         let last = seen.lock().unwrap().last().unwrap().clone();
         let tools = &last["tools"];
         assert!(tools.to_string().contains("echo_args"), "{kind}: {tools}");
+        // `stats` counts the tool definitions the turn sent as its fixed
+        // part (no system prompt is configured here): as the request is.
+        let stats = s.json(&["stats"]);
+        let fixed = stats["fixed"].as_u64().expect("the fixed part is recorded");
+        let defined = tools.to_string().len() as u64 / 4;
+        assert!(
+            fixed > defined / 3 && fixed < defined * 3,
+            "{kind}: {fixed} for {defined}: {stats}"
+        );
     }
 }
 

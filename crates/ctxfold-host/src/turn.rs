@@ -263,8 +263,8 @@ fn unanswered(log: &Log) -> Vec<(String, &'static str)> {
 
 impl Host {
     /// Tokens the request holds besides the view: the system prompt and
-    /// the tool definitions.
-    fn extra_tokens(&self, tools: &[ToolSpec]) -> usize {
+    /// the tool definitions (what `stats` calls the fixed part).
+    pub fn extra_tokens(&self, tools: &[ToolSpec]) -> usize {
         let est = Heuristic::default();
         let system = self
             .system

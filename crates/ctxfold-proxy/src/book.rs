@@ -230,8 +230,9 @@ pub struct Book {
     chains: Mutex<Chains>,
     /// What was read of each conversation head's last request.
     readers: Mutex<Readers>,
-    /// When this process last wrote each conversation's `last_used_at`.
-    touched: Mutex<HashMap<String, Instant>>,
+    /// When this process last wrote each conversation's `last_used_at`,
+    /// and the fixed part it wrote.
+    touched: Mutex<HashMap<String, (Instant, Option<usize>)>>,
 }
 
 /// How often a conversation's `last_used_at` is written while the proxy
@@ -345,23 +346,33 @@ impl Book {
     /// (written at most every [`TOUCH_EVERY`]; a failure is only logged,
     /// the records are what matter).
     fn touch(&self, id: &str) {
+        self.touch_with(id, None);
+    }
+
+    /// [`touch`](Self::touch), and the fixed part (system prompt and tool
+    /// definitions) the request carried, written at once when it changed,
+    /// so `stats` and the pages count what the upstream counts.
+    fn touch_with(&self, id: &str, fixed: Option<usize>) {
         let now = Instant::now();
         {
             let mut touched = lock(&self.touched);
-            if touched
-                .get(id)
-                .is_some_and(|t| now.duration_since(*t) < TOUCH_EVERY)
-            {
+            let last = touched.get(id).copied();
+            let recent = last.is_some_and(|(t, _)| now.duration_since(t) < TOUCH_EVERY);
+            let same = fixed.is_none() || last.is_some_and(|(_, f)| f == fixed);
+            if recent && same {
                 return;
             }
-            touched.insert(id.to_owned(), now);
+            touched.insert(id.to_owned(), (now, fixed.or(last.and_then(|(_, f)| f))));
         }
         let written = self.store.read_meta(id).and_then(|mut m| {
             m.last_used_at = ctxfold_store::now();
+            if let Some(f) = fixed {
+                m.set_fixed_tokens(META_KEY, f);
+            }
             self.store.write_meta(&m)
         });
         if let Err(e) = written {
-            tracing::debug!("conversation {id}: last_used_at not written: {e}");
+            tracing::debug!("conversation {id}: metadata not written: {e}");
         }
     }
 
@@ -782,6 +793,9 @@ impl Book {
         // The fixed part counts as the trigger counts it, and everything
         // as the upstream counted the last answer's request.
         let fixed = fixed_tokens(body);
+        if history != History::Earlier {
+            self.touch_with(id, Some(fixed));
+        }
         let up = |t: usize| scaled(fixed + t, s.scale);
         let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe {
             (None, up(r.before), up(r.before), fixed + r.before)

@@ -34,6 +34,44 @@ pub struct ConversationMeta {
     pub extras: Object,
 }
 
+/// Keys of the extras entries that may record a conversation's fixed part:
+/// the proxy's and `ctxfold query`'s.
+const FIXED_FROM: [&str; 2] = ["proxy", "ctxfold"];
+
+impl ConversationMeta {
+    /// Tokens every request of the conversation carries besides its
+    /// messages (the system prompt and the tool definitions), as the proxy
+    /// or `ctxfold query` last sent them (`extras.<proxy|ctxfold>.fixed_tokens`);
+    /// `None` where nothing sent it (an imported transcript).
+    pub fn fixed_tokens(&self) -> Option<usize> {
+        FIXED_FROM.iter().find_map(|k| {
+            let n = self.extras.get(*k)?.get("fixed_tokens")?.as_u64()?;
+            usize::try_from(n).ok()
+        })
+    }
+
+    /// Record `tokens` as the fixed part under the extras entry `key`;
+    /// whether that changed anything (so the caller knows to write).
+    pub fn set_fixed_tokens(&mut self, key: &str, tokens: usize) -> bool {
+        let entry = self
+            .extras
+            .entry(key.to_owned())
+            .or_insert_with(|| serde_json::Value::Object(Object::new()));
+        let Some(entry) = entry.as_object_mut() else {
+            return false;
+        };
+        if entry
+            .get("fixed_tokens")
+            .and_then(serde_json::Value::as_u64)
+            == Some(tokens as u64)
+        {
+            return false;
+        }
+        entry.insert("fixed_tokens".into(), tokens.into());
+        true
+    }
+}
+
 /// Where an imported conversation came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportSource {

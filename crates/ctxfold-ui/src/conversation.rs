@@ -54,6 +54,9 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
     let reports = turn_reports(log, &view);
     let raw = data::raw_tokens(log);
     let in_view = view_tokens(&view);
+    // The window holds the view and what every request carries besides it.
+    let fixed = meta.fixed_tokens();
+    let request = in_view + fixed.unwrap_or(0);
     let window = data::window(meta, opts.window);
     let bands = timeline::bands(log);
     let all_attempts = attempts(log);
@@ -93,9 +96,14 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
             div { dt { "Turns" } dd #turns { (log.turn_count()) } }
             div { dt { "Raw tokens" } dd #raw-tokens data-tokens=(raw) { (tokens(raw)) } }
             div { dt { "In view" } dd #in-view-tokens data-tokens=(in_view) { (tokens(in_view)) } }
-            div { dt { "Window" } dd #window-share {
+            @if let Some(f) = fixed {
+                div title="the system prompt and tool definitions sent with every request" {
+                    dt { "Fixed part" } dd #fixed-tokens data-tokens=(f) { (tokens(f)) }
+                }
+            }
+            div { dt { "Window" } dd #window-share data-tokens=(request) {
                 @match window {
-                    Some(w) => { (percent(in_view as f64 / f64::from(w.max(1)))) " of " (tokens(w as usize)) },
+                    Some(w) => { (percent(request as f64 / f64::from(w.max(1)))) " of " (tokens(w as usize)) },
                     None => span.muted title="the model's window is not known" { "—" },
                 }
             } }

@@ -180,6 +180,9 @@ pub struct Row {
     pub raw: usize,
     /// Tokens in the model's view.
     pub view: usize,
+    /// The system prompt and tools every request carries besides the
+    /// view, where the proxy or `query` recorded them.
+    pub fixed: Option<usize>,
     /// The window the view is measured against, when known.
     pub window: Option<u32>,
     /// Compaction records (in force or not).
@@ -198,6 +201,7 @@ impl Row {
             turns: figures.turns,
             raw: figures.raw,
             view: figures.view,
+            fixed: meta.fixed_tokens(),
             window: window(meta, configured_window),
             compactions: figures.compactions,
             last_activity: figures
@@ -206,9 +210,11 @@ impl Row {
         }
     }
 
-    /// The share of the window the view uses, when the window is known.
+    /// The share of the window a request uses (the view and the fixed
+    /// part), when the window is known.
     pub fn share(&self) -> Option<f64> {
-        self.window.map(|w| self.view as f64 / f64::from(w.max(1)))
+        let request = self.view + self.fixed.unwrap_or(0);
+        self.window.map(|w| request as f64 / f64::from(w.max(1)))
     }
 }
 
