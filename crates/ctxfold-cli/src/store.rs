@@ -118,16 +118,9 @@ pub fn open(spec: &str, create: bool) -> anyhow::Result<Target> {
 
 /// `dir` for a message: what was given may be a mistyped URL
 /// (`postgresql:/user:pw@host/db`) or a libpq keyword string
-/// (`password=…`), so anything that looks like a password is masked.
+/// (`password=…`), which the one masker finds too.
 fn shown(dir: &Path) -> String {
-    let mut s = mask_url(&dir.display().to_string());
-    if let Some(at) = s.rfind('@')
-        && let Some(colon) = s[..at].rfind(':')
-        && colon + 1 < at
-    {
-        s.replace_range(colon + 1..at, "***");
-    }
-    s
+    mask_url(&dir.display().to_string())
 }
 
 /// The workspace in folder `dir`.

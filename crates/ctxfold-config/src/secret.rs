@@ -1,7 +1,7 @@
 //! Passwords kept out of what `config show` prints: the value of any key
 //! named `url` or ending in `_url` (`[store] url`, a provider's `base_url`)
-//! has the password of its user part and any `password=` parameter
-//! replaced by `***`.
+//! has its passwords replaced by `***` ([`ctxfold_core::secret`] finds
+//! them, as for every other place that prints a URL).
 
 use toml::{Table, Value};
 
@@ -25,49 +25,7 @@ pub(crate) fn masked(table: &Table) -> Table {
         .collect()
 }
 
-/// `url` with its passwords replaced by `***`: the user part's
-/// (`scheme://user:***@host`) and `password=` parameters in the query.
-pub fn mask_url(url: &str) -> String {
-    let mut spans = Vec::new();
-    if let Some(scheme_end) = url.find("://") {
-        let rest = scheme_end + 3;
-        let query = url[rest..].find(['?', '#']).map_or(url.len(), |i| rest + i);
-        // The last `@` before the query ends the user part, even when an
-        // unencoded `/` in the password hides it from a strict parser:
-        // masking too much beats showing a password.
-        if let Some(at) = url[rest..query].rfind('@').map(|i| rest + i)
-            && let Some(colon) = url[rest..at].find(':').map(|i| rest + i)
-        {
-            spans.push(colon + 1..at);
-        }
-    }
-    let mut from = 0;
-    while let Some(i) = url[from..].find("password=").map(|i| from + i) {
-        let start = i + "password=".len();
-        let end = url[start..]
-            .find(['&', '#', ' '])
-            .map_or(url.len(), |j| start + j);
-        // A parameter, not the tail of another word (`mypassword=`).
-        let bounded = i == 0 || matches!(url.as_bytes()[i - 1], b'?' | b'&' | b' ');
-        if bounded && end > start {
-            spans.push(start..end);
-        }
-        from = end.max(start);
-    }
-    spans.sort_by_key(|s| s.start);
-    let mut out = String::with_capacity(url.len());
-    let mut at = 0;
-    for span in spans {
-        if span.start < at {
-            continue;
-        }
-        out.push_str(&url[at..span.start]);
-        out.push_str("***");
-        at = span.end;
-    }
-    out.push_str(&url[at..]);
-    out
-}
+pub use ctxfold_core::secret::mask_url;
 
 #[cfg(test)]
 mod tests {
@@ -89,6 +47,10 @@ mod tests {
             "https://api.example.com/v1"
         );
         assert_eq!(mask_url("host=h password=x"), "host=h password=***");
+        assert_eq!(
+            mask_url("host=h password='se cret' dbname=d"),
+            "host=h password=*** dbname=d"
+        );
         assert!(is_url_key("url"));
         assert!(is_url_key("base_url"));
         assert!(!is_url_key("urls_note"));

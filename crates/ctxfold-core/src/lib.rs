@@ -26,6 +26,7 @@ pub mod projection;
 pub mod record;
 pub mod report;
 pub mod retention;
+pub mod secret;
 pub mod summarizer;
 pub mod summary_prompt;
 pub mod trigger;
