@@ -17,11 +17,15 @@
 //! - [`approval`]: whether a tool call runs, asked on the terminal for
 //!   `run = "ask"` tools (`y`, `n` with a reason, `e` to edit the arguments
 //!   in `$EDITOR`, `?`).
+//! - [`reaper`] (Unix): a tool's process group dies with the host, even
+//!   one killed outright.
 
 #![warn(missing_docs)]
 
 pub mod approval;
 pub mod compact_tool;
+#[cfg(unix)]
+pub mod reaper;
 pub mod request_cache;
 pub mod tools;
 pub mod turn;

@@ -13,7 +13,8 @@
 //!
 //! The command runs in its own process group (Unix) in the host's current
 //! directory. When it ends, times out or is interrupted, the whole group
-//! is killed, so nothing it started outlives the call or holds its pipes.
+//! is killed, so nothing it started outlives the call or holds its pipes;
+//! and if the host itself is killed, [`crate::reaper`] kills the group.
 
 use std::io::{self, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -152,6 +153,10 @@ pub fn run_tool(
         }
     };
 
+    // Watches for the host's own death, until the group is killed below.
+    #[cfg(unix)]
+    let reaper = crate::reaper::watch(child.id());
+
     let mut input = serde_json::to_vec(arguments).unwrap_or_default();
     input.push(b'\n');
     // A thread, so that a command that never reads its input cannot block
@@ -176,6 +181,8 @@ pub fn run_tool(
 
     let end = wait(&mut child, decl.timeout, cancel);
     kill_group(&mut child);
+    #[cfg(unix)]
+    drop(reaper);
     let (mut out, mut err) = (Captured::default(), Captured::default());
     let grace = Instant::now() + DRAIN_GRACE;
     for _ in 0..2 {
