@@ -229,7 +229,7 @@ pub fn compact_before_turn(
     let ctx = plan_context(settings, Some("before a query (-k)"));
     let run = run_rules(conv, &rules, &ctx, settings, false)?;
     for (c, e) in run.compactions.iter().zip(&run.effects) {
-        eprintln!(
+        crate::render::say!(
             "compacted turns {}–{}: {}",
             u64::from(c.from_turn) + 1,
             u64::from(c.to_turn) + 1,
@@ -376,7 +376,7 @@ pub fn compact_file(
     if dest == Path::new("-") {
         let bytes = export_bytes(&transcript, out_format)?;
         render::to_stdout(&bytes)?;
-        eprint!("{text}");
+        crate::render::to_stderr(&text);
         return Ok(());
     }
     ctxfold_formats::export_protected(&transcript, out_format, &dest, &protect)?;

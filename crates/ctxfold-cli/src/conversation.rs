@@ -136,9 +136,10 @@ fn ls(target: &Target, out: &Printer) -> anyhow::Result<()> {
     let mut broken = Vec::new();
     for b in listing.broken {
         let error = format!("{:#}", anyhow::Error::from(b.error));
-        eprintln!(
+        crate::render::say!(
             "warning: conversation {} left out: {error}; `ctxfold conversation rm {}` moves it to the trash",
-            b.id, b.id
+            b.id,
+            b.id
         );
         broken.push(json!({"id": b.id, "broken": true, "error": error}));
     }
@@ -293,7 +294,7 @@ fn clean_staging(target: &Target) {
         return;
     };
     for note in ws.clean_staging() {
-        eprintln!("note: {note}");
+        crate::render::say!("note: {note}");
     }
 }
 

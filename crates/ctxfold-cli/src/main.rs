@@ -1,5 +1,9 @@
 //! The `ctxfold` command.
 
+// Standard output and error go through `render`, which never panics on a
+// stream that cannot be written.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod auto;
 mod cli;
 mod compact;
@@ -20,6 +24,17 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    {
+        // The binary doubles as the reaper of `query`'s tool processes.
+        let mut args = std::env::args_os().skip(1);
+        if args.next().as_deref() == Some(std::ffi::OsStr::new(ctxfold_host::reaper::ARG)) {
+            ctxfold_host::reaper::run(args);
+        }
+        if let Ok(me) = std::env::current_exe() {
+            ctxfold_host::reaper::install(me);
+        }
+    }
     let cli = Cli::parse();
     logging(cli.verbose);
     match run(cli) {
@@ -28,7 +43,7 @@ fn main() -> ExitCode {
         // ours: stop quietly, as other command-line tools do.
         Err(e) if e.is::<render::StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::render::say!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

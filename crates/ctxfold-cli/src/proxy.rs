@@ -53,8 +53,9 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
         let addr = listener.local_addr()?;
         // One line on standard output: scripts (and the tests) read the
         // address from it when they asked for port 0.
-        println!("ctxfold proxy listening on http://{addr}");
-        eprintln!(
+        // A closed or full standard output stops no server.
+        let _ = crate::render::to_stdout(format!("ctxfold proxy listening on http://{addr}\n").as_bytes());
+        crate::render::say!(
             "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  conversations recorded in {}{}\n  pages: http://{addr}/ui{}",
             config.openai,
             config.anthropic,

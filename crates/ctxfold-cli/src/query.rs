@@ -106,9 +106,14 @@ pub fn query(
         );
     }
     // Remember the model and make the conversation the active one.
-    let mut extras = meta.extras.get(META_KEY).cloned().unwrap_or(json!({}));
-    extras["model"] = json!(model_name);
-    meta.extras.insert(META_KEY.into(), extras);
+    // Whatever a hand-edited meta.json holds there, ctxfold's entry is an
+    // object again (a value of another shape is replaced, not indexed).
+    let mut extras = match meta.extras.remove(META_KEY) {
+        Some(Value::Object(o)) => o,
+        _ => serde_json::Map::new(),
+    };
+    extras.insert("model".into(), json!(model_name));
+    meta.extras.insert(META_KEY.into(), Value::Object(extras));
     store.write_meta(&meta)?;
     let meta = store.set_active(&meta.id)?;
 
@@ -185,7 +190,7 @@ pub fn query(
     match report.end {
         TurnEnd::Answered => Ok(()),
         TurnEnd::Interrupted => {
-            eprintln!("interrupted; what was recorded stays in {}", meta.id);
+            crate::render::say!("interrupted; what was recorded stays in {}", meta.id);
             std::process::exit(130);
         }
         TurnEnd::StepLimit { limit } => bail!(
@@ -241,7 +246,7 @@ fn interrupts() -> Arc<AtomicBool> {
             // unclosed step.
             std::process::exit(130);
         }
-        eprintln!("\n(stopping after the current step; Ctrl-C again to quit now)");
+        crate::render::say!("\n(stopping after the current step; Ctrl-C again to quit now)");
     });
     flag
 }
@@ -320,7 +325,7 @@ impl Ui for Terminal {
         let status = if output.is_error { "failed" } else { "ok" };
         let first = output.content.lines().next().unwrap_or("");
         let first: String = first.chars().take(100).collect();
-        eprintln!("[{name}: {status}] {first}");
+        crate::render::say!("[{name}: {status}] {first}");
     }
 
     fn compaction(&mut self, outcome: &Outcome) {
@@ -328,7 +333,7 @@ impl Ui for Terminal {
             return;
         }
         self.end_reasoning();
-        eprint!("{}", crate::auto::describe(outcome));
+        crate::render::to_stderr(&crate::auto::describe(outcome));
     }
 
     fn recorded(&mut self, compactions: &[(usize, ctxfold_compactor::Committed)]) {
@@ -338,7 +343,7 @@ impl Ui for Terminal {
         self.end_reasoning();
         for (n, c) in compactions {
             let k = &c.compaction;
-            eprintln!(
+            crate::render::say!(
                 "compaction #{n} recorded (turns {}–{}: {}), in effect from the next turn; undo: ctxfold conversation compact --reset={n}",
                 u64::from(k.from_turn) + 1,
                 u64::from(k.to_turn) + 1,

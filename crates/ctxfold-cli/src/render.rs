@@ -61,10 +61,26 @@ pub fn to_stdout(bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
+/// Write `text` to standard error. A standard error that cannot be
+/// written (a full disk, a closed pipe) loses the message, never the
+/// command: what it did is done, and its exit status still says how.
+pub fn to_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
+/// `eprintln!` that does not panic: see [`to_stderr`].
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::render::to_stderr(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use say;
+
 /// Print warnings to standard error.
 pub fn warn_all(warnings: &[String]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        say!("warning: {w}");
     }
 }
 

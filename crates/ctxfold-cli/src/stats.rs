@@ -52,7 +52,9 @@ fn window(model: Option<&str>, settings: &Settings) -> (Option<u32>, String) {
                 );
             }
             Ok(None) => {}
-            Err(e) => eprintln!("warning: {m}: cannot ask the provider for its window: {e}"),
+            Err(e) => {
+                crate::render::say!("warning: {m}: cannot ask the provider for its window: {e}")
+            }
         }
     }
     match ctxfold_tokens::context_window(m).or(configured) {

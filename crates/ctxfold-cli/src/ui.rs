@@ -46,8 +46,9 @@ pub fn ui(target: Target, args: &UiArgs, settings: &Settings) -> anyhow::Result<
         let addr = listener.local_addr()?;
         // One line on standard output: scripts (and the tests) read the
         // address from it when they asked for port 0.
-        println!("ctxfold ui listening on http://{addr}/");
-        eprintln!(
+        // A closed or full standard output stops no server.
+        let _ = crate::render::to_stdout(format!("ctxfold ui listening on http://{addr}/\n").as_bytes());
+        crate::render::say!(
             "  conversations of {place}{}",
             if has_token {
                 "\n  open http://ADDR/?token=TOKEN once ([proxy] token); the browser keeps it in a cookie"
