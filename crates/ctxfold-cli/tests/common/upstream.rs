@@ -225,6 +225,21 @@ impl Upstream {
                 "openai" => openai_stream(&model, &act),
                 _ => anthropic_stream(&model, &act),
             };
+            // A model named `stall…` sends the answer's first text, then
+            // falls silent (longer than the tests' `timeout_secs = 1`).
+            if model.starts_with("stall") {
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                );
+                let first_text = if shape == "openai" { 2 } else { 3 };
+                for e in &events[..first_text] {
+                    let _ = out.write_all(e.as_bytes());
+                }
+                let _ = out.flush();
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                return;
+            }
             // A model named `cut…` breaks off: it announces the whole
             // stream's length, sends all but its last two events (the
             // answer's end) and hangs up.
