@@ -1,7 +1,9 @@
 //! How `ctxfold proxy` relays and records answers that do not arrive
 //! whole, through the real binary, a client written here and the fake
 //! upstream of tests/common/upstream.rs: an answer cut short and then
-//! retried is written out once (issue 25, point 5).
+//! retried is written out once (issue 25, point 5), and an answer the
+//! upstream hangs up on before its protocol's end is recorded as cut short
+//! and reaches the client as broken, not as whole (point 6).
 
 mod common;
 
@@ -275,4 +277,79 @@ fn an_answer_cut_short_and_retried_is_written_out_once() {
     assert!(assistant_messages(&openai).is_empty(), "{openai:#}");
     let printed = s.ok(&["c", "print", &id]);
     assert!(printed.contains("[assistant, cut short]\n"), "{printed}");
+}
+
+/// Issue 25, point 6. The upstream answers with a body its close delimits
+/// (no length, no chunks) and hangs up before the answer's end: a stream
+/// without its last events, a JSON body cut inside the text. The client
+/// sees its answer break off, not end; the log holds what was readable of
+/// it, marked `cut_short`.
+#[test]
+fn an_answer_the_upstream_hangs_up_on_is_cut_short_for_the_client_and_the_log() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &up, "");
+    let chat = format!("{}/v1/chat/completions", p.base);
+    let messages = format!("{}/v1/messages", p.base);
+    let responses = format!("{}/v1/responses", p.base);
+    let user = |n: usize| json!([{"role": "user", "content": format!("case {n} steps=0")}]);
+    let cases = [
+        (
+            "chat, streamed",
+            &chat,
+            json!({"model": "unframed", "stream": true, "messages": user(1)}),
+            "done: 0 steps",
+        ),
+        (
+            "chat",
+            &chat,
+            json!({"model": "unframed", "messages": user(2)}),
+            "done: ",
+        ),
+        (
+            "anthropic, streamed",
+            &messages,
+            json!({"model": "unframed", "max_tokens": 100, "stream": true, "messages": user(3)}),
+            "done: 0 steps",
+        ),
+        (
+            "anthropic",
+            &messages,
+            json!({"model": "unframed", "max_tokens": 100, "messages": user(4)}),
+            "done: ",
+        ),
+        (
+            "responses, streamed",
+            &responses,
+            json!({"model": "unframed", "stream": true, "input": "case 5 steps=0"}),
+            "done: 0 steps",
+        ),
+        (
+            "responses",
+            &responses,
+            json!({"model": "unframed", "input": "case 6 steps=0"}),
+            "done: ",
+        ),
+    ];
+    for (what, url, body, text) in cases {
+        let got = send(url, &body);
+        assert!(
+            got.body.is_err(),
+            "{what}: the client sees the answer break off, got {:?}",
+            got.body.map(|b| String::from_utf8_lossy(&b).into_owned())
+        );
+        let recs = records_when(&s, &got.conversation, |r| !assistants(r).is_empty());
+        let answer = assistants(&recs);
+        assert_eq!(answer.len(), 1, "{what}: {recs:#?}");
+        assert_eq!(answer[0]["content"], text, "{what}");
+        assert_eq!(answer[0]["metadata"]["cut_short"], true, "{what}");
+    }
+    let metrics = agent()
+        .get(&format!("{}/metrics", p.base))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert!(metrics.contains("cut_short"), "{metrics}");
 }
