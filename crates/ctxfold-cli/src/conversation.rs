@@ -272,6 +272,7 @@ fn print(target: &Target, id: Option<&str>, compacted: bool, out: &Printer) -> a
         return compact::print_compacted(&log, out);
     }
     if out.is_json() {
+        let replaced = ctxfold_core::cut_short::replaced(log.records());
         let records: Vec<Value> = log
             .records()
             .iter()
@@ -279,6 +280,10 @@ fn print(target: &Target, id: Option<&str>, compacted: bool, out: &Printer) -> a
             .map(|(i, r)| {
                 let mut o = r.to_object();
                 o.insert("turn".into(), json!(log.turn_of(i) + 1));
+                // An answer cut short that the retry's answer replaced.
+                if replaced[i] {
+                    o.insert("replaced".into(), json!(true));
+                }
                 Value::Object(o)
             })
             .collect();

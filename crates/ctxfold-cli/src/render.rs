@@ -100,19 +100,30 @@ pub fn transcript_text(log: &Log) -> String {
 }
 
 /// Records with the (0-based) turn each belongs to, as text. `statuses`
-/// says, by `seq`, whether each compaction record is in force.
+/// says, by `seq`, whether each compaction record is in force. What was
+/// kept of an answer cut short is marked, and so is one a later answer
+/// replaced (`ctxfold_core::cut_short::replaced`): the conversation went
+/// on from the answer after it.
 pub fn turns_text<'a>(
     entries: impl Iterator<Item = (u32, &'a Record)>,
     statuses: &std::collections::HashMap<u64, String>,
 ) -> String {
+    let entries: Vec<(u32, &Record)> = entries.collect();
+    let records: Vec<&Record> = entries.iter().map(|(_, r)| *r).collect();
+    let replaced = ctxfold_core::cut_short::replaced(&records);
     let mut out = String::new();
     let mut current_turn = None;
-    for (turn, rec) in entries {
+    for ((turn, rec), replaced) in entries.into_iter().zip(replaced) {
         let visible = rec.body.is_model_visible() || matches!(rec.body, Body::TurnStart);
         if visible && current_turn != Some(turn) {
             current_turn = Some(turn);
             let _ = writeln!(out, "\n━━ turn {} ━━", u64::from(turn) + 1);
         }
+        let cut = match (replaced, ctxfold_core::cut_short::is_cut_short(rec)) {
+            (true, _) => ", cut short, replaced by the answer after it",
+            (false, true) => ", cut short",
+            (false, false) => "",
+        };
         match &rec.body {
             Body::TurnStart => {}
             Body::User { content, author } => {
@@ -120,17 +131,17 @@ pub fn turns_text<'a>(
                 let _ = writeln!(out, "[{who}]\n{}", content.trim_end());
             }
             Body::Assistant { content } => {
-                let _ = writeln!(out, "[assistant]\n{}", content.trim_end());
+                let _ = writeln!(out, "[assistant{cut}]\n{}", content.trim_end());
             }
             Body::Reasoning { content } => {
-                let _ = writeln!(out, "[reasoning]\n{}", content.trim_end());
+                let _ = writeln!(out, "[reasoning{cut}]\n{}", content.trim_end());
             }
             Body::ToolCall {
                 id,
                 name,
                 arguments,
             } => {
-                let _ = writeln!(out, "[tool call {name} {id}]\n{arguments}");
+                let _ = writeln!(out, "[tool call {name} {id}{cut}]\n{arguments}");
             }
             Body::ToolResult {
                 id,
@@ -141,7 +152,7 @@ pub fn turns_text<'a>(
                 let _ = writeln!(out, "[tool result {id}: {status}]\n{}", content.trim_end());
             }
             Body::Structured { data } => {
-                let _ = writeln!(out, "[structured]\n{data}");
+                let _ = writeln!(out, "[structured{cut}]\n{data}");
             }
             Body::System { content } => {
                 let _ = writeln!(out, "[system]\n{}", content.trim_end());

@@ -13,6 +13,7 @@ pub mod attempt;
 pub mod bounds;
 pub mod budget;
 pub mod compaction;
+pub mod cut_short;
 pub mod diagnostics;
 pub mod digest;
 pub mod dsl;

@@ -761,10 +761,15 @@ fn one(key: &str, value: &str) -> Object {
 /// The JP `events.json` array for `records`.
 pub fn events_json(records: &[Record]) -> Value {
     let revoked = ctxfold_core::compaction::revoked_seqs(records);
+    // An answer cut short that a retry replaced is not part of the
+    // conversation JP would go on with.
+    let replaced = ctxfold_core::cut_short::replaced(records);
     Value::Array(
         records
             .iter()
-            .filter_map(|r| export_record(r, &revoked))
+            .zip(replaced)
+            .filter(|(_, replaced)| !replaced)
+            .filter_map(|(r, _)| export_record(r, &revoked))
             .collect(),
     )
 }

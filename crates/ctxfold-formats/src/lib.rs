@@ -19,7 +19,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use ctxfold_core::{Object, Record};
+use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
 pub mod anthropic;
@@ -520,10 +520,45 @@ pub fn export_bytes(
                 reason: "a JP conversation is a folder: name it with -o PATH".into(),
             });
         }
-        Format::Openai => openai::to_json(&transcript.records, &transcript.extras),
-        Format::Anthropic => anthropic::to_json(&transcript.records, &transcript.extras),
+        Format::Openai => openai::to_json(&chat_records(&transcript.records), &transcript.extras),
+        Format::Anthropic => {
+            anthropic::to_json(&chat_records(&transcript.records), &transcript.extras)
+        }
     };
     let mut bytes = serde_json::to_vec_pretty(&v).map_err(|e| FormatError::json(path, &e))?;
     bytes.push(b'\n');
     Ok(bytes)
+}
+
+/// The records a chat transcript (OpenAI, Anthropic) is written from: all
+/// but an answer cut short that a later answer replaced
+/// ([`ctxfold_core::cut_short::replaced`]), and but an answer's text that
+/// says nothing (an empty answer, or what was kept of one cut short before
+/// any text arrived) and carries no field of a message: written, it would
+/// be an empty text block or an empty assistant message, which the APIs
+/// refuse. The proxy writes requests with the formats' `to_json` directly:
+/// what a client sent goes upstream as it was sent.
+pub fn chat_records(records: &[Record]) -> Vec<&Record> {
+    let replaced = ctxfold_core::cut_short::replaced(records);
+    records
+        .iter()
+        .zip(replaced)
+        .filter(|(r, replaced)| !replaced && !says_nothing(r))
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// An assistant text that is blank, with no message fields kept beside it
+/// (an OpenAI `refusal`, say, is kept in `extra` and written back) and no
+/// content parts that are not text (kept in metadata `openai_content`).
+fn says_nothing(r: &Record) -> bool {
+    let parts = r
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("openai_content"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    matches!(&r.body, Body::Assistant { content } if content.trim().is_empty())
+        && r.extra.is_empty()
+        && !parts
 }

@@ -6,6 +6,8 @@
 //!
 //! - [`agent`]: which agent sent a request, and the session it names.
 //! - [`config`]: the `[proxy]` section.
+//! - [`ending`]: whether an answer reached its protocol's end, watched as
+//!   it passes; what can be read of a JSON answer cut short.
 //! - [`reconcile`]: a request's history against the stored log (pure).
 //! - [`request`]: a request body split with its messages as raw text.
 //! - [`shape`]: the wire shapes, on `ctxfold-formats` and
@@ -20,6 +22,7 @@
 pub mod agent;
 pub mod book;
 pub mod config;
+pub mod ending;
 pub mod metrics;
 pub mod reconcile;
 pub mod request;

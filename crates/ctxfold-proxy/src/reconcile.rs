@@ -44,9 +44,9 @@ pub enum Alignment {
     },
 }
 
-/// Metadata key marking records of an answer whose stream broke off
-/// before its end (what completed of it).
-pub const CUT_SHORT: &str = "cut_short";
+/// Metadata key marking records of an answer that broke off before its
+/// end (what completed of it).
+pub use ctxfold_core::cut_short::CUT_SHORT;
 
 /// Whether a stored record may be missing from the client's history.
 fn optional(r: &Record) -> bool {

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::agent::Agent;
 use crate::book::{AnswerSlot, Book, History, Naming, Prepared};
 use crate::config::{OnError, ProxyConfig};
+use crate::ending::Ending;
 use crate::metrics::{Metrics, endpoint, outcome};
 use crate::reconcile::CUT_SHORT;
 use crate::shape::Shape;
@@ -573,12 +574,24 @@ fn respond(
         out = out.header(k, v);
     }
     let length = resp.content_length();
+    // A body with a length, chunks or HTTP/2 frames ends where they say
+    // (or breaks off, an error); one delimited by the connection's close
+    // ends whenever the upstream hangs up.
+    let chunked = resp
+        .headers()
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.to_ascii_lowercase().contains("chunked"))
+        });
+    let framed = length.is_some() || chunked || resp.version() >= reqwest::Version::HTTP_2;
     let upstream = resp.bytes_stream();
     let body = match slot.filter(|_| status.is_success()) {
         None => Body::from_stream(upstream),
         Some(slot) => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Chunk>();
-            let end = tx.clone();
+            let ending = Ending::new(slot.shape, stream_copy, framed);
             let recorder = p.clone();
             // The copy is gathered by a task, not a blocking thread: a long
             // stream holds no thread of the pool that prepares requests.
@@ -596,36 +609,7 @@ fn respond(
                     record(&recorder, name, slot, chunks, stream_copy, length)
                 });
             });
-            let teed = upstream
-                .then(move |r| {
-                    let tx = tx.clone();
-                    async move {
-                        match &r {
-                            Ok(b) => {
-                                let _ = tx.send(Chunk::Data(b.clone()));
-                            }
-                            Err(e) => {
-                                tracing::info!("{name}: the upstream's answer broke off: {e}");
-                                let _ = tx.send(Chunk::Broken);
-                                // The error makes the server close the
-                                // connection: let what arrived before it be
-                                // written to the client first (without these
-                                // turns, 5 runs in 25 of the cut-stream test
-                                // lost the whole answer).
-                                for _ in 0..4 {
-                                    tokio::task::yield_now().await;
-                                }
-                            }
-                        }
-                        Some(r)
-                    }
-                })
-                .chain(futures_util::stream::once(async move {
-                    let _ = end.send(Chunk::End);
-                    None
-                }))
-                .filter_map(|r| async move { r });
-            Body::from_stream(teed)
+            Body::from_stream(tee(name, Box::pin(upstream), tx, ending))
         }
     };
     out.body(body).unwrap_or_else(|e| {
@@ -636,11 +620,61 @@ fn respond(
     })
 }
 
+/// The upstream's answer as the client gets it, every piece copied to the
+/// recorder. An answer that breaks off, or that ends before its
+/// protocol's end (an upstream that hung up on a body its close
+/// delimits), ends the client's body with an error, so the server cuts
+/// the connection (an HTTP/1.1 chunked body loses its last chunk) rather
+/// than ending it as if the answer were whole.
+fn tee(
+    name: &'static str,
+    upstream: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    tx: tokio::sync::mpsc::UnboundedSender<Chunk>,
+    ending: Ending,
+) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
+    futures_util::stream::unfold(Some((upstream, tx, ending)), move |state| async move {
+        let (mut upstream, tx, mut ending) = state?;
+        let cut = match upstream.next().await {
+            Some(Ok(b)) => {
+                ending.feed(&b);
+                let _ = tx.send(Chunk::Data(b.clone()));
+                return Some((Ok(b), Some((upstream, tx, ending))));
+            }
+            Some(Err(e)) => {
+                tracing::info!("{name}: the upstream's answer broke off: {e}");
+                let _ = tx.send(Chunk::Broken);
+                std::io::Error::other(e)
+            }
+            None if ending.ended() => {
+                let _ = tx.send(Chunk::End);
+                return None;
+            }
+            None => {
+                tracing::info!(
+                    "{name}: the upstream's answer ended before its protocol's end (it hung up mid-answer)"
+                );
+                let _ = tx.send(Chunk::Unfinished);
+                std::io::Error::other("the upstream's answer ended before its protocol's end")
+            }
+        };
+        // The error makes the server close the connection: let what
+        // arrived before it be written to the client first (without these
+        // turns, 5 runs in 25 of the cut-stream test lost the whole
+        // answer).
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        Some((Err(cut), None))
+    })
+}
+
 /// A piece of an answer on its way to the recorder.
 enum Chunk {
     Data(Bytes),
     /// The upstream broke off.
     Broken,
+    /// The upstream's body ended before the answer's protocol end.
+    Unfinished,
     /// The whole answer went to the client.
     End,
 }
@@ -674,8 +708,8 @@ impl Read for Copy {
                     self.whole = true;
                     return Ok(0);
                 }
-                // Broken, or the client hung up before the end.
-                Some(Chunk::Broken) | None => {
+                // Broken, unfinished, or the client hung up before the end.
+                Some(Chunk::Broken | Chunk::Unfinished) | None => {
                     return Err(std::io::Error::other(
                         "the answer was cut short before it reached the client whole",
                     ));
@@ -708,6 +742,14 @@ fn record(
     let ts = ctxfold_store::now();
     let mut text = Vec::new();
     let mut whole = copy.read_to_end(&mut text).is_ok() && copy.whole;
+    let cut = |mut records: Vec<ctxfold_core::Record>| {
+        for r in &mut records {
+            r.metadata
+                .get_or_insert_default()
+                .insert(CUT_SHORT.into(), true.into());
+        }
+        records
+    };
     let records = if streamed {
         // A stream that reached its own end is whole, even when the
         // client hung up before the last bytes were passed on.
@@ -718,26 +760,22 @@ fn record(
             }
             Err(e) if whole => Err(e),
             // What completed of it is recorded, marked: the client saw it.
-            Err(_) => slot
-                .shape
-                .cut_answer(&text[..], &slot.model, &ts)
-                .map(|mut records| {
-                    for r in &mut records {
-                        r.metadata
-                            .get_or_insert_default()
-                            .insert(CUT_SHORT.into(), true.into());
-                    }
-                    records
-                }),
+            Err(_) => slot.shape.cut_answer(&text[..], &slot.model, &ts).map(cut),
         }
     } else {
         // A body that parses whole is whole, as above.
-        let parsed = serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}"));
-        whole |= parsed.is_ok();
-        parsed.and_then(|raw| slot.shape.answer(raw, &slot.model, &ts))
+        match serde_json::from_slice(&text) {
+            Ok(raw) => {
+                whole = true;
+                slot.shape.answer(raw, &slot.model, &ts)
+            }
+            Err(e) if whole => Err(format!("not JSON: {e}")),
+            // What is readable of it (its text), marked.
+            Err(_) => Ok(cut(slot.shape.cut_body(&text, &slot.model, &ts))),
+        }
     };
     let status = match records {
-        Ok(records) if whole || streamed => match p.book.record_answer(&slot, records) {
+        Ok(records) => match p.book.record_answer(&slot, records) {
             Ok(true) if whole => "recorded",
             Ok(true) => "cut_short",
             Ok(false) => "skipped",
@@ -746,7 +784,6 @@ fn record(
                 "failed"
             }
         },
-        Ok(_) => "cut_short",
         Err(e) => {
             tracing::info!("{name}: the answer was not recorded: {e}");
             "unreadable"

@@ -109,6 +109,32 @@ impl Shape {
         self.stream(reader, model, ts, true)
     }
 
+    /// The records of what is readable of a whole (non-streamed) answer
+    /// body that was cut short, stamped `ts`: the text that arrived, the
+    /// body closed where it broke off ([`crate::ending::close_truncated`]).
+    /// Tool calls and reasoning are left out (the cut may fall inside
+    /// them, and a call's arguments or a signature cut short must not be
+    /// sent again); one empty text when nothing of it is readable.
+    pub fn cut_body(self, body: &[u8], model: &str, ts: &str) -> Vec<Record> {
+        let mut records: Vec<Record> = crate::ending::close_truncated(body)
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|raw| self.answer(raw, model, ts).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| matches!(&r.body, ctxfold_core::Body::Assistant { content } if !content.is_empty()))
+            .collect();
+        if records.is_empty() {
+            records.push(Record::new(
+                0,
+                ts,
+                ctxfold_core::Body::Assistant {
+                    content: String::new(),
+                },
+            ));
+        }
+        records
+    }
+
     fn stream(
         self,
         reader: impl BufRead,

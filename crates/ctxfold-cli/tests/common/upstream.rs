@@ -202,6 +202,17 @@ impl Upstream {
         let model = req["model"].as_str().unwrap_or("fake").to_owned();
         if seen.path == "/v1/responses" {
             let response = responses_answer(n, &model, &act);
+            if model.starts_with("unframed") {
+                let events = responses_stream(&response);
+                unframed(
+                    &mut out,
+                    req["stream"] == json!(true),
+                    &events,
+                    &response,
+                    &act,
+                );
+                return;
+            }
             if req["stream"] == json!(true) {
                 let _ = write!(
                     out,
@@ -225,6 +236,29 @@ impl Upstream {
                 "openai" => openai_stream(&model, &act),
                 _ => anthropic_stream(&model, &act),
             };
+            // A model named `stall…` sends the answer's first text, then
+            // falls silent (longer than the tests' `timeout_secs = 1`).
+            if model.starts_with("stall") {
+                let _ = write!(
+                    out,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                );
+                let first_text = if shape == "openai" { 2 } else { 3 };
+                for e in &events[..first_text] {
+                    let _ = out.write_all(e.as_bytes());
+                }
+                let _ = out.flush();
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                return;
+            }
+            if model.starts_with("unframed") {
+                let body = match shape {
+                    "openai" => openai_answer(&model, &act),
+                    _ => anthropic_answer(&model, &act),
+                };
+                unframed(&mut out, true, &events, &body, &act);
+                return;
+            }
             // A model named `cut…` breaks off: it announces the whole
             // stream's length, sends all but its last two events (the
             // answer's end) and hangs up.
@@ -265,6 +299,10 @@ impl Upstream {
                 "openai" => openai_answer(&model, &act),
                 _ => anthropic_answer(&model, &act),
             };
+            if model.starts_with("unframed") {
+                unframed(&mut out, false, &[], &body, &act);
+                return;
+            }
             reply(
                 &mut out,
                 "200 OK",
@@ -273,6 +311,43 @@ impl Upstream {
             );
         }
     }
+}
+
+/// A model named `unframed…`: an answer delimited by the connection's
+/// close (no length, no chunks), cut short before its protocol's end: a
+/// stream without its last events (`[DONE]` and the `finish_reason`,
+/// `message_delta` and `message_stop`, `response.completed`), a JSON
+/// body cut in the middle of the answer's text.
+fn unframed(out: &mut TcpStream, streamed: bool, events: &[String], body: &Value, act: &Act) {
+    let ctype = if streamed {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let _ = write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: {ctype}\r\nconnection: close\r\n\r\n"
+    );
+    if streamed {
+        let keep = if events[0].contains("response.created") {
+            events.len() - 1
+        } else {
+            events.len() - 2
+        };
+        for e in &events[..keep] {
+            let _ = out.write_all(e.as_bytes());
+        }
+    } else {
+        let text = body.to_string();
+        let half = match act {
+            Act::Text(t) => text
+                .find(t.as_str())
+                .map_or(text.len() / 2, |at| at + t.len() / 2),
+            Act::Tool { .. } => text.len() / 2,
+        };
+        let _ = out.write_all(&text.as_bytes()[..half]);
+    }
+    let _ = out.flush();
 }
 
 /// A Responses request as the Anthropic-shaped messages it stands for
