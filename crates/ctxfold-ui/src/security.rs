@@ -9,6 +9,9 @@
 //! - Without a token, the pages answer only requests whose `Host` is a
 //!   loopback name: a page elsewhere that rebinds its own name to 127.0.0.1
 //!   gets nothing.
+//! - The proxy's API ([`Guard::api_allowed`]): the token in its header
+//!   when one is set; else a loopback `Host` and nothing a browser marks
+//!   as sent from another site.
 //! - Forms (undo, restore) are refused unless the browser says the request
 //!   is same-origin (`Sec-Fetch-Site`, else `Origin` against `Host`) and
 //!   the form carries the token derived from the browser's session cookie
@@ -106,6 +109,35 @@ impl Guard {
         }
     }
 
+    /// Whether an API request (the proxy's `/v1/…` and `/metrics`) with
+    /// these headers may be served: the pages' rule ([`Guard::allows`]),
+    /// with the token in its header only (the cookie is the pages': a
+    /// browser sends it to every port of the host). Without a token, also
+    /// nothing a browser marks as sent by another site ([`same_origin`]):
+    /// agents and SDKs send neither header, a page on another site cannot
+    /// help sending them, and must not write conversations. With one, the
+    /// token is the guard: a page cannot send the header without asking
+    /// first, which the proxy never grants.
+    pub fn api_allowed(
+        &self,
+        host: Option<&str>,
+        token_header: Option<&str>,
+        fetch_site: Option<&str>,
+        origin: Option<&str>,
+    ) -> Result<(), &'static str> {
+        if !self.allows(host, token_header, None) {
+            return Err(if self.has_token() {
+                "send the proxy's token in x-ctxfold-token"
+            } else {
+                "without a token the proxy answers only to a loopback Host (127.0.0.1, localhost)"
+            });
+        }
+        if self.has_token() {
+            return Ok(());
+        }
+        same_origin(fetch_site, origin, host)
+    }
+
     /// The form token of session `session`.
     pub fn csrf(&self, session: &str) -> String {
         digest(&[b"ctxfold-ui-csrf", &self.secret, session.as_bytes()])
@@ -121,27 +153,38 @@ impl Guard {
         session: Option<&str>,
         form_token: Option<&str>,
     ) -> Result<(), &'static str> {
-        match fetch_site {
-            Some("same-origin") | Some("none") => {}
-            Some(_) => return Err("a form sent from another site is refused"),
-            // Older browsers: the Origin header, when sent, must be ours.
-            None => {
-                if let (Some(o), Some(h)) = (origin, host) {
-                    let o = o.strip_prefix("http://").or(o.strip_prefix("https://"));
-                    if o != Some(h) {
-                        return Err("a form sent from another origin is refused");
-                    }
-                } else if origin.is_some() {
-                    return Err("a form sent from another origin is refused");
-                }
-            }
-        }
+        same_origin(fetch_site, origin, host)?;
         match (session, form_token) {
             (Some(s), Some(t)) if same(self.csrf(s).as_bytes(), t.as_bytes()) => Ok(()),
             _ => {
                 Err("the form is stale or was not made by this page: reload the page and try again")
             }
         }
+    }
+}
+
+/// Whether a browser says the request comes from this server's own pages
+/// (`Sec-Fetch-Site`), or, from older browsers, an `Origin` that, when
+/// sent, is this `Host`. Clients that are not browsers send neither.
+pub fn same_origin(
+    fetch_site: Option<&str>,
+    origin: Option<&str>,
+    host: Option<&str>,
+) -> Result<(), &'static str> {
+    match fetch_site {
+        Some("same-origin") | Some("none") => Ok(()),
+        Some(_) => Err("a request a browser sent from another site is refused"),
+        None => match origin {
+            None => Ok(()),
+            Some(o) => {
+                let o = o.strip_prefix("http://").or(o.strip_prefix("https://"));
+                if o.is_some() && o == host {
+                    Ok(())
+                } else {
+                    Err("a request from another origin is refused")
+                }
+            }
+        },
     }
 }
 
@@ -169,6 +212,45 @@ pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_without_a_token_is_for_loopback_and_not_for_other_sites() {
+        let g = Guard::new(None);
+        let local = Some("127.0.0.1:7440");
+        assert!(g.api_allowed(local, None, None, None).is_ok());
+        assert!(
+            g.api_allowed(Some("localhost:7440"), None, Some("none"), None)
+                .is_ok()
+        );
+        assert!(
+            g.api_allowed(Some("evil.example:7440"), None, None, None)
+                .is_err()
+        );
+        assert!(g.api_allowed(None, None, None, None).is_err());
+        assert!(
+            g.api_allowed(local, None, Some("cross-site"), None)
+                .is_err()
+        );
+        assert!(g.api_allowed(local, None, Some("same-site"), None).is_err());
+        assert!(
+            g.api_allowed(local, None, None, Some("http://evil.example"))
+                .is_err()
+        );
+        assert!(
+            g.api_allowed(local, None, None, Some("http://127.0.0.1:7440"))
+                .is_ok()
+        );
+        let t = Guard::new(Some("0123456789abcdef".into()));
+        assert!(
+            t.api_allowed(Some("evil.example"), Some("0123456789abcdef"), None, None)
+                .is_ok()
+        );
+        assert!(t.api_allowed(local, None, None, None).is_err());
+        assert!(
+            t.api_allowed(local, Some("0123456789abcdeX"), None, None)
+                .is_err()
+        );
+    }
 
     #[test]
     fn loopback_hosts() {

@@ -64,6 +64,13 @@ impl Ui {
         }
     }
 
+    /// The checks these pages make, for a server that serves more than
+    /// them (the proxy's API): one token, one loopback rule, one notion of
+    /// a request from another site.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
     /// End the live-update streams of open pages: call it when the server
     /// starts shutting down, so a graceful shutdown does not wait for them.
     pub fn close(&self) {
