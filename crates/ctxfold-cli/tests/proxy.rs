@@ -610,13 +610,11 @@ fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
     let listed: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
     assert_eq!(listed["path"], "/v1/chat/completions?limit=3");
     let n = up.requests().len();
-    // A request naming another host still goes to the configured upstream.
+    // A request naming another host still goes to the configured upstream
+    // (another `Host` itself is refused without a token: proxy_guard.rs).
     let a = post(
         &format!("{}/v1/chat/completions", p.base),
-        &[
-            ("host", "evil.example"),
-            ("x-forwarded-host", "evil.example"),
-        ],
+        &[("x-forwarded-host", "evil.example")],
         json!({"model": "m", "messages": [{"role": "user", "content": "hi steps=0"}]})
             .to_string()
             .as_bytes(),

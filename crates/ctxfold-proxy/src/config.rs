@@ -9,6 +9,10 @@
 //! max_body_bytes = 33554432          # larger requests get 413
 //! connect_timeout_secs = 10
 //! timeout_secs = 600                 # the longest silence of an upstream answer
+//! header_timeout_secs = 30          # to send a request's head, from its first byte
+//! body_timeout_secs = 60             # to send a body the proxy reads; elsewhere, the longest silence in one
+//! idle_timeout_secs = 120            # a connection waiting for its (next) request
+//! max_connections = 512              # client connections open at once; more wait to be accepted
 //! token = "…"                        # required to listen beyond loopback
 //! window = 200000                    # every model's window (default: the model's own, from the table)
 //! ```
@@ -56,6 +60,16 @@ pub struct ProxyConfig {
     pub connect_timeout: std::time::Duration,
     /// The longest silence of an upstream answer (between two reads).
     pub timeout: std::time::Duration,
+    /// The longest a client may take to send a request's head, from its
+    /// first byte.
+    pub header_timeout: std::time::Duration,
+    /// The longest a client may take to send a body the proxy reads
+    /// whole; on other paths, the longest silence within a body.
+    pub body_timeout: std::time::Duration,
+    /// The longest a connection may wait for its first or next request.
+    pub idle_timeout: std::time::Duration,
+    /// Client connections open at once; more wait in the listen queue.
+    pub max_connections: usize,
     /// The client token (`x-ctxfold-token`), required beyond loopback.
     pub token: Option<String>,
     /// The window of every request's model; `None`: the model's own, from
@@ -75,6 +89,13 @@ impl Default for ProxyConfig {
             max_body_bytes: MAX_BODY_BYTES,
             connect_timeout: std::time::Duration::from_secs(10),
             timeout: std::time::Duration::from_secs(600),
+            header_timeout: std::time::Duration::from_secs(30),
+            body_timeout: std::time::Duration::from_secs(60),
+            // Longer than the clients' own pools keep a connection idle
+            // (reqwest, which Codex uses: 90 s), so the client closes it
+            // first and never sends on a connection being closed.
+            idle_timeout: std::time::Duration::from_secs(120),
+            max_connections: 512,
             token: None,
             window: None,
             observe: false,
@@ -91,6 +112,10 @@ const KEYS: &[&str] = &[
     "max_body_bytes",
     "connect_timeout_secs",
     "timeout_secs",
+    "header_timeout_secs",
+    "body_timeout_secs",
+    "idle_timeout_secs",
+    "max_connections",
     "token",
     "window",
 ];
@@ -170,6 +195,31 @@ impl ProxyConfig {
                         "a number of seconds, at least 1",
                     )?);
                 }
+                "header_timeout_secs" => {
+                    self.header_timeout = std::time::Duration::from_secs(positive(
+                        k,
+                        v,
+                        "a number of seconds, at least 1",
+                    )?);
+                }
+                "body_timeout_secs" => {
+                    self.body_timeout = std::time::Duration::from_secs(positive(
+                        k,
+                        v,
+                        "a number of seconds, at least 1",
+                    )?);
+                }
+                "idle_timeout_secs" => {
+                    self.idle_timeout = std::time::Duration::from_secs(positive(
+                        k,
+                        v,
+                        "a number of seconds, at least 1",
+                    )?);
+                }
+                "max_connections" => {
+                    self.max_connections =
+                        positive(k, v, "a number of connections, at least 1")? as usize;
+                }
                 "token" => {
                     let s = v
                         .as_str()
@@ -245,6 +295,29 @@ mod tests {
             apply("upstream = \"x\""),
             Err(SectionProblem::UnknownKey { .. })
         ));
+    }
+
+    #[test]
+    fn the_connection_bounds_are_read_and_checked() {
+        let c = apply(
+            "header_timeout_secs = 2\nbody_timeout_secs = 3\nidle_timeout_secs = 4\nmax_connections = 5",
+        )
+        .unwrap();
+        assert_eq!(c.header_timeout.as_secs(), 2);
+        assert_eq!(c.body_timeout.as_secs(), 3);
+        assert_eq!(c.idle_timeout.as_secs(), 4);
+        assert_eq!(c.max_connections, 5);
+        for bad in [
+            "header_timeout_secs = 0",
+            "body_timeout_secs = -1",
+            "idle_timeout_secs = \"1\"",
+            "max_connections = 0",
+        ] {
+            assert!(
+                matches!(apply(bad), Err(SectionProblem::Invalid { .. })),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

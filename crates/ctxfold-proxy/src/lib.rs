@@ -15,6 +15,10 @@
 //! - [`book`]: finding, recording and compacting conversations
 //!   (synchronous, run on the blocking pool).
 //! - [`server`]: the async HTTP edge (axum on tokio, reqwest upstream).
+//! - [`listener`]: accepting connections: a cap on how many are open,
+//!   deadlines for a request's head and for an idle connection.
+//! - [`intake`]: reading a body the proxy interprets: declared JSON,
+//!   bounded in size and time.
 //! - [`metrics`]: what `/metrics` reports.
 
 #![warn(missing_docs)]
@@ -23,6 +27,8 @@ pub mod agent;
 pub mod book;
 pub mod config;
 pub mod ending;
+pub mod intake;
+pub mod listener;
 pub mod metrics;
 pub mod reconcile;
 pub mod request;

@@ -11,11 +11,10 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt as _;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -81,7 +80,7 @@ impl Proxy {
 
 /// The routes, over `proxy`; the browser pages under `/ui`.
 pub fn router(proxy: Arc<Proxy>) -> Router {
-    let limit = proxy.config.max_body_bytes;
+    let body_timeout = proxy.config.body_timeout;
     let ui = ctxfold_ui::router(Arc::clone(&proxy.ui));
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
@@ -99,11 +98,15 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         )
         .route("/v1/responses", post(responses).fallback(passthrough))
         .fallback(passthrough)
-        .layer(DefaultBodyLimit::max(limit))
         .with_state(proxy)
         .nest("/ui", ui)
         // The pages' home is `/ui`; `/ui/` (as people type it) goes there.
         .route("/ui/", get(ui_home))
+        // A body that falls silent is cut off, whatever its path (those the
+        // proxy reads whole have a deadline too: `intake`).
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            body_timeout,
+        ))
 }
 
 async fn ui_home(uri: Uri) -> Response {
@@ -114,32 +117,29 @@ async fn ui_home(uri: Uri) -> Response {
     axum::response::Redirect::to(&to).into_response()
 }
 
-/// Serve `proxy` on `listener` until `shutdown` completes.
+/// Serve `proxy` on `listener` until `shutdown` completes (see
+/// [`crate::listener`]: the connection cap, the head and idle timeouts).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     proxy: Arc<Proxy>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // Without TCP_NODELAY an answer's head and body, written apart, wait
-    // for the client's delayed acknowledgement: 40 ms on every request of
-    // a client that delays them (measured with Python's httpx).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY could not be set on a connection: {e}");
-        }
-    });
     let pages = Arc::clone(&proxy.ui);
-    axum::serve(listener, router(proxy))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Open pages' live streams would hold the shutdown up.
-            pages.close();
-        })
-        .await
+    let limits = crate::listener::Limits {
+        header_timeout: proxy.config.header_timeout,
+        idle_timeout: proxy.config.idle_timeout,
+        max_connections: proxy.config.max_connections,
+    };
+    crate::listener::serve(listener, router(proxy), limits, async move {
+        shutdown.await;
+        // Open pages' live streams would hold the shutdown up.
+        pages.close();
+    })
+    .await
 }
 
 async fn metrics(State(p): State<Arc<Proxy>>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&p.config, &headers) {
+    if let Err(r) = authorized(&p, &headers) {
         return r;
     }
     (
@@ -156,7 +156,7 @@ async fn chat_completions(
     State(p): State<Arc<Proxy>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     compacting(p, Shape::Chat, "chat_completions", uri, headers, body).await
 }
@@ -165,7 +165,7 @@ async fn messages(
     State(p): State<Arc<Proxy>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     compacting(p, Shape::Messages, "messages", uri, headers, body).await
 }
@@ -174,7 +174,7 @@ async fn responses(
     State(p): State<Arc<Proxy>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     compacting(p, Shape::Responses, "responses", uri, headers, body).await
 }
@@ -186,11 +186,15 @@ async fn count_tokens(
     State(p): State<Arc<Proxy>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    if let Err(r) = authorized(&p.config, &headers) {
+    if let Err(r) = authorized(&p, &headers) {
         return r;
     }
+    let body = match crate::intake::read(&p.config, &headers, body).await {
+        Ok(b) => b,
+        Err(refused) => return error(refused.status, &refused.message),
+    };
     let name = "count_tokens";
     let key = headers
         .get(CONVERSATION_HEADER)
@@ -245,7 +249,7 @@ async fn passthrough(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(r) = authorized(&p.config, &headers) {
+    if let Err(r) = authorized(&p, &headers) {
         return r;
     }
     if !uri.path().starts_with("/v1/") {
@@ -279,11 +283,15 @@ async fn compacting(
     name: &'static str,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    if let Err(r) = authorized(&p.config, &headers) {
+    if let Err(r) = authorized(&p, &headers) {
         return r;
     }
+    let body = match crate::intake::read(&p.config, &headers, body).await {
+        Ok(b) => b,
+        Err(refused) => return error(refused.status, &refused.message),
+    };
     let base = match shape {
         Shape::Chat | Shape::Responses => p.config.openai.clone(),
         Shape::Messages => p.config.anthropic.clone(),
@@ -795,31 +803,27 @@ fn record(
         .inc();
 }
 
-/// Check the client token, when one is configured.
+/// Who may use the API (everything but `/healthz`): the token when one
+/// is configured, else a loopback `Host` and no other site's page; the
+/// pages' own guard decides (`ctxfold_ui::security`).
 #[allow(clippy::result_large_err)]
-fn authorized(config: &ProxyConfig, headers: &HeaderMap) -> Result<(), Response> {
-    let Some(token) = &config.token else {
-        return Ok(());
-    };
-    let given = headers
-        .get(TOKEN_HEADER)
-        .map(|v| v.as_bytes())
-        .unwrap_or_default();
-    // Compare in time independent of where they differ.
-    let same = given.len() == token.len()
-        && given
-            .iter()
-            .zip(token.as_bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if same {
-        Ok(())
-    } else {
-        Err(error(
-            StatusCode::UNAUTHORIZED,
-            &format!("ctxfold proxy: send the proxy's token in {TOKEN_HEADER}"),
-        ))
-    }
+fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response> {
+    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    p.ui.guard()
+        .api_allowed(
+            h(header::HOST.as_str()),
+            h(TOKEN_HEADER),
+            h("sec-fetch-site"),
+            h(header::ORIGIN.as_str()),
+        )
+        .map_err(|why| {
+            let status = if p.config.token.is_some() {
+                StatusCode::UNAUTHORIZED
+            } else {
+                StatusCode::FORBIDDEN
+            };
+            error(status, &format!("ctxfold proxy: {why}"))
+        })
 }
 
 /// An error in the shape both APIs use.
