@@ -330,6 +330,29 @@ fn with_a_token_everything_but_healthz_needs_it() {
         b"",
     );
     assert_eq!(r.status, 200, "{r:?}");
+    // A browser's preflight carries no token: it gets no permission to
+    // send one. The token itself is the guard, from any site.
+    let r = raw(
+        a,
+        &format!(
+            "OPTIONS /v1/messages HTTP/1.1\r\nHost: {a}\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: x-ctxfold-token"
+        ),
+        b"",
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(
+        !r.head.to_ascii_lowercase().contains("access-control-allow"),
+        "{r:?}"
+    );
+    let r = raw(
+        a,
+        &format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {a}\r\n{json}\r\n{tok}\r\nOrigin: http://elsewhere.example\r\nSec-Fetch-Site: cross-site"
+        ),
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(up.requests().len(), 2);
     // A body that is not JSON is refused with the token too.
     let r = raw(
         a,
