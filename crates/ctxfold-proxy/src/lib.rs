@@ -15,12 +15,14 @@
 //! - [`book`]: finding, recording and compacting conversations
 //!   (synchronous, run on the blocking pool).
 //! - [`server`]: the async HTTP edge (axum on tokio, reqwest upstream).
+//! - [`cache`]: what is kept in memory between requests, and its bounds.
 //! - [`metrics`]: what `/metrics` reports.
 
 #![warn(missing_docs)]
 
 pub mod agent;
 pub mod book;
+pub mod cache;
 pub mod config;
 pub mod ending;
 pub mod metrics;
