@@ -39,7 +39,7 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
         }
     }
     let place = target.store.location();
-    let book = Book::open(target.store, compaction)
+    let book = Book::open_with(target.store, compaction, config.cache)
         .with_context(|| format!("reading the conversations of {place}"))?;
     let proxy = Arc::new(Proxy::new(book, config.clone()).map_err(anyhow::Error::msg)?);
     let rt = tokio::runtime::Builder::new_multi_thread()

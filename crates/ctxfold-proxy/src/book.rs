@@ -10,6 +10,15 @@
 //! and a request goes on in the first whose log it continues. The index is
 //! rebuilt from the workspace at start, so a restarted proxy finds its
 //! conversations again.
+//!
+//! Everything kept per conversation is bounded ([`Limits`]): the loaded
+//! logs and the readers by count and bytes, the key index and the
+//! Responses chain index by count, least recently used dropped first. A
+//! dropped log is loaded again at its conversation's next request; a key
+//! the index no longer holds is looked up in the store (by the key each
+//! conversation's metadata records), so the request goes on where it was.
+//! Only the chain index cannot be rebuilt: a request chained to an answer
+//! it dropped is recorded as after a restart.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -32,6 +41,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::agent::{self, Agent};
+use crate::cache::{Bounded, Limits, record_bytes};
 use crate::reconcile::{Alignment, align};
 use crate::request;
 use crate::shape::{Shape, model};
@@ -153,6 +163,13 @@ struct Session {
     /// Tokens the upstream counted per token ctxfold estimated, from the
     /// usage its last answer reported (1 until one did).
     scale: f64,
+    /// When this process last wrote the conversation's `last_used_at`,
+    /// and the fixed part it wrote.
+    touched: Option<(Instant, Option<usize>)>,
+    /// The records [`bytes`](Self::bytes) counts, from the first.
+    measured: usize,
+    /// What those records take in memory.
+    bytes: usize,
 }
 
 impl Session {
@@ -167,7 +184,27 @@ impl Session {
             store: store.clone(),
             id: id.to_owned(),
             scale: 1.0,
+            touched: None,
+            measured: 0,
+            bytes: 0,
         })
+    }
+
+    /// What the loaded log takes in memory, counting only the records
+    /// added since the last measure (a log read again that is shorter is
+    /// counted afresh).
+    fn measure(&mut self) -> usize {
+        let records = self.conv.log().records();
+        if records.len() < self.measured {
+            self.measured = 0;
+            self.bytes = 0;
+        }
+        self.bytes += records[self.measured..]
+            .iter()
+            .map(record_bytes)
+            .sum::<usize>();
+        self.measured = records.len();
+        self.bytes
     }
 
     /// Read the log again if another process appended to it since (a
@@ -182,9 +219,12 @@ impl Session {
     }
 
     fn reload(&mut self) -> Result<(), StoreError> {
-        let scale = self.scale;
-        *self = Session::open(&self.store, &self.id)?;
-        self.scale = scale;
+        let fresh = Session::open(&self.store, &self.id)?;
+        *self = Session {
+            scale: self.scale,
+            touched: self.touched,
+            ..fresh
+        };
         Ok(())
     }
 }
@@ -194,22 +234,38 @@ impl Session {
 /// its own.
 const APPEND_TRIES: usize = 4;
 
-/// The latest Responses answer id of each conversation, both ways.
-#[derive(Default)]
+/// The latest Responses answer id of each conversation, both ways
+/// (answer ids as hashes: their length is the upstream's), each way
+/// bounded by count.
 struct Chains {
-    by_response: HashMap<String, String>,
-    latest: HashMap<String, String>,
+    by_response: Bounded<u128, String>,
+    latest: Bounded<String, u128>,
 }
 
 impl Chains {
-    fn record(&mut self, response: String, conversation: &str) {
-        if let Some(old) = self
-            .latest
-            .insert(conversation.to_owned(), response.clone())
-        {
-            self.by_response.remove(&old);
+    fn new(limits: &Limits) -> Chains {
+        Chains {
+            by_response: Bounded::new(limits.index, usize::MAX),
+            latest: Bounded::new(limits.index, usize::MAX),
         }
-        self.by_response.insert(response, conversation.to_owned());
+    }
+
+    fn record(&mut self, response: &str, conversation: &str) {
+        let h = hash128(response);
+        if let Some(old) = self.latest.take(&conversation.to_owned()) {
+            self.by_response.take(&old);
+        }
+        self.latest.put(conversation.to_owned(), h, 0, |_| false);
+        self.by_response
+            .put(h, conversation.to_owned(), 0, |_| false);
+    }
+
+    /// The conversation whose latest answer is `response`. Either way may
+    /// have dropped its entry: only one that both still hold counts.
+    fn find(&mut self, response: &str) -> Option<String> {
+        let h = hash128(response);
+        let id = self.by_response.get(&h)?.clone();
+        (self.latest.get(&id) == Some(&h)).then_some(id)
     }
 }
 
@@ -217,22 +273,37 @@ impl Chains {
 pub struct Book {
     store: Arc<dyn Store>,
     compaction: Compaction,
-    /// Key → its conversations, the one used last first. Each key's lock
-    /// serializes its requests' preparation.
-    keys: Mutex<HashMap<String, Arc<Mutex<Vec<String>>>>>,
-    sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
+    limits: Limits,
+    /// Key (its hash: a header's is as long as the client makes it) → its
+    /// conversations, the one used last first, at most
+    /// [`MAX_FORKS_TRIED`]. Each key's lock serializes its requests'
+    /// preparation; a key whose lock is held is never dropped.
+    keys: Mutex<Bounded<u128, Arc<Mutex<Vec<String>>>>>,
+    /// The loaded logs; one a request holds is never dropped (it is the
+    /// request's until it ends).
+    sessions: Mutex<Bounded<String, Arc<Mutex<Session>>>>,
     /// Conversations that could no longer be read.
-    gone: Mutex<std::collections::HashSet<String>>,
+    gone: Mutex<Bounded<String, ()>>,
     /// Responses API answer ids and the conversations that recorded them,
     /// for requests chained with `previous_response_id`: this run's
-    /// answers, the latest of each conversation (so it stays as small as
-    /// the number of conversations).
+    /// answers, the latest of each conversation.
     chains: Mutex<Chains>,
-    /// What was read of each conversation head's last request.
-    readers: Mutex<Readers>,
-    /// When this process last wrote each conversation's `last_used_at`,
-    /// and the fixed part it wrote.
-    touched: Mutex<HashMap<String, (Instant, Option<usize>)>>,
+    /// What was read of each conversation head's last request, counted as
+    /// twice its text (its records hold about as much again).
+    readers: Mutex<Bounded<u64, Kept>>,
+}
+
+/// What the proxy holds in memory (`/metrics`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Held {
+    /// Loaded conversation logs, and their bytes.
+    pub conversations: (usize, usize),
+    /// Kept readers, and their bytes.
+    pub readers: (usize, usize),
+    /// Conversation keys indexed.
+    pub keys: usize,
+    /// Responses answer ids indexed.
+    pub chains: usize,
 }
 
 /// How often a conversation's `last_used_at` is written while the proxy
@@ -241,12 +312,6 @@ pub struct Book {
 /// for; the list's "last used" needs no finer grain than this.
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
-/// How many conversation heads keep a reader.
-const MAX_READERS: usize = 64;
-/// How much message text the kept readers hold in all (their records take
-/// about as much again).
-const MAX_READER_BYTES: usize = 128 << 20;
-
 /// A conversation head's last request, as read: each message's raw text
 /// and the reader that read them.
 struct Kept {
@@ -254,48 +319,9 @@ struct Kept {
     /// Anthropic's top-level `system` (the reader's head records).
     system: Option<Value>,
     raw: Vec<Box<str>>,
+    /// The text of `raw`.
     bytes: usize,
     reader: MessageReader,
-    used: u64,
-}
-
-/// The kept readers, by head (shape and first message); least recently
-/// used dropped first past [`MAX_READERS`] or [`MAX_READER_BYTES`].
-#[derive(Default)]
-struct Readers {
-    kept: HashMap<u64, Kept>,
-    bytes: usize,
-    tick: u64,
-}
-
-impl Readers {
-    /// Take head `h`'s reader: a request of the same head running at the
-    /// same time reads its body whole instead.
-    fn take(&mut self, h: u64) -> Option<Kept> {
-        let k = self.kept.remove(&h)?;
-        self.bytes -= k.bytes;
-        Some(k)
-    }
-
-    fn put(&mut self, h: u64, mut k: Kept) {
-        if k.bytes > MAX_READER_BYTES {
-            return;
-        }
-        self.tick += 1;
-        k.used = self.tick;
-        self.bytes += k.bytes;
-        if let Some(old) = self.kept.insert(h, k) {
-            self.bytes -= old.bytes;
-        }
-        while self.kept.len() > MAX_READERS || self.bytes > MAX_READER_BYTES {
-            let Some((&oldest, _)) = self.kept.iter().min_by_key(|(_, k)| k.used) else {
-                break;
-            };
-            if let Some(old) = self.kept.remove(&oldest) {
-                self.bytes -= old.bytes;
-            }
-        }
-    }
 }
 
 impl Book {
@@ -305,65 +331,132 @@ impl Book {
     }
 
     /// The conversations of `store`, indexed by the keys the proxy
-    /// recorded.
+    /// recorded, with the default [`Limits`].
     pub fn open(store: Arc<dyn Store>, compaction: Compaction) -> Result<Book, StoreError> {
-        let mut keys: HashMap<String, Arc<Mutex<Vec<String>>>> = HashMap::new();
+        Book::open_with(store, compaction, Limits::default())
+    }
+
+    /// [`open`](Self::open), keeping at most what `limits` says. The index
+    /// starts with the keys of the conversations used last.
+    pub fn open_with(
+        store: Arc<dyn Store>,
+        compaction: Compaction,
+        limits: Limits,
+    ) -> Result<Book, StoreError> {
+        let mut by_key: HashMap<&str, (Vec<String>, &str)> = HashMap::new();
+        let listed = store.list()?.conversations;
         // Oldest first: a later conversation of a key (a fork) goes first.
-        for c in store.list()?.conversations {
-            if let Some(k) = recorded_key(&c) {
-                let ids = keys.entry(k.to_owned()).or_default();
-                lock(ids).insert(0, c.id.clone());
+        for c in &listed {
+            if let Some(k) = recorded_key(c) {
+                let (ids, used) = by_key.entry(k).or_default();
+                ids.insert(0, c.id.clone());
+                ids.truncate(MAX_FORKS_TRIED);
+                *used = (*used).max(c.last_used_at.as_str());
             }
         }
+        let mut order: Vec<(&str, (Vec<String>, &str))> = by_key.into_iter().collect();
+        order.sort_by(|a, b| (a.1.1, a.0).cmp(&(b.1.1, b.0)));
+        let mut keys = Bounded::new(limits.index, usize::MAX);
+        if order.len() > limits.index {
+            keys.mark_dropped();
+        }
+        // Used last, put last: the most recently used.
+        let skip = order.len().saturating_sub(limits.index);
+        for (k, (ids, _)) in order.into_iter().skip(skip) {
+            keys.put(hash128(k), Arc::new(Mutex::new(ids)), 0, |_| false);
+        }
+        let half = limits.half_bytes();
         Ok(Book {
             store,
             compaction,
+            limits,
             keys: Mutex::new(keys),
-            sessions: Mutex::new(HashMap::new()),
-            gone: Mutex::default(),
-            chains: Mutex::default(),
-            readers: Mutex::default(),
-            touched: Mutex::default(),
+            sessions: Mutex::new(Bounded::new(limits.conversations, half)),
+            gone: Mutex::new(Bounded::new(limits.index, usize::MAX)),
+            chains: Mutex::new(Chains::new(&limits)),
+            readers: Mutex::new(Bounded::new(limits.conversations, half)),
         })
     }
 
-    fn slot(&self, key: &str) -> Arc<Mutex<Vec<String>>> {
-        lock(&self.keys).entry(key.to_owned()).or_default().clone()
+    /// What this book keeps at most.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// What it holds now.
+    pub fn held(&self) -> Held {
+        let (conversations, readers) = {
+            let s = lock(&self.sessions);
+            let r = lock(&self.readers);
+            ((s.len(), s.bytes()), (r.len(), r.bytes()))
+        };
+        Held {
+            conversations,
+            readers,
+            keys: lock(&self.keys).len(),
+            chains: lock(&self.chains).latest.len(),
+        }
+    }
+
+    /// The conversations of `key`, and whether the index may have dropped
+    /// them (then an empty list is looked up in the store).
+    fn slot(&self, key: &str) -> (Arc<Mutex<Vec<String>>>, bool) {
+        let h = hash128(key);
+        let mut keys = lock(&self.keys);
+        if let Some(s) = keys.get(&h) {
+            return (s.clone(), false);
+        }
+        let s = Arc::new(Mutex::new(Vec::new()));
+        // A key being prepared is never dropped: a second slot for it
+        // would let two of its requests record a conversation each.
+        keys.put(h, s.clone(), 0, |s| Arc::strong_count(s) > 1);
+        (s, keys.dropped())
     }
 
     fn session(&self, id: &str) -> Result<Arc<Mutex<Session>>, StoreError> {
-        if let Some(s) = lock(&self.sessions).get(id) {
+        if let Some(s) = lock(&self.sessions).get(&id.to_owned()) {
             return Ok(s.clone());
         }
-        let s = Arc::new(Mutex::new(Session::open(&self.store, id)?));
-        Ok(lock(&self.sessions)
-            .entry(id.to_owned())
-            .or_insert(s)
-            .clone())
+        let mut s = Session::open(&self.store, id)?;
+        let bytes = s.measure();
+        let s = Arc::new(Mutex::new(s));
+        let mut sessions = lock(&self.sessions);
+        // Another request may have loaded it meanwhile: one copy.
+        if let Some(held) = sessions.get(&id.to_owned()) {
+            return Ok(held.clone());
+        }
+        sessions.put(id.to_owned(), s.clone(), bytes, in_use);
+        Ok(s)
     }
 
-    /// The proxy appended to conversation `id`: its `last_used_at` is now
+    /// Count the loaded logs again (they grow as requests append) and drop
+    /// the least recently used past the bounds: at the end of every call
+    /// that may have grown one, when its request no longer holds it.
+    fn trim(&self) {
+        lock(&self.sessions).remeasure(|s| s.try_lock().ok().map(|mut s| s.measure()), in_use);
+    }
+
+    /// The proxy appended to conversation `s`: its `last_used_at` is now
     /// (written at most every [`TOUCH_EVERY`]; a failure is only logged,
     /// the records are what matter).
-    fn touch(&self, id: &str) {
-        self.touch_with(id, None);
+    fn touch(&self, s: &mut Session) {
+        self.touch_with(s, None);
     }
 
     /// [`touch`](Self::touch), and the fixed part (system prompt and tool
     /// definitions) the request carried, written at once when it changed,
-    /// so `stats` and the pages count what the upstream counts.
-    fn touch_with(&self, id: &str, fixed: Option<usize>) {
+    /// so `stats` and the pages count what the upstream counts. A log
+    /// loaded again (its session dropped) writes them at its first append.
+    fn touch_with(&self, s: &mut Session, fixed: Option<usize>) {
         let now = Instant::now();
-        {
-            let mut touched = lock(&self.touched);
-            let last = touched.get(id).copied();
-            let recent = last.is_some_and(|(t, _)| now.duration_since(t) < TOUCH_EVERY);
-            let same = fixed.is_none() || last.is_some_and(|(_, f)| f == fixed);
-            if recent && same {
-                return;
-            }
-            touched.insert(id.to_owned(), (now, fixed.or(last.and_then(|(_, f)| f))));
+        let last = s.touched;
+        let recent = last.is_some_and(|(t, _)| now.duration_since(t) < TOUCH_EVERY);
+        let same = fixed.is_none() || last.is_some_and(|(_, f)| f == fixed);
+        if recent && same {
+            return;
         }
+        s.touched = Some((now, fixed.or(last.and_then(|(_, f)| f))));
+        let id = &s.id;
         let written = self.store.read_meta(id).and_then(|mut m| {
             m.last_used_at = ctxfold_store::now();
             if let Some(f) = fixed {
@@ -386,8 +479,8 @@ impl Book {
             return Err(e);
         }
         tracing::warn!("conversation {id} can no longer be read ({e}); the proxy stops using it");
-        lock(&self.sessions).remove(id);
-        lock(&self.gone).insert(id.to_owned());
+        lock(&self.sessions).take(&id.to_owned());
+        lock(&self.gone).put(id.to_owned(), (), 0, |_| false);
         Ok(())
     }
 
@@ -433,13 +526,31 @@ impl Book {
         bytes: &[u8],
         naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
+        let prepared = self.prepare_split(shape, bytes, naming);
+        self.trim();
+        prepared
+    }
+
+    /// Head `h`'s reader, kept for its next request (counted as twice its
+    /// text: its records hold about as much again).
+    fn keep_reader(&self, h: u64, kept: Kept) {
+        let bytes = 2 * kept.bytes;
+        lock(&self.readers).put(h, kept, bytes, |_| false);
+    }
+
+    fn prepare_split(
+        &self,
+        shape: Shape,
+        bytes: &[u8],
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
         let wire = shape.wire();
         let split = match request::split(bytes, wire.messages_key()) {
             Ok(Some(s)) if !s.messages.is_empty() => s,
             Ok(_) => {
                 let body: Value = serde_json::from_slice(bytes)
                     .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
-                return self.prepare(shape, &body, naming);
+                return self.prepare_parsed(shape, &body, naming);
             }
             Err(e) => return Err(PrepareError::Body(e)),
         };
@@ -453,8 +564,10 @@ impl Book {
             _ => None,
         };
         let h = head_hash(shape, messages[0].get());
+        // Taken while in use: a request of the same head running at the
+        // same time reads its body whole instead.
         let taken = lock(&self.readers)
-            .take(h)
+            .take(&h)
             .filter(|k| k.shape == shape && k.system == system);
         let mut kept = match taken {
             Some(k) => k,
@@ -464,7 +577,6 @@ impl Book {
                 system,
                 raw: Vec::new(),
                 bytes: 0,
-                used: 0,
             },
         };
         let same = kept
@@ -482,7 +594,7 @@ impl Book {
                 .map_err(|e| e.to_string())
                 .and_then(|v| kept.reader.read(&v));
             if let Err(e) = read {
-                lock(&self.readers).put(h, kept);
+                self.keep_reader(h, kept);
                 return Err(PrepareError::Body(e));
             }
             kept.bytes += m.get().len();
@@ -490,10 +602,10 @@ impl Book {
         }
         if kept.reader.needs_pairing() {
             // Pairing renames ids across the whole history: read it whole.
-            lock(&self.readers).put(h, kept);
+            self.keep_reader(h, kept);
             let body: Value = serde_json::from_slice(bytes)
                 .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
-            return self.prepare(shape, &body, naming);
+            return self.prepare_parsed(shape, &body, naming);
         }
         let extras = wire.extras(&head);
         let head = Value::Object(head);
@@ -511,12 +623,23 @@ impl Book {
             Some(sent),
             naming,
         );
-        lock(&self.readers).put(h, kept);
+        self.keep_reader(h, kept);
         prepared
     }
 
     /// Record `body`'s history and make the body the upstream gets.
     pub fn prepare(
+        &self,
+        shape: Shape,
+        body: &Value,
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
+        let prepared = self.prepare_parsed(shape, body, naming);
+        self.trim();
+        prepared
+    }
+
+    fn prepare_parsed(
         &self,
         shape: Shape,
         body: &Value,
@@ -549,12 +672,13 @@ impl Book {
             return self.chain(shape, previous, &model, client);
         }
         let key = self.key(shape, body, client, naming)?;
-        let slot = self.slot(&key);
+        let (slot, maybe_dropped) = self.slot(&key);
         // Held to the end: one request of a key at a time (in this
         // process; replicas sharing a store append conditionally).
         let mut named = lock(&slot);
-        if named.is_empty() && self.store.is_shared() {
-            // Another replica may have recorded this key's conversations.
+        if named.is_empty() && (self.store.is_shared() || maybe_dropped) {
+            // Another replica may have recorded this key's conversations,
+            // or the index dropped the key since this process saw it.
             let found = self
                 .store
                 .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.clone()))?;
@@ -586,9 +710,11 @@ impl Book {
         // The conversation used goes first; those that can no longer be
         // read go.
         let gone = lock(&self.gone);
-        named.retain(|x| *x != id && !gone.contains(x));
+        named.retain(|x| *x != id && gone.peek(x).is_none());
         drop(gone);
         named.insert(0, id.clone());
+        // Only the first are ever tried (the store has the others).
+        named.truncate(MAX_FORKS_TRIED);
         self.finish(
             shape, &id, history, body, extras, client, sent, &model, new_turn,
         )
@@ -605,7 +731,7 @@ impl Book {
     ) -> Result<Prepared, PrepareError> {
         let est = Heuristic::default();
         let tokens: usize = client.iter().map(|r| est.record_tokens(r)).sum();
-        let known = lock(&self.chains).by_response.get(previous).cloned();
+        let known = lock(&self.chains).find(previous);
         let mut id = None;
         if let Some(known) = known {
             match self.session(&known) {
@@ -613,7 +739,7 @@ impl Book {
                     let mut s = lock(&session);
                     s.refresh()?;
                     s.conv.append(stamp(client))?;
-                    self.touch(&known);
+                    self.touch(&mut s);
                     id = Some((known, s.conv.log().len()));
                 }
                 Err(e) => self.forget(&known, e)?,
@@ -727,7 +853,7 @@ impl Book {
                         let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
                         if s.conv.append_at(new)?.is_some() {
                             if added > 0 {
-                                self.touch(id);
+                                self.touch(&mut s);
                             }
                             return Ok(Some((id.clone(), History::Continued { added }, user)));
                         }
@@ -794,7 +920,7 @@ impl Book {
         // as the upstream counted the last answer's request.
         let fixed = fixed_tokens(body);
         if history != History::Earlier {
-            self.touch_with(id, Some(fixed));
+            self.touch_with(&mut s, Some(fixed));
         }
         let up = |t: usize| scaled(fixed + t, s.scale);
         let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe {
@@ -935,13 +1061,22 @@ impl Book {
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
         let client = transcript.records;
         let key = self.key(shape, body, &client, naming)?;
-        let ids = lock(&self.slot(&key)).clone();
-        let gone = lock(&self.gone).clone();
-        for id in ids
-            .iter()
-            .filter(|id| !gone.contains(*id))
-            .take(MAX_FORKS_TRIED)
-        {
+        let (slot, maybe_dropped) = self.slot(&key);
+        let mut ids = lock(&slot).clone();
+        drop(slot);
+        if ids.is_empty() && (self.store.is_shared() || maybe_dropped) {
+            ids = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key))?
+                .into_iter()
+                .rev()
+                .map(|m| m.id)
+                .collect();
+        }
+        let gone = lock(&self.gone);
+        ids.retain(|id| gone.peek(id).is_none());
+        drop(gone);
+        for id in ids.iter().take(MAX_FORKS_TRIED) {
             // One that is no longer there is forgotten, as in prepare.
             let session = match self.session(id) {
                 Ok(s) => s,
@@ -982,6 +1117,17 @@ impl Book {
     /// could be folded (or the log moved on meanwhile), so a retry would
     /// fail the same way.
     pub fn overflowed(
+        &self,
+        body: &Value,
+        slot: &AnswerSlot,
+        error: &[u8],
+    ) -> Result<Option<Prepared>, PrepareError> {
+        let prepared = self.compact_overflowed(body, slot, error);
+        self.trim();
+        prepared
+    }
+
+    fn compact_overflowed(
         &self,
         body: &Value,
         slot: &AnswerSlot,
@@ -1048,6 +1194,12 @@ impl Book {
         slot: &AnswerSlot,
         records: Vec<Record>,
     ) -> Result<bool, PrepareError> {
+        let recorded = self.append_answer(slot, records);
+        self.trim();
+        recorded
+    }
+
+    fn append_answer(&self, slot: &AnswerSlot, records: Vec<Record>) -> Result<bool, PrepareError> {
         let session = self.session(&slot.conversation)?;
         let mut s = lock(&session);
         s.refresh()?;
@@ -1076,10 +1228,10 @@ impl Book {
             s.scale = calibrated(counted, slot.sent);
         }
         if let Some(response) = response {
-            lock(&self.chains).record(response, &slot.conversation);
+            lock(&self.chains).record(&response, &slot.conversation);
         }
         // After the chain index: a chained request may follow at once.
-        self.touch(&slot.conversation);
+        self.touch(&mut s);
         Ok(true)
     }
 }
@@ -1754,6 +1906,19 @@ fn head_hash(shape: Shape, first: &str) -> u64 {
     h.finish()
 }
 
+/// A 128-bit hash of `text` (a key, an answer id): what the indexes keep
+/// in its place, so an entry's size does not depend on the client.
+fn hash128(text: &str) -> u128 {
+    let d = Sha256::digest(text.as_bytes());
+    u128::from_le_bytes(d[..16].try_into().expect("16 of 32 bytes"))
+}
+
+/// Whether a request holds this loaded log (the map's is the one other
+/// reference): it is not dropped then.
+fn in_use(s: &Arc<Mutex<Session>>) -> bool {
+    Arc::strong_count(s) > 1
+}
+
 /// Lock, taking over a lock a panicking thread left: the data behind it
 /// is a cache the next request checks against the store.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1762,20 +1927,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use ctxfold_formats::message_reader::Wire;
-
     use super::*;
-
-    fn kept(bytes: usize) -> Kept {
-        Kept {
-            shape: Shape::Chat,
-            system: None,
-            raw: Vec::new(),
-            bytes,
-            reader: MessageReader::new(Wire::OpenAi, None).unwrap(),
-            used: 0,
-        }
-    }
 
     #[test]
     fn titles_are_the_users_first_own_words_not_the_agents_wrappers() {
@@ -1812,36 +1964,5 @@ mod tests {
             "nothing else: the first message as before"
         );
         assert_eq!(title_from(&[]), None);
-    }
-
-    #[test]
-    fn kept_readers_stay_within_their_limits() {
-        let mut r = Readers::default();
-        for h in 0..(MAX_READERS as u64 + 10) {
-            r.put(h, kept(1));
-            // The one just used is never the one dropped.
-            assert!(r.kept.contains_key(&h));
-        }
-        assert_eq!(r.kept.len(), MAX_READERS);
-        assert!(
-            !r.kept.contains_key(&0),
-            "the least recently used went first"
-        );
-        assert_eq!(r.bytes, MAX_READERS);
-        // Taking one back and putting it again makes it the newest.
-        let k = r.take(10).unwrap();
-        r.put(10, k);
-        r.put(1_000, kept(1));
-        assert!(r.kept.contains_key(&10));
-        // Bytes: large readers push the old ones out...
-        for h in 0..4 {
-            r.put(2_000 + h, kept(MAX_READER_BYTES / 3));
-        }
-        assert!(r.bytes <= MAX_READER_BYTES, "{} bytes kept", r.bytes);
-        assert_eq!(r.bytes, r.kept.values().map(|k| k.bytes).sum::<usize>());
-        // ...and one larger than the whole budget is not kept at all.
-        r.put(3_000, kept(MAX_READER_BYTES + 1));
-        assert!(!r.kept.contains_key(&3_000));
-        assert!(r.bytes <= MAX_READER_BYTES);
     }
 }

@@ -15,6 +15,9 @@
 //! max_connections = 512              # client connections open at once; more wait to be accepted
 //! token = "…"                        # required to listen beyond loopback
 //! window = 200000                    # every model's window (default: the model's own, from the table)
+//! cache_conversations = 128          # loaded logs kept, and as many readers
+//! cache_bytes = 268435456            # their text in all (half each)
+//! cache_index = 65536                # conversation keys and Responses answer ids kept
 //! ```
 //!
 //! Upstreams come from here only: nothing in a request can name another
@@ -77,6 +80,8 @@ pub struct ProxyConfig {
     pub window: Option<u32>,
     /// Record and report, never change a request.
     pub observe: bool,
+    /// What is kept in memory of the conversations served.
+    pub cache: crate::cache::Limits,
 }
 
 impl Default for ProxyConfig {
@@ -99,6 +104,7 @@ impl Default for ProxyConfig {
             token: None,
             window: None,
             observe: false,
+            cache: crate::cache::Limits::default(),
         }
     }
 }
@@ -118,6 +124,9 @@ const KEYS: &[&str] = &[
     "max_connections",
     "token",
     "window",
+    "cache_conversations",
+    "cache_bytes",
+    "cache_index",
 ];
 
 fn invalid(key: &str, expected: &str) -> SectionProblem {
@@ -234,6 +243,16 @@ impl ProxyConfig {
                             .map_err(|_| invalid(k, "a number of tokens under 2^32"))?,
                     );
                 }
+                "cache_conversations" => {
+                    self.cache.conversations =
+                        positive(k, v, "a number of conversations, at least 1")? as usize;
+                }
+                "cache_bytes" => {
+                    self.cache.bytes = positive(k, v, "a number of bytes, at least 1")? as usize;
+                }
+                "cache_index" => {
+                    self.cache.index = positive(k, v, "a number of entries, at least 1")? as usize;
+                }
                 _ => {
                     return Err(SectionProblem::UnknownKey {
                         key: vec![k.clone()],
@@ -277,6 +296,16 @@ mod tests {
         assert_eq!(c.openai, "http://127.0.0.1:1");
         assert_eq!(c.on_error, OnError::Reject);
         assert_eq!(c.window, Some(1000));
+        assert_eq!(c.cache, crate::cache::Limits::default());
+        let c = apply("cache_conversations = 3\ncache_bytes = 1048576\ncache_index = 9").unwrap();
+        assert_eq!(
+            c.cache,
+            crate::cache::Limits {
+                conversations: 3,
+                bytes: 1 << 20,
+                index: 9
+            }
+        );
         assert!(c.check_listen().is_ok());
         for bad in [
             "listen = \"here\"",
@@ -285,6 +314,9 @@ mod tests {
             "window = 0",
             "token = \"short\"",
             "max_body_bytes = -1",
+            "cache_conversations = 0",
+            "cache_bytes = \"1G\"",
+            "cache_index = -5",
         ] {
             assert!(
                 matches!(apply(bad), Err(SectionProblem::Invalid { .. })),

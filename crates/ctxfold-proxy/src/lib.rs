@@ -19,12 +19,14 @@
 //!   deadlines for a request's head and for an idle connection.
 //! - [`intake`]: reading a body the proxy interprets: declared JSON,
 //!   bounded in size and time.
+//! - [`cache`]: what is kept in memory between requests, and its bounds.
 //! - [`metrics`]: what `/metrics` reports.
 
 #![warn(missing_docs)]
 
 pub mod agent;
 pub mod book;
+pub mod cache;
 pub mod config;
 pub mod ending;
 pub mod intake;

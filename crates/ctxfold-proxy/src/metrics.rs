@@ -1,11 +1,13 @@
 //! What `GET /metrics` reports, in the Prometheus text format: requests by
 //! endpoint and outcome, upstream latency, compactions, estimated tokens
-//! before and after compaction, errors and fail-opens. No label ever holds
-//! anything from a request but the endpoint, so no key or content leaks.
+//! before and after compaction, errors and fail-opens, and what the proxy
+//! holds in memory. No label ever holds anything from a request but the
+//! endpoint, so no key or content leaks.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -23,6 +25,14 @@ pub struct Outcome {
     pub endpoint: String,
     /// `2xx`, `4xx`, `5xx`, or `error` when no answer came.
     pub status: String,
+}
+
+/// A cache label: `conversations` (loaded logs), `readers`, `keys`,
+/// `chains` (Responses answer ids).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Cache {
+    /// The cache.
+    pub cache: String,
 }
 
 fn upstream_seconds() -> Histogram {
@@ -55,6 +65,11 @@ pub struct Metrics {
     /// Requests retried after the upstream said they were over the
     /// context window and ctxfold compacted them.
     pub overflow_retries: Counter,
+    /// Entries each cache holds (set when `/metrics` is read).
+    pub cache_entries: Family<Cache, Gauge>,
+    /// Bytes the conversation caches hold, as counted against
+    /// `[proxy] cache_bytes`.
+    pub cache_bytes: Family<Cache, Gauge>,
 }
 
 impl Default for Metrics {
@@ -71,6 +86,8 @@ impl Default for Metrics {
             upstream_errors: Family::default(),
             answers: Family::default(),
             overflow_retries: Counter::default(),
+            cache_entries: Family::default(),
+            cache_bytes: Family::default(),
             registry: Registry::default(),
         };
         registry.register("requests", "Requests answered", m.requests.clone());
@@ -115,11 +132,37 @@ impl Default for Metrics {
             "Requests compacted and retried once after an upstream context overflow",
             m.overflow_retries.clone(),
         );
+        registry.register(
+            "cache_entries",
+            "Entries held in memory: loaded conversations, readers, keys, Responses answer ids",
+            m.cache_entries.clone(),
+        );
+        registry.register(
+            "cache_bytes",
+            "Bytes of conversation text held in memory (loaded conversations, readers)",
+            m.cache_bytes.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
 
 impl Metrics {
+    /// Set the cache gauges to what `held` says.
+    pub fn set_held(&self, held: &crate::book::Held) {
+        let set = |f: &Family<Cache, Gauge>, cache: &str, n: usize| {
+            f.get_or_create(&Cache {
+                cache: cache.to_owned(),
+            })
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+        };
+        set(&self.cache_entries, "conversations", held.conversations.0);
+        set(&self.cache_bytes, "conversations", held.conversations.1);
+        set(&self.cache_entries, "readers", held.readers.0);
+        set(&self.cache_bytes, "readers", held.readers.1);
+        set(&self.cache_entries, "keys", held.keys);
+        set(&self.cache_entries, "chains", held.chains);
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();

@@ -142,6 +142,8 @@ async fn metrics(State(p): State<Arc<Proxy>>, headers: HeaderMap) -> Response {
     if let Err(r) = authorized(&p, &headers) {
         return r;
     }
+    // A few short locks: no store work.
+    p.metrics.set_held(&p.book.held());
     (
         [(
             header::CONTENT_TYPE,
