@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 
 use crate::store::Target;
 use anyhow::{Context, bail};
-use ctxfold_compactor::{Conversation, Moment, Run};
+use ctxfold_compactor::{Conversation, Fallback, Moment, Run};
 use ctxfold_core::bounds::{Bound, Keep};
 use ctxfold_core::compaction::{ReasoningPolicy, Source};
 use ctxfold_core::digest::Digest;
 use ctxfold_core::planner::{PlanContext, Rule, SummaryRequest};
 use ctxfold_core::projection::{Inactive, Item, project};
 use ctxfold_core::summarizer::Summarizer;
-use ctxfold_core::{Body, Log, Record, dsl};
+use ctxfold_core::{Body, Compaction, Log, Record, dsl};
 use ctxfold_formats::{Format, Transcript};
 use serde_json::{Value, json};
 
@@ -195,6 +195,29 @@ impl ctxfold_compactor::Summarizers for CliSummarizers {
     }
 }
 
+/// The rules the compact commands were given, run: the default run (the
+/// built-in rule, or the digest where it folds nothing) when the user
+/// asked for no rule, else [`run_rules`]. `ctxfold compact FILE` and
+/// `conversation compact` (and its `--dry-run`) both plan by this.
+fn run_asked(
+    conv: &mut Conversation<'_>,
+    flags: &RuleFlags,
+    rules: &[Rule],
+    ctx: &PlanContext,
+    settings: &Settings,
+    dry_run: bool,
+) -> anyhow::Result<Run> {
+    if !builtin_only(flags, rules) {
+        return run_rules(conv, rules, ctx, settings, dry_run);
+    }
+    Ok(ctxfold_compactor::compact_by_default(
+        conv,
+        ctx,
+        &CliSummarizers::new(settings.clone()),
+        dry_run,
+    )?)
+}
+
 /// Run `rules` on the conversation through the compaction service: plan,
 /// summarize, check, leave out what would change nothing, and append
 /// (unless `dry_run`).
@@ -250,7 +273,8 @@ fn plan_context(settings: &Settings, note: Option<&str>) -> PlanContext {
 }
 
 /// `ctxfold compact FILE`. With the built-in rule alone and nothing it
-/// could fold, the old turns go to the digest instead ([`digest_fallback`]).
+/// could fold, the old turns go to the digest instead
+/// ([`ctxfold_compactor::compact_by_default`]).
 pub fn compact_file(
     args: &CompactFileArgs,
     settings: &Settings,
@@ -289,7 +313,7 @@ pub fn compact_file(
     if dest == Path::new("-") && out_format == Format::Jp {
         bail!("a JP conversation is a folder: name it with -o PATH");
     }
-    let mut fallback = None;
+    let mut fallback: Option<Fallback> = None;
     let (mut seqs, mut ranges) = (Vec::new(), Vec::new());
     let (plan, compactions, effects, after) = match &auto {
         Some(auto) => {
@@ -301,16 +325,9 @@ pub fn compact_file(
         None => {
             let journal = ctxfold_compactor::Memory;
             let mut conv = Conversation::new(log.clone(), &journal);
-            let mut run = run_rules(&mut conv, &rules, &ctx, settings, false)?;
-            let mut after = conv.into_log();
-            if run.compactions.is_empty()
-                && builtin_only(&args.rule, &rules)
-                && let Some((r, a)) = digest_fallback(&log, &ctx, settings)
-            {
-                (run, after) = (r, a);
-                fallback = Some(Fallback::Digest);
-            }
-            (run.plan, run.compactions, run.effects, after)
+            let run = run_asked(&mut conv, &args.rule, &rules, &ctx, settings, false)?;
+            fallback = run.fallback;
+            (run.plan, run.compactions, run.effects, conv.into_log())
         }
     };
     // Nothing folded: the output is the input, record for record (no
@@ -334,14 +351,7 @@ pub fn compact_file(
         text.push_str("nothing was folded: the output holds the input unchanged\n");
     }
     if let Some(Fallback::Digest) = fallback {
-        let turns = compactions
-            .iter()
-            .map(|c| turn_span(c.from_turn, c.to_turn))
-            .collect::<Vec<_>>()
-            .join(", ");
-        text.push_str(&format!(
-            "the built-in rule had nothing mechanical to fold (no tool call or old reasoning to strip); {turns} summarized offline by the digest instead\n"
-        ));
+        text.push_str(&fallback_line(&compactions));
     }
     // A replay's compactions are records of the replayed log, between the
     // transcript's own: each says its seq there (the transcript's records
@@ -365,13 +375,7 @@ pub fn compact_file(
         }
     }
     if let Value::Object(m) = &mut json {
-        m.insert(
-            "fallback".into(),
-            match fallback {
-                Some(Fallback::Digest) => json!("digest"),
-                None => Value::Null,
-            },
-        );
+        m.insert("fallback".into(), json!(fallback));
     }
     if dest == Path::new("-") {
         let bytes = export_bytes(&transcript, out_format)?;
@@ -397,16 +401,8 @@ pub fn compact_file(
     out.emit(&json, || text)
 }
 
-/// What `ctxfold compact FILE` did instead of the rule in force.
-#[derive(Clone, Copy)]
-enum Fallback {
-    /// The built-in rule folded nothing: its old turns were summarized by
-    /// the offline digest.
-    Digest,
-}
-
-/// Whether the rules of `ctxfold compact FILE` are the built-in rule
-/// alone, the user having asked for none: no rule flag, no `-k`, and no
+/// Whether the rules of a compact command are the built-in rule alone,
+/// the user having asked for none: no rule flag, no `-k`, and no
 /// configured rule other than it.
 fn builtin_only(flags: &RuleFlags, rules: &[Rule]) -> bool {
     let asked = flags.keep_first.is_some()
@@ -422,46 +418,16 @@ fn builtin_only(flags: &RuleFlags, rules: &[Rule]) -> bool {
     !asked && rules == [Rule::builtin()]
 }
 
-/// When the built-in rule folded nothing (plain-text turns: no tool call,
-/// no old reasoning), the default `ctxfold compact FILE` would hand back a
-/// conversation as large as it came; so its old turns (outside keep first
-/// 1 and keep last 3) are summarized by the offline digest instead, as
-/// `-s --keep-first 1 --keep-last 3` does. `None` when there are no such
-/// turns, or the digest folds nothing either, cannot summarize them, or
-/// would not make the view smaller: then the report is the built-in
-/// rule's, as without the fallback.
-fn digest_fallback(log: &Log, ctx: &PlanContext, settings: &Settings) -> Option<(Run, Log)> {
-    let builtin = Rule::builtin();
-    let clock = ctxfold_core::bounds::Clock { now: ctx.now };
-    let (first, last) = (builtin.keep_first?, builtin.keep_last?);
-    let old_turns = match (first.first_not_kept(log), last.last_not_kept(log, clock)) {
-        (Ok(lo), Ok(hi)) => lo <= hi,
-        _ => false,
-    };
-    if !old_turns {
-        return None;
-    }
-    let rule = Rule {
-        keep_first: builtin.keep_first,
-        keep_last: builtin.keep_last,
-        summary: Some(SummaryRequest::Derive {
-            model: None,
-            instructions: None,
-        }),
-        ..Rule::default()
-    };
-    let journal = ctxfold_compactor::Memory;
-    let mut conv = Conversation::new(log.clone(), &journal);
-    let run = run_rules(&mut conv, &[rule], ctx, settings, false).ok()?;
-    let after = conv.into_log();
-    // The summary check compares the summary with its range; the view
-    // also gains the message that introduces it, so tiny turns could come
-    // out larger. The default never grows a conversation.
-    let tokens = |log: &Log| ctxfold_core::estimate::view_tokens(&project(log));
-    if run.compactions.is_empty() || tokens(&after) >= tokens(log) {
-        return None;
-    }
-    Some((run, after))
+/// The report's line for a default run that fell back to the digest.
+fn fallback_line(compactions: &[Compaction]) -> String {
+    let turns = compactions
+        .iter()
+        .map(|c| turn_span(c.from_turn, c.to_turn))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "the built-in rule had nothing mechanical to fold (no tool call or old reasoning to strip); {turns} summarized offline by the digest instead\n"
+    )
 }
 
 /// `turn N` or `turns N–M`, 1-based, from 0-based turns.
@@ -567,7 +533,7 @@ pub fn compact_conversation(
     }
     let rules = rules_from_flags(flags, settings)?;
     let ctx = plan_context(settings, flags.note.as_deref());
-    let run = run_rules(&mut conv, &rules, &ctx, settings, dry_run).map_err(|e| {
+    let run = run_asked(&mut conv, flags, &rules, &ctx, settings, dry_run).map_err(|e| {
         match e.downcast_ref::<ctxfold_compactor::CompactError>() {
             Some(ctxfold_compactor::CompactError::Busy) => anyhow::anyhow!(
                 "conversation {} is being compacted by another process; try again when it is done",
@@ -591,6 +557,9 @@ pub fn compact_conversation(
         &run.effects,
         verb,
     );
+    if run.fallback == Some(Fallback::Digest) {
+        text.push_str(&fallback_line(&run.compactions));
+    }
     if run.compactions.is_empty() {
         text.push_str("nothing to compact; nothing was written\n");
     } else if dry_run {
@@ -605,6 +574,7 @@ pub fn compact_conversation(
     if let Value::Object(m) = &mut json {
         m.insert("dry_run".into(), json!(dry_run));
         m.insert("id".into(), json!(meta.id));
+        m.insert("fallback".into(), json!(run.fallback));
     }
     out.emit(&json, || text)
 }

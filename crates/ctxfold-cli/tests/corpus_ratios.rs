@@ -99,3 +99,50 @@ fn builtin_rule_and_digest_shrink_every_conversation_they_reach() {
         "the digest fallback was used for {fallbacks:?}"
     );
 }
+
+/// Issue 26: `ctxfold compact FILE`, `conversation compact --dry-run` and
+/// `conversation compact` plan by the same code: on every corpus
+/// conversation they fold the same turns with the same policies and the
+/// same summary, and fall back to the digest in the same cases (the
+/// plain-text dialogue where the built-in rule folds nothing among them).
+#[test]
+fn compact_file_and_conversation_compact_plan_the_same() {
+    let s = Scratch::new();
+    let plan = |report: &Value| -> (Value, Vec<Value>) {
+        let compactions = report["compactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                serde_json::json!([
+                    c["from_turn"],
+                    c["to_turn"],
+                    c["reasoning"],
+                    c["tool_calls"],
+                    c["summary"]["text"]
+                ])
+            })
+            .collect();
+        (report["fallback"].clone(), compactions)
+    };
+    let mut fallbacks = Vec::new();
+    for dir in corpus_conversations() {
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let file = plan(&compact_report(&s, &dir, &[]));
+        let id = s.import(&dir);
+        let dry = plan(&s.json(&["c", "compact", &id, "--dry-run"]));
+        let done = plan(&s.json(&["c", "compact", &id]));
+        assert_eq!(dry, file, "{name}: the dry run plans as compact FILE");
+        assert_eq!(
+            done, file,
+            "{name}: the run records what compact FILE folds"
+        );
+        if file.0 == "digest" {
+            fallbacks.push(name);
+        }
+    }
+    assert!(
+        fallbacks.iter().any(|n| n.contains("optimizing-jp-cli")),
+        "the digest fallback was used for {fallbacks:?}"
+    );
+}

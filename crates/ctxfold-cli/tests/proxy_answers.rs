@@ -353,3 +353,40 @@ fn an_answer_the_upstream_hangs_up_on_is_cut_short_for_the_client_and_the_log() 
         .unwrap();
     assert!(metrics.contains("cut_short"), "{metrics}");
 }
+
+/// Point 6, for answers the proxy does not record: a request repeated
+/// after its answer was recorded (an earlier state of the conversation) is
+/// relayed, not recorded, and its answer is watched all the same: when the
+/// upstream hangs up on it mid-way, the client sees it break off.
+#[test]
+fn an_unrecorded_answer_the_upstream_hangs_up_on_breaks_off_for_the_client() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = proxy(&s, &up, "");
+    let chat = format!("{}/v1/chat/completions", p.base);
+    let messages = json!([{"role": "user", "content": "case 7 steps=0"}]);
+    let first = send(&chat, &json!({"model": "m", "messages": messages}));
+    assert!(first.body.is_ok(), "{:?}", first.body);
+    let recs = records_when(&s, &first.conversation, |r| !assistants(r).is_empty());
+    assert_eq!(assistants(&recs).len(), 1, "{recs:#?}");
+    for stream in [false, true] {
+        let again = send(
+            &chat,
+            &json!({"model": "unframed", "stream": stream, "messages": messages}),
+        );
+        assert_eq!(
+            again.conversation, first.conversation,
+            "the same conversation"
+        );
+        assert!(
+            again.body.is_err(),
+            "stream {stream}: the client sees the answer break off, got {:?}",
+            again.body.map(|b| String::from_utf8_lossy(&b).into_owned())
+        );
+    }
+    // Nothing of the repeats was recorded: the log still holds one answer.
+    let recs = s.json(&["c", "print", &first.conversation]);
+    let recs = recs.as_array().unwrap();
+    assert_eq!(assistants(recs).len(), 1, "{recs:#?}");
+    assert_eq!(up.requests().len(), 3);
+}

@@ -49,7 +49,7 @@ pub use breaker::Breaker;
 pub use conversation::Conversation;
 pub use effect::Effect;
 pub use journal::{InStore, Journal, Memory};
-pub use manual::{Run, compact_with_rules};
+pub use manual::{Fallback, Run, compact_by_default, compact_with_rules};
 pub use overflow::{OverflowError, retry_on_overflow};
 
 /// When the service is asked.

@@ -1,11 +1,17 @@
 //! Manual rules through the same steps as automatic compaction: plan,
 //! summarize (bracketed when slow), check, leave out what would change
 //! nothing, append. `conversation compact`, `conversation fork -k` and
-//! `ctxfold compact FILE` run this.
+//! `ctxfold compact FILE` run this; the two compact commands (and their
+//! `--dry-run`) run the default rule through [`compact_by_default`], so
+//! both plan the same ranges and the same fallback.
 
+use ctxfold_core::bounds::Clock;
 use ctxfold_core::compaction::Provenance;
-use ctxfold_core::planner::{Plan, PlanContext, Rule, check_summary, plan};
-use ctxfold_core::{Body, Compaction, Record};
+use ctxfold_core::estimate::view_tokens;
+use ctxfold_core::planner::{Plan, PlanContext, Rule, SummaryRequest, check_summary, plan};
+use ctxfold_core::projection::project;
+use ctxfold_core::{Body, Compaction, Log, Record};
+use serde::Serialize;
 
 use crate::derive::{close, derive};
 use crate::effect::{Effect, drop_no_ops};
@@ -27,6 +33,83 @@ pub struct Run {
     /// again under the lock): what it planned against. Everything after
     /// is the run's own (attempt records, compactions).
     pub planned_on: usize,
+    /// What the run did instead of the rules it was given, if anything.
+    pub fallback: Option<Fallback>,
+}
+
+/// What a default run did instead of the built-in rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// The built-in rule folded nothing: its old turns were summarized by
+    /// the offline digest.
+    Digest,
+}
+
+/// The run of the default rule, the user having asked for no rule:
+/// [`Rule::builtin`] through [`compact_with_rules`]; and when it folds
+/// nothing (plain-text turns: no tool call, no old reasoning) while there
+/// are turns outside its keep-first and keep-last, those turns are
+/// summarized by the summarizer of no model (the offline digest) instead,
+/// as `-s` with the same bounds would: the default never hands back a
+/// long conversation as large as it came. The fallback is left out (the
+/// run is the built-in rule's, nothing recorded) when the digest folds
+/// nothing, cannot summarize the turns, or would not make the view
+/// smaller (the summary comes with a message that introduces it, so tiny
+/// turns could grow).
+///
+/// Planned once without writing, then (unless `dry_run`) recorded as any
+/// run is, so a preview and the run itself fold the same ranges.
+pub fn compact_by_default(
+    conv: &mut Conversation<'_>,
+    ctx: &PlanContext,
+    summarizers: &dyn Summarizers,
+    dry_run: bool,
+) -> Result<Run, CompactError> {
+    let run = compact_with_rules(conv, &[Rule::builtin()], ctx, summarizers, dry_run)?;
+    if !run.compactions.is_empty() {
+        return Ok(run);
+    }
+    let Some(rule) = digest_rule(conv.log(), ctx) else {
+        return Ok(run);
+    };
+    let Ok(trial) = compact_with_rules(conv, std::slice::from_ref(&rule), ctx, summarizers, true)
+    else {
+        return Ok(run);
+    };
+    let log = conv.log();
+    let after = crate::effect::with_compactions(log, &trial.compactions, "");
+    if trial.compactions.is_empty() || view_tokens(&project(&after)) >= view_tokens(&project(log)) {
+        return Ok(run);
+    }
+    let mut out = if dry_run {
+        trial
+    } else {
+        compact_with_rules(conv, &[rule], ctx, summarizers, false)?
+    };
+    out.fallback = Some(Fallback::Digest);
+    Ok(out)
+}
+
+/// The digest over the built-in rule's old turns (outside its keep first
+/// and keep last), or `None` when there are none.
+fn digest_rule(log: &Log, ctx: &PlanContext) -> Option<Rule> {
+    let builtin = Rule::builtin();
+    let clock = Clock { now: ctx.now };
+    let (first, last) = (builtin.keep_first?, builtin.keep_last?);
+    let old_turns = match (first.first_not_kept(log), last.last_not_kept(log, clock)) {
+        (Ok(lo), Ok(hi)) => lo <= hi,
+        _ => false,
+    };
+    old_turns.then(|| Rule {
+        keep_first: builtin.keep_first,
+        keep_last: builtin.keep_last,
+        summary: Some(SummaryRequest::Derive {
+            model: None,
+            instructions: None,
+        }),
+        ..Rule::default()
+    })
 }
 
 /// Plan `rules` against the conversation, make the summaries they need,
@@ -126,6 +209,7 @@ pub fn compact_with_rules(
         effects,
         seqs,
         planned_on,
+        fallback: None,
     })
 }
 

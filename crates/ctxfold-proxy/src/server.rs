@@ -234,7 +234,7 @@ async fn count_tokens(
     };
     let base = p.config.anthropic.clone();
     match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
-        Ok(resp) => respond(&p, name, resp, None, HeaderMap::new()),
+        Ok(resp) => respond(&p, name, resp, None, None, HeaderMap::new()),
         Err(r) => r,
     }
 }
@@ -274,7 +274,7 @@ async fn passthrough(
     let name = "passthrough";
     let body = reqwest::Body::wrap_stream(body.into_data_stream());
     match forward(&p, name, method, base, &uri, &headers, body).await {
-        Ok(resp) => respond(&p, name, resp, None, HeaderMap::new()),
+        Ok(resp) => respond(&p, name, resp, None, None, HeaderMap::new()),
         Err(r) => r,
     }
 }
@@ -350,7 +350,7 @@ async fn compacting(
     let small = resp.content_length().is_none_or(|n| n <= MAX_ERROR_BYTES);
     let slot = match slot {
         Some(slot) if matches!(status, 400 | 413) && small && !p.config.observe => slot,
-        slot => return respond(&p, name, resp, slot, extra),
+        slot => return respond(&p, name, resp, Some(shape), slot, extra),
     };
     // Maybe "over the context window": one compaction and one retry when
     // the conversation can shrink; else the answer goes back as it came.
@@ -378,7 +378,7 @@ async fn compacting(
                 let extra = ctxfold_headers(&prep);
                 let send = Bytes::from(prep.body.unwrap_or_default());
                 return match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
-                    Ok(resp) => respond(&p, name, resp, prep.answer, extra),
+                    Ok(resp) => respond(&p, name, resp, Some(shape), prep.answer, extra),
                     Err(r) => r,
                 };
             }
@@ -390,7 +390,7 @@ async fn compacting(
         }
     }
     let resp = reqwest::Response::from(axum::http::Response::from_parts(parts, error_body));
-    respond(&p, name, resp, None, extra)
+    respond(&p, name, resp, Some(shape), None, extra)
 }
 
 /// An error answer read whole (its length is known and at most
@@ -555,11 +555,15 @@ fn forwarded(k: &HeaderName, all: &HeaderMap) -> bool {
 }
 
 /// The upstream's answer, streamed to the client as it comes; a copy goes
-/// to the recorder when the answer continues a conversation.
+/// to the recorder when the answer continues a conversation. An answer of
+/// a known `shape` is watched for its protocol's end whether or not it is
+/// recorded (a retry of an answered request, a request that failed open):
+/// the client never sees a cut answer end as if whole.
 fn respond(
     p: &Arc<Proxy>,
     name: &'static str,
     resp: reqwest::Response,
+    shape: Option<Shape>,
     slot: Option<AnswerSlot>,
     extra: HeaderMap,
 ) -> Response {
@@ -598,7 +602,15 @@ fn respond(
     let framed = length.is_some() || chunked || resp.version() >= reqwest::Version::HTTP_2;
     let upstream = resp.bytes_stream();
     let body = match slot.filter(|_| status.is_success()) {
-        None => Body::from_stream(upstream),
+        None => match shape.filter(|_| status.is_success()) {
+            // Watched only: the copy has no reader.
+            Some(shape) => {
+                let (tx, _) = tokio::sync::mpsc::unbounded_channel::<Chunk>();
+                let ending = Ending::new(shape, stream_copy, framed);
+                Body::from_stream(tee(name, Box::pin(upstream), tx, ending))
+            }
+            None => Body::from_stream(upstream),
+        },
         Some(slot) => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Chunk>();
             let ending = Ending::new(slot.shape, stream_copy, framed);
