@@ -366,14 +366,33 @@ fn no_fallback_without_old_turns_or_when_the_digest_folds_nothing() {
     );
 }
 
+/// `conversation compact` with no rule plans as `ctxfold compact FILE`
+/// does (issue 26: it used to say "nothing to compact" here, while the
+/// file command fell back to the digest): its preview, its run and the
+/// file command fold the same turns, and the run says why.
 #[test]
-fn conversation_compact_has_no_fallback() {
+fn conversation_compact_falls_back_as_compact_file_does() {
     let s = Scratch::new();
     let plain = dialogue(s.path(), "plain.json", 8, None);
+    let (file, _) = report(&s, &plain, "plain.out.json", &[]);
+    assert_eq!(file["fallback"], "digest", "{file}");
     let id = s.import(&plain);
+    let dry = s.json(&["c", "compact", &id, "--dry-run"]);
+    assert_eq!(dry["fallback"], "digest", "{dry}");
+    assert_eq!(s.json(&["c", "show", &id])["compactions"], json!([]));
     let out = s.run(&["c", "compact", &id]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("nothing to compact"), "{text}");
-    assert_eq!(s.json(&["c", "show", &id])["compactions"], json!([]));
+    assert!(
+        text.contains("turns 2–5 summarized offline by the digest instead"),
+        "{text}"
+    );
+    let shown = s.json(&["c", "show", &id])["compactions"].clone();
+    let turns = |v: &Value| (v["from_turn"].clone(), v["to_turn"].clone());
+    assert_eq!(shown.as_array().unwrap().len(), 1, "{shown}");
+    assert_eq!(turns(&shown[0]), turns(&file["compactions"][0]));
+    assert_eq!(
+        turns(&dry["compactions"][0]),
+        turns(&file["compactions"][0])
+    );
 }
