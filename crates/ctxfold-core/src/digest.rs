@@ -22,8 +22,10 @@
 //!    its output holds an error, a panic, a failing test or a non-zero
 //!    exit, whatever the tool said);
 //! 7. **diagnostics** from every tool result, not only failed ones (found
-//!    by [`crate::diagnostics`]): each result's headline and a few more of
-//!    its errors, each distinct one once, with the fix that followed where
+//!    by [`crate::diagnostics`]): each result's headline and its other
+//!    distinct errors, failing tests and panics (up to
+//!    [`KEEP_DIAGNOSTICS`] a result, as a stripped result keeps them),
+//!    each distinct one once over the range, with the fix that followed where
 //!    the range shows one (a later run of the same command, or of a
 //!    broader one, in which no diagnostic is recognized, and the edits
 //!    before it; else a later edit of the file the diagnostic names). A
@@ -57,12 +59,13 @@ use crate::compaction::Provenance;
 use crate::diagnostics::{Diagnostic, DiagnosticKind, collapse, first_of};
 use crate::kept::REQUEST_WORDS_MAX;
 use crate::log::Log;
+use crate::projection::KEEP_DIAGNOSTICS;
 use crate::record::Body;
 use crate::summarizer::{SummarizeError, Summarizer, SummaryInput, SummaryOutput};
 
 /// The digest's version, recorded in provenance. Bump it whenever the output
 /// for the same input changes, so a stored summary says which recipe made it.
-pub const DIGEST_VERSION: &str = "2";
+pub const DIGEST_VERSION: &str = "3";
 
 /// The digest's name, as recorded in provenance.
 const NAME: &str = "digest";
@@ -94,9 +97,7 @@ const FILES_MAX: usize = 150;
 const PATH_MAX: usize = 300;
 /// At most this many distinct diagnostics (headlines first, then the
 /// latest).
-const DIAGNOSTICS_MAX: usize = 40;
-/// Errors of one result listed besides its headline.
-const DIAGNOSTICS_EXTRA: usize = 2;
+const DIAGNOSTICS_MAX: usize = 80;
 /// Edits named before a clean run.
 const FIX_EDITS_MAX: usize = 3;
 /// At most this many distinct commands (the latest).
@@ -721,20 +722,16 @@ impl<'a> Scan<'a> {
                     if found.is_empty() {
                         continue;
                     }
-                    // The headline (what the retention report counts), then
-                    // a few more errors of the same result.
+                    // The headline, then every other distinct primary
+                    // diagnostic of the result (what the retention report
+                    // counts: each compiler error, failing test, panic),
+                    // most severe first, up to the per-result budget.
                     let head = first_of(found, 1).next().cloned();
                     let head_text = head.as_ref().map(|h| h.text.clone());
-                    let extras = found
-                        .iter()
+                    let extras = first_of(found, KEEP_DIAGNOSTICS)
                         .filter(|d| {
-                            // Other errors where they are, failing tests by
-                            // name; not the tallies ("could not compile").
-                            (d.location.is_some() && d.kind != DiagnosticKind::Warning
-                                || FAILED_TEST.is_match(&d.line))
-                                && head_text.as_ref().is_none_or(|h| *h != d.text)
+                            d.kind.is_primary() && head_text.as_ref().is_none_or(|h| *h != d.text)
                         })
-                        .take(DIAGNOSTICS_EXTRA)
                         .map(|d| (d.clone(), false));
                     for (diag, headline) in head.map(|h| (h, true)).into_iter().chain(extras) {
                         match seen_by_text.get(&diag.text) {
@@ -2510,7 +2507,7 @@ mod tests {
                 method: None,
             }
         );
-        assert_eq!(DIGEST_VERSION, "2");
+        assert_eq!(DIGEST_VERSION, "3");
     }
 
     #[test]
@@ -2797,7 +2794,8 @@ mod tests {
             section(&text, "Diagnostics (from tool output)"),
             [
                 "- cargo_test (turn 1): test p::t ... FAILED → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
-                "- cargo_test (turn 1): panicked at src/p.rs:9:5: assertion failed: ok → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
+                "- cargo_test (turn 1): thread 'p::t' panicked at src/p.rs:9:5: assertion failed: ok → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
+                "- cargo_test (turn 1): test result: FAILED. 1 passed; 1 failed → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
                 "- cargo_check (turn 1): error[E0425]: cannot find value `y` in this scope (src/q.rs:3:5) → then edited `./src/q.rs` (turn 1)",
                 "- cargo_test (turn 1, ×2): error: no tests to run",
             ],
@@ -2815,13 +2813,15 @@ mod tests {
             "{:?}",
             k.diagnostics.lost
         );
-        assert_eq!(k.diagnostics.total, 3);
+        // Every distinct one: the failing test, its panic, the run's
+        // tally, the compiler error and the empty run.
+        assert_eq!(k.diagnostics.total, 5);
     }
 
     #[test]
     fn diagnostics_are_capped_keeping_headlines_then_the_latest() {
         let mut bodies = vec![user("try")];
-        for i in 0..60 {
+        for i in 0..DIAGNOSTICS_MAX + 20 {
             let id = i.to_string();
             bodies.push(call(&id, "run", json!({})));
             bodies.push(result(&id, &format!("boom {i}\nmore"), true));
@@ -2831,7 +2831,10 @@ mod tests {
         assert_eq!(lines[0], "- (20 earlier diagnostics not shown)");
         assert_eq!(lines.len(), 1 + DIAGNOSTICS_MAX);
         assert_eq!(lines[1], "- run (turn 1): boom 20");
-        assert_eq!(lines.last().unwrap(), &"- run (turn 1): boom 59");
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!("- run (turn 1): boom {}", DIAGNOSTICS_MAX + 19)
+        );
     }
 
     #[test]
