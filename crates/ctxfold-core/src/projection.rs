@@ -86,6 +86,9 @@ pub enum Item<'a> {
         /// The log's cache of what the recognizer found in `record` (see
         /// [`Item::stripped_line`]).
         scan: &'a ScanCell,
+        /// At most this many diagnostics shown (the compaction's
+        /// `keep_diagnostics`, else [`KEEP_DIAGNOSTICS`]).
+        keep_diagnostics: usize,
     },
     /// A tool result or user message longer than its compaction's
     /// `clip_chars`, shown as its head and tail with a note (see
@@ -185,7 +188,11 @@ impl Item<'_> {
     /// `None` for any other item.
     pub fn stripped_line(&self) -> Option<String> {
         let Item::StrippedResult {
-            record, tool, scan, ..
+            record,
+            tool,
+            scan,
+            keep_diagnostics,
+            ..
         } = *self
         else {
             return None;
@@ -202,7 +209,7 @@ impl Item<'_> {
             *is_error,
             found.chars,
             &found.diagnostics,
-            KEEP_DIAGNOSTICS,
+            keep_diagnostics,
         ))
     }
 }
@@ -818,11 +825,15 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                         Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
                     ) && more_chars_than(content, KEEP_RESULT_CHARS);
                     items.push(if strip {
+                        let keep_diagnostics = policy
+                            .and_then(|(order, _)| by_order[&order].keep_diagnostics)
+                            .map_or(KEEP_DIAGNOSTICS, |n| n as usize);
                         Item::StrippedResult {
                             index: i,
                             record: rec,
                             tool,
                             scan,
+                            keep_diagnostics,
                         }
                     } else {
                         clipped_or_kept(i, rec, content, &mut clip_heap, &by_order)
@@ -1086,6 +1097,39 @@ mod tests {
         assert_eq!(
             stripped_result_line("read_file", "fn error() {}", false),
             "[read_file succeeded; its output (13 characters) was removed by compaction]"
+        );
+    }
+
+    #[test]
+    fn the_compaction_sets_how_many_diagnostics_a_stripped_result_keeps() {
+        let errors: String = (0..20)
+            .map(|k| format!("error[E0425]: cannot find value `v{k}` here\n --> src/a.rs:{k}:1\n"))
+            .collect();
+        let lines = |keep: Option<u32>| {
+            let mut bodies = turn(0, "body", true);
+            if let Body::ToolResult { content, .. } = &mut bodies[4] {
+                *content = errors.clone();
+            }
+            let mut c = Compaction::new(0, 0, Source::User);
+            c.tool_calls = Some(ToolPolicy::StripResponses);
+            c.keep_diagnostics = keep;
+            bodies.push(compaction(c));
+            let log = log_of(bodies);
+            let view = project(&log);
+            view.items.iter().find_map(Item::stripped_line).unwrap()
+        };
+        // Baked into the record: 3 shown, the other 17 counted.
+        let three = lines(Some(3));
+        assert!(
+            three.contains("`v2` here (src/a.rs:2:1); and 17 more]"),
+            "{three}"
+        );
+        assert!(!three.contains("`v3`"), "{three}");
+        // None: the default.
+        let default = lines(None);
+        assert!(
+            default.ends_with(&format!("; and {} more]", 20 - KEEP_DIAGNOSTICS)),
+            "{default}"
         );
     }
 
