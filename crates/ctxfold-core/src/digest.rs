@@ -29,7 +29,9 @@
 //!    (`Tally`) so that the numbers agree;
 //! 7. **diagnostics** from every tool result, not only failed ones (found
 //!    by [`crate::diagnostics`]): one entry per distinct failure, its
-//!    headline with a few more errors of the same result, with the fix
+//!    headline with the other distinct errors, failing tests and panics of
+//!    the same result (up to [`KEEP_DIAGNOSTICS`] in all, as a stripped
+//!    result keeps them; each listed once over the range), with the fix
 //!    that followed where the range shows one (a later run of the same
 //!    command, or of a broader one, in which no diagnostic is recognized,
 //!    and the edits before it; else a later edit of the file the
@@ -64,6 +66,7 @@ use crate::compaction::Provenance;
 use crate::diagnostics::{Diagnostic, DiagnosticKind, collapse, first_of};
 use crate::kept::REQUEST_WORDS_MAX;
 use crate::log::Log;
+use crate::projection::KEEP_DIAGNOSTICS;
 use crate::record::Body;
 use crate::summarizer::{SummarizeError, Summarizer, SummaryInput, SummaryOutput};
 
@@ -99,11 +102,9 @@ const SENTENCE_MIN: usize = 25;
 const FILES_MAX: usize = 150;
 /// Longer strings are never taken for a path.
 const PATH_MAX: usize = 300;
-/// At most this many distinct failures (each a headline with a few more
+/// At most this many distinct failures (each a headline with the other
 /// errors of its result), the latest.
 const DIAGNOSTICS_MAX: usize = 40;
-/// Errors of one result listed beside its headline, in the same entry.
-const DIAGNOSTICS_EXTRA: usize = 2;
 /// Edits named before a clean run.
 const FIX_EDITS_MAX: usize = 3;
 /// At most this many distinct commands (the latest).
@@ -656,8 +657,8 @@ struct Call<'a> {
 /// A distinct failure (by its headline's text) and where it was seen.
 struct Seen<'a> {
     diag: Diagnostic,
-    /// Other errors of the results that printed this headline, each once,
-    /// at most [`DIAGNOSTICS_EXTRA`].
+    /// Other primary diagnostics of the results that printed this
+    /// headline, each once, with it at most [`KEEP_DIAGNOSTICS`].
     also: Vec<Diagnostic>,
     /// The tool whose result printed it (the latest time).
     tool: &'a str,
@@ -720,6 +721,8 @@ impl<'a> Scan<'a> {
         // Call id → index in `calls` (the latest call with that id).
         let mut call_by_id: BTreeMap<&str, usize> = BTreeMap::new();
         let mut seen_by_text: BTreeMap<String, usize> = BTreeMap::new();
+        // Every diagnostic text an entry lists (headlines and the others).
+        let mut listed: BTreeSet<String> = BTreeSet::new();
         let mut last_request_turn: Option<u32> = None;
         for (idx, record) in records.iter().enumerate().take(hi + 1).skip(lo) {
             let turn = log.turn_of(idx);
@@ -800,13 +803,17 @@ impl<'a> Scan<'a> {
                     let Some(head) = first_of(found, 1).next() else {
                         continue;
                     };
-                    let extras = found.iter().filter(|d| {
-                        // Other errors where they are, failing tests by
-                        // name; not the tallies ("could not compile").
-                        (d.location.is_some() && d.kind != DiagnosticKind::Warning
-                            || FAILED_TEST.is_match(&d.line))
-                            && d.text != head.text
-                    });
+                    // Every other distinct primary diagnostic of the result
+                    // (each compiler error, failing test, panic: what the
+                    // retention report counts), most severe first, up to
+                    // the per-result budget; one listed in an earlier
+                    // entry is not listed again.
+                    let extras: Vec<Diagnostic> = first_of(found, KEEP_DIAGNOSTICS)
+                        .filter(|d| {
+                            d.kind.is_primary() && d.text != head.text && !listed.contains(&d.text)
+                        })
+                        .cloned()
+                        .collect();
                     let s = match seen_by_text.get(&head.text) {
                         Some(&s) => {
                             let s = &mut scan.seen[s];
@@ -831,13 +838,13 @@ impl<'a> Scan<'a> {
                             scan.seen.last_mut().expect("just pushed")
                         }
                     };
+                    listed.insert(head.text.clone());
                     for d in extras {
-                        if s.also.len() >= DIAGNOSTICS_EXTRA {
+                        if s.also.len() + 1 >= KEEP_DIAGNOSTICS {
                             break;
                         }
-                        if !s.also.iter().any(|a| a.text == d.text) {
-                            s.also.push(d.clone());
-                        }
+                        listed.insert(d.text.clone());
+                        s.also.push(d);
                     }
                 }
                 _ => {}
@@ -2972,8 +2979,9 @@ mod tests {
         assert_eq!(
             section(&text, "Diagnostics (from tool output)"),
             [
-                // One failed run, one entry: the failing test and its panic.
-                "- cargo_test (turn 1): test p::t ... FAILED | panicked at src/p.rs:9:5: assertion failed: ok → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
+                // One failed run, one entry: the failing test, its panic
+                // (with the test's thread) and the run's tally.
+                "- cargo_test (turn 1): test p::t ... FAILED | thread 'p::t' panicked at src/p.rs:9:5: assertion failed: ok | test result: FAILED. 1 passed; 1 failed → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
                 "- cargo_check (turn 1): error[E0425]: cannot find value `y` in this scope (src/q.rs:3:5) → then edited `./src/q.rs` (turn 1)",
                 "- cargo_test (turn 1, ×2): error: no tests to run",
             ],
@@ -2991,13 +2999,15 @@ mod tests {
             "{:?}",
             k.diagnostics.lost
         );
-        assert_eq!(k.diagnostics.total, 3);
+        // Every distinct one: the failing test, its panic, the run's
+        // tally, the compiler error and the empty run.
+        assert_eq!(k.diagnostics.total, 5);
     }
 
     #[test]
     fn diagnostics_are_capped_keeping_the_latest() {
         let mut bodies = vec![user("try")];
-        for i in 0..60 {
+        for i in 0..DIAGNOSTICS_MAX + 20 {
             let id = i.to_string();
             bodies.push(call(&id, "run", json!({})));
             bodies.push(result(&id, &format!("boom {i}\nmore"), true));
@@ -3007,7 +3017,10 @@ mod tests {
         assert_eq!(lines[0], "- (20 earlier diagnostics not shown)");
         assert_eq!(lines.len(), 1 + DIAGNOSTICS_MAX);
         assert_eq!(lines[1], "- run (turn 1): boom 20");
-        assert_eq!(lines.last().unwrap(), &"- run (turn 1): boom 59");
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!("- run (turn 1): boom {}", DIAGNOSTICS_MAX + 19)
+        );
     }
 
     #[test]
