@@ -46,6 +46,7 @@ const RULE_KEYS: &[&str] = &[
     "from",
     "keep_first",
     "keep_last",
+    "keep_diagnostics",
     "keep_steps",
     "reasoning",
     "summary",
@@ -335,7 +336,7 @@ fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
         v,
         key,
         ctx,
-        "a rule table (keep_first, keep_last, keep_steps, from, to, reasoning, tool_calls, summary)",
+        "a rule table (keep_first, keep_last, keep_steps, from, to, reasoning, tool_calls, keep_diagnostics, summary)",
     )?;
     let mut rule = Rule::default();
     for (k, v) in t {
@@ -376,6 +377,17 @@ fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
                 });
             }
             "summary" => rule.summary = Some(summary(v, &key, ctx)?),
+            "keep_diagnostics" => {
+                // A result yields at most this many: more could not be shown.
+                let max = ctxfold_core::diagnostics::MAX_PER_RESULT as i64;
+                rule.keep_diagnostics = Some(int(
+                    v,
+                    &key,
+                    ctx,
+                    max,
+                    &format!("a whole number of diagnostics from 0 to {max}"),
+                )?);
+            }
             _ => return Err(ctx.unknown(&key, k, RULE_KEYS)),
         }
     }
@@ -476,6 +488,9 @@ pub fn rule_to_toml(rule: &Rule) -> Table {
             ToolPolicy::Omit => "omit",
         };
         t.insert("tool_calls".into(), Value::String(s.into()));
+    }
+    if let Some(n) = rule.keep_diagnostics {
+        t.insert("keep_diagnostics".into(), Value::Integer(i64::from(n)));
     }
     match &rule.summary {
         Some(SummaryRequest::Derive {

@@ -1059,3 +1059,25 @@ fn rule_to_toml_round_trips_through_the_reader() {
     .unwrap();
     assert_eq!(l.config.rules, Some(rules));
 }
+
+#[test]
+fn a_rule_sets_how_many_diagnostics_a_stripped_result_keeps() {
+    let (_dir, _p, r) =
+        load_one("[[compaction.rules]]\ntool_calls = \"strip\"\nkeep_diagnostics = 4\n");
+    let rules = r.unwrap().config.rules.unwrap();
+    assert_eq!(rules[0].keep_diagnostics, Some(4));
+    // It reads back what it prints.
+    let t = ctxfold_config::rule_to_toml(&rules[0]);
+    assert_eq!(t["keep_diagnostics"].as_integer(), Some(4));
+    // More than a result yields, or not a count: refused, with the range.
+    for bad in ["101", "-1", "\"all\""] {
+        let (e, _, _) = error_of(&format!(
+            "[[compaction.rules]]\ntool_calls = \"strip\"\nkeep_diagnostics = {bad}\n"
+        ));
+        assert!(
+            e.contains("compaction.rules[1].keep_diagnostics")
+                && e.contains("a whole number of diagnostics from 0 to 100"),
+            "{e}"
+        );
+    }
+}

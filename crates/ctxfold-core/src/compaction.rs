@@ -57,6 +57,12 @@ pub struct Compaction {
     /// much was left out (the record itself is untouched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clip_chars: Option<u32>,
+    /// At most this many diagnostics a result stripped by this compaction
+    /// keeps in its one line, the rest counted (default
+    /// [`KEEP_DIAGNOSTICS`](crate::projection::KEEP_DIAGNOSTICS)); baked
+    /// from the rule at creation, so the projection needs no config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_diagnostics: Option<u32>,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]
     pub extra: Object,
@@ -96,6 +102,9 @@ impl Compaction {
         }
         if let Some(n) = self.clip_chars {
             out.push(format!("clip units over {n} characters"));
+        }
+        if let Some(n) = self.keep_diagnostics {
+            out.push(format!("keep {n} diagnostics a stripped result"));
         }
         out
     }
@@ -320,6 +329,7 @@ impl Compaction {
             deferred_until_turn: None,
             budget: None,
             clip_chars: None,
+            keep_diagnostics: None,
             extra: Object::new(),
         }
     }

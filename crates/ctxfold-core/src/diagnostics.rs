@@ -27,7 +27,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// A diagnostic line is cut to about this many characters.
-pub const DIAGNOSTIC_CHARS: usize = 200;
+pub const DIAGNOSTIC_CHARS: usize = 240;
+
+/// An assertion's compared value is cut to this many characters: enough to
+/// tell `0` from `1` or two short strings apart, not a dumped structure.
+pub const VALUE_CHARS: usize = 60;
 
 /// What a diagnostic says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -52,12 +56,26 @@ pub enum DiagnosticKind {
 }
 
 impl DiagnosticKind {
-    /// Warnings matter less than everything else.
+    /// How severe, most first: what stopped the work (errors, panics,
+    /// exceptions, failing tests), then what the tool said about the run
+    /// (an exit status, a missing file, a refusal), then warnings.
     fn rank(self) -> u8 {
         match self {
-            DiagnosticKind::Warning => 1,
-            _ => 0,
+            DiagnosticKind::Error
+            | DiagnosticKind::Panic
+            | DiagnosticKind::Exception
+            | DiagnosticKind::TestFailure => 0,
+            DiagnosticKind::ExitStatus
+            | DiagnosticKind::NotFound
+            | DiagnosticKind::PermissionDenied => 1,
+            DiagnosticKind::Warning => 2,
         }
+    }
+
+    /// Whether it is a primary diagnostic: anything but a warning (what the
+    /// retention report counts).
+    pub fn is_primary(self) -> bool {
+        self != DiagnosticKind::Warning
     }
 }
 
@@ -156,6 +174,27 @@ static ONE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^\s*--> ([^\s]+:\d+(?::\d+)?)|^\s*File "([^"]+)", line (\d+)|^\s*at .*?\(?([\w./\\-]+\.\w+:\d+:\d+)\)?\s*$"#)
         .expect("the location pattern compiles")
+});
+/// The thread that panicked: in a test run, the failing test's name.
+static THREAD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"thread '([^']+)'(?: \(\d+\))? panicked at").expect("the thread pattern compiles")
+});
+/// An assertion's compared values (Rust's `left:`/`right:`, also before
+/// 1.73 as `left: `…``).
+static COMPARED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(left|right): (\S.*?),?$").expect("the compared pattern compiles")
+});
+/// A test run's count of failures (`of which 2 failed`, `2 failed, 3
+/// passed`, `test result: FAILED. 2 passed; 1 failed`).
+static FAILED_TALLY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u:\b)(?:of which )?(\d+) (?:failed|failing)(?-u:\b)")
+        .expect("the tally pattern compiles")
+});
+/// A failed tool's generic first line (`An error occurred while running
+/// the 'x' tool.`): it names no cause, the lines after it do.
+static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:an? )?(?:unexpected |unknown |internal )?error (?:occurred|happened|while)(?-u:\b)|^(?:the )?(?:tool|command|call|request|operation)(?: call)? (?:failed|errored)(?:\.|!|$)|^(?:error|failed|failure)[.!:]?$|^something went wrong(?-u:\b)")
+        .expect("the wrapper pattern compiles")
 });
 /// Words one of which every line that starts a diagnostic holds (what the
 /// patterns need, ASCII case ignored): a line without one is passed over
@@ -290,11 +329,19 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                         msg = next.to_owned();
                     }
                 }
-                let text = if msg.is_empty() {
-                    format!("panicked at {loc}")
+                // The failing test is the thread's name (`thread
+                // 'a::tests::b' (1234) panicked at`); the id in brackets
+                // changes every run, so it is left out.
+                let who = THREAD
+                    .captures(line)
+                    .map(|t| format!("thread '{}' ", &t[1]))
+                    .unwrap_or_default();
+                let mut text = if msg.is_empty() {
+                    format!("{who}panicked at {loc}")
                 } else {
-                    format!("panicked at {loc}: {msg}")
+                    format!("{who}panicked at {loc}: {msg}")
                 };
+                text.push_str(&compared_values(&lines, i));
                 Some((DiagnosticKind::Panic, text, Some(loc)))
             }
             (Rule::Panic, _) => Some((DiagnosticKind::Panic, line.trim().to_owned(), None)),
@@ -375,7 +422,14 @@ pub fn result_diagnostics(content: &str, is_error: bool) -> Vec<Diagnostic> {
         return found;
     }
     let text = unwrap_json(content);
-    let first = text.lines().map(str::trim).find(|l| !l.is_empty());
+    // The first line that states a cause: past a generic wrapper, to what
+    // it wraps (a trace, the tool's stderr), else the wrapper itself.
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let head = lines.next();
+    let first = match head {
+        Some(h) if WRAPPER.is_match(h) => lines.find(|l| !WRAPPER.is_match(l)).or(head),
+        other => other,
+    };
     first
         .map(|l| Diagnostic {
             kind: DiagnosticKind::Error,
@@ -393,8 +447,10 @@ pub fn headline(content: &str) -> Option<Diagnostic> {
     first(diagnostics(content), 1).into_iter().next()
 }
 
-/// The `n` diagnostics that matter most, in output order among equals:
-/// everything but warnings first.
+/// The `n` diagnostics that matter most, most severe first (see
+/// [`DiagnosticKind`]'s order: errors, panics, exceptions and failing
+/// tests, then exit statuses, missing files and refusals, then warnings),
+/// in output order among equals.
 pub fn first(all: Vec<Diagnostic>, n: usize) -> Vec<Diagnostic> {
     first_of(&all, n).cloned().collect()
 }
@@ -402,7 +458,57 @@ pub fn first(all: Vec<Diagnostic>, n: usize) -> Vec<Diagnostic> {
 /// [`first`], borrowed from `all` (a cached [`ResultScan`] is not copied).
 pub fn first_of(all: &[Diagnostic], n: usize) -> impl Iterator<Item = &Diagnostic> {
     let rank = |r: u8| all.iter().filter(move |d| d.kind.rank() == r);
-    rank(0).chain(rank(1)).take(n)
+    rank(0).chain(rank(1)).chain(rank(2)).take(n)
+}
+
+/// What a result flagged a success printed, when it says the work failed:
+/// `1 test failed`, `3 tests failed`, `panicked`, `2 errors`. `None` when
+/// its diagnostics hold no failing test, panic or error (warnings, an exit
+/// status, an exception quoted in a document read: not enough to say the
+/// run failed).
+pub fn printed_outcome(found: &[Diagnostic]) -> Option<String> {
+    let plural = |n: usize, one: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {one}s")
+        }
+    };
+    // A run's own tally (`of which 2 failed`, `2 failed, 3 passed`) is the
+    // count; else the failing tests it names.
+    let tally = found
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::TestFailure)
+        .find_map(|d| {
+            FAILED_TALLY
+                .captures(&d.line)?
+                .get(1)?
+                .as_str()
+                .parse()
+                .ok()
+        });
+    let named = found
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::TestFailure && !FAILED_TALLY.is_match(&d.line))
+        .count();
+    match tally
+        .filter(|&n: &usize| n > 0)
+        .or((named > 0).then_some(named))
+    {
+        Some(n) => return Some(format!("{} failed", plural(n, "test"))),
+        None if found.iter().any(|d| d.kind == DiagnosticKind::TestFailure) => {
+            return Some("tests failed".into());
+        }
+        None => {}
+    }
+    if found.iter().any(|d| d.kind == DiagnosticKind::Panic) {
+        return Some("panicked".into());
+    }
+    let errors = found
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::Error)
+        .count();
+    (errors > 0).then(|| plural(errors, "error"))
 }
 
 /// What the recognizer found in one tool result, with its size: all that a
@@ -468,6 +574,23 @@ impl std::fmt::Debug for ScanCell {
             Some(_) => "ScanCell(scanned)",
             None => "ScanCell(empty)",
         })
+    }
+}
+
+/// An assertion's compared values on the lines after a panic (`  left: 0`
+/// then ` right: 1`), as ` (left: 0, right: 1)`, each cut at
+/// [`VALUE_CHARS`]; empty when there are none.
+fn compared_values(lines: &[&str], at: usize) -> String {
+    let mut found: Vec<String> = Vec::new();
+    for l in lines.iter().skip(at).take(6) {
+        if let Some(c) = COMPARED.captures(l) {
+            found.push(format!("{}: {}", &c[1], cut(&collapse(&c[2]), VALUE_CHARS)));
+        }
+    }
+    if found.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", found.join(", "))
     }
 }
 
@@ -583,7 +706,7 @@ mod tests {
             texts(panic),
             [
                 "test a::b ... FAILED",
-                "panicked at src/a.rs:10:5: assertion `left == right` failed",
+                "thread 'a::b' panicked at src/a.rs:10:5: assertion `left == right` failed (left: 1, right: 2)",
                 "test result: FAILED. 2 passed; 1 failed",
             ]
         );
@@ -661,7 +784,26 @@ mod tests {
         }
         assert_eq!(
             texts("thread 'main' panicked at 'boom', src/main.rs:4:5"),
-            ["panicked at src/main.rs:4:5: boom"]
+            ["thread 'main' panicked at src/main.rs:4:5: boom"]
+        );
+        // Since Rust 1.87 the thread's id follows its name: it changes
+        // every run, and is left out so the same panic is one diagnostic.
+        assert_eq!(
+            texts("thread 'a::t' (2323049) panicked at src/a.rs:1:2:\nboom"),
+            ["thread 'a::t' panicked at src/a.rs:1:2: boom"]
+        );
+        // Compared values are cut.
+        let long = format!(
+            "thread 't' panicked at src/a.rs:1:2:\nassertion `left == right` failed\n  left: {}\n right: 1\n",
+            "x".repeat(500)
+        );
+        let d = texts(&long);
+        assert!(
+            d[0].contains(&format!(
+                "(left: {}…, right: 1)",
+                "x".repeat(VALUE_CHARS - 1)
+            )),
+            "{d:?}"
         );
         // Not tests or exceptions: a constant, a class named in prose.
         assert!(texts("    FAIL = 1").is_empty());

@@ -4,30 +4,39 @@
 //! on once the range is folded away:
 //!
 //! 1. a header naming the turns and how many model-visible events it covers;
-//! 2. **what the user asked**, in the user's own words: every message whole
-//!    up to [`REQUEST_WORDS_MAX`] characters, a longer one by its start and
-//!    its end around a marker saying how much was left out; a message that
-//!    corrects or constrains is marked so;
+//! 2. **what the user asked**, in the user's own words: every message byte
+//!    for byte up to [`REQUEST_WORDS_MAX`] characters (in a fenced block
+//!    when it spans lines), a longer one by its start and its end around a
+//!    marker saying how much was left out; a message that corrects or
+//!    constrains is marked so, when one of its sentences does;
 //! 3. **corrections and constraints**: the user's own sentences that correct
-//!    or constrain ("don't", "instead", "actually", "must", "never",
-//!    "only"…), quoted (what the user quotes back with `>`, code and
+//!    or constrain, quoted: an imperative ("Don't…", "Only…", "Make
+//!    sure…"), an obligation or a prohibition ("you must", "I don't
+//!    want"), a correction ("Actually, …", "instead", "wrong"); not "I don't
+//!    think" or "it must be" (what the user quotes back with `>`, code and
 //!    questions left aside);
-//! 4. **decisions and conclusions**: sentences of assistant text that state
-//!    one (picked by key phrases), plus each turn's last paragraph;
+//! 4. **decisions and conclusions**: sentences of assistant text that decide
+//!    or conclude (picked by key phrases; none that plans or doubts: "let
+//!    me", "I'll", "maybe", "reconsider"), plus each turn's answer (the last
+//!    paragraph of its last text, when no tool call followed it);
 //! 5. **files**, from tool-call arguments: written or edited (created,
 //!    deleted, or the edit failed), read, searched, and named otherwise (in
 //!    a command, under a key that does not say);
-//! 6. **tools and commands**: a count of calls per tool, and each distinct
-//!    command run with its outcomes (failed when the tool said so or when
-//!    its output holds an error, a panic, a failing test or a non-zero
-//!    exit, whatever the tool said);
+//! 6. **tools and commands**: a count of calls and failures per tool and in
+//!    all, and each distinct command run with its outcomes (failed when the
+//!    tool said so or when its output holds an error, a panic, a failing
+//!    test or a non-zero exit, whatever the tool said), all counted once
+//!    (`Tally`) so that the numbers agree;
 //! 7. **diagnostics** from every tool result, not only failed ones (found
-//!    by [`crate::diagnostics`]): each result's headline and a few more of
-//!    its errors, each distinct one once, with the fix that followed where
-//!    the range shows one (a later run of the same command, or of a
-//!    broader one, in which no diagnostic is recognized, and the edits
-//!    before it; else a later edit of the file the diagnostic names). A
-//!    run is not called clean: the recognizer may miss what it printed;
+//!    by [`crate::diagnostics`]): one entry per distinct failure, its
+//!    headline with the other distinct errors, failing tests and panics of
+//!    the same result (up to [`KEEP_DIAGNOSTICS`] in all, as a stripped
+//!    result keeps them; each listed once over the range), with the fix
+//!    that followed where the range shows one (a later run of the same
+//!    command, or of a broader one, in which no diagnostic is recognized,
+//!    and the edits before it; else a later edit of the file the
+//!    diagnostic names). A run is not called clean: the recognizer may
+//!    miss what it printed;
 //! 8. **identifiers**: names the range defined or edited (definitions in the
 //!    source code the tools wrote) and names that failed (in errors, failing
 //!    tests); never search patterns, queries or hashes;
@@ -36,8 +45,8 @@
 //!    whether tool calls were still waiting.
 //!
 //! Every section is omitted when empty; long lists are capped (commands and
-//! constraints keep the latest, diagnostics the headlines first, then the
-//! latest) and say how many they leave out. The
+//! constraints keep the latest, diagnostics the latest) and say how many
+//! they leave out. The
 //! text is deterministic (only ordered collections feed the output: same
 //! input, same bytes) and the work is linear in the size of the range:
 //! every tool result is read once, and only the lines that could start a
@@ -57,12 +66,13 @@ use crate::compaction::Provenance;
 use crate::diagnostics::{Diagnostic, DiagnosticKind, collapse, first_of};
 use crate::kept::REQUEST_WORDS_MAX;
 use crate::log::Log;
+use crate::projection::KEEP_DIAGNOSTICS;
 use crate::record::Body;
 use crate::summarizer::{SummarizeError, Summarizer, SummaryInput, SummaryOutput};
 
 /// The digest's version, recorded in provenance. Bump it whenever the output
 /// for the same input changes, so a stored summary says which recipe made it.
-pub const DIGEST_VERSION: &str = "2";
+pub const DIGEST_VERSION: &str = "3";
 
 /// The digest's name, as recorded in provenance.
 const NAME: &str = "digest";
@@ -92,11 +102,9 @@ const SENTENCE_MIN: usize = 25;
 const FILES_MAX: usize = 150;
 /// Longer strings are never taken for a path.
 const PATH_MAX: usize = 300;
-/// At most this many distinct diagnostics (headlines first, then the
-/// latest).
+/// At most this many distinct failures (each a headline with the other
+/// errors of its result), the latest.
 const DIAGNOSTICS_MAX: usize = 40;
-/// Errors of one result listed besides its headline.
-const DIAGNOSTICS_EXTRA: usize = 2;
 /// Edits named before a clean run.
 const FIX_EDITS_MAX: usize = 3;
 /// At most this many distinct commands (the latest).
@@ -117,8 +125,6 @@ const STRONG_PHRASES: &[&str] = &[
     "decided",
     "decide to",
     "decision",
-    "we will",
-    "we'll",
     "going with",
     "go with",
     "the fix",
@@ -144,9 +150,6 @@ const STRONG_PHRASES: &[&str] = &[
 /// Phrases that suggest one, unless the sentence is a question or narrates
 /// the next action ("Let me…", "I'll check…").
 const WEAK_PHRASES: &[&str] = &[
-    "i'll",
-    "i will",
-    "should",
     "instead",
     "so the",
     "done",
@@ -160,7 +163,36 @@ const WEAK_PHRASES: &[&str] = &[
     "now passes",
     "compiles",
     "the approach",
-    "the plan",
+];
+
+/// Words of a sentence that plans or doubts rather than decides ("I also
+/// need to reconsider…", "maybe", "let me check"): such a sentence is no
+/// decision whatever else it says.
+const PLANS_AND_DOUBTS: &[&str] = &[
+    "reconsider",
+    "not sure",
+    "unsure",
+    "unclear",
+    "i wonder",
+    "wondering",
+    "maybe",
+    "perhaps",
+    "might",
+    "i need to",
+    "we need to",
+    "need to check",
+    "let me",
+    "let's",
+    "i'll",
+    "i will",
+    "we'll",
+    "we will",
+    "i'm going to",
+    "going to check",
+    "i should",
+    "to verify",
+    "double-check",
+    "not yet",
 ];
 
 /// Sentence openings that narrate the next action rather than decide.
@@ -198,40 +230,81 @@ const OFFERS: &[&str] = &[
     "i can also",
 ];
 
-/// Words of a user sentence that correct what came before.
+/// Words of a user sentence that correct what came before, anywhere in it.
 const CORRECTIONS: &[&str] = &[
-    "actually",
     "instead",
-    "rather",
+    "i'd rather",
+    "would rather",
+    "rather than",
     "not what",
     "wrong",
+    "incorrect",
     "i meant",
     "i said",
     "revert",
     "undo",
     "scratch that",
     "that's not",
-    "no,",
 ];
 
-/// Words of a user sentence that constrain what comes next.
-const CONSTRAINTS: &[&str] = &[
+/// Openings of a user sentence that correct ("Actually, …", "No, …"): in
+/// the middle of one ("would not actually be") they do not.
+const CORRECTION_OPENINGS: &[&str] = &["actually", "no,", "no."];
+
+/// Openings of a user sentence that constrain what comes next: an
+/// imperative ("Don't…", "Only…", "Make sure…"). In the middle of one
+/// these words describe ("files that don't have", "read-only", "the only
+/// piece") and do not constrain.
+const CONSTRAINT_OPENINGS: &[&str] = &[
     "don't",
     "dont",
     "do not",
     "never",
-    "must",
-    "mustn't",
-    "only",
     "always",
-    "make sure",
+    "only",
     "avoid",
-    "shouldn't",
-    "should not",
-    "no need to",
-    "without",
     "keep",
+    "make sure",
+    "no need to",
+    "stop",
 ];
+
+/// Words before an imperative that still leave it one ("Please don't…",
+/// "And make sure…").
+const FILLERS: &[&str] = &[
+    "please ", "and ", "but ", "so ", "also ", "also, ", "just ", "then ", "ok, ", "wait, ",
+];
+
+/// Phrases anywhere in a user sentence that state an obligation or a
+/// prohibition ("you must", "I don't want", ", dont implement it yet"); not
+/// "must be" or "I don't think", which infer or doubt.
+const CONSTRAINTS: &[&str] = &[
+    "make sure",
+    "you must",
+    "we must",
+    "must not",
+    "mustn't",
+    "should not",
+    "shouldn't",
+    "don't want",
+    "dont want",
+    "do not want",
+    "don't need to",
+    "dont need to",
+    "don't have to",
+    "no need to",
+    "want to avoid",
+    "not allowed",
+    "are allowed",
+    "is allowed",
+    "please don't",
+    "please do not",
+    "but don't",
+    "and don't",
+];
+
+/// The same for an imperative after a comma (", dont implement it yet").
+const COMMA_IMPERATIVES: &[&str] = &[", don't ", ", dont ", ", do not ", ", never ", ", only "];
 
 /// Parts of an argument key (split at `_`, `-` and case changes) whose
 /// values are paths.
@@ -581,11 +654,12 @@ struct Call<'a> {
     is_error: bool,
 }
 
-/// A distinct diagnostic (by its text) and where it was seen.
+/// A distinct failure (by its headline's text) and where it was seen.
 struct Seen<'a> {
     diag: Diagnostic,
-    /// The headline of at least one result (else an extra error).
-    headline: bool,
+    /// Other primary diagnostics of the results that printed this
+    /// headline, each once, with it at most [`KEEP_DIAGNOSTICS`].
+    also: Vec<Diagnostic>,
     /// The tool whose result printed it (the latest time).
     tool: &'a str,
     /// Index in `calls` of that call, when it is in the range.
@@ -606,7 +680,8 @@ struct Scan<'a> {
     calls: Vec<Call<'a>>,
     /// Index of the last tool call of each turn.
     last_call_in_turn: BTreeMap<u32, usize>,
-    tool_counts: BTreeMap<&'a str, usize>,
+    /// The calls counted, once the results are in.
+    tally: Tally,
     /// In order of first appearance.
     seen: Vec<Seen<'a>>,
 }
@@ -640,12 +715,14 @@ impl<'a> Scan<'a> {
             texts: Vec::new(),
             calls: Vec::new(),
             last_call_in_turn: BTreeMap::new(),
-            tool_counts: BTreeMap::new(),
+            tally: Tally::default(),
             seen: Vec::new(),
         };
         // Call id → index in `calls` (the latest call with that id).
         let mut call_by_id: BTreeMap<&str, usize> = BTreeMap::new();
         let mut seen_by_text: BTreeMap<String, usize> = BTreeMap::new();
+        // Every diagnostic text an entry lists (headlines and the others).
+        let mut listed: BTreeSet<String> = BTreeSet::new();
         let mut last_request_turn: Option<u32> = None;
         for (idx, record) in records.iter().enumerate().take(hi + 1).skip(lo) {
             let turn = log.turn_of(idx);
@@ -694,7 +771,6 @@ impl<'a> Scan<'a> {
                         outcome: None,
                         is_error: false,
                     });
-                    *scan.tool_counts.entry(name).or_default() += 1;
                     scan.last_call_in_turn.insert(turn, idx);
                 }
                 Body::ToolResult { id, is_error, .. } => {
@@ -721,51 +797,116 @@ impl<'a> Scan<'a> {
                     if found.is_empty() {
                         continue;
                     }
-                    // The headline (what the retention report counts), then
-                    // a few more errors of the same result.
-                    let head = first_of(found, 1).next().cloned();
-                    let head_text = head.as_ref().map(|h| h.text.clone());
-                    let extras = found
-                        .iter()
+                    // The headline (what the retention report counts), with
+                    // a few more errors of the same result in the same
+                    // entry: one failed run is one entry, not one per line.
+                    let Some(head) = first_of(found, 1).next() else {
+                        continue;
+                    };
+                    // Every other distinct primary diagnostic of the result
+                    // (each compiler error, failing test, panic: what the
+                    // retention report counts), most severe first, up to
+                    // the per-result budget; one listed in an earlier
+                    // entry is not listed again.
+                    let extras: Vec<Diagnostic> = first_of(found, KEEP_DIAGNOSTICS)
                         .filter(|d| {
-                            // Other errors where they are, failing tests by
-                            // name; not the tallies ("could not compile").
-                            (d.location.is_some() && d.kind != DiagnosticKind::Warning
-                                || FAILED_TEST.is_match(&d.line))
-                                && head_text.as_ref().is_none_or(|h| *h != d.text)
+                            d.kind.is_primary() && d.text != head.text && !listed.contains(&d.text)
                         })
-                        .take(DIAGNOSTICS_EXTRA)
-                        .map(|d| (d.clone(), false));
-                    for (diag, headline) in head.map(|h| (h, true)).into_iter().chain(extras) {
-                        match seen_by_text.get(&diag.text) {
-                            Some(&s) => {
-                                let s = &mut scan.seen[s];
-                                s.headline |= headline;
-                                s.tool = tool;
-                                s.call = call;
-                                s.last = idx;
-                                s.last_turn = turn;
-                                s.count += 1;
-                            }
-                            None => {
-                                seen_by_text.insert(diag.text.clone(), scan.seen.len());
-                                scan.seen.push(Seen {
-                                    diag,
-                                    headline,
-                                    tool,
-                                    call,
-                                    last: idx,
-                                    last_turn: turn,
-                                    count: 1,
-                                });
-                            }
+                        .cloned()
+                        .collect();
+                    let s = match seen_by_text.get(&head.text) {
+                        Some(&s) => {
+                            let s = &mut scan.seen[s];
+                            s.tool = tool;
+                            s.call = call;
+                            s.last = idx;
+                            s.last_turn = turn;
+                            s.count += 1;
+                            s
                         }
+                        None => {
+                            seen_by_text.insert(head.text.clone(), scan.seen.len());
+                            scan.seen.push(Seen {
+                                diag: head.clone(),
+                                also: Vec::new(),
+                                tool,
+                                call,
+                                last: idx,
+                                last_turn: turn,
+                                count: 1,
+                            });
+                            scan.seen.last_mut().expect("just pushed")
+                        }
+                    };
+                    listed.insert(head.text.clone());
+                    for d in extras {
+                        if s.also.len() + 1 >= KEEP_DIAGNOSTICS {
+                            break;
+                        }
+                        listed.insert(d.text.clone());
+                        s.also.push(d);
                     }
                 }
                 _ => {}
             }
         }
+        scan.tally = Tally::new(&scan.calls);
         scan
+    }
+}
+
+/// The calls of a range counted once: every number of calls, failures and
+/// runs the digest prints is read from here, so the totals, the per-tool
+/// counts and the per-command counts agree.
+#[derive(Default)]
+struct Tally {
+    calls: usize,
+    /// Calls whose outcome is [`Outcome::Failed`]: the tool said so, or its
+    /// output holds an error (the same word as a command's "failed").
+    failed: usize,
+    /// Calls and failed calls per tool name.
+    by_tool: BTreeMap<String, (usize, usize)>,
+    /// Each distinct command (by its label) and its runs, in order of first
+    /// run.
+    commands: Vec<(String, Runs)>,
+}
+
+impl Tally {
+    fn new(calls: &[Call<'_>]) -> Self {
+        let mut out = Tally::default();
+        let mut by_label: BTreeMap<String, usize> = BTreeMap::new();
+        for c in calls {
+            let failed = c.outcome == Some(Outcome::Failed);
+            out.calls += 1;
+            out.failed += usize::from(failed);
+            let t = out.by_tool.entry(c.name.to_owned()).or_default();
+            t.0 += 1;
+            t.1 += usize::from(failed);
+            if c.kind != CallKind::Command {
+                continue;
+            }
+            let label = command_label(c);
+            let i = *by_label.entry(label.clone()).or_insert_with(|| {
+                out.commands.push((
+                    label,
+                    Runs {
+                        first_turn: c.turn,
+                        ..Runs::default()
+                    },
+                ));
+                out.commands.len() - 1
+            });
+            let r = &mut out.commands[i].1;
+            r.last_turn = c.turn;
+            r.last = Some(c.outcome);
+            match c.outcome {
+                Some(Outcome::Failed) => r.failed += 1,
+                Some(Outcome::Ok) => r.ok += 1,
+                Some(Outcome::Warnings) => r.warnings += 1,
+                None => r.no_result += 1,
+            }
+        }
+        out
     }
 }
 
@@ -1059,12 +1200,14 @@ fn render_short(log: &Log, scan: &Scan<'_>, form: Short) -> String {
     let minimal = form == Short::Minimal;
     let mut out = header(log, scan, false);
     for r in &scan.requests {
-        let quoted = if minimal {
-            truncate_words(&collapse(r.content), REQUEST_MINIMAL)
+        // The minimal form cuts only what is over its limit: a short
+        // request stays byte for byte there too.
+        let quoted = if minimal && r.content.trim().chars().count() > REQUEST_MINIMAL {
+            format!(" {}", truncate_words(&collapse(r.content), REQUEST_MINIMAL))
         } else {
-            quote_request(r.content)
+            spaced(quote_request(r.content))
         };
-        let _ = writeln!(out, "- Turn {} asked: {quoted}", r.turn + 1);
+        let _ = writeln!(out, "- Turn {} asked:{quoted}", r.turn + 1);
     }
     if !minimal {
         let files = files(scan);
@@ -1077,12 +1220,7 @@ fn render_short(log: &Log, scan: &Scan<'_>, form: Short) -> String {
                 capped_list(list, paths.len(), FILES_MAX)
             );
         }
-        for s in scan
-            .seen
-            .iter()
-            .filter(|s| s.headline)
-            .take(DIAGNOSTICS_MAX)
-        {
+        for s in scan.seen.iter().take(DIAGNOSTICS_MAX) {
             let _ = writeln!(out, "- {}: {}", s.tool, s.diag.text);
         }
     }
@@ -1113,16 +1251,33 @@ fn steer(content: &str) -> Option<bool> {
 }
 
 /// Whether one sentence corrects (`Some(true)`) or constrains
-/// (`Some(false)`).
+/// (`Some(false)`): it says so in so many words, not merely holds one of
+/// them ("only", "don't" and "must" describe and infer as often).
 fn steer_sentence(sentence: &str) -> Option<bool> {
     if trim_emphasis(sentence).ends_with('?') {
         // A question asks; it does not (yet) steer.
         return None;
     }
-    let l = lower(sentence);
-    if has_any(&l, &CORRECTION_INDEX) {
+    let l = lower(sentence.trim_start_matches(['*', '_', '"', '(', ' ']));
+    let mut opening = l.as_str();
+    while let Some(rest) = FILLERS.iter().find_map(|f| opening.strip_prefix(f)) {
+        opening = rest;
+    }
+    let opens = |set: &[&str]| {
+        set.iter().any(|p| {
+            opening.starts_with(p)
+                && opening[p.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !c.is_alphanumeric())
+        })
+    };
+    if opens(CORRECTION_OPENINGS) || has_any(&l, &CORRECTION_INDEX) {
         Some(true)
-    } else if has_any(&l, &CONSTRAINT_INDEX) {
+    } else if opens(CONSTRAINT_OPENINGS)
+        || has_any(&l, &CONSTRAINT_INDEX)
+        || COMMA_IMPERATIVES.iter().any(|p| l.contains(p))
+    {
         Some(false)
     } else {
         None
@@ -1152,31 +1307,62 @@ fn section_requests(scan: &Scan<'_>) -> String {
         if !notes.is_empty() {
             let _ = write!(out, " ({})", notes.join(", "));
         }
-        out.push_str(": ");
-        out.push_str(&quote_request(r.content));
+        out.push(':');
+        out.push_str(&spaced(quote_request(r.content)));
         out.push('\n');
     }
     out
 }
 
-/// A user message in the user's words: whole up to [`REQUEST_WORDS_MAX`]
-/// characters, else its start and its end around a marker naming what was
-/// left out; continuation lines indented so the list stays a list.
+/// A user message in the user's words, byte for byte up to
+/// [`REQUEST_WORDS_MAX`] characters (whitespace included), else its start
+/// and its end around a marker naming what was left out. One line with no
+/// surrounding whitespace stays on the item's line; anything else goes in a
+/// fenced block on the lines after it, which holds it verbatim (indenting
+/// continuation lines to keep a list would change the user's bytes).
 fn quote_request(content: &str) -> String {
     let trimmed = content.trim();
     if trimmed.is_empty() {
         return "(empty message)".to_owned();
     }
     let n = trimmed.chars().count();
-    let body: Cow<'_, str> = if n <= REQUEST_WORDS_MAX {
-        trimmed.into()
+    if n <= REQUEST_WORDS_MAX {
+        if trimmed.len() == content.len() && !content.contains(['\n', '\r']) {
+            return content.to_owned();
+        }
+        return fenced(content);
+    }
+    let head = head_at_word(trimmed, REQUEST_HEAD);
+    let tail = tail_at_word(trimmed, REQUEST_TAIL);
+    let left_out = n - head.chars().count() - tail.chars().count();
+    fenced(&format!(
+        "{head}\n[… {left_out} of {n} characters left out …]\n{tail}"
+    ))
+}
+
+/// A quote as it follows a colon: after a space on the same line, or a
+/// block from the next line.
+fn spaced(quote: String) -> String {
+    if quote.starts_with('\n') {
+        quote
     } else {
-        let head = head_at_word(trimmed, REQUEST_HEAD);
-        let tail = tail_at_word(trimmed, REQUEST_TAIL);
-        let left_out = n - head.chars().count() - tail.chars().count();
-        format!("{head}\n[… {left_out} of {n} characters left out …]\n{tail}").into()
-    };
-    body.lines().collect::<Vec<_>>().join("\n  ")
+        format!(" {quote}")
+    }
+}
+
+/// `body` in a fenced block that starts on the next line: the fence is
+/// longer than any run of backticks in `body`, so nothing in it closes the
+/// block early, and `body` is inside it unchanged.
+fn fenced(body: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    let end = if body.ends_with('\n') { "" } else { "\n" };
+    format!("\n{fence}\n{body}{end}{fence}")
 }
 
 /// The user's own sentences that correct or constrain, the latest
@@ -1216,23 +1402,23 @@ struct Item {
     order: usize,
     turn: u32,
     text: String,
-    /// `Some(final)` for a turn's last text: `true` when no tool call
-    /// followed it in the turn.
-    answer: Option<bool>,
+    /// A turn's answer (else a key-phrase sentence).
+    answer: bool,
 }
 
-/// A turn's answer: the last paragraph of its last text.
+/// A turn's answer: the last paragraph of its last text, when no tool
+/// call followed that text in the turn.
 struct Answer {
     idx: usize,
     turn: u32,
     text: String,
     /// [`normalize`]d `text`.
     norm: String,
-    /// No tool call followed it in the turn.
-    is_final: bool,
 }
 
-/// The answers of the latest [`ANSWERS_MAX`] turns, in turn order.
+/// The answers of the latest [`ANSWERS_MAX`] turns, in turn order. A text
+/// that tool calls followed is not one: it narrates the work in progress
+/// ("I also need to reconsider…"), and "where it left off" quotes the last.
 fn turn_answers(scan: &Scan<'_>) -> BTreeMap<u32, Answer> {
     let mut last_text: BTreeMap<u32, &Text<'_>> = BTreeMap::new();
     for t in &scan.texts {
@@ -1249,8 +1435,11 @@ fn turn_answers(scan: &Scan<'_>) -> BTreeMap<u32, Answer> {
         if paragraph.is_empty() {
             continue;
         }
-        let text = truncate_words(&paragraph, ITEM_MAX);
         let is_final = scan.last_call_in_turn.get(&turn).is_none_or(|&c| c < t.idx);
+        if !is_final {
+            continue;
+        }
+        let text = truncate_words(&paragraph, ITEM_MAX);
         answers.insert(
             turn,
             Answer {
@@ -1258,7 +1447,6 @@ fn turn_answers(scan: &Scan<'_>) -> BTreeMap<u32, Answer> {
                 turn,
                 norm: normalize(&text),
                 text,
-                is_final,
             },
         );
     }
@@ -1273,7 +1461,7 @@ fn section_decisions(scan: &Scan<'_>, answers: &BTreeMap<u32, Answer>) -> String
             order: usize::MAX,
             turn: a.turn,
             text: a.text.clone(),
-            answer: Some(a.is_final),
+            answer: true,
         })
         .collect();
 
@@ -1305,7 +1493,7 @@ fn section_decisions(scan: &Scan<'_>, answers: &BTreeMap<u32, Answer>) -> String
                     order,
                     turn: t.turn,
                     text,
-                    answer: None,
+                    answer: false,
                 },
             ));
         });
@@ -1333,11 +1521,7 @@ fn section_decisions(scan: &Scan<'_>, answers: &BTreeMap<u32, Answer>) -> String
     }
     out.push_str("## Decisions and conclusions\n");
     for item in &items {
-        let label = match item.answer {
-            Some(true) => " (answer)",
-            Some(false) => " (latest text)",
-            None => "",
-        };
+        let label = if item.answer { " (answer)" } else { "" };
         let _ = writeln!(out, "- Turn {}{label}: {}", item.turn + 1, item.text);
     }
     out
@@ -1452,17 +1636,20 @@ struct Runs {
 
 fn section_tools(scan: &Scan<'_>) -> String {
     let mut out = String::new();
-    if scan.tool_counts.is_empty() {
+    let tally = &scan.tally;
+    if tally.calls == 0 {
         return out;
     }
     out.push_str("## Tools and commands\n");
-    let list: Vec<String> = scan
-        .tool_counts
+    let list: Vec<String> = tally
+        .by_tool
         .iter()
-        .map(|(name, n)| format!("{name} ×{n}"))
+        .map(|(name, &(n, failed))| match failed {
+            0 => format!("{name} ×{n}"),
+            f => format!("{name} ×{n} ({f} failed)"),
+        })
         .collect();
-    let failed = scan.calls.iter().filter(|c| c.is_error).count();
-    let calls = scan.calls.len();
+    let (calls, failed) = (tally.calls, tally.failed);
     let s = if calls == 1 { "" } else { "s" };
     let _ = writeln!(
         out,
@@ -1470,27 +1657,7 @@ fn section_tools(scan: &Scan<'_>) -> String {
         list.join(", ")
     );
 
-    let mut order: Vec<String> = Vec::new();
-    let mut runs: BTreeMap<String, Runs> = BTreeMap::new();
-    for c in scan.calls.iter().filter(|c| c.kind == CallKind::Command) {
-        let label = command_label(c);
-        let r = runs.entry(label.clone()).or_insert_with(|| {
-            order.push(label);
-            Runs {
-                first_turn: c.turn,
-                ..Runs::default()
-            }
-        });
-        r.last_turn = c.turn;
-        r.last = Some(c.outcome);
-        match c.outcome {
-            Some(Outcome::Failed) => r.failed += 1,
-            Some(Outcome::Ok) => r.ok += 1,
-            Some(Outcome::Warnings) => r.warnings += 1,
-            None => r.no_result += 1,
-        }
-    }
-    let hidden = order.len().saturating_sub(COMMANDS_MAX);
+    let hidden = tally.commands.len().saturating_sub(COMMANDS_MAX);
     if hidden > 0 {
         let s = if hidden == 1 { "" } else { "s" };
         let _ = writeln!(out, "- ({hidden} earlier command{s} not shown)");
@@ -1501,8 +1668,7 @@ fn section_tools(scan: &Scan<'_>) -> String {
         Some(Outcome::Warnings) => "ok with warnings",
         None => "no result yet",
     };
-    for label in order.iter().skip(hidden) {
-        let r = &runs[label];
+    for (label, r) in tally.commands.iter().skip(hidden) {
         let n = r.failed + r.ok + r.warnings + r.no_result;
         let turns = if r.first_turn == r.last_turn {
             format!("turn {}", r.first_turn + 1)
@@ -1573,12 +1739,12 @@ fn section_diagnostics(scan: &Scan<'_>, fixes: &[Option<Fix<'_>>]) -> String {
     if scan.seen.is_empty() {
         return out;
     }
-    // Headlines before extra errors; within each, the latest.
+    // One entry per failure (a headline with its result's other errors);
+    // over the cap, the latest.
     let mut shown: Vec<usize> = (0..scan.seen.len()).collect();
     if shown.len() > DIAGNOSTICS_MAX {
         let mut by_priority = shown.clone();
-        by_priority
-            .sort_by_key(|&i| (!scan.seen[i].headline, std::cmp::Reverse(scan.seen[i].last)));
+        by_priority.sort_by_key(|&i| std::cmp::Reverse(scan.seen[i].last));
         by_priority.truncate(DIAGNOSTICS_MAX);
         by_priority.sort_unstable();
         shown = by_priority;
@@ -1603,6 +1769,10 @@ fn section_diagnostics(scan: &Scan<'_>, fixes: &[Option<Fix<'_>>]) -> String {
             s.last_turn + 1,
             s.diag.text
         );
+        // Not "; ": a headline often ends with its own full stop.
+        for d in &s.also {
+            let _ = write!(out, " | {}", d.text);
+        }
         if let Some(fix) = &fixes[i] {
             out.push_str(&fix_note(s, fix));
         }
@@ -1919,6 +2089,7 @@ static STRONG_INDEX: LazyLock<PhraseIndex> = LazyLock::new(|| PhraseIndex::new(S
 static WEAK_INDEX: LazyLock<PhraseIndex> = LazyLock::new(|| PhraseIndex::new(WEAK_PHRASES));
 static CORRECTION_INDEX: LazyLock<PhraseIndex> = LazyLock::new(|| PhraseIndex::new(CORRECTIONS));
 static CONSTRAINT_INDEX: LazyLock<PhraseIndex> = LazyLock::new(|| PhraseIndex::new(CONSTRAINTS));
+static PLAN_INDEX: LazyLock<PhraseIndex> = LazyLock::new(|| PhraseIndex::new(PLANS_AND_DOUBTS));
 
 /// Whether `hay` (lowercase) holds one of the phrases as whole words: at
 /// the start of a word, not followed by a letter or a digit. One pass over
@@ -1951,6 +2122,11 @@ fn sentence_score(sentence: &str) -> u8 {
         return 0;
     }
     let l = lower(sentence);
+    // A condition ("If trigram doesn't error…, the flow still works")
+    // supposes; it does not settle anything.
+    if has_any(&l, &PLAN_INDEX) || l.starts_with("if ") || l.starts_with("unless ") {
+        return 0;
+    }
     let question = end.ends_with('?');
     if has_any(&l, &STRONG_INDEX) {
         return if question { 1 } else { 2 };
@@ -2510,7 +2686,7 @@ mod tests {
                 method: None,
             }
         );
-        assert_eq!(DIGEST_VERSION, "2");
+        assert_eq!(DIGEST_VERSION, "3");
     }
 
     #[test]
@@ -2550,36 +2726,38 @@ mod tests {
 
     #[test]
     fn requests_are_whole_up_to_the_limit_then_start_and_end() {
-        // Exactly at the limit, over several lines: whole, word for word
-        // (lines indented so the list stays a list).
+        // Exactly at the limit, over several lines: whole, byte for byte
+        // (in a fenced block: whitespace and line breaks as typed).
         let line = "word ".repeat(19) + "word\n";
         let at_limit: String = line.repeat(20);
         assert_eq!(at_limit.trim().chars().count(), REQUEST_WORDS_MAX - 1);
         let over: String = (0..600).map(|i| format!("w{i:03} ")).collect();
         let log = build(vec![user(&at_limit), said("ok"), user(&over), said("ok")]);
         let text = digest_all(&log);
-        assert!(collapse(&text).contains(&collapse(&at_limit)), "{text}");
-        assert!(text.contains("\n  word word"));
+        assert!(
+            text.contains(&format!("- Turn 1:\n```\n{at_limit}```\n")),
+            "{text}"
+        );
         let lines = section(&text, "What the user asked");
         let long = lines.iter().position(|l| l.contains("w000")).unwrap();
-        assert!(
-            lines[long].starts_with("- Turn 1 (follow-up): w000 w001"),
-            "{lines:#?}"
-        );
+        assert_eq!(lines[long - 2], "- Turn 1 (follow-up):", "{lines:#?}");
+        assert_eq!(lines[long - 1], "```", "{lines:#?}");
+        assert!(lines[long].starts_with("w000 w001"), "{lines:#?}");
         let n = over.trim().chars().count();
         let marker = lines[long + 1];
         assert!(
-            marker.starts_with("  [… ")
+            marker.starts_with("[… ")
                 && marker.ends_with(&format!(" of {n} characters left out …]")),
             "{marker}"
         );
-        assert!(lines[long + 2].trim_end().ends_with("w599"), "{lines:#?}");
+        assert!(lines[long + 2].ends_with("w599"), "{lines:#?}");
+        assert_eq!(lines[long + 3], "```", "{lines:#?}");
         // About the start and the end, cut at words.
         assert!(
             text.contains(" w239\n")
                 && !text.contains("w240")
                 && !text.contains("w479")
-                && text.contains("\n  w480 w481")
+                && text.contains("\nw480 w481")
         );
         assert!(lines[long].chars().count() <= REQUEST_HEAD + 30);
     }
@@ -2625,8 +2803,13 @@ mod tests {
             "{text}"
         );
         let asked = section(&text, "What the user asked");
-        assert_eq!(asked[0], "- Turn 1: Write the parser by hand.");
-        assert!(asked[2].starts_with("- Turn 2 (correction): Actually, use serde"));
+        assert_eq!(
+            asked[..3],
+            ["- Turn 1:", "```", "Write the parser by hand."]
+        );
+        // A fence longer than the one the message holds.
+        assert_eq!(asked[5..7], ["- Turn 2 (correction):", "````"], "{text}");
+        assert_eq!(asked[7], "Actually, use serde instead of a hand-written");
     }
 
     #[test]
@@ -2729,7 +2912,7 @@ mod tests {
         assert_eq!(
             section(&text, "Tools and commands"),
             [
-                "- Calls: cargo_check ×1, cargo_test ×1, fs_modify_file ×1, fs_read_file ×1 (4 calls, 1 failed)",
+                "- Calls: cargo_check ×1 (1 failed), cargo_test ×1, fs_modify_file ×1, fs_read_file ×1 (4 calls, 1 failed)",
                 "- Ran cargo_check `package=auth` (turn 1): failed",
                 "- Ran cargo_test `package=auth testname=login` (turn 2): no result yet",
             ]
@@ -2796,8 +2979,9 @@ mod tests {
         assert_eq!(
             section(&text, "Diagnostics (from tool output)"),
             [
-                "- cargo_test (turn 1): test p::t ... FAILED → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
-                "- cargo_test (turn 1): panicked at src/p.rs:9:5: assertion failed: ok → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
+                // One failed run, one entry: the failing test, its panic
+                // (with the test's thread) and the run's tally.
+                "- cargo_test (turn 1): test p::t ... FAILED | thread 'p::t' panicked at src/p.rs:9:5: assertion failed: ok | test result: FAILED. 1 passed; 1 failed → then edited `src/p.rs`, `./src/q.rs`; cargo_test ran again with no diagnostic recognized (turn 1)",
                 "- cargo_check (turn 1): error[E0425]: cannot find value `y` in this scope (src/q.rs:3:5) → then edited `./src/q.rs` (turn 1)",
                 "- cargo_test (turn 1, ×2): error: no tests to run",
             ],
@@ -2815,13 +2999,15 @@ mod tests {
             "{:?}",
             k.diagnostics.lost
         );
-        assert_eq!(k.diagnostics.total, 3);
+        // Every distinct one: the failing test, its panic, the run's
+        // tally, the compiler error and the empty run.
+        assert_eq!(k.diagnostics.total, 5);
     }
 
     #[test]
-    fn diagnostics_are_capped_keeping_headlines_then_the_latest() {
+    fn diagnostics_are_capped_keeping_the_latest() {
         let mut bodies = vec![user("try")];
-        for i in 0..60 {
+        for i in 0..DIAGNOSTICS_MAX + 20 {
             let id = i.to_string();
             bodies.push(call(&id, "run", json!({})));
             bodies.push(result(&id, &format!("boom {i}\nmore"), true));
@@ -2831,7 +3017,10 @@ mod tests {
         assert_eq!(lines[0], "- (20 earlier diagnostics not shown)");
         assert_eq!(lines.len(), 1 + DIAGNOSTICS_MAX);
         assert_eq!(lines[1], "- run (turn 1): boom 20");
-        assert_eq!(lines.last().unwrap(), &"- run (turn 1): boom 59");
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!("- run (turn 1): boom {}", DIAGNOSTICS_MAX + 19)
+        );
     }
 
     #[test]
@@ -2963,7 +3152,7 @@ mod tests {
         let mut bodies = vec![Body::TurnStart, user("go")];
         for i in 0..30 {
             bodies.push(said(&format!(
-                "We should keep option {i} around for now.\n\nThe root cause is bug {} in the parser.\n\nThe root cause is bug {} in the parser.",
+                "We prefer option {i} for now.\n\nThe root cause is bug {} in the parser.\n\nThe root cause is bug {} in the parser.",
                 i % 5,
                 i % 5
             )));
@@ -2984,6 +3173,65 @@ mod tests {
             lines.last().unwrap(),
             &"- Turn 1 (answer): All finished, thanks."
         );
+    }
+
+    #[test]
+    fn plans_doubts_and_conditions_are_not_decisions() {
+        for s in [
+            "I also need to reconsider the Auto-mode fallback test.",
+            "If trigram doesn't error on short queries, the flow still works.",
+            "We'll implement the update command for every provider.",
+            "Maybe the root cause is the cache after all.",
+        ] {
+            assert_eq!(sentence_score(s), 0, "{s}");
+        }
+        assert_eq!(
+            sentence_score("We decided to keep the cache per process."),
+            2
+        );
+    }
+
+    #[test]
+    fn steering_is_said_in_so_many_words() {
+        for (s, want) in [
+            ("Don't touch the public API.", Some(false)),
+            ("Please make sure the tests still pass.", Some(false)),
+            (
+                "Go ahead and write the plan, dont implement it yet.",
+                Some(false),
+            ),
+            (
+                "One thing I want to avoid is for jp to be git aware.",
+                Some(false),
+            ),
+            ("Actually, use serde for the parser.", Some(true)),
+            ("That is an incorrect answer.", Some(true)),
+            // Described, inferred or doubted: not steering.
+            ("I still don't think the two-pass scan was the issue.", None),
+            (
+                "It MUST be the streaming parser, nothing else changed.",
+                None,
+            ),
+            ("Some legacy files don't have a timestamp field yet.", None),
+            ("It runs in read-only mode by default.", None),
+            ("These conversations would not actually be visible.", None),
+        ] {
+            assert_eq!(steer_sentence(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn a_quoted_request_holds_the_message_byte_for_byte() {
+        let message = "  Look at this:\n\n```rust\nfn a() {}\n```\n\tand ``` this\n";
+        let log = build(vec![user(message), said("ok")]);
+        let text = digest_all(&log);
+        // The fence is longer than any run of backticks in the message.
+        assert!(
+            text.contains(&format!("- Turn 1:\n````\n{message}````\n")),
+            "{text}"
+        );
+        let one = build(vec![user("one line, as typed"), said("ok")]);
+        assert!(digest_all(&one).contains("- Turn 1: one line, as typed\n"));
     }
 
     #[test]

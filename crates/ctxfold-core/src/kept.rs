@@ -8,10 +8,13 @@
 //! - **files acted on**: every path a tool call in the range was given (an
 //!   argument string under a key naming a path: `path`, `paths`, `file`,
 //!   `dir`, `prefixes`…). Kept when the path appears in the view.
-//! - **diagnostics**: for every tool result in the range with diagnostics
-//!   ([`crate::diagnostics::result_diagnostics`]), its headline (errors,
-//!   panics and failures before warnings), each distinct headline once.
-//!   Kept when its text appears in the view.
+//! - **diagnostics**: every distinct primary diagnostic of the tool results
+//!   in the range ([`crate::diagnostics::result_diagnostics`], all but
+//!   warnings: each compiler error with its code, message and location,
+//!   each failing test, panic with its test and compared values,
+//!   exception, exit status, missing file or refusal), each distinct text
+//!   once over the range. Kept when its text appears in the view, or its
+//!   line with its location shortly after.
 //! - **user requests**: every user message in the range of at most
 //!   [`REQUEST_WORDS_MAX`] characters. Kept when it appears in the view
 //!   whole, word for word.
@@ -25,7 +28,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::diagnostics::{Diagnostic, collapse, first_of};
+use crate::diagnostics::{Diagnostic, collapse};
 use crate::log::Log;
 use crate::projection::{Item, View};
 use crate::record::Body;
@@ -38,7 +41,8 @@ pub const REQUEST_WORDS_MAX: usize = 2_000;
 pub struct Facts {
     /// Paths given to tools.
     pub files: BTreeSet<String>,
-    /// Headline diagnostics, each once, in order.
+    /// Distinct primary diagnostics (all but warnings), each once, in
+    /// order.
     pub diagnostics: Vec<Diagnostic>,
     /// User messages of at most [`REQUEST_WORDS_MAX`] characters, in order.
     pub requests: Vec<String>,
@@ -157,11 +161,14 @@ pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
             Body::ToolCall { arguments, .. } => paths(&arguments.value(), false, &mut out.files),
             Body::ToolResult { .. } => {
                 // What the log found in the result (once per loaded log).
+                // Every distinct primary diagnostic: each compiler error,
+                // failing test, panic or exception counts, not one
+                // headline per result (warnings do not count).
                 let found = log.result_scan(i).map_or(&[][..], |s| &s.diagnostics);
-                if let Some(d) = first_of(found, 1).next()
-                    && seen_diag.insert(d.text.clone())
-                {
-                    out.diagnostics.push(d.clone());
+                for d in found.iter().filter(|d| d.kind.is_primary()) {
+                    if seen_diag.insert(d.text.clone()) {
+                        out.diagnostics.push(d.clone());
+                    }
                 }
             }
             Body::User { content, .. } => {

@@ -48,6 +48,9 @@ pub struct Rule {
     pub tool_calls: Option<ToolPolicy>,
     /// Summarize the range instead.
     pub summary: Option<SummaryRequest>,
+    /// At most this many diagnostics a result it strips keeps (`None`:
+    /// [`KEEP_DIAGNOSTICS`](crate::projection::KEEP_DIAGNOSTICS)).
+    pub keep_diagnostics: Option<u32>,
 }
 
 /// How a rule's summary is made.
@@ -619,6 +622,7 @@ fn region(
     }
     if rule.tool_calls.is_some() {
         c.tool_overrides = bake_hints(log, (lo, hi), &ctx.hints);
+        c.keep_diagnostics = rule.keep_diagnostics;
     }
     Ok(Region::Planned(Box::new(Planned {
         compaction: c,

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride, revoked_seqs};
-use crate::diagnostics::{Diagnostic, ScanCell, first_of, result_diagnostics};
+use crate::diagnostics::{Diagnostic, ScanCell, first_of, printed_outcome, result_diagnostics};
 use crate::json_text::JsonText;
 use crate::log::Log;
 use crate::record::{Body, Record};
@@ -86,6 +86,9 @@ pub enum Item<'a> {
         /// The log's cache of what the recognizer found in `record` (see
         /// [`Item::stripped_line`]).
         scan: &'a ScanCell,
+        /// At most this many diagnostics shown (the compaction's
+        /// `keep_diagnostics`, else [`KEEP_DIAGNOSTICS`]).
+        keep_diagnostics: usize,
     },
     /// A tool result or user message longer than its compaction's
     /// `clip_chars`, shown as its head and tail with a note (see
@@ -185,7 +188,11 @@ impl Item<'_> {
     /// `None` for any other item.
     pub fn stripped_line(&self) -> Option<String> {
         let Item::StrippedResult {
-            record, tool, scan, ..
+            record,
+            tool,
+            scan,
+            keep_diagnostics,
+            ..
         } = *self
         else {
             return None;
@@ -202,6 +209,7 @@ impl Item<'_> {
             *is_error,
             found.chars,
             &found.diagnostics,
+            keep_diagnostics,
         ))
     }
 }
@@ -279,13 +287,22 @@ fn strip_value(args: &Value) -> Value {
     }
 }
 
-/// Diagnostics a stripped result keeps (see [`stripped_result_line`]).
-pub const KEEP_DIAGNOSTICS: usize = 2;
+/// Diagnostics a stripped result keeps at most (see
+/// [`stripped_result_line`]); the rest are counted ("and N more"). Enough
+/// for a failing build's distinct errors, most severe first, in about a
+/// tenth of what such output usually is.
+pub const KEEP_DIAGNOSTICS: usize = 16;
 
-/// The one line that replaces a stripped tool result: the tool, whether it
-/// failed, the size removed, and what it reported that an agent needs to
-/// carry on (its first [`KEEP_DIAGNOSTICS`] diagnostics, errors before
-/// warnings, with their location: see [`crate::diagnostics`]).
+/// The one line that replaces a stripped tool result: the tool, its
+/// outcome, the size removed, and what it reported that an agent needs to
+/// carry on: its distinct diagnostics with their location (see
+/// [`crate::diagnostics`]), most severe first, up to [`KEEP_DIAGNOSTICS`],
+/// then how many more there were.
+///
+/// The outcome is what the output says: `failed` for a result flagged an
+/// error; for one flagged a success whose output holds a failing test, a
+/// panic or an error, what it printed (`[cargo_test: 1 test failed; …`,
+/// see [`printed_outcome`]); else `succeeded`.
 ///
 /// This reads all of `content`; a view item has the same line without that
 /// ([`Item::stripped_line`]).
@@ -295,23 +312,71 @@ pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String
         is_error,
         content.chars().count(),
         &result_diagnostics(content, is_error),
+        KEEP_DIAGNOSTICS,
     )
 }
 
 /// The line of [`stripped_result_line`] from the result's size in
-/// characters and its diagnostics: one place says what it holds, whether
-/// the diagnostics were just found or kept from before.
-fn render_stripped(tool: &str, is_error: bool, chars: usize, found: &[Diagnostic]) -> String {
-    let outcome = if is_error { "failed" } else { "succeeded" };
-    let mut line =
-        format!("[{tool} {outcome}; its output ({chars} characters) was removed by compaction");
-    for (k, d) in first_of(found, KEEP_DIAGNOSTICS).enumerate() {
+/// characters and its diagnostics, showing at most `budget` of them: one
+/// place says what it holds, whether the diagnostics were just found or
+/// kept from before.
+fn render_stripped(
+    tool: &str,
+    is_error: bool,
+    chars: usize,
+    found: &[Diagnostic],
+    budget: usize,
+) -> String {
+    let mut line = match (is_error, printed_outcome(found)) {
+        (true, _) => format!("[{tool} failed"),
+        (false, Some(said)) => format!("[{tool}: {said}"),
+        (false, None) => format!("[{tool} succeeded"),
+    };
+    line.push_str(&format!(
+        "; its output ({chars} characters) was removed by compaction"
+    ));
+    let shown: Vec<&Diagnostic> = first_of(found, budget).collect();
+    // The same message at several places (one unresolved import in four
+    // files) is said once with all its locations: each location is a
+    // distinct diagnostic, the message need not be repeated.
+    let mut groups: Vec<(&Diagnostic, Vec<&str>)> = Vec::new();
+    for d in &shown {
+        let merge = d
+            .location
+            .as_deref()
+            .filter(|loc| !d.line.contains(loc))
+            .and_then(|loc| {
+                groups
+                    .iter_mut()
+                    .find(|(g, locs)| g.line == d.line && !locs.is_empty())
+                    .map(|(_, locs)| (loc, locs))
+            });
+        match merge {
+            Some((loc, locs)) => locs.push(loc),
+            None => {
+                let locs = match d.location.as_deref() {
+                    Some(loc) if d.text.ends_with(&format!("({loc})")) => vec![loc],
+                    _ => Vec::new(),
+                };
+                groups.push((d, locs));
+            }
+        }
+    }
+    for (k, (d, locs)) in groups.iter().enumerate() {
         line.push_str(if k == 0 {
             ". Diagnostics in it: "
         } else {
             "; "
         });
-        line.push_str(&d.text);
+        if locs.len() > 1 {
+            line.push_str(&format!("{} ({})", d.line, locs.join(", ")));
+        } else {
+            line.push_str(&d.text);
+        }
+    }
+    let more = found.len() - shown.len();
+    if more > 0 {
+        line.push_str(&format!("; and {more} more"));
     }
     line.push(']');
     line
@@ -760,11 +825,15 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                         Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
                     ) && more_chars_than(content, KEEP_RESULT_CHARS);
                     items.push(if strip {
+                        let keep_diagnostics = policy
+                            .and_then(|(order, _)| by_order[&order].keep_diagnostics)
+                            .map_or(KEEP_DIAGNOSTICS, |n| n as usize);
                         Item::StrippedResult {
                             index: i,
                             record: rec,
                             tool,
                             scan,
+                            keep_diagnostics,
                         }
                     } else {
                         clipped_or_kept(i, rec, content, &mut clip_heap, &by_order)
@@ -979,7 +1048,7 @@ mod tests {
         assert!(
             content.starts_with(
                 "[edit failed; its output (500 characters) was removed by compaction. Diagnostics in it: xxx"
-            ) && content.chars().count() < 320,
+            ) && content.chars().count() < 340,
             "{content}"
         );
     }
@@ -1002,14 +1071,22 @@ mod tests {
     }
 
     #[test]
-    fn a_stripped_result_keeps_its_first_diagnostics() {
+    fn a_stripped_result_keeps_every_diagnostic_most_severe_first() {
         let out = "warning: unused import: `a`\n --> src/a.rs:1:5\nerror[E0425]: cannot find value `x`\n --> src/b.rs:3:9\nerror: could not compile `b`\nerror: aborting due to 2 previous errors\n";
         assert_eq!(
             stripped_result_line("cargo_check", out, true),
             format!(
-                "[cargo_check failed; its output ({} characters) was removed by compaction. Diagnostics in it: error[E0425]: cannot find value `x` (src/b.rs:3:9); error: could not compile `b`]",
+                "[cargo_check failed; its output ({} characters) was removed by compaction. Diagnostics in it: error[E0425]: cannot find value `x` (src/b.rs:3:9); error: could not compile `b`; error: aborting due to 2 previous errors; warning: unused import: `a` (src/a.rs:1:5)]",
                 out.chars().count()
             )
+        );
+        // The same message at several places is said once, with each
+        // place; past the budget the rest are counted.
+        let many = "error[E0432]: unresolved import `crate::R`\n --> src/a.rs:3:5\nerror[E0432]: unresolved import `crate::R`\n --> src/b.rs:6:5\nerror[E0282]: type annotations needed\n --> src/c.rs:1:1\nwarning: unused `self` argument\n --> src/c.rs:2:2\n";
+        let found = result_diagnostics(many, true);
+        assert_eq!(
+            render_stripped("cargo_check", true, 9, &found, 2),
+            "[cargo_check failed; its output (9 characters) was removed by compaction. Diagnostics in it: error[E0432]: unresolved import `crate::R` (src/a.rs:3:5, src/b.rs:6:5); and 2 more]"
         );
         // A failure in no known shape keeps its first line; a quiet
         // success keeps what it kept before.
@@ -1020,6 +1097,77 @@ mod tests {
         assert_eq!(
             stripped_result_line("read_file", "fn error() {}", false),
             "[read_file succeeded; its output (13 characters) was removed by compaction]"
+        );
+    }
+
+    #[test]
+    fn the_compaction_sets_how_many_diagnostics_a_stripped_result_keeps() {
+        let errors: String = (0..20)
+            .map(|k| format!("error[E0425]: cannot find value `v{k}` here\n --> src/a.rs:{k}:1\n"))
+            .collect();
+        let lines = |keep: Option<u32>| {
+            let mut bodies = turn(0, "body", true);
+            if let Body::ToolResult { content, .. } = &mut bodies[4] {
+                *content = errors.clone();
+            }
+            let mut c = Compaction::new(0, 0, Source::User);
+            c.tool_calls = Some(ToolPolicy::StripResponses);
+            c.keep_diagnostics = keep;
+            bodies.push(compaction(c));
+            let log = log_of(bodies);
+            let view = project(&log);
+            view.items.iter().find_map(Item::stripped_line).unwrap()
+        };
+        // Baked into the record: 3 shown, the other 17 counted.
+        let three = lines(Some(3));
+        assert!(
+            three.contains("`v2` here (src/a.rs:2:1); and 17 more]"),
+            "{three}"
+        );
+        assert!(!three.contains("`v3`"), "{three}");
+        // None: the default.
+        let default = lines(None);
+        assert!(
+            default.ends_with(&format!("; and {} more]", 20 - KEEP_DIAGNOSTICS)),
+            "{default}"
+        );
+    }
+
+    #[test]
+    fn the_outcome_is_what_the_output_says() {
+        // Flagged a success, but a test failed or the build did not.
+        let run = "running 2 tests\ntest a::b ... FAILED\ntest a::c ... FAILED\n";
+        assert!(
+            stripped_result_line("cargo_test", run, false)
+                .starts_with("[cargo_test: 2 tests failed; its output")
+        );
+        assert!(
+            stripped_result_line("cargo_test", "Ran 3/3 tests, of which 1 failed.", false)
+                .starts_with("[cargo_test: 1 test failed;")
+        );
+        assert!(
+            stripped_result_line(
+                "run",
+                "thread 'main' panicked at src/m.rs:1:1:\nboom",
+                false
+            )
+            .starts_with("[run: panicked;")
+        );
+        assert!(
+            stripped_result_line("check", "error[E0425]: cannot find value `x` here", false)
+                .starts_with("[check: 1 error;")
+        );
+        // Warnings alone, or an exception quoted in a document read: the
+        // run did what it was asked.
+        assert!(
+            stripped_result_line("check", "warning: unused import: `a` here", false)
+                .starts_with("[check succeeded;")
+        );
+        // A generic wrapper is passed over for the cause it wraps.
+        let wrapped = r#"{"message":"An error occurred while running the 'read' tool.","trace":["no such repository here"]}"#;
+        assert!(
+            stripped_result_line("read", wrapped, true)
+                .ends_with("Diagnostics in it: no such repository here]")
         );
     }
 

@@ -118,3 +118,85 @@ fn the_corpus_diagnostics() {
         }
     }
 }
+
+/// What a stripped result says of real output: a test run the tool called
+/// a success that failed, by what it printed, with the failing test's name
+/// and its assertion's values; a wrapped failure by its cause.
+#[test]
+fn stripped_results_of_the_corpus_keep_names_values_and_causes() {
+    use ctxfold_core::projection::stripped_result_line;
+    let all = results();
+    // `Ran 30/30 tests, of which 1 failed.` with a panic of a named test
+    // and its compared values after it.
+    let failing: Vec<_> = all
+        .iter()
+        .filter(|(_, tool, is_error, c)| {
+            tool == "cargo_test" && !is_error && c.contains(" panicked at ")
+        })
+        .collect();
+    assert!(failing.len() >= 3, "the corpus has failing test runs");
+    let mut compared = 0;
+    for (conv, tool, _, c) in failing {
+        let line = stripped_result_line(tool, c, false);
+        // The count the run printed, read from the output here.
+        let failed = c
+            .split("of which ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .unwrap();
+        let tests = if failed == "1" { "test" } else { "tests" };
+        assert!(
+            line.starts_with(&format!("[{tool}: {failed} {tests} failed; ")),
+            "{conv}: {line}"
+        );
+        // The thread's name is the failing test's, the location follows.
+        let panic_line = c.lines().find(|l| l.contains(" panicked at ")).unwrap();
+        let name = panic_line.split('\'').nth(1).unwrap();
+        let at = panic_line
+            .split(" panicked at ")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(':');
+        assert!(
+            line.contains(&format!("thread '{name}' panicked at {at}")),
+            "{conv}: {line}"
+        );
+        let value = |side: &str| {
+            c.lines()
+                .map(str::trim)
+                .find(|l| l.starts_with(&format!("{side}: ")))
+                .map(str::to_owned)
+        };
+        // An assertion's values, where the panic was one.
+        if let (Some(left), Some(right)) = (value("left"), value("right")) {
+            assert!(
+                line.contains(&format!("({left}, {right})")),
+                "{conv}: {line}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 2, "the corpus has failed assertions");
+    // A failure whose first line is the tool's generic wrapper is named by
+    // the cause in its trace, not by the wrapper.
+    let wrapped: Vec<_> = all
+        .iter()
+        .filter(|(_, _, is_error, c)| *is_error && c.contains("An error occurred while running"))
+        .collect();
+    assert!(!wrapped.is_empty());
+    let mut named_by_trace = 0;
+    for (conv, tool, _, c) in wrapped {
+        let line = stripped_result_line(tool, c, true);
+        let v: serde_json::Value = serde_json::from_str(c).unwrap();
+        let trace = v["trace"][0].as_str().unwrap_or_default();
+        assert!(!line.contains("An error occurred"), "{conv}: {line}");
+        if !trace.is_empty() && !trace.contains('\n') {
+            assert!(
+                line.ends_with(&format!("Diagnostics in it: {trace}]")),
+                "{conv}: {line}"
+            );
+            named_by_trace += 1;
+        }
+    }
+    assert!(named_by_trace >= 1, "a one-line cause in the corpus");
+}

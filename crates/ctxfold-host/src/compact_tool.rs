@@ -225,6 +225,8 @@ pub fn resolve(log: &Log, args: &Value) -> Result<Resolved, String> {
                     text: text.trim().to_owned(),
                     author: Source::Assistant,
                 }),
+                // The default: the assistant's tool has no such argument.
+                keep_diagnostics: None,
             },
             note,
         });
