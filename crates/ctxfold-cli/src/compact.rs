@@ -770,8 +770,11 @@ pub fn fork(
     )
 }
 
-/// One line per compaction for `conversation show`, and the same as JSON.
-pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
+/// One line per compaction for `conversation show`, and the same as JSON;
+/// with `lost`, the JSON lists what each compaction lost (with ranges
+/// nested from the first record, those lists grow with the square of the
+/// conversation: the text needs only the counts).
+pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
     let statuses = compaction_statuses(log);
     let mut json = Vec::new();
     let mut text = String::new();
@@ -780,12 +783,57 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
     // into force in (each made only when needed). A revoked one folds
     // nothing.
     let has = |p: &str| statuses.values().any(|s| s.starts_with(p));
-    let view = has("active").then(|| project(log));
-    let shown = view.as_ref().map(ctxfold_core::kept::view_text);
     let next = log.turn_count() as u32;
-    let later = has("deferred").then(|| ctxfold_core::projection::project_as_of(log, next));
-    let later_shown = later.as_ref().map(ctxfold_core::kept::view_text);
-    for (n, i) in numbered_compactions(log) {
+    let numbered = numbered_compactions(log);
+    // Which view each compaction's report is made in (`Some(true)`: now,
+    // `Some(false)`: once the deferred come into force), and then the
+    // reports of each view's ranges all at once, one pass over the view.
+    let in_view: Vec<Option<(bool, (usize, usize))>> = numbered
+        .iter()
+        .map(|&(_, i)| {
+            let Body::Compaction(c) = &log.records()[i].body else {
+                return None;
+            };
+            let status = statuses.get(&i).map(String::as_str).unwrap_or_default();
+            let now = if status == "active" {
+                true
+            } else if status.starts_with("deferred")
+                && c.deferred_until_turn.is_some_and(|t| t <= next)
+            {
+                false
+            } else {
+                return None;
+            };
+            ctxfold_core::projection::covered_indices(log, c).map(|range| (now, range))
+        })
+        .collect();
+    let reports = |now: bool| -> Vec<ctxfold_core::kept::Kept> {
+        let ranges: Vec<(usize, usize)> = in_view
+            .iter()
+            .flatten()
+            .filter(|(n, _)| *n == now)
+            .map(|&(_, r)| r)
+            .collect();
+        if ranges.is_empty() {
+            return Vec::new();
+        }
+        let view = if now {
+            project(log)
+        } else {
+            ctxfold_core::projection::project_as_of(log, next)
+        };
+        ctxfold_core::kept::Retentions::new(log, &view).of(&ranges, lost)
+    };
+    let (mut now_kept, mut later_kept) = (
+        reports(true).into_iter(),
+        if has("deferred") {
+            reports(false)
+        } else {
+            Vec::new()
+        }
+        .into_iter(),
+    );
+    for ((n, i), in_view) in numbered.into_iter().zip(in_view) {
         let Body::Compaction(c) = &log.records()[i].body else {
             continue;
         };
@@ -804,18 +852,10 @@ pub fn compaction_listing(log: &Log) -> (Vec<Value>, String) {
             status,
             source_name(c.source)
         ));
-        let (v, t) = if status == "active" {
-            (view.as_ref(), shown.as_deref())
-        } else if status.starts_with("deferred") && c.deferred_until_turn.is_some_and(|t| t <= next)
-        {
-            (later.as_ref(), later_shown.as_deref())
-        } else {
-            (None, None)
-        };
-        let kept = match (v, t) {
-            (Some(view), Some(shown)) => ctxfold_core::projection::covered_indices(log, c)
-                .map(|range| ctxfold_core::kept::retention(log, range, view, shown)),
-            _ => None,
+        let kept = match in_view {
+            Some((true, _)) => now_kept.next(),
+            Some((false, _)) => later_kept.next(),
+            None => None,
         };
         if let Some(k) = &kept {
             text.push_str(&format!("      {}\n", k.line()));

@@ -181,7 +181,7 @@ fn show(target: &Target, id: Option<&str>, out: &Printer) -> anyhow::Result<()> 
     let meta = target.resolve(id)?;
     let log = target.load(&meta.id)?;
     let counts = log.counts();
-    let (compactions_json, compactions_text) = compact::compaction_listing(&log);
+    let (compactions_json, compactions_text) = compact::compaction_listing(&log, out.is_json());
     let attempts = ctxfold_core::attempt::attempts(&log);
     // An attempt without its end is running when its compaction lock is
     // held, else orphaned (a lock dies with its process).

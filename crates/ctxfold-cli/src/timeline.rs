@@ -4,7 +4,7 @@
 
 use ctxfold_compactor::Effect;
 use ctxfold_core::estimate::{raw_tokens, view_tokens};
-use ctxfold_core::kept::Kept;
+use ctxfold_core::kept::{Kept, Retentions};
 use ctxfold_core::planner::Plan;
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::report::{timeline, turn_reports};
@@ -113,15 +113,12 @@ pub fn report(
     // (the retention report), in the view after the run. Ranges are
     // indices of `after`: the records of `before` with the compactions
     // appended, or, for a replay, interleaved where each was made.
-    let shown = ctxfold_core::kept::view_text(&view_after);
-    let kept: Vec<Kept> = plan
+    let ranges: Vec<(usize, usize)> = plan
         .planned
         .iter()
-        .map(|p| {
-            let range = (p.range.0, p.range.1.min(after.len().saturating_sub(1)));
-            ctxfold_core::kept::retention(after, range, &view_after, &shown)
-        })
+        .map(|p| (p.range.0, p.range.1.min(after.len().saturating_sub(1))))
         .collect();
+    let kept: Vec<Kept> = Retentions::new(after, &view_after).of(&ranges, true);
     for (((p, c), e), k) in plan.planned.iter().zip(compactions).zip(effects).zip(&kept) {
         text.push_str(&format!(
             "{verb} turns {}–{}: {}\n",
@@ -195,37 +192,5 @@ pub fn report(
 /// together, each record counted once: the retention of a whole replay,
 /// whose firings fold and fold again overlapping ranges.
 pub fn union_retention(log: &Log, ranges: &[(usize, usize)]) -> Kept {
-    let mut spans: Vec<(usize, usize)> = ranges
-        .iter()
-        .filter(|(lo, hi)| lo <= hi && *hi < log.len())
-        .copied()
-        .collect();
-    spans.sort_unstable();
-    let mut merged: Vec<(usize, usize)> = Vec::new();
-    for (lo, hi) in spans {
-        match merged.last_mut() {
-            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
-            _ => merged.push((lo, hi)),
-        }
-    }
-    let view = project(log);
-    let shown = ctxfold_core::kept::view_text(&view);
-    let mut facts = ctxfold_core::kept::Facts::default();
-    let (mut raw, mut kept_tokens) = (0, 0);
-    for &(lo, hi) in &merged {
-        let f = ctxfold_core::kept::facts(log, lo, hi);
-        facts.files.extend(f.files);
-        for d in f.diagnostics {
-            if !facts.diagnostics.iter().any(|e| e.text == d.text) {
-                facts.diagnostics.push(d);
-            }
-        }
-        facts.requests.extend(f.requests);
-        let k = ctxfold_core::kept::retention(log, (lo, hi), &view, &shown);
-        raw += k.tokens.0;
-        kept_tokens += k.tokens.1;
-    }
-    let mut out = ctxfold_core::kept::kept(&facts, &shown);
-    out.tokens = (raw, kept_tokens);
-    out
+    Retentions::new(log, &project(log)).union(ranges)
 }

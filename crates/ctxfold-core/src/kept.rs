@@ -33,6 +33,9 @@ use crate::log::Log;
 use crate::projection::{Item, View};
 use crate::record::Body;
 
+mod batch;
+pub use batch::Retentions;
+
 /// User requests up to this many characters must be kept word for word.
 pub const REQUEST_WORDS_MAX: usize = 2_000;
 
@@ -119,7 +122,9 @@ impl Kept {
 /// The retention report of the records `lo..=hi` of `log` in `view` (a
 /// projection of `log`, or of `log` with compactions appended) whose
 /// [`view_text`] is `text`: what it keeps of the facts, and the range's
-/// size raw and in the view.
+/// size raw and in the view. It reads the whole view and text each call:
+/// for more than one range, [`Retentions`] makes the same reports at the
+/// cost of one.
 pub fn retention(log: &Log, (lo, hi): (usize, usize), view: &View<'_>, text: &str) -> Kept {
     let mut k = kept(&facts(log, lo, hi), text);
     let raw = crate::estimate::raw_tokens(&log.records()[lo..=hi]);
@@ -156,29 +161,58 @@ const PATH_KEYS: &[&str] = &[
 pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
     let mut out = Facts::default();
     let mut seen_diag = BTreeSet::new();
-    for (i, r) in log.records().iter().enumerate().take(hi + 1).skip(lo) {
-        match &r.body {
-            Body::ToolCall { arguments, .. } => paths(&arguments.value(), false, &mut out.files),
-            Body::ToolResult { .. } => {
-                // What the log found in the result (once per loaded log).
-                // Every distinct primary diagnostic: each compiler error,
-                // failing test, panic or exception counts, not one
-                // headline per result (warnings do not count).
-                let found = log.result_scan(i).map_or(&[][..], |s| &s.diagnostics);
-                for d in found.iter().filter(|d| d.kind.is_primary()) {
-                    if seen_diag.insert(d.text.clone()) {
-                        out.diagnostics.push(d.clone());
-                    }
-                }
+    for i in (0..log.len()).take(hi + 1).skip(lo) {
+        let f = record_facts(log, i);
+        out.files.extend(f.files);
+        for d in f.diagnostics {
+            if seen_diag.insert(d.text.clone()) {
+                out.diagnostics.push(d);
             }
-            Body::User { content, .. } => {
-                let c = content.trim();
-                if !c.is_empty() && c.chars().count() <= REQUEST_WORDS_MAX {
-                    out.requests.push(c.to_owned());
-                }
-            }
-            _ => {}
         }
+        out.requests.extend(f.request);
+    }
+    out
+}
+
+/// What one record adds to the facts of a range that holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordFacts {
+    /// Paths given to a tool call.
+    pub files: BTreeSet<String>,
+    /// A tool result's diagnostics that count, in order (a range keeps the
+    /// first of each text).
+    pub diagnostics: Vec<Diagnostic>,
+    /// A user message of at most [`REQUEST_WORDS_MAX`] characters.
+    pub request: Option<String>,
+}
+
+/// The facts of record `i` of `log` alone: the one place a record's facts
+/// are read, for [`facts`] and for [`Retentions`].
+pub fn record_facts(log: &Log, i: usize) -> RecordFacts {
+    let mut out = RecordFacts::default();
+    match &log.records()[i].body {
+        Body::ToolCall { arguments, .. } => paths(&arguments.value(), false, &mut out.files),
+        Body::ToolResult { .. } => {
+            // What the log found in the result (once per loaded log).
+            // Every distinct primary diagnostic: each compiler error,
+            // failing test, panic or exception counts, not one headline
+            // per result (warnings do not count).
+            let found = log.result_scan(i).map_or(&[][..], |s| &s.diagnostics);
+            let mut seen = BTreeSet::new();
+            out.diagnostics.extend(
+                found
+                    .iter()
+                    .filter(|d| d.kind.is_primary() && seen.insert(d.text.as_str()))
+                    .cloned(),
+            );
+        }
+        Body::User { content, .. } => {
+            let c = content.trim();
+            if !c.is_empty() && c.chars().count() <= REQUEST_WORDS_MAX {
+                out.request = Some(c.to_owned());
+            }
+        }
+        _ => {}
     }
     out
 }

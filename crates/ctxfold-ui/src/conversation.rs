@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use ctxfold_core::attempt::{Attempt, attempts};
 use ctxfold_core::estimate::view_tokens;
-use ctxfold_core::kept::{Kept, Tally, retention, view_text};
+use ctxfold_core::kept::{Kept, Retentions, Tally};
 use ctxfold_core::projection::{project, project_as_of, project_with};
 use ctxfold_core::report::{fates, turn_reports};
 use ctxfold_core::{Body, Log};
@@ -247,18 +247,18 @@ fn details(
     };
     // The view it acts in: now when in force; for a deferred one, once it
     // comes into force; for a revoked one, were it appended again.
-    let kept: Option<Kept> = b.covered.map(|range| match b.status {
-        Status::Active => retention(log, range, view, &view_text(view)),
-        Status::Deferred(t) => {
-            let v = project_as_of(log, t);
-            retention(log, range, &v, &view_text(&v))
-        }
+    let report = |v: &ctxfold_core::projection::View<'_>, range| {
+        Retentions::new(log, v).of(&[range], true).pop()
+    };
+    let kept: Option<Kept> = b.covered.and_then(|range| match b.status {
+        Status::Active => report(view, range),
+        Status::Deferred(t) => report(&project_as_of(log, t), range),
         Status::Revoked | Status::OutOfBounds => {
             let mut again = c.as_ref().clone();
             again.deferred_until_turn = None;
             let extra = [again];
             let v = project_with(log, &extra, (log.turn_count() as u32).saturating_sub(1));
-            retention(log, range, &v, &view_text(&v))
+            report(&v, range)
         }
     });
     let tally = |name: &str, t: &Tally| -> Markup {

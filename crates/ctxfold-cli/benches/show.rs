@@ -1,0 +1,114 @@
+//! `ctxfold conversation show` as a user runs it (issue 26: under 1 s on
+//! 1,000,000 events with 10,000 compactions, linear from 100,000): the
+//! release binary started as a process on a generated conversation in a
+//! workspace (loading, the projection, the retention report of every
+//! compaction, the text printed). Figures: `docs/PERFORMANCE.md`.
+//!
+//! `cargo bench -p ctxfold --bench show` (the conversations are generated
+//! and written first: about 1 GB of temporary space and a minute). With
+//! `CTXFOLD_BENCH_BIN=PATH` it runs that binary instead of the one built
+//! with the benchmark: how the figures before a change are taken.
+//!
+//! The conversations are the pages' benchmark's (`ctxfold-ui/benches/common/
+//! session.rs`): turns of ten records, and every tenth turn a compaction,
+//! either a summary of everything before the last three turns (the ranges
+//! nest, the view is small: `show_*`) or a strip of the ten turns before
+//! those (ranges side by side, the view as long as the log: `strips_*`).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::LazyLock;
+
+#[path = "../../ctxfold-ui/benches/common/session.rs"]
+mod session;
+
+fn main() {
+    divan::main();
+}
+
+/// A workspace holding one generated conversation, and its id.
+struct Stored {
+    dir: tempfile::TempDir,
+    id: String,
+}
+
+fn store(log: ctxfold_core::Log) -> Stored {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, _) = ctxfold_store::Workspace::init(dir.path()).unwrap();
+    let meta = ctxfold_store::create_new(
+        &ws,
+        Some("a long agent session".into()),
+        None,
+        Default::default(),
+        log.records().to_vec(),
+    )
+    .unwrap();
+    Stored { dir, id: meta.id }
+}
+
+static S100K: LazyLock<Stored> = LazyLock::new(|| store(session::generate(100_000, 10)));
+static S1M: LazyLock<Stored> = LazyLock::new(|| store(session::generate(1_000_000, 10)));
+static STRIPS_100K: LazyLock<Stored> =
+    LazyLock::new(|| store(session::generate_strips(100_000, 10)));
+static STRIPS_1M: LazyLock<Stored> =
+    LazyLock::new(|| store(session::generate_strips(1_000_000, 10)));
+
+fn show(dir: &Path, id: &str, extra: &[&str]) {
+    let bin = std::env::var_os("CTXFOLD_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxfold").into());
+    let status = Command::new(bin)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("xdg-data"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg-config"))
+        .args(["c", "show", id])
+        .args(extra)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// 100,000 events, 1,000 compactions, as text.
+#[divan::bench(sample_count = 10)]
+fn show_100k(b: divan::Bencher) {
+    let s = &*S100K;
+    b.bench(|| show(s.dir.path(), &s.id, &[]));
+}
+
+/// 1,000,000 events, 10,000 compactions, as text.
+#[divan::bench(sample_count = 10)]
+fn show_1m(b: divan::Bencher) {
+    let s = &*S1M;
+    b.bench(|| show(s.dir.path(), &s.id, &[]));
+}
+
+/// 100,000 events as JSON: every compaction lists what it lost, and with
+/// ranges nested from the first record those lists make the output itself
+/// grow with the square of the conversation.
+#[divan::bench(sample_count = 10)]
+fn show_100k_json(b: divan::Bencher) {
+    let s = &*S100K;
+    b.bench(|| show(s.dir.path(), &s.id, &["--format", "json"]));
+}
+
+/// 100,000 events, about 1,000 strips side by side, as text.
+#[divan::bench(sample_count = 10)]
+fn strips_100k(b: divan::Bencher) {
+    let s = &*STRIPS_100K;
+    b.bench(|| show(s.dir.path(), &s.id, &[]));
+}
+
+/// 1,000,000 events, about 10,000 strips side by side, as text.
+#[divan::bench(sample_count = 10)]
+fn strips_1m(b: divan::Bencher) {
+    let s = &*STRIPS_1M;
+    b.bench(|| show(s.dir.path(), &s.id, &[]));
+}
+
+/// 1,000,000 events, about 10,000 strips side by side, as JSON.
+#[divan::bench(sample_count = 10)]
+fn strips_1m_json(b: divan::Bencher) {
+    let s = &*STRIPS_1M;
+    b.bench(|| show(s.dir.path(), &s.id, &["--format", "json"]));
+}

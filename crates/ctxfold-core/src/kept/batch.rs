@@ -1,0 +1,693 @@
+//! The retention reports of many ranges of one view at once (issue 26):
+//! what [`retention`](super::retention) reports for each, at about the
+//! cost of one.
+//!
+//! One call of `retention` reads the whole view (for the tokens shown),
+//! looks for every fact of its range in the whole view text, and reads
+//! every record of its range; a conversation's compactions, whose ranges
+//! nest from its first record, made that the square of the conversation.
+//! Here each record's facts are read once, each distinct fact is looked
+//! for once (all together, in one pass over the text), the tokens are
+//! prefix sums by record, and a range's distinct facts are counted from
+//! where each fact occurs before (the first occurrence in a range is the
+//! one whose previous occurrence lies before the range).
+
+use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
+
+use super::{Kept, Tally, appears, diagnostic_appears, path_char, record_facts, word_char};
+use crate::diagnostics::{Diagnostic, collapse};
+use crate::log::Log;
+use crate::projection::View;
+
+/// A view, read once, to make the retention reports of any ranges of its
+/// log: the same [`Kept`] as [`retention`](super::retention) for each.
+pub struct Retentions<'a> {
+    log: &'a Log,
+    text: String,
+    /// Tokens the view shows for the records before index `i`: the items
+    /// whose origin starts there.
+    shown: Vec<usize>,
+}
+
+impl<'a> Retentions<'a> {
+    /// Read `view`, a projection of `log` (or of `log` with compactions
+    /// appended).
+    pub fn new(log: &'a Log, view: &View<'_>) -> Self {
+        Self::with_text(log, view, super::view_text(view))
+    }
+
+    /// As [`new`](Self::new), with the view's [`view_text`](super::view_text)
+    /// already made.
+    pub fn with_text(log: &'a Log, view: &View<'_>, text: String) -> Self {
+        let mut shown = vec![0; log.len() + 1];
+        for item in &view.items {
+            let o = item.origin();
+            if !o.is_empty() && *o.start() < log.len() {
+                shown[*o.start() + 1] += crate::estimate::item_tokens(item);
+            }
+        }
+        for i in 1..shown.len() {
+            shown[i] += shown[i - 1];
+        }
+        Retentions { log, text, shown }
+    }
+
+    /// The view's text, whitespace collapsed.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The report of each of `ranges` (indices of the log, inclusive), in
+    /// order. With `lost` false the lists of what was lost are left empty:
+    /// for the one-line report, since with nested ranges those lists alone
+    /// grow with the square of the conversation.
+    pub fn of(&self, ranges: &[(usize, usize)], lost: bool) -> Vec<Kept> {
+        let n = self.log.len();
+        // What `facts` reads of a range: `lo..=hi` within the log.
+        let clamp = |&(lo, hi): &(usize, usize)| (lo, hi.min(n.saturating_sub(1)));
+        let spans: Vec<(usize, usize)> = ranges
+            .iter()
+            .map(clamp)
+            .filter(|(lo, hi)| lo <= hi && *lo < n)
+            .collect();
+        let occ = Occurrences::read(self.log, &merge(&spans, false), &self.text);
+        let files = Distinct::new(&occ.files, |k| occ.file_kept[k as usize]);
+        let diags = Distinct::new(&occ.diags, |k| occ.diag_kept[k as usize]);
+        let file_bounds: Vec<(usize, usize)> = ranges
+            .iter()
+            .map(|r| bounds(clamp(r), &occ.files))
+            .collect();
+        let diag_bounds: Vec<(usize, usize)> = ranges
+            .iter()
+            .map(|r| bounds(clamp(r), &occ.diags))
+            .collect();
+        let file_counts = files.counts(&file_bounds);
+        let diag_counts = diags.counts(&diag_bounds);
+        (0..ranges.len())
+            .map(|q| {
+                let (lo, hi) = clamp(&ranges[q]);
+                let mut k = Kept::default();
+                if lo <= hi && lo < n {
+                    let file_lost = lost.then(|| {
+                        let mut l: Vec<String> = (files.lost(file_bounds[q]).into_iter())
+                            .map(|j| occ.file_names[occ.files[j].1 as usize].clone())
+                            .collect();
+                        // As a set of paths lists them.
+                        l.sort_unstable();
+                        l
+                    });
+                    k.files = tally(file_counts[q], file_lost);
+                    let diag_lost = lost.then(|| {
+                        (diags.lost(diag_bounds[q]).into_iter())
+                            .map(|j| occ.diag_texts[occ.diags[j].2 as usize].clone())
+                            .collect()
+                    });
+                    k.diagnostics = tally(diag_counts[q], diag_lost);
+                    k.requests = occ.requests_in((lo, hi), lost);
+                }
+                // As `retention` measures them: the range as given.
+                k.tokens = (
+                    occ.raw_between(lo, ranges[q].1),
+                    self.shown_between(ranges[q].0, ranges[q].1),
+                );
+                k
+            })
+            .collect()
+    }
+
+    /// What the view keeps of the facts of every record `ranges` cover
+    /// together, each record counted once (ranges out of the log or
+    /// reversed are left out): the retention of a whole replay, whose
+    /// firings fold and fold again overlapping ranges. The tokens are the
+    /// covered records' raw and the view's for them; the lists of what was
+    /// lost are given.
+    pub fn union(&self, ranges: &[(usize, usize)]) -> Kept {
+        let n = self.log.len();
+        let spans: Vec<(usize, usize)> = ranges
+            .iter()
+            .filter(|(lo, hi)| lo <= hi && *hi < n)
+            .copied()
+            .collect();
+        let merged = merge(&spans, true);
+        let occ = Occurrences::read(self.log, &merged, &self.text);
+        let mut k = Kept::default();
+        // Every record once: each file and diagnostic text first where it
+        // first occurs.
+        let mut seen = vec![false; occ.file_names.len()];
+        let mut files: Vec<(String, bool)> = Vec::new();
+        for &(_, key) in &occ.files {
+            if !std::mem::replace(&mut seen[key as usize], true) {
+                files.push((
+                    occ.file_names[key as usize].clone(),
+                    occ.file_kept[key as usize],
+                ));
+            }
+        }
+        files.sort_unstable();
+        for (f, is_kept) in files {
+            count(&mut k.files, f, is_kept);
+        }
+        let mut seen = vec![false; occ.diag_texts.len()];
+        for &(_, check, text) in &occ.diags {
+            if !std::mem::replace(&mut seen[text as usize], true) {
+                let shown = occ.diag_texts[text as usize].clone();
+                count(&mut k.diagnostics, shown, occ.diag_kept[check as usize]);
+            }
+        }
+        for &(_, key) in &occ.requests {
+            let shown = occ.request_texts[key as usize].clone();
+            count(&mut k.requests, shown, occ.request_kept[key as usize]);
+        }
+        k.tokens = merged.iter().fold((0, 0), |(raw, shown), &(lo, hi)| {
+            (
+                raw + occ.raw_between(lo, hi),
+                shown + self.shown_between(lo, hi),
+            )
+        });
+        k
+    }
+
+    fn shown_between(&self, lo: usize, hi: usize) -> usize {
+        let n = self.shown.len() - 1;
+        let (lo, end) = (lo.min(n), hi.saturating_add(1).min(n));
+        if lo >= end {
+            0
+        } else {
+            self.shown[end] - self.shown[lo]
+        }
+    }
+}
+
+fn count(t: &mut Tally, shown: String, is_kept: bool) {
+    t.total += 1;
+    if is_kept {
+        t.kept += 1;
+    } else {
+        t.lost.push(shown);
+    }
+}
+
+fn tally((total, kept): (usize, usize), lost: Option<Vec<String>>) -> Tally {
+    Tally {
+        total,
+        kept,
+        lost: lost.unwrap_or_default(),
+    }
+}
+
+/// `spans` sorted and merged where they overlap (or, with `adjacent`,
+/// touch).
+fn merge(spans: &[(usize, usize)], adjacent: bool) -> Vec<(usize, usize)> {
+    let mut spans = spans.to_vec();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (lo, hi) in spans {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 || adjacent && lo == last.1 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    merged
+}
+
+/// The facts of the records the ranges cover, each record read once, in
+/// record order, with whether the view keeps each distinct fact.
+struct Occurrences {
+    /// (record, file key), a record's paths each once.
+    files: Vec<(usize, u32)>,
+    file_names: Vec<String>,
+    file_kept: Vec<bool>,
+    /// (record, check key, text key): a record's diagnostics, the first of
+    /// each text.
+    diags: Vec<(usize, u32, u32)>,
+    diag_texts: Vec<String>,
+    diag_kept: Vec<bool>,
+    /// (record, request key).
+    requests: Vec<(usize, u32)>,
+    request_texts: Vec<String>,
+    request_kept: Vec<bool>,
+    /// Prefix sums of the kept requests, by occurrence.
+    requests_kept_before: Vec<usize>,
+    /// The occurrences of the requests the view does not keep.
+    requests_lost: Vec<usize>,
+    /// Raw tokens of the covered records before index `i`.
+    raw: Vec<usize>,
+}
+
+impl Occurrences {
+    fn read(log: &Log, covered: &[(usize, usize)], text: &str) -> Occurrences {
+        let mut finder = Finder::default();
+        let mut file_keys: HashMap<String, u32> = HashMap::new();
+        let mut diag_keys: HashMap<(String, String, Option<String>), u32> = HashMap::new();
+        let mut text_keys: HashMap<String, u32> = HashMap::new();
+        let mut request_keys: HashMap<String, u32> = HashMap::new();
+        let (mut file_checks, mut diag_checks, mut request_checks) = (vec![], vec![], vec![]);
+        let mut diag_list: Vec<Diagnostic> = Vec::new();
+        let mut o = Occurrences {
+            files: vec![],
+            file_names: vec![],
+            file_kept: vec![],
+            diags: vec![],
+            diag_texts: vec![],
+            diag_kept: vec![],
+            requests: vec![],
+            request_texts: vec![],
+            request_kept: vec![],
+            requests_kept_before: vec![],
+            requests_lost: vec![],
+            raw: vec![0; log.len() + 1],
+        };
+        for &(lo, hi) in covered {
+            for i in lo..=hi {
+                o.raw[i + 1] = crate::estimate::record_tokens(&log.records()[i]);
+                let f = record_facts(log, i);
+                for path in f.files {
+                    let next = o.file_names.len() as u32;
+                    let key = *file_keys.entry(path).or_insert_with_key(|p| {
+                        file_checks.push(finder.whole(p, path_char));
+                        o.file_names.push(p.clone());
+                        next
+                    });
+                    o.files.push((i, key));
+                }
+                let mut texts_here: Vec<u32> = Vec::new();
+                for d in f.diagnostics {
+                    let next = o.diag_texts.len() as u32;
+                    let text_key = *text_keys.entry(d.text.clone()).or_insert_with_key(|t| {
+                        o.diag_texts.push(t.clone());
+                        next
+                    });
+                    // A range keeps the first diagnostic of each text.
+                    if texts_here.contains(&text_key) {
+                        continue;
+                    }
+                    texts_here.push(text_key);
+                    let next = diag_list.len() as u32;
+                    let id = (d.text.clone(), d.line.clone(), d.location.clone());
+                    let check = *diag_keys.entry(id).or_insert_with(|| {
+                        diag_checks.push(finder.diagnostic(&d));
+                        diag_list.push(d);
+                        next
+                    });
+                    o.diags.push((i, check, text_key));
+                }
+                if let Some(r) = f.request {
+                    let next = o.request_texts.len() as u32;
+                    let key = *request_keys.entry(r).or_insert_with_key(|r| {
+                        request_checks.push(finder.whole(r, word_char));
+                        o.request_texts.push(r.clone());
+                        next
+                    });
+                    o.requests.push((i, key));
+                }
+            }
+        }
+        for i in 1..o.raw.len() {
+            o.raw[i] += o.raw[i - 1];
+        }
+        let found = finder.run(text);
+        let resolve = |c: &Resolution, fallback: &dyn Fn() -> bool| match c {
+            Resolution::Found(at) => found[*at],
+            Resolution::Direct => fallback(),
+        };
+        o.file_kept = file_checks
+            .iter()
+            .zip(&o.file_names)
+            .map(|(c, f)| resolve(c, &|| appears(text, f, path_char)))
+            .collect();
+        o.diag_kept = diag_checks
+            .iter()
+            .zip(&diag_list)
+            .map(|(c, d)| resolve(c, &|| diagnostic_appears(text, d)))
+            .collect();
+        o.request_kept = request_checks
+            .iter()
+            .zip(&o.request_texts)
+            .map(|(c, r)| resolve(c, &|| appears(text, r, word_char)))
+            .collect();
+        o.requests_kept_before = std::iter::once(0)
+            .chain(o.requests.iter().scan(0, |n, &(_, key)| {
+                *n += usize::from(o.request_kept[key as usize]);
+                Some(*n)
+            }))
+            .collect();
+        o.requests_lost = (0..o.requests.len())
+            .filter(|&j| !o.request_kept[o.requests[j].1 as usize])
+            .collect();
+        o
+    }
+
+    fn requests_in(&self, range: (usize, usize), lost: bool) -> Tally {
+        let (a, b) = bounds(range, &self.requests);
+        let kept = self.requests_kept_before[b] - self.requests_kept_before[a];
+        // Only the lost ones are read: a range that keeps its requests
+        // costs nothing however long it is.
+        let lost = if lost {
+            let from = self.requests_lost.partition_point(|&j| j < a);
+            let to = self.requests_lost.partition_point(|&j| j < b);
+            (self.requests_lost[from..to].iter())
+                .map(|&j| self.request_texts[self.requests[j].1 as usize].clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Tally {
+            total: b - a,
+            kept,
+            lost,
+        }
+    }
+
+    fn raw_between(&self, lo: usize, hi: usize) -> usize {
+        let n = self.raw.len() - 1;
+        let (lo, end) = (lo.min(n), hi.saturating_add(1).min(n));
+        if lo >= end {
+            0
+        } else {
+            self.raw[end] - self.raw[lo]
+        }
+    }
+}
+
+/// An occurrence of a fact, at a record.
+trait At {
+    fn at(&self) -> usize;
+}
+
+impl At for (usize, u32) {
+    fn at(&self) -> usize {
+        self.0
+    }
+}
+
+impl At for (usize, u32, u32) {
+    fn at(&self) -> usize {
+        self.0
+    }
+}
+
+/// The occurrences (indices into `list`, which is in record order) of the
+/// records `lo..=hi`.
+fn bounds<T: At>((lo, hi): (usize, usize), list: &[T]) -> (usize, usize) {
+    let a = list.partition_point(|x| x.at() < lo);
+    let b = list.partition_point(|x| x.at() <= hi);
+    (a, b.max(a))
+}
+
+/// Occurrences of facts counted once per key in a range: for each
+/// occurrence, where its key occurred before, so that the first in a range
+/// is the one whose previous occurrence lies before it.
+struct Distinct {
+    /// Index of the previous occurrence of the same key, plus one (0: none).
+    prev: Vec<usize>,
+    kept: Vec<bool>,
+    /// A minimum tree of `prev` over the lost occurrences (the kept ones
+    /// hold `usize::MAX`), to list a range's lost facts without reading
+    /// the range.
+    tree: Vec<usize>,
+    size: usize,
+}
+
+trait Keyed {
+    fn key(&self) -> u32;
+    fn check(&self) -> u32;
+}
+
+impl Keyed for (usize, u32) {
+    fn key(&self) -> u32 {
+        self.1
+    }
+    fn check(&self) -> u32 {
+        self.1
+    }
+}
+
+impl Keyed for (usize, u32, u32) {
+    fn key(&self) -> u32 {
+        self.2
+    }
+    fn check(&self) -> u32 {
+        self.1
+    }
+}
+
+impl Distinct {
+    fn new<T: Keyed>(occ: &[T], is_kept: impl Fn(u32) -> bool) -> Distinct {
+        let mut last: HashMap<u32, usize> = HashMap::new();
+        let prev: Vec<usize> = occ
+            .iter()
+            .enumerate()
+            .map(|(j, o)| last.insert(o.key(), j + 1).unwrap_or(0))
+            .collect();
+        let kept: Vec<bool> = occ.iter().map(|o| is_kept(o.check())).collect();
+        let size = occ.len().next_power_of_two().max(1);
+        let mut tree = vec![usize::MAX; 2 * size];
+        for j in 0..occ.len() {
+            if !kept[j] {
+                tree[size + j] = prev[j];
+            }
+        }
+        for v in (1..size).rev() {
+            tree[v] = tree[2 * v].min(tree[2 * v + 1]);
+        }
+        Distinct {
+            prev,
+            kept,
+            tree,
+            size,
+        }
+    }
+
+    /// For each occurrence range `a..b`, how many keys occur in it and how
+    /// many of those the view keeps (by their first occurrence in it).
+    /// Offline: ranges by their start, an occurrence counted once the
+    /// start passes its previous occurrence.
+    fn counts(&self, bounds: &[(usize, usize)]) -> Vec<(usize, usize)> {
+        let m = self.prev.len();
+        let mut order: Vec<usize> = (0..bounds.len()).collect();
+        order.sort_unstable_by_key(|&q| bounds[q].0);
+        let mut by_prev: Vec<usize> = (0..m).collect();
+        by_prev.sort_unstable_by_key(|&j| self.prev[j]);
+        let (mut total, mut kept) = (Fenwick::new(m), Fenwick::new(m));
+        let mut next = 0;
+        let mut out = vec![(0, 0); bounds.len()];
+        for q in order {
+            let (a, b) = bounds[q];
+            // First in `a..`: no occurrence of its key in `a..j`, that is
+            // the previous one (plus one) at most `a`.
+            while next < m && self.prev[by_prev[next]] <= a {
+                let j = by_prev[next];
+                total.add(j, 1);
+                kept.add(j, usize::from(self.kept[j]));
+                next += 1;
+            }
+            out[q] = (total.sum(a, b), kept.sum(a, b));
+        }
+        out
+    }
+
+    /// The occurrences in `a..b` that are the first of their key there and
+    /// that the view does not keep, in order.
+    fn lost(&self, (a, b): (usize, usize)) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.walk(1, 0, self.size, a, b, &mut out);
+        out
+    }
+
+    fn walk(&self, v: usize, l: usize, r: usize, a: usize, b: usize, out: &mut Vec<usize>) {
+        if r <= a || b <= l || self.tree[v] > a {
+            return;
+        }
+        if r - l == 1 {
+            out.push(l);
+            return;
+        }
+        let mid = (l + r) / 2;
+        self.walk(2 * v, l, mid, a, b, out);
+        self.walk(2 * v + 1, mid, r, a, b, out);
+    }
+}
+
+/// Sums over a prefix, updated in place.
+struct Fenwick(Vec<usize>);
+
+impl Fenwick {
+    fn new(n: usize) -> Fenwick {
+        Fenwick(vec![0; n + 1])
+    }
+
+    fn add(&mut self, i: usize, v: usize) {
+        let mut i = i + 1;
+        while i < self.0.len() {
+            self.0[i] += v;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    fn prefix(&self, mut i: usize) -> usize {
+        let mut s = 0;
+        while i > 0 {
+            s += self.0[i];
+            i -= i & i.wrapping_neg();
+        }
+        s
+    }
+
+    fn sum(&self, a: usize, b: usize) -> usize {
+        self.prefix(b) - self.prefix(a)
+    }
+}
+
+/// How a fact's presence is decided: by the finder's pass (its answer's
+/// index), or by the reference function where the pass cannot (an empty
+/// needle).
+enum Resolution {
+    Found(usize),
+    Direct,
+}
+
+/// Every distinct needle looked for at once, in one pass over the text,
+/// deciding each fact as [`appears`] and [`diagnostic_appears`] do:
+/// `match_indices` finds a needle's occurrences left to right without
+/// overlap, and the overlapping pass replays that per needle.
+#[derive(Default)]
+struct Finder {
+    patterns: Vec<String>,
+    ids: HashMap<String, usize>,
+    /// Per pattern: the checks that look at its `match_indices`
+    /// occurrences, and those that need it anywhere.
+    greedy: Vec<Vec<usize>>,
+    anywhere: Vec<Vec<usize>>,
+    checks: Vec<Check>,
+}
+
+enum Check {
+    /// The needle whole, not inside a longer word (`appears`).
+    Whole {
+        first: bool,
+        last: bool,
+        inner: fn(char) -> bool,
+    },
+    /// A diagnostic's line with its location in the 400 bytes after it.
+    Line { location: Option<String> },
+    /// A diagnostic's text anywhere.
+    Anywhere,
+}
+
+impl Finder {
+    fn pattern(&mut self, needle: String) -> usize {
+        if let Some(&p) = self.ids.get(&needle) {
+            return p;
+        }
+        let p = self.patterns.len();
+        self.ids.insert(needle.clone(), p);
+        self.patterns.push(needle);
+        self.greedy.push(Vec::new());
+        self.anywhere.push(Vec::new());
+        p
+    }
+
+    fn add(&mut self, p: usize, check: Check) -> usize {
+        let c = self.checks.len();
+        match check {
+            Check::Anywhere => self.anywhere[p].push(c),
+            _ => self.greedy[p].push(c),
+        }
+        self.checks.push(check);
+        c
+    }
+
+    /// `needle` as `appears` looks for it.
+    fn whole(&mut self, needle: &str, inner: fn(char) -> bool) -> Resolution {
+        let needle = collapse(needle);
+        if needle.is_empty() {
+            return Resolution::Direct;
+        }
+        let first = needle.chars().next().is_some_and(inner);
+        let last = needle.chars().next_back().is_some_and(inner);
+        let p = self.pattern(needle);
+        Resolution::Found(self.add(p, Check::Whole { first, last, inner }))
+    }
+
+    /// `d` as `diagnostic_appears` looks for it: two checks, the text
+    /// anywhere and the line with its location; answered by the pair's
+    /// first index (the second follows it).
+    fn diagnostic(&mut self, d: &Diagnostic) -> Resolution {
+        let (text, line) = (collapse(&d.text), collapse(&d.line));
+        if text.is_empty() || line.is_empty() {
+            return Resolution::Direct;
+        }
+        let p = self.pattern(text);
+        let c = self.add(p, Check::Anywhere);
+        let p = self.pattern(line);
+        self.add(
+            p,
+            Check::Line {
+                location: d.location.clone(),
+            },
+        );
+        Resolution::Found(c)
+    }
+
+    /// Whether each check holds in `text`; a diagnostic's answer is at its
+    /// first check's index, made the pair's either.
+    fn run(&self, text: &str) -> Vec<bool> {
+        let mut found = vec![false; self.checks.len()];
+        if self.patterns.is_empty() {
+            return found;
+        }
+        let ac = AhoCorasick::new(&self.patterns).expect("patterns of a sensible size");
+        // Where each pattern's next `match_indices` occurrence may start,
+        // and whether any of its checks is still open.
+        let mut next = vec![0usize; self.patterns.len()];
+        let mut open: Vec<bool> = (0..self.patterns.len()).map(|_| true).collect();
+        for m in ac.find_overlapping_iter(text) {
+            let p = m.pattern().as_usize();
+            if !open[p] {
+                continue;
+            }
+            for &c in &self.anywhere[p] {
+                found[c] = true;
+            }
+            if m.start() >= next[p] {
+                next[p] = m.end();
+                for &c in &self.greedy[p] {
+                    if !found[c] {
+                        found[c] = self.holds(&self.checks[c], text, m.start(), m.end());
+                    }
+                }
+            }
+            open[p] = self.greedy[p].iter().any(|&c| !found[c]);
+        }
+        // A diagnostic's line check follows its text check.
+        for c in 0..self.checks.len() {
+            if matches!(self.checks[c], Check::Anywhere) && found[c + 1] {
+                found[c] = true;
+            }
+        }
+        found
+    }
+
+    fn holds(&self, check: &Check, text: &str, at: usize, end: usize) -> bool {
+        match check {
+            Check::Whole { first, last, inner } => {
+                let before = text[..at].chars().next_back();
+                let after = text[end..].chars().next();
+                !(*first && before.is_some_and(inner) || *last && after.is_some_and(inner))
+            }
+            Check::Line { location: None } => true,
+            Check::Line {
+                location: Some(loc),
+            } => {
+                let mut stop = (end + 400).min(text.len());
+                while !text.is_char_boundary(stop) {
+                    stop -= 1;
+                }
+                text[end..stop].contains(loc.as_str())
+            }
+            Check::Anywhere => true,
+        }
+    }
+}

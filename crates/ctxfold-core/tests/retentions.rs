@@ -1,0 +1,218 @@
+//! [`Retentions`] makes, for any ranges at once, the very reports that
+//! [`retention`] makes one range at a time (issue 26: the same output,
+//! at the cost of one), over generated logs whose facts overlap, nest
+//! inside longer words and paths, repeat, and are quoted by summaries.
+
+use ctxfold_core::compaction::{Provenance, ReasoningPolicy, Source, Summary, ToolPolicy};
+use ctxfold_core::kept::{Facts, Kept, Retentions, facts, kept, retention, view_text};
+use ctxfold_core::projection::{project, project_with};
+use ctxfold_core::{Body, Compaction, Log, Record};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// Texts chosen to meet at their edges: words inside words (`go`, `gone`),
+/// a needle overlapping itself (`a a`), paths inside paths.
+const WORDS: &[&str] = &[
+    "go",
+    "go on",
+    "gone",
+    "a a",
+    "a a a",
+    "Fix the build,\n  please.",
+    "Fix the build, please.",
+    "  ",
+    "src/lib.rs",
+    "crates/x/src/lib.rs",
+];
+
+const PATHS: &[&str] = &["src/lib.rs", "crates/x/src/lib.rs", "lib.rs", ".", "a a"];
+
+const RESULTS: &[&str] = &[
+    "error[E0425]: cannot find value `x`\n --> src/lib.rs:3:5",
+    "error[E0425]: cannot find value `x`\n --> src/main.rs:9:1",
+    "warning: unused variable: `y`\n --> src/lib.rs:4:1",
+    "thread 'main' panicked at src/lib.rs:7:3:\nboom",
+    "all good",
+    "No such file or directory: lib.rs",
+];
+
+#[derive(Debug, Clone)]
+enum Step {
+    User(usize),
+    Call(usize, usize, bool),
+    Say(usize, usize),
+    Think,
+    /// A compaction of turns `a..=b` (clamped), of kind `k`.
+    Fold(u32, u32, usize, usize),
+    Turn,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => (0..WORDS.len()).prop_map(Step::User),
+        3 => (0..PATHS.len(), 0..RESULTS.len(), any::<bool>()).prop_map(|(p, r, e)| Step::Call(p, r, e)),
+        2 => (0..WORDS.len(), 0..RESULTS.len()).prop_map(|(w, r)| Step::Say(w, r)),
+        1 => Just(Step::Think),
+        2 => (0..8u32, 0..8u32, 0..5usize, 0..WORDS.len()).prop_map(|(a, b, k, w)| Step::Fold(a, b, k, w)),
+        2 => Just(Step::Turn),
+    ]
+}
+
+fn build(steps: &[Step]) -> Log {
+    let mut log = Log::new();
+    let push = |log: &mut Log, body: Body| {
+        let seq = log.next_seq();
+        log.push(Record::new(seq, "2026-12-01T00:00:00Z", body));
+    };
+    push(&mut log, Body::TurnStart);
+    let mut call = 0;
+    for s in steps {
+        match *s {
+            Step::User(w) => push(
+                &mut log,
+                Body::User {
+                    content: WORDS[w].into(),
+                    author: None,
+                },
+            ),
+            Step::Call(p, r, e) => {
+                call += 1;
+                let id = format!("c{call}");
+                push(
+                    &mut log,
+                    Body::ToolCall {
+                        id: id.clone(),
+                        name: "cargo_check".into(),
+                        arguments:
+                            json!({"path": PATHS[p], "files": [PATHS[(p + 1) % PATHS.len()]]})
+                                .into(),
+                    },
+                );
+                push(
+                    &mut log,
+                    Body::ToolResult {
+                        id,
+                        content: format!("{}\n{}", RESULTS[r], "detail\n".repeat(40)),
+                        is_error: e,
+                    },
+                );
+            }
+            Step::Say(w, r) => push(
+                &mut log,
+                Body::Assistant {
+                    content: format!("{} {}", WORDS[w], RESULTS[r]),
+                },
+            ),
+            Step::Think => push(
+                &mut log,
+                Body::Reasoning {
+                    content: "thinking it over".into(),
+                },
+            ),
+            Step::Turn => push(&mut log, Body::TurnStart),
+            Step::Fold(a, b, k, w) => {
+                let turns = log.turn_count() as u32;
+                let (from, to) = (a.min(b).min(turns - 1), a.max(b).min(turns - 1));
+                let source = if k == 4 { Source::Auto } else { Source::User };
+                let mut c = Compaction::new(from, to, source);
+                match k {
+                    0 => c.tool_calls = Some(ToolPolicy::Strip),
+                    1 => c.tool_calls = Some(ToolPolicy::Omit),
+                    2 => c.reasoning = Some(ReasoningPolicy::Strip),
+                    3 => c.tool_calls = Some(ToolPolicy::StripResponses),
+                    _ => {
+                        c.summary = Some(Summary {
+                            text: format!("We said {} and saw {}.", WORDS[w], RESULTS[w % 6]),
+                            provenance: Provenance::Supplied {
+                                author: Source::Assistant,
+                            },
+                        })
+                    }
+                }
+                push(&mut log, Body::Compaction(Box::new(c)));
+            }
+        }
+    }
+    log
+}
+
+/// The old `union_retention`: facts of the merged ranges, each record once.
+fn union_reference(log: &Log, ranges: &[(usize, usize)]) -> Kept {
+    let mut spans: Vec<(usize, usize)> = ranges
+        .iter()
+        .filter(|(lo, hi)| lo <= hi && *hi < log.len())
+        .copied()
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (lo, hi) in spans {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    let view = project(log);
+    let shown = view_text(&view);
+    let mut all = Facts::default();
+    let (mut raw, mut kept_tokens) = (0, 0);
+    for &(lo, hi) in &merged {
+        let f = facts(log, lo, hi);
+        all.files.extend(f.files);
+        for d in f.diagnostics {
+            if !all.diagnostics.iter().any(|e| e.text == d.text) {
+                all.diagnostics.push(d);
+            }
+        }
+        all.requests.extend(f.requests);
+        let k = retention(log, (lo, hi), &view, &shown);
+        raw += k.tokens.0;
+        kept_tokens += k.tokens.1;
+    }
+    let mut out = kept(&all, &shown);
+    out.tokens = (raw, kept_tokens);
+    out
+}
+
+fn without_lost(mut k: Kept) -> Kept {
+    k.files.lost.clear();
+    k.diagnostics.lost.clear();
+    k.requests.lost.clear();
+    k
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn many_ranges_at_once_report_what_each_alone_does(
+        steps in prop::collection::vec(step(), 1..60),
+        picks in prop::collection::vec((0..1000usize, 0..1000usize), 1..12),
+    ) {
+        let log = build(&steps);
+        let n = log.len();
+        let ranges: Vec<(usize, usize)> = picks
+            .iter()
+            .map(|&(a, b)| (a.min(b) % n, a.max(b) % n))
+            .map(|(a, b)| (a.min(b), a.max(b)))
+            .collect();
+        // The view as it is, and one with an extra summary over it all
+        // (as the pages measure a revoked compaction).
+        let mut again = Compaction::new(0, log.turn_count() as u32 - 1, Source::User);
+        again.summary = Some(Summary {
+            text: format!("{} {}", WORDS[steps.len() % WORDS.len()], RESULTS[0]),
+            provenance: Provenance::Supplied { author: Source::Assistant },
+        });
+        let extra = [again];
+        for view in [project(&log), project_with(&log, &extra, 0)] {
+            let text = view_text(&view);
+            let one_by_one: Vec<Kept> =
+                ranges.iter().map(|&r| retention(&log, r, &view, &text)).collect();
+            let r = Retentions::new(&log, &view);
+            prop_assert_eq!(&r.of(&ranges, true), &one_by_one);
+            let counted: Vec<Kept> = one_by_one.into_iter().map(without_lost).collect();
+            prop_assert_eq!(r.of(&ranges, false), counted);
+        }
+        let r = Retentions::new(&log, &project(&log));
+        prop_assert_eq!(r.union(&ranges), union_reference(&log, &ranges));
+    }
+}
