@@ -12,7 +12,7 @@
 //! where each fact occurs before (the first occurrence in a range is the
 //! one whose previous occurrence lies before the range).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use aho_corasick::AhoCorasick;
 
@@ -307,10 +307,12 @@ impl Occurrences {
         for i in 1..o.raw.len() {
             o.raw[i] += o.raw[i - 1];
         }
+        // `None`: the automaton could not be built (too many needles for
+        // its state ids); every fact is then decided one by one.
         let found = finder.run(text);
-        let resolve = |c: &Resolution, fallback: &dyn Fn() -> bool| match c {
-            Resolution::Found(at) => found[*at],
-            Resolution::Direct => fallback(),
+        let resolve = |c: &Resolution, fallback: &dyn Fn() -> bool| match (c, &found) {
+            (Resolution::Found(at), Some(found)) => found[*at],
+            _ => fallback(),
         };
         o.file_kept = file_checks
             .iter()
@@ -633,18 +635,26 @@ impl Finder {
 
     /// Whether each check holds in `text`; a diagnostic's answer is at its
     /// first check's index, made the pair's either.
-    fn run(&self, text: &str) -> Vec<bool> {
+    fn run(&self, text: &str) -> Option<Vec<bool>> {
         let mut found = vec![false; self.checks.len()];
-        if self.patterns.is_empty() {
-            return found;
+        // Only the needles that can occur go into the automaton: building
+        // it is most of the pass's cost, and in a small view (ranges that
+        // nest) most needles are folded away: a user request naming its
+        // turn, a path only the folded calls gave.
+        let words = words(text);
+        let live: Vec<usize> = (0..self.patterns.len())
+            .filter(|&p| could_occur(&self.patterns[p], &words))
+            .collect();
+        if live.is_empty() {
+            return Some(found);
         }
-        let ac = AhoCorasick::new(&self.patterns).expect("patterns of a sensible size");
+        let ac = AhoCorasick::new(live.iter().map(|&p| &self.patterns[p])).ok()?;
         // Where each pattern's next `match_indices` occurrence may start,
         // and whether any of its checks is still open.
         let mut next = vec![0usize; self.patterns.len()];
         let mut open: Vec<bool> = (0..self.patterns.len()).map(|_| true).collect();
         for m in ac.find_overlapping_iter(text) {
-            let p = m.pattern().as_usize();
+            let p = live[m.pattern().as_usize()];
             if !open[p] {
                 continue;
             }
@@ -667,7 +677,7 @@ impl Finder {
                 found[c] = true;
             }
         }
-        found
+        Some(found)
     }
 
     fn holds(&self, check: &Check, text: &str, at: usize, end: usize) -> bool {
@@ -688,6 +698,51 @@ impl Finder {
                 text[end..stop].contains(loc.as_str())
             }
             Check::Anywhere => true,
+        }
+    }
+}
+
+/// The words of `text`: its maximal runs of alphanumeric characters.
+fn words(text: &str) -> HashSet<&str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Whether `needle` can occur in the text whose [`words`] are `words`: a
+/// run of alphanumeric characters inside the needle (with a character
+/// that is not one on each side of it in the needle) is a whole word
+/// wherever the needle occurs, so it must be one of the text's. The runs
+/// at the needle's ends may be parts of longer words there, and are not
+/// asked for.
+fn could_occur(needle: &str, words: &HashSet<&str>) -> bool {
+    let runs: Vec<&str> = needle.split(|c: char| !c.is_alphanumeric()).collect();
+    // `split` gives an empty first (last) piece when the needle starts
+    // (ends) with a separator, so the pieces strictly inside are whole
+    // runs with a separator on each side.
+    runs.len() < 3
+        || runs[1..runs.len() - 1]
+            .iter()
+            .all(|w| w.is_empty() || words.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_needle_can_occur_only_where_its_inner_words_are_words_of_the_text() {
+        let text = "Turn 7: fix the failing test in src/module_7.rs; turn 12 too";
+        let w = words(text);
+        // Its inner words all there (the end words may be parts of longer ones).
+        for needle in ["Turn 7: fix the", "urn 7: fix th", "module_7.r", "12", "x the f"] {
+            assert!(could_occur(needle, &w), "{needle}");
+            assert!(text.contains(needle), "{needle}");
+        }
+        // An inner word the text does not hold: it cannot occur.
+        for needle in ["Turn 8: fix", "in src/lib.rs", "a 123 b"] {
+            assert!(!could_occur(needle, &w), "{needle}");
+            assert!(!text.contains(needle), "{needle}");
         }
     }
 }
