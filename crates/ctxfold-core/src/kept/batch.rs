@@ -735,7 +735,13 @@ mod tests {
         let text = "Turn 7: fix the failing test in src/module_7.rs; turn 12 too";
         let w = words(text);
         // Its inner words all there (the end words may be parts of longer ones).
-        for needle in ["Turn 7: fix the", "urn 7: fix th", "module_7.r", "12", "x the f"] {
+        for needle in [
+            "Turn 7: fix the",
+            "urn 7: fix th",
+            "module_7.r",
+            "12",
+            "x the f",
+        ] {
             assert!(could_occur(needle, &w), "{needle}");
             assert!(text.contains(needle), "{needle}");
         }
