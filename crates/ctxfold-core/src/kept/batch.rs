@@ -170,13 +170,7 @@ impl<'a> Retentions<'a> {
     }
 
     fn shown_between(&self, lo: usize, hi: usize) -> usize {
-        let n = self.shown.len() - 1;
-        let (lo, end) = (lo.min(n), hi.saturating_add(1).min(n));
-        if lo >= end {
-            0
-        } else {
-            self.shown[end] - self.shown[lo]
-        }
+        sum_between(&self.shown, lo, hi)
     }
 }
 
@@ -363,13 +357,7 @@ impl Occurrences {
     }
 
     fn raw_between(&self, lo: usize, hi: usize) -> usize {
-        let n = self.raw.len() - 1;
-        let (lo, end) = (lo.min(n), hi.saturating_add(1).min(n));
-        if lo >= end {
-            0
-        } else {
-            self.raw[end] - self.raw[lo]
-        }
+        sum_between(&self.raw, lo, hi)
     }
 }
 
@@ -699,6 +687,18 @@ impl Finder {
             }
             Check::Anywhere => true,
         }
+    }
+}
+
+/// The sum of records `lo..=hi` from `prefix`, the prefix sums by record
+/// (entry `i` the sum of the records before `i`), the range clipped to it.
+fn sum_between(prefix: &[usize], lo: usize, hi: usize) -> usize {
+    let n = prefix.len().saturating_sub(1);
+    let (lo, end) = (lo.min(n), hi.saturating_add(1).min(n));
+    if lo >= end {
+        0
+    } else {
+        prefix[end] - prefix[lo]
     }
 }
 
