@@ -85,9 +85,13 @@ pub fn compact_by_default(
     let mut out = if dry_run {
         trial
     } else {
+        // Planned again under the lock: another writer may have folded
+        // these turns since the trial, and then this run records nothing.
         compact_with_rules(conv, &[rule], ctx, summarizers, false)?
     };
-    out.fallback = Some(Fallback::Digest);
+    if !out.compactions.is_empty() {
+        out.fallback = Some(Fallback::Digest);
+    }
     Ok(out)
 }
 
