@@ -15,7 +15,7 @@
 //! nest, the view is small: `show_*`) or a strip of the ten turns before
 //! those (ranges side by side, the view as long as the log: `strips_*`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::LazyLock;
 
@@ -28,30 +28,58 @@ fn main() {
 
 /// A workspace holding one generated conversation, and its id.
 struct Stored {
-    dir: tempfile::TempDir,
+    /// Removed with the benchmark, unless kept (`CTXFOLD_BENCH_KEEP`).
+    _temp: Option<tempfile::TempDir>,
+    dir: PathBuf,
     id: String,
 }
 
-fn store(log: ctxfold_core::Log) -> Stored {
-    let dir = tempfile::tempdir().unwrap();
-    let (ws, _) = ctxfold_store::Workspace::init(dir.path()).unwrap();
+/// With `CTXFOLD_BENCH_KEEP=DIR` the workspaces are written to (and, on
+/// later runs, read from) `DIR/NAME`, so a profiler can run
+/// `ctxfold c show` on the same conversation by hand.
+fn store(name: &str, generate: impl FnOnce() -> ctxfold_core::Log) -> Stored {
+    let (temp, dir) = match std::env::var_os("CTXFOLD_BENCH_KEEP") {
+        Some(keep) => (None, Path::new(&keep).join(name)),
+        None => {
+            let t = tempfile::tempdir().unwrap();
+            let dir = t.path().to_owned();
+            (Some(t), dir)
+        }
+    };
+    let id_file = dir.join("bench-id");
+    if let Ok(id) = std::fs::read_to_string(&id_file) {
+        return Stored {
+            _temp: temp,
+            dir,
+            id,
+        };
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ws, _) = ctxfold_store::Workspace::init(&dir).unwrap();
     let meta = ctxfold_store::create_new(
         &ws,
         Some("a long agent session".into()),
         None,
         Default::default(),
-        log.records().to_vec(),
+        generate().records().to_vec(),
     )
     .unwrap();
-    Stored { dir, id: meta.id }
+    std::fs::write(&id_file, &meta.id).unwrap();
+    Stored {
+        _temp: temp,
+        dir,
+        id: meta.id,
+    }
 }
 
-static S100K: LazyLock<Stored> = LazyLock::new(|| store(session::generate(100_000, 10)));
-static S1M: LazyLock<Stored> = LazyLock::new(|| store(session::generate(1_000_000, 10)));
+static S100K: LazyLock<Stored> =
+    LazyLock::new(|| store("show_100k", || session::generate(100_000, 10)));
+static S1M: LazyLock<Stored> =
+    LazyLock::new(|| store("show_1m", || session::generate(1_000_000, 10)));
 static STRIPS_100K: LazyLock<Stored> =
-    LazyLock::new(|| store(session::generate_strips(100_000, 10)));
+    LazyLock::new(|| store("strips_100k", || session::generate_strips(100_000, 10)));
 static STRIPS_1M: LazyLock<Stored> =
-    LazyLock::new(|| store(session::generate_strips(1_000_000, 10)));
+    LazyLock::new(|| store("strips_1m", || session::generate_strips(1_000_000, 10)));
 
 fn show(dir: &Path, id: &str, extra: &[&str]) {
     let bin = std::env::var_os("CTXFOLD_BENCH_BIN")
@@ -73,14 +101,14 @@ fn show(dir: &Path, id: &str, extra: &[&str]) {
 #[divan::bench(sample_count = 10)]
 fn show_100k(b: divan::Bencher) {
     let s = &*S100K;
-    b.bench(|| show(s.dir.path(), &s.id, &[]));
+    b.bench(|| show(&s.dir, &s.id, &[]));
 }
 
 /// 1,000,000 events, 10,000 compactions, as text.
 #[divan::bench(sample_count = 10)]
 fn show_1m(b: divan::Bencher) {
     let s = &*S1M;
-    b.bench(|| show(s.dir.path(), &s.id, &[]));
+    b.bench(|| show(&s.dir, &s.id, &[]));
 }
 
 /// 100,000 events as JSON: every compaction lists what it lost, and with
@@ -89,26 +117,26 @@ fn show_1m(b: divan::Bencher) {
 #[divan::bench(sample_count = 10)]
 fn show_100k_json(b: divan::Bencher) {
     let s = &*S100K;
-    b.bench(|| show(s.dir.path(), &s.id, &["--format", "json"]));
+    b.bench(|| show(&s.dir, &s.id, &["--format", "json"]));
 }
 
 /// 100,000 events, about 1,000 strips side by side, as text.
 #[divan::bench(sample_count = 10)]
 fn strips_100k(b: divan::Bencher) {
     let s = &*STRIPS_100K;
-    b.bench(|| show(s.dir.path(), &s.id, &[]));
+    b.bench(|| show(&s.dir, &s.id, &[]));
 }
 
 /// 1,000,000 events, about 10,000 strips side by side, as text.
 #[divan::bench(sample_count = 10)]
 fn strips_1m(b: divan::Bencher) {
     let s = &*STRIPS_1M;
-    b.bench(|| show(s.dir.path(), &s.id, &[]));
+    b.bench(|| show(&s.dir, &s.id, &[]));
 }
 
 /// 1,000,000 events, about 10,000 strips side by side, as JSON.
 #[divan::bench(sample_count = 10)]
 fn strips_1m_json(b: divan::Bencher) {
     let s = &*STRIPS_1M;
-    b.bench(|| show(s.dir.path(), &s.id, &["--format", "json"]));
+    b.bench(|| show(&s.dir, &s.id, &["--format", "json"]));
 }

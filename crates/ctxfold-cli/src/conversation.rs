@@ -179,10 +179,10 @@ fn ls(target: &Target, out: &Printer) -> anyhow::Result<()> {
 
 fn show(target: &Target, id: Option<&str>, out: &Printer) -> anyhow::Result<()> {
     let meta = target.resolve(id)?;
-    let log = target.load(&meta.id)?;
+    let log = target.load_once(&meta.id)?;
     let counts = log.counts();
-    let (compactions_json, compactions_text) = compact::compaction_listing(&log, out.is_json());
-    let attempts = ctxfold_core::attempt::attempts(&log);
+    let (compactions_json, compactions_text) = compact::compaction_listing(log, out.is_json());
+    let attempts = ctxfold_core::attempt::attempts(log);
     // An attempt without its end is running when its compaction lock is
     // held, else orphaned (a lock dies with its process).
     let running = attempts.iter().any(|a| a.finished.is_none())

@@ -71,7 +71,7 @@ pub fn stats(
     out: &Printer,
 ) -> anyhow::Result<()> {
     let meta = target.resolve(id)?;
-    let log = target.load(&meta.id)?;
+    let log = target.load_once(&meta.id)?;
     // Without a model: the heuristic, the very one the compaction report
     // counts with (ctxfold_core::estimate), so the two agree.
     let est: Box<dyn TokenEstimator> = match model {
@@ -84,7 +84,7 @@ pub fn stats(
             raw[k] += est.record_tokens(r);
         }
     }
-    let view = project(&log);
+    let view = project(log);
     let mut after = [0usize; KINDS.len()];
     for item in &view.items {
         let k = match item {

@@ -394,6 +394,23 @@ pub struct ReadLines {
     pub torn: Option<TornLine>,
 }
 
+impl ReadLines {
+    /// Add what a reader of the next part of the same log read (see
+    /// [`LineReader::after`]): as if one reader had read both parts.
+    pub fn join(&mut self, next: ReadLines) {
+        self.records.extend(next.records);
+        self.notes.extend(next.notes);
+        self.skipped += next.skipped;
+        if self.first_bad.is_none() {
+            self.first_bad = next.first_bad;
+        }
+        // Only the last part can end without a newline.
+        if next.torn.is_some() {
+            self.torn = next.torn;
+        }
+    }
+}
+
 /// A note about one line of a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineNote {
@@ -422,6 +439,18 @@ impl LineReader {
     /// A reader at the start of a log.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A reader that starts after `lines` lines of `offset` bytes: for one
+    /// part of a log cut at line ends, read beside the others and joined
+    /// with [`ReadLines::join`]. Its line numbers and offsets are the
+    /// whole log's.
+    pub fn after(lines: usize, offset: u64) -> Self {
+        LineReader {
+            out: ReadLines::default(),
+            line: lines,
+            offset,
+        }
     }
 
     /// Read the next line, with its newline if it has one (only the last

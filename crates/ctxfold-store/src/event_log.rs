@@ -18,11 +18,10 @@
 //!   (`conversation rm` meanwhile) is an error, and nothing is written.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use ctxfold_core::Record;
-use ctxfold_core::log::LineReader;
 
 use crate::StoreError;
 
@@ -539,7 +538,8 @@ struct Scan {
     torn: Option<(usize, u64, u64)>,
 }
 
-/// Read the log with the one line policy of [`LineReader`].
+/// Read the log with the one line policy of
+/// [`ctxfold_core::log::LineReader`], on every core.
 fn scan(path: &Path) -> Result<Scan, StoreError> {
     let file = match File::open(path) {
         Ok(f) => f,
@@ -558,20 +558,9 @@ fn scan(path: &Path) -> Result<Scan, StoreError> {
         }
         Err(e) => return Err(StoreError::io(path, e)),
     };
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut lines = LineReader::new();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| StoreError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        lines.push(&buf);
-    }
-    let read = lines.finish();
+    let size = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
+    let read =
+        crate::parallel_lines::read_lines(file, size).map_err(|e| StoreError::io(path, e))?;
     let warnings = read
         .notes
         .into_iter()

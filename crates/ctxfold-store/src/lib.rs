@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 pub mod event_log;
 pub mod meta;
+mod parallel_lines;
 pub mod postgres;
 pub mod store;
 pub mod workspace;

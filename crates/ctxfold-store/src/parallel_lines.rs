@@ -1,0 +1,253 @@
+//! Reading a log's lines on every core: the file is read in blocks cut at
+//! line ends, each block parsed by a worker thread with its own
+//! [`LineReader`] that knows where in the file the block starts, and the
+//! parts joined in file order. What comes out is what one reader reading
+//! the whole file would give (line numbers, offsets, notes, a torn last
+//! line), so the loading policy stays the core's.
+//!
+//! Why: parsing the JSON of a long conversation is most of loading it
+//! (hundreds of megabytes at a million records), and every command that
+//! looks at a conversation loads it whole. Memory stays bounded: a few
+//! blocks in flight, besides the records themselves.
+
+use std::io::Read;
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use ctxfold_core::log::{LineReader, ReadLines};
+
+/// Bytes a worker is handed at a time (a block grows to the next line end).
+const BLOCK: usize = 4 << 20;
+
+/// Below this many bytes one thread reads it all: starting threads would
+/// cost more than they save.
+const PARALLEL_FROM: u64 = 2 * BLOCK as u64;
+
+/// One block of whole lines and where it starts.
+struct Job {
+    index: usize,
+    lines_before: usize,
+    offset: u64,
+    bytes: Vec<u8>,
+}
+
+/// Read every line of `input` (of about `size` bytes) with the one line
+/// policy of [`LineReader`].
+pub(crate) fn read_lines(mut input: impl Read, size: u64) -> std::io::Result<ReadLines> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads == 1 || size < PARALLEL_FROM {
+        return read_on_this_thread(input);
+    }
+    let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
+    let queue = Mutex::new(queue);
+    let (parts, done) = mpsc::channel::<(usize, ReadLines)>();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let parts = parts.clone();
+            let queue = &queue;
+            s.spawn(move || {
+                loop {
+                    // The lock is held only while taking a job.
+                    let job = match queue.lock() {
+                        Ok(q) => q.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let reader = LineReader::after(job.lines_before, job.offset);
+                    if parts.send((job.index, parse(reader, &job.bytes))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(parts);
+        // Joined in file order as the parts come in, each freed once
+        // joined: holding them all until the end would hold every record
+        // twice for a moment.
+        let mut all = ReadLines::default();
+        let mut pending: std::collections::BTreeMap<usize, ReadLines> = Default::default();
+        let mut next = 0;
+        let mut take = |i: usize, part: ReadLines, all: &mut ReadLines| {
+            pending.insert(i, part);
+            while let Some(p) = pending.remove(&next) {
+                all.join(p);
+                next += 1;
+            }
+        };
+        let sent = split_into_blocks(&mut input, |job| {
+            // Join what is done while reading on, so parts do not pile up.
+            while let Ok((i, part)) = done.try_recv() {
+                take(i, part, &mut all);
+            }
+            jobs.send(job).is_ok()
+        });
+        // Workers stop once the queue is empty and closed.
+        drop(jobs);
+        for (i, part) in done.iter() {
+            take(i, part, &mut all);
+        }
+        sent?;
+        all.records.shrink_to_fit();
+        Ok(all)
+    })
+}
+
+/// One line at a time, through a buffer: no more of the file in memory
+/// than its longest line.
+fn read_on_this_thread(input: impl Read) -> std::io::Result<ReadLines> {
+    let mut input = std::io::BufReader::with_capacity(1 << 20, input);
+    let mut reader = LineReader::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if std::io::BufRead::read_until(&mut input, b'\n', &mut line)? == 0 {
+            return Ok(reader.finish());
+        }
+        reader.push(&line);
+    }
+}
+
+fn parse(mut reader: LineReader, bytes: &[u8]) -> ReadLines {
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        reader.push(line);
+    }
+    reader.finish()
+}
+
+/// Cut `input` into blocks of whole lines (the last may end without a
+/// newline) and hand each to `send`; stop early if it returns false.
+/// Returns how many blocks were sent.
+fn split_into_blocks(
+    input: &mut impl Read,
+    mut send: impl FnMut(Job) -> bool,
+) -> std::io::Result<usize> {
+    let (mut index, mut lines_before, mut offset) = (0, 0, 0u64);
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut block = std::mem::take(&mut carry);
+        let start = block.len();
+        block.resize(start + BLOCK, 0);
+        let n = read_full(input, &mut block[start..])?;
+        block.truncate(start + n);
+        let at_end = n == 0;
+        if !at_end {
+            // Keep what follows the last line end for the next block; a
+            // block without one grows until it has one.
+            match memchr::memrchr(b'\n', &block) {
+                Some(i) => carry = block.split_off(i + 1),
+                None => {
+                    carry = block;
+                    continue;
+                }
+            }
+        }
+        if block.is_empty() {
+            return Ok(index);
+        }
+        let lines =
+            memchr::memchr_iter(b'\n', &block).count() + usize::from(!block.ends_with(b"\n"));
+        let len = block.len() as u64;
+        let job = Job {
+            index,
+            lines_before,
+            offset,
+            bytes: block,
+        };
+        if !send(job) {
+            return Ok(index);
+        }
+        index += 1;
+        lines_before += lines;
+        offset += len;
+        if at_end {
+            return Ok(index);
+        }
+    }
+}
+
+/// Fill `buf` as far as the input goes; 0 only at its end.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines of every kind the policy treats apart: records, blank lines,
+    /// a line that is not a record, a record without its newline or a torn
+    /// tail at the end.
+    fn log(records: usize, ending: &str) -> Vec<u8> {
+        let mut s = String::new();
+        for i in 0..records {
+            match i % 97 {
+                13 => s.push('\n'),
+                41 => s.push_str("not a record\n"),
+                _ => s.push_str(&format!(
+                    "{{\"seq\":{i},\"ts\":\"t\",\"type\":\"user\",\"content\":\"{}\"}}\n",
+                    "x".repeat(i % 300)
+                )),
+            }
+        }
+        s.push_str(ending);
+        s.into_bytes()
+    }
+
+    /// Everything a reader reports but the records themselves.
+    fn summary(r: &ReadLines) -> String {
+        let seqs: Vec<u64> = r.records.iter().map(|r| r.seq).collect();
+        let notes: Vec<_> = r
+            .notes
+            .iter()
+            .map(|n| (n.line, &n.message, n.skipped))
+            .collect();
+        let torn = r.torn.map(|t| (t.line, t.offset, t.len));
+        format!(
+            "{seqs:?} {notes:?} {} {:?} {torn:?}",
+            r.skipped, r.first_bad
+        )
+    }
+
+    #[test]
+    fn reading_in_parts_gives_what_one_reader_gives() {
+        for ending in [
+            "",
+            "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"no newline\"}",
+            "{\"seq\":1,\"ts\":\"t\",\"ty",
+        ] {
+            let bytes = log(60_000, ending);
+            assert!(
+                bytes.len() as u64 > PARALLEL_FROM,
+                "the test must read in parts"
+            );
+            let one = parse(LineReader::new(), &bytes);
+            let parts = read_lines(&bytes[..], bytes.len() as u64).unwrap();
+            assert_eq!(summary(&parts), summary(&one), "ending {ending:?}");
+            assert_eq!(parts.records, one.records);
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_a_block_is_read_whole() {
+        let mut bytes = log(100, "");
+        let long = format!(
+            "{{\"seq\":100,\"ts\":\"t\",\"type\":\"user\",\"content\":\"{}\"}}\n",
+            "y".repeat(3 * BLOCK)
+        );
+        bytes.extend_from_slice(long.as_bytes());
+        bytes.extend_from_slice(&log(100, ""));
+        let one = parse(LineReader::new(), &bytes);
+        let parts = read_lines(&bytes[..], bytes.len() as u64).unwrap();
+        assert_eq!(summary(&parts), summary(&one));
+        assert_eq!(parts.records.len(), one.records.len());
+    }
+}
