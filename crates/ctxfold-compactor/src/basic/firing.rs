@@ -1,0 +1,142 @@
+//! One firing: fold down to the budget's target in one go, record what the
+//! ladder chose, and say how far it got (no room, unfit, still over).
+
+use ctxfold_core::budget::{Budget, Firing};
+use ctxfold_core::retention::tail_cuts;
+use tracing::warn;
+
+use super::BasicCompactor;
+use super::commit::log_fired;
+use crate::{CompactError, Context, Conversation, Outcome, Status};
+
+impl BasicCompactor {
+    /// One firing: fold down to the budget's target in one go, escalating
+    /// step by step (see [`Escalation`]) only as far as needed, and record
+    /// it. `forced`: the provider refused the request (record whatever
+    /// fits best, however little it saves).
+    ///
+    /// [`Escalation`]: ctxfold_core::budget::Escalation
+    pub(super) fn fire(
+        &self,
+        conv: &mut Conversation<'_>,
+        ctx: &Context,
+        budget: &Budget,
+        before: usize,
+        forced: bool,
+    ) -> Result<Outcome, CompactError> {
+        let mut out = self.outcome(ctx, Status::Compacted, before, before);
+        if budget.no_room() {
+            let status = Status::NoRoom {
+                fixed: budget.fixed,
+                limit: budget.limit(),
+            };
+            if !conv.no_room_said {
+                warn!(
+                    fixed = budget.fixed,
+                    limit = budget.limit(),
+                    "the system prompt and tool definitions alone fill the window less the reply's reserve: nothing ctxfold folds can make room"
+                );
+                conv.no_room_said = true;
+            }
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+            return Ok(out);
+        }
+        let Some(choice) = self.choose(conv, ctx, budget, before)? else {
+            let est = self.estimator.as_ref();
+            let newest = tail_cuts(conv.log(), |r| est.record_tokens(r))
+                .first()
+                .map_or(0, |&(_, t)| ctx.scaled(t));
+            let status = if before > budget.limit() {
+                warn!(
+                    unit_tokens = newest,
+                    fixed = budget.fixed,
+                    limit = budget.limit(),
+                    "the fixed part and the newest unit alone are over the window less the reply's reserve, and nothing more can be folded: the request goes upstream as it is"
+                );
+                Status::Unfit {
+                    unit_tokens: newest,
+                    threshold: budget.limit(),
+                }
+            } else {
+                Status::NothingToCompact {
+                    reason: "nothing lies before the newest unit, or it is all folded already"
+                        .into(),
+                }
+            };
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+            return Ok(out);
+        };
+        let gain = before.saturating_sub(choice.after);
+        if !forced
+            && gain < budget.min_gain()
+            && choice.after <= budget.limit()
+            && before <= budget.limit()
+        {
+            let status = Status::NothingToCompact {
+                reason: format!(
+                    "a firing would save only ~{gain} tokens, under the ~{} a firing must save",
+                    budget.min_gain()
+                ),
+            };
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+            return Ok(out);
+        }
+        let firing = Firing {
+            budget: *budget,
+            before,
+            after: choice.after,
+            escalation: choice.steps.clone(),
+        };
+        let mut current = before;
+        for planned in &choice.planned {
+            match self.commit(conv, planned, ctx, Some(firing.clone()))? {
+                Err(error) => {
+                    warn!(%error, "automatic compaction failed; nothing was recorded");
+                    out.status = Status::Failed { error };
+                    conv.breaker.failed(self.policy.compaction_retries);
+                    return Ok(out);
+                }
+                Ok(None) => continue,
+                Ok(Some(c)) => {
+                    let after = self.estimate(conv, ctx);
+                    log_fired(&c, current, after, ctx);
+                    current = after;
+                    out.committed.push(c);
+                }
+            }
+        }
+        // A dry run appends nothing: its figures are the plan's.
+        let current = if ctx.dry_run { choice.after } else { current };
+        out.after = current;
+        if out.committed.is_empty() {
+            let status = Status::NothingToCompact {
+                reason: "it would change nothing in the view".into(),
+            };
+            conv.stuck = Some((conv.log().len(), status.clone()));
+            out.status = status;
+        } else if current > budget.limit() {
+            warn!(
+                after = current,
+                limit = budget.limit(),
+                "the fixed part and the newest message or step alone do not fit the window: the request goes upstream over it"
+            );
+            out.status = Status::StillOver {
+                reason: format!(
+                    "~{current} tokens after compacting, over the ~{}-token limit (the window less the reply's reserve)",
+                    budget.limit()
+                ),
+            };
+        } else if current > budget.target {
+            out.status = Status::StillOver {
+                reason: format!(
+                    "~{current} tokens after compacting, over the ~{}-token target: the fixed part, the folded head and the newest unit alone are that large",
+                    budget.target
+                ),
+            };
+        }
+        Ok(out)
+    }
+}
