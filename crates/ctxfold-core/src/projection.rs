@@ -38,6 +38,8 @@ pub use sweep::{KEEP_RESULT_CHARS, project, project_as_of, project_with};
 
 use strip::render_stripped;
 
+pub use crate::text::clip_text;
+
 /// The model's view of a log.
 #[derive(Debug)]
 pub struct View<'a> {
@@ -237,28 +239,4 @@ impl Item<'_> {
             _ => None,
         }
     }
-}
-
-/// `text` cut to about `keep` characters: its first two thirds and its
-/// last third, with a note between them naming how much was left out and
-/// that the log keeps it. Text no longer than `keep` comes back whole.
-pub fn clip_text(text: &str, keep: usize) -> String {
-    let total = text.chars().count();
-    if total <= keep {
-        return text.to_owned();
-    }
-    let head = keep * 2 / 3;
-    let tail = keep - head;
-    let start: String = text.chars().take(head).collect();
-    let end: String = text.chars().skip(total - tail).collect();
-    format!(
-        "{start}\n[… {} of {total} characters left out here by compaction to fit the context window; the log keeps them whole …]\n{end}",
-        total - head - tail
-    )
-}
-
-/// Whether `s` holds more than `n` characters, reading at most `n + 1` of
-/// them (a result's length is asked on every projection).
-fn more_chars_than(s: &str, n: usize) -> bool {
-    s.len() > n && s.chars().nth(n).is_some()
 }

@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::diagnostics::collapse;
+use crate::text::{collapse, normalize_words, truncate_words};
 
-use super::prose::{for_each_user_sentence, normalize, trim_emphasis, truncate_words};
+use super::prose::{for_each_user_sentence, trim_emphasis};
 use super::scan::Scan;
 use super::vocabulary::{
     COMMA_IMPERATIVES, CONSTRAINT_INDEX, CONSTRAINT_OPENINGS, CORRECTION_INDEX,
@@ -77,7 +77,7 @@ pub(super) fn section_constraints(scan: &Scan<'_>) -> String {
                 return;
             }
             let text = truncate_words(&collapse(s), CONSTRAINT_MAX);
-            if seen.insert(normalize(&text)) {
+            if seen.insert(normalize_words(&text)) {
                 items.push((r.turn, text));
             }
         });

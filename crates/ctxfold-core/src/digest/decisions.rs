@@ -4,11 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::diagnostics::collapse;
+use crate::text::{collapse, normalize_words, truncate_words};
 
-use super::prose::{
-    for_each_sentence, normalize, paragraphs, strip_marker, trim_emphasis, truncate_words,
-};
+use super::prose::{for_each_sentence, paragraphs, strip_marker, trim_emphasis};
 use super::scan::{Scan, Text};
 use super::vocabulary::{NARRATION, OFFERS, PLAN_INDEX, STRONG_INDEX, WEAK_INDEX, has_any, lower};
 
@@ -36,7 +34,7 @@ pub(super) struct Answer {
     pub(super) idx: usize,
     pub(super) turn: u32,
     pub(super) text: String,
-    /// [`normalize`]d `text`.
+    /// `text` as [`normalize_words`] keys it.
     pub(super) norm: String,
 }
 
@@ -69,7 +67,7 @@ pub(super) fn turn_answers(scan: &Scan<'_>) -> BTreeMap<u32, Answer> {
             Answer {
                 idx: t.idx,
                 turn,
-                norm: normalize(&text),
+                norm: normalize_words(&text),
                 text,
             },
         );
@@ -101,7 +99,7 @@ pub(super) fn section_decisions(scan: &Scan<'_>, answers: &BTreeMap<u32, Answer>
                 return;
             }
             let text = truncate_words(&collapse(sentence), ITEM_MAX);
-            let norm = normalize(&text);
+            let norm = normalize_words(&text);
             if norm.is_empty()
                 || answers
                     .get(&t.turn)

@@ -93,8 +93,8 @@ pub(super) fn section_diagnostics(scan: &Scan<'_>, fixes: &[Option<Fix<'_>>]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostics::collapse;
     use crate::digest::fixtures::{build, call, digest_all, result, said, section, user};
+    use crate::text::collapse;
     use serde_json::json;
 
     #[test]

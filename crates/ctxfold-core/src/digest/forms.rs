@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::diagnostics::collapse;
 use crate::log::Log;
+use crate::text::{collapse, tail_words, truncate_words};
 
 use super::constraints::section_constraints;
 use super::decisions::{section_decisions, turn_answers};
@@ -14,7 +14,7 @@ use super::files::{FILES_MAX, files, section_files};
 use super::fixes::fixes;
 use super::identifiers::section_identifiers;
 use super::left_off::section_left_off;
-use super::prose::{capped_list, tail_words, truncate_words};
+use super::prose::capped_list;
 use super::requests::{quote_request, section_requests, spaced};
 use super::scan::Scan;
 use super::tools::section_tools;

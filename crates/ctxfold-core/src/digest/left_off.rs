@@ -5,14 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::diagnostics::{DiagnosticKind, collapse};
+use crate::diagnostics::DiagnosticKind;
 use crate::log::Log;
 use crate::record::Body;
+use crate::text::{collapse, normalize_words, tail_words, truncate_words};
 
 use super::arguments::CallKind;
 use super::decisions::Answer;
 use super::fixes::Fix;
-use super::prose::{normalize, tail_words, truncate_words, without_code};
+use super::prose::without_code;
 use super::scan::{Scan, Seen};
 
 /// The tail of the last assistant text shown in "where it left off".
@@ -42,7 +43,7 @@ pub(super) fn section_left_off(
         // Said once: a short last text is often its turn's whole answer.
         let shown = answers
             .get(&t.turn)
-            .is_some_and(|a| a.idx == t.idx && a.norm.contains(normalize(&tail).as_str()));
+            .is_some_and(|a| a.idx == t.idx && a.norm.contains(normalize_words(&tail).as_str()));
         if shown {
             let _ = writeln!(
                 out,

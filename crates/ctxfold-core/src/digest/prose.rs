@@ -1,57 +1,10 @@
 //! Reading the prose of messages: sentences, paragraphs, list and quote
-//! markers, code fences, and the small cuts and lists the sections print.
+//! markers, code fences, and the lists the sections print. The cuts they
+//! print are in [`crate::text`].
 
 use std::fmt::Write as _;
 
-use crate::diagnostics::collapse;
-
-/// `s` cut to about `max` characters at a word boundary, with "…".
-pub(super) fn truncate_words(s: &str, max: usize) -> String {
-    let Some((cut, _)) = s.char_indices().nth(max) else {
-        return s.to_owned();
-    };
-    let head = &s[..cut];
-    let end = match head.rfind(char::is_whitespace) {
-        Some(i) if i >= cut / 2 => i,
-        _ => cut,
-    };
-    format!("{}…", head[..end].trim_end())
-}
-
-/// The last `max` or so characters of `s`, starting at a word boundary,
-/// with a leading "…".
-pub(super) fn tail_words(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_owned();
-    }
-    let start = s.char_indices().nth(n - max).map_or(0, |(i, _)| i);
-    let tail = &s[start..];
-    let begin = match tail.find(char::is_whitespace) {
-        Some(i) if i < tail.len() / 2 => i,
-        _ => 0,
-    };
-    format!("…{}", tail[begin..].trim_start())
-}
-
-/// Lowercase words (letters and digits) separated by single spaces: the
-/// key that finds duplicates.
-pub(super) fn normalize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut gap = false;
-    for c in s.chars() {
-        if c.is_alphanumeric() {
-            if gap && !out.is_empty() {
-                out.push(' ');
-            }
-            gap = false;
-            out.extend(c.to_lowercase());
-        } else {
-            gap = true;
-        }
-    }
-    out
-}
+use crate::text::collapse;
 
 /// `s` without trailing emphasis or quotes (`**`, `_`, `` ` ``, `"`), to see
 /// how the sentence itself ends.
@@ -195,32 +148,6 @@ pub(super) fn capped_list<S: AsRef<str>>(
     out
 }
 
-/// About the first `max` characters of `s`, cut at a whitespace.
-pub(super) fn head_at_word(s: &str, max: usize) -> &str {
-    let Some((cut, _)) = s.char_indices().nth(max) else {
-        return s;
-    };
-    let head = &s[..cut];
-    match head.rfind(char::is_whitespace) {
-        Some(i) if i >= cut / 2 => head[..i].trim_end(),
-        _ => head,
-    }
-}
-
-/// About the last `max` characters of `s`, from a whitespace.
-pub(super) fn tail_at_word(s: &str, max: usize) -> &str {
-    let n = s.chars().count();
-    if n <= max {
-        return s;
-    }
-    let start = s.char_indices().nth(n - max).map_or(0, |(i, _)| i);
-    let tail = &s[start..];
-    match tail.find(char::is_whitespace) {
-        Some(i) if i < tail.len() / 2 => tail[i..].trim_start(),
-        _ => tail,
-    }
-}
-
 /// Call `f` with every sentence the user wrote in `text`, each on one
 /// line (hard-wrapped lines joined): code blocks, quoted lines (`> …`, what
 /// the user quotes back), headings and table rows are skipped; a list item
@@ -282,14 +209,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn helpers_cut_on_char_boundaries() {
-        let s = "é".repeat(500);
-        assert_eq!(truncate_words(&s, 10).chars().count(), 11);
-        assert!(tail_words(&s, 10).starts_with('…'));
-        assert_eq!(head_at_word(&s, 10).chars().count(), 10);
-        assert_eq!(tail_at_word(&s, 10).chars().count(), 10);
-        assert_eq!(head_at_word("ab cd ef", 6), "ab cd");
-        assert_eq!(tail_at_word("ab cd ef", 4), "ef");
+    fn markers_are_stripped() {
         assert_eq!(strip_marker("  12. item"), "item");
     }
 }

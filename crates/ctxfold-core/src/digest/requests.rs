@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::kept::REQUEST_WORDS_MAX;
+use crate::text::{head_at_word, tail_at_word};
 
 use super::constraints::steer;
-use super::prose::{head_at_word, tail_at_word};
 use super::scan::Scan;
 
 /// A user message longer than [`REQUEST_WORDS_MAX`] keeps about this many

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::text::truncate_words;
+
 use super::arguments::{CallKind, KeyClass, classify, walk_strings};
-use super::prose::truncate_words;
 use super::scan::{Call, Outcome, Scan};
 
 /// At most this many distinct commands (the latest).

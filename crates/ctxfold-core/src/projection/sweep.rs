@@ -8,9 +8,10 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
 use crate::log::Log;
 use crate::record::{Body, Record};
+use crate::text::more_chars_than;
 
 use super::status::{compaction_status_as_of, covered_indices, highest_turn};
-use super::{DropReason, Dropped, Inactive, Item, KEEP_DIAGNOSTICS, View, more_chars_than};
+use super::{DropReason, Dropped, Inactive, Item, KEEP_DIAGNOSTICS, View};
 
 /// A compaction in force, resolved to record indices.
 struct Span<'a> {
