@@ -26,6 +26,8 @@ use serde_json::Value;
 use crate::log::Log;
 use crate::projection::{Item, View, strip_arguments, summary_preamble};
 use crate::record::Body;
+use crate::text::excerpt;
+pub use crate::text::normalize;
 
 /// Characters of context an excerpt shows around a match.
 const EXCERPT_CHARS: usize = 70;
@@ -178,7 +180,7 @@ pub fn resolve_anchor(
                 let key = (summary, turns.0, turns.1);
                 if let std::collections::btree_map::Entry::Vacant(e) = found.entry(key) {
                     order.push(key);
-                    e.insert(excerpt(&hay, at, needle.len()));
+                    e.insert(excerpt(&hay, at, needle.len(), EXCERPT_CHARS));
                 }
                 break;
             }
@@ -274,56 +276,6 @@ fn trim_ellipses(q: &str) -> &str {
             return q;
         }
     }
-}
-
-/// Whitespace runs to one space, curly quotes to straight ones, trimmed.
-pub fn normalize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut space = false;
-    for c in s.chars() {
-        if c.is_whitespace() {
-            space = !out.is_empty();
-            continue;
-        }
-        if space {
-            out.push(' ');
-            space = false;
-        }
-        out.push(match c {
-            '\u{2018}' | '\u{2019}' => '\'',
-            '\u{201C}' | '\u{201D}' => '"',
-            c => c,
-        });
-    }
-    out
-}
-
-/// About [`EXCERPT_CHARS`] characters of `hay` around the match at byte
-/// `at` of byte length `len`, with ellipses where it was cut.
-fn excerpt(hay: &str, at: usize, len: usize) -> String {
-    let before: Vec<char> = hay[..at].chars().collect();
-    let matched = &hay[at..at + len];
-    let after: Vec<char> = hay[at + len..].chars().collect();
-    let room = EXCERPT_CHARS.saturating_sub(matched.chars().count()) / 2;
-    let lead: String = before[before.len().saturating_sub(room)..].iter().collect();
-    let tail: String = after[..after.len().min(room)].iter().collect();
-    let mut s = String::new();
-    if before.len() > room {
-        s.push('…');
-    }
-    s.push_str(&lead);
-    if matched.chars().count() > EXCERPT_CHARS {
-        let head: String = matched.chars().take(EXCERPT_CHARS).collect();
-        s.push_str(&head);
-        s.push('…');
-        return s;
-    }
-    s.push_str(matched);
-    s.push_str(&tail);
-    if after.len() > room {
-        s.push('…');
-    }
-    s
 }
 
 #[cfg(test)]

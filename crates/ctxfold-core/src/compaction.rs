@@ -343,12 +343,7 @@ impl Compaction {
 
 /// Truncate a note to [`NOTE_MAX_CHARS`] characters, marking the cut.
 pub fn truncate_note(note: &str) -> String {
-    if note.chars().count() <= NOTE_MAX_CHARS {
-        return note.to_owned();
-    }
-    let mut s: String = note.chars().take(NOTE_MAX_CHARS - 1).collect();
-    s.push('…');
-    s
+    crate::text::cut_chars(note, NOTE_MAX_CHARS)
 }
 
 impl CompactionReset {

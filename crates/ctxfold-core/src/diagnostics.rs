@@ -26,6 +26,10 @@ use regex::{Regex, RegexSet};
 use serde::Serialize;
 use serde_json::Value;
 
+// `collapse` is still reached through here (by `kept`).
+pub(crate) use crate::text::collapse;
+use crate::text::cut_chars;
+
 /// A diagnostic line is cut to about this many characters.
 pub const DIAGNOSTIC_CHARS: usize = 240;
 
@@ -387,10 +391,10 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
         let Some((kind, text, location)) = found else {
             continue;
         };
-        let line = cut(&collapse(&text), DIAGNOSTIC_CHARS);
+        let line = cut_chars(&collapse(&text), DIAGNOSTIC_CHARS);
         let text = match &location {
             Some(loc) if !line.contains(loc.as_str()) => {
-                cut(&format!("{} ({loc})", collapse(&text)), DIAGNOSTIC_CHARS)
+                cut_chars(&format!("{} ({loc})", collapse(&text)), DIAGNOSTIC_CHARS)
             }
             _ => line.clone(),
         };
@@ -433,8 +437,8 @@ pub fn result_diagnostics(content: &str, is_error: bool) -> Vec<Diagnostic> {
     first
         .map(|l| Diagnostic {
             kind: DiagnosticKind::Error,
-            text: cut(&collapse(l), DIAGNOSTIC_CHARS),
-            line: cut(&collapse(l), DIAGNOSTIC_CHARS),
+            text: cut_chars(&collapse(l), DIAGNOSTIC_CHARS),
+            line: cut_chars(&collapse(l), DIAGNOSTIC_CHARS),
             location: None,
         })
         .into_iter()
@@ -584,7 +588,11 @@ fn compared_values(lines: &[&str], at: usize) -> String {
     let mut found: Vec<String> = Vec::new();
     for l in lines.iter().skip(at).take(6) {
         if let Some(c) = COMPARED.captures(l) {
-            found.push(format!("{}: {}", &c[1], cut(&collapse(&c[2]), VALUE_CHARS)));
+            found.push(format!(
+                "{}: {}",
+                &c[1],
+                cut_chars(&collapse(&c[2]), VALUE_CHARS)
+            ));
         }
     }
     if found.is_empty() {
@@ -632,28 +640,6 @@ fn strings(v: &Value, out: &mut String) {
         Value::Object(o) => o.values().for_each(|v| strings(v, out)),
         _ => {}
     }
-}
-
-/// Runs of whitespace to one space, trimmed (how diagnostics, digests and
-/// the retention report compare text).
-pub(crate) fn collapse(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().min(4096));
-    for w in s.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    out
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

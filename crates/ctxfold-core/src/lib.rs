@@ -30,6 +30,7 @@ pub mod retention;
 pub mod secret;
 pub mod summarizer;
 pub mod summary_prompt;
+mod text;
 pub mod trigger;
 pub mod ts;
 pub mod view_size;

@@ -11,6 +11,8 @@ use std::fmt::Write as _;
 
 use crate::log::Log;
 use crate::record::Body;
+use crate::text::cut_head_tail;
+pub use crate::text::fit;
 
 /// The instructions a model summarizer gets unless a rule or the command
 /// line gives others.
@@ -77,19 +79,6 @@ impl Prune {
     }
 }
 
-/// `text` cut to at most `budget` characters, keeping its start and end.
-pub fn fit(text: &str, budget: usize) -> String {
-    let n = text.chars().count();
-    if n <= budget {
-        return text.to_owned();
-    }
-    let marker = format!("\n[… {n} characters, cut to fit …]\n");
-    let room = budget.saturating_sub(marker.chars().count());
-    let head: String = text.chars().take(room * 3 / 4).collect();
-    let tail: String = text.chars().skip(n - room / 4).collect();
-    format!("{head}{marker}{tail}")
-}
-
 /// The range as text within `budget` characters: tool results cut first,
 /// then every block, then the text itself. Also says whether anything was
 /// cut.
@@ -122,17 +111,7 @@ fn cut(text: &str, prune: Option<Prune>) -> std::borrow::Cow<'_, str> {
     let Some(p) = prune else {
         return text.into();
     };
-    let n = text.chars().count();
-    if n <= p.over {
-        return text.into();
-    }
-    let head: String = text.chars().take(p.head).collect();
-    let tail: String = text.chars().skip(n - p.tail).collect();
-    format!(
-        "{head}\n[… {} characters cut …]\n{tail}",
-        n - p.head - p.tail
-    )
-    .into()
+    cut_head_tail(text, p.over, p.head, p.tail)
 }
 
 /// The records `lo..=hi` of `log` as a plain-text transcript, one block per

@@ -1,0 +1,267 @@
+//! Stripping: tool-call arguments with their long strings replaced by
+//! placeholders, and the one line that replaces a stripped tool result
+//! (its outcome, size and diagnostics). What `strip`, `strip-requests` and
+//! `strip-responses` show instead of the raw event.
+
+use serde_json::Value;
+
+use crate::diagnostics::{Diagnostic, first_of, printed_outcome, result_diagnostics};
+use crate::json_text::JsonText;
+
+/// Argument strings up to this many characters survive `strip-requests`:
+/// paths, flags, short queries.
+pub const KEEP_ARGUMENT_CHARS: usize = 120;
+
+/// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
+/// placeholder that says how much was removed. Arguments with no such
+/// string come back as they were, text included.
+pub fn strip_arguments(args: &JsonText) -> JsonText {
+    // A string is never longer in characters than the text holding it:
+    // short arguments need no parsing.
+    if args.text().len() <= KEEP_ARGUMENT_CHARS {
+        return args.clone();
+    }
+    let value = args.value();
+    let stripped = strip_value(&value);
+    if stripped == value {
+        args.clone()
+    } else {
+        JsonText::from(stripped)
+    }
+}
+
+fn strip_value(args: &Value) -> Value {
+    match args {
+        Value::String(s) => {
+            let n = s.chars().count();
+            if n > KEEP_ARGUMENT_CHARS {
+                Value::String(format!("[{n} characters removed by compaction]"))
+            } else {
+                args.clone()
+            }
+        }
+        Value::Array(a) => Value::Array(a.iter().map(strip_value).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), strip_value(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Diagnostics a stripped result keeps at most (see
+/// [`stripped_result_line`]); the rest are counted ("and N more"). Enough
+/// for a failing build's distinct errors, most severe first, in about a
+/// tenth of what such output usually is.
+pub const KEEP_DIAGNOSTICS: usize = 16;
+
+/// The one line that replaces a stripped tool result: the tool, its
+/// outcome, the size removed, and what it reported that an agent needs to
+/// carry on: its distinct diagnostics with their location (see
+/// [`crate::diagnostics`]), most severe first, up to [`KEEP_DIAGNOSTICS`],
+/// then how many more there were.
+///
+/// The outcome is what the output says: `failed` for a result flagged an
+/// error; for one flagged a success whose output holds a failing test, a
+/// panic or an error, what it printed (`[cargo_test: 1 test failed; …`,
+/// see [`printed_outcome`]); else `succeeded`.
+///
+/// This reads all of `content`; a view item has the same line without that
+/// ([`Item::stripped_line`]).
+pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String {
+    render_stripped(
+        tool,
+        is_error,
+        content.chars().count(),
+        &result_diagnostics(content, is_error),
+        KEEP_DIAGNOSTICS,
+    )
+}
+
+/// The line of [`stripped_result_line`] from the result's size in
+/// characters and its diagnostics, showing at most `budget` of them: one
+/// place says what it holds, whether the diagnostics were just found or
+/// kept from before.
+pub(super) fn render_stripped(
+    tool: &str,
+    is_error: bool,
+    chars: usize,
+    found: &[Diagnostic],
+    budget: usize,
+) -> String {
+    let mut line = match (is_error, printed_outcome(found)) {
+        (true, _) => format!("[{tool} failed"),
+        (false, Some(said)) => format!("[{tool}: {said}"),
+        (false, None) => format!("[{tool} succeeded"),
+    };
+    line.push_str(&format!(
+        "; its output ({chars} characters) was removed by compaction"
+    ));
+    let shown: Vec<&Diagnostic> = first_of(found, budget).collect();
+    // The same message at several places (one unresolved import in four
+    // files) is said once with all its locations: each location is a
+    // distinct diagnostic, the message need not be repeated.
+    let mut groups: Vec<(&Diagnostic, Vec<&str>)> = Vec::new();
+    for d in &shown {
+        let merge = d
+            .location
+            .as_deref()
+            .filter(|loc| !d.line.contains(loc))
+            .and_then(|loc| {
+                groups
+                    .iter_mut()
+                    .find(|(g, locs)| g.line == d.line && !locs.is_empty())
+                    .map(|(_, locs)| (loc, locs))
+            });
+        match merge {
+            Some((loc, locs)) => locs.push(loc),
+            None => {
+                let locs = match d.location.as_deref() {
+                    Some(loc) if d.text.ends_with(&format!("({loc})")) => vec![loc],
+                    _ => Vec::new(),
+                };
+                groups.push((d, locs));
+            }
+        }
+    }
+    for (k, (d, locs)) in groups.iter().enumerate() {
+        line.push_str(if k == 0 {
+            ". Diagnostics in it: "
+        } else {
+            "; "
+        });
+        if locs.len() > 1 {
+            line.push_str(&format!("{} ({})", d.line, locs.join(", ")));
+        } else {
+            line.push_str(&d.text);
+        }
+    }
+    let more = found.len() - shown.len();
+    if more > 0 {
+        line.push_str(&format!("; and {more} more"));
+    }
+    line.push(']');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::{Compaction, Source, ToolPolicy};
+    use crate::materialize::item_record;
+    use crate::projection::fixtures::{compaction, log_of, turn};
+    use crate::projection::{Item, project};
+    use crate::record::Body;
+    use serde_json::json;
+
+    #[test]
+    fn strip_keeps_short_values_and_says_what_was_removed() {
+        let long = "y".repeat(300);
+        let mut bodies = turn(0, &long, true);
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Strip);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        let call = view
+            .items
+            .iter()
+            .find(|i| matches!(i, Item::StrippedCall { .. }))
+            .and_then(item_record)
+            .unwrap();
+        let Body::ToolCall { arguments, .. } = &call.body else {
+            panic!()
+        };
+        let arguments = arguments.value();
+        assert_eq!(arguments["path"], "src/a.rs");
+        assert_eq!(arguments["flags"], json!(["-v"]));
+        assert_eq!(arguments["new"], "[300 characters removed by compaction]");
+        let result = view
+            .items
+            .iter()
+            .find(|i| matches!(i, Item::StrippedResult { .. }))
+            .and_then(item_record)
+            .unwrap();
+        let Body::ToolResult {
+            content, is_error, ..
+        } = &result.body
+        else {
+            panic!()
+        };
+        assert!(*is_error, "is_error is kept");
+        // A failure in no known shape keeps its first line, cut.
+        assert!(
+            content.starts_with(
+                "[edit failed; its output (500 characters) was removed by compaction. Diagnostics in it: xxx"
+            ) && content.chars().count() < 340,
+            "{content}"
+        );
+    }
+
+    #[test]
+    fn a_stripped_result_keeps_every_diagnostic_most_severe_first() {
+        let out = "warning: unused import: `a`\n --> src/a.rs:1:5\nerror[E0425]: cannot find value `x`\n --> src/b.rs:3:9\nerror: could not compile `b`\nerror: aborting due to 2 previous errors\n";
+        assert_eq!(
+            stripped_result_line("cargo_check", out, true),
+            format!(
+                "[cargo_check failed; its output ({} characters) was removed by compaction. Diagnostics in it: error[E0425]: cannot find value `x` (src/b.rs:3:9); error: could not compile `b`; error: aborting due to 2 previous errors; warning: unused import: `a` (src/a.rs:1:5)]",
+                out.chars().count()
+            )
+        );
+        // The same message at several places is said once, with each
+        // place; past the budget the rest are counted.
+        let many = "error[E0432]: unresolved import `crate::R`\n --> src/a.rs:3:5\nerror[E0432]: unresolved import `crate::R`\n --> src/b.rs:6:5\nerror[E0282]: type annotations needed\n --> src/c.rs:1:1\nwarning: unused `self` argument\n --> src/c.rs:2:2\n";
+        let found = result_diagnostics(many, true);
+        assert_eq!(
+            render_stripped("cargo_check", true, 9, &found, 2),
+            "[cargo_check failed; its output (9 characters) was removed by compaction. Diagnostics in it: error[E0432]: unresolved import `crate::R` (src/a.rs:3:5, src/b.rs:6:5); and 2 more]"
+        );
+        // A failure in no known shape keeps its first line; a quiet
+        // success keeps what it kept before.
+        assert_eq!(
+            stripped_result_line("deploy", "\nthe server said no\nmore", true),
+            "[deploy failed; its output (24 characters) was removed by compaction. Diagnostics in it: the server said no]"
+        );
+        assert_eq!(
+            stripped_result_line("read_file", "fn error() {}", false),
+            "[read_file succeeded; its output (13 characters) was removed by compaction]"
+        );
+    }
+
+    #[test]
+    fn the_outcome_is_what_the_output_says() {
+        // Flagged a success, but a test failed or the build did not.
+        let run = "running 2 tests\ntest a::b ... FAILED\ntest a::c ... FAILED\n";
+        assert!(
+            stripped_result_line("cargo_test", run, false)
+                .starts_with("[cargo_test: 2 tests failed; its output")
+        );
+        assert!(
+            stripped_result_line("cargo_test", "Ran 3/3 tests, of which 1 failed.", false)
+                .starts_with("[cargo_test: 1 test failed;")
+        );
+        assert!(
+            stripped_result_line(
+                "run",
+                "thread 'main' panicked at src/m.rs:1:1:\nboom",
+                false
+            )
+            .starts_with("[run: panicked;")
+        );
+        assert!(
+            stripped_result_line("check", "error[E0425]: cannot find value `x` here", false)
+                .starts_with("[check: 1 error;")
+        );
+        // Warnings alone, or an exception quoted in a document read: the
+        // run did what it was asked.
+        assert!(
+            stripped_result_line("check", "warning: unused import: `a` here", false)
+                .starts_with("[check succeeded;")
+        );
+        // A generic wrapper is passed over for the cause it wraps.
+        let wrapped = r#"{"message":"An error occurred while running the 'read' tool.","trace":["no such repository here"]}"#;
+        assert!(
+            stripped_result_line("read", wrapped, true)
+                .ends_with("Diagnostics in it: no such repository here]")
+        );
+    }
+}

@@ -1,0 +1,745 @@
+//! The projection itself: one pass over the records with a sweep line,
+//! each compaction in a max-heap by append order while the pass is inside
+//! its range, deciding for each event what the view shows (see the
+//! module docs of [`crate::projection`]).
+
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
+use crate::log::Log;
+use crate::record::{Body, Record};
+use crate::text::more_chars_than;
+
+use super::status::{compaction_status_as_of, covered_indices, highest_turn};
+use super::{DropReason, Dropped, Inactive, Item, KEEP_DIAGNOSTICS, View};
+
+/// A compaction in force, resolved to record indices.
+struct Span<'a> {
+    /// Append order: the compaction record's index (later wins).
+    order: usize,
+    lo: usize,
+    hi: usize,
+    c: &'a Compaction,
+}
+
+/// Max-heap entries: (append order, last covered index).
+type Heap = BinaryHeap<(usize, usize)>;
+
+/// The winner covering `i` in `heap`, dropping expired entries on top.
+fn top(heap: &mut Heap, i: usize) -> Option<usize> {
+    while let Some(&(order, hi)) = heap.peek() {
+        if hi >= i {
+            return Some(order);
+        }
+        heap.pop();
+    }
+    None
+}
+
+/// What the pass decided for a pending tool call, until its result comes.
+struct Pending {
+    /// Position of the call's item in `items`, if it is in the view.
+    item: Option<usize>,
+    name_index: usize,
+    /// The pair's fate: `None` keep, or a policy to apply to the result.
+    fate: CallFate,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CallFate {
+    /// The call is in the view (maybe stripped): its result follows its own
+    /// policy.
+    InView,
+    /// `omit` drops the pair, decided at the call.
+    Omitted(usize),
+    /// The call went into a summary; its result must not stand alone.
+    Folded,
+}
+
+/// Results this short are kept even under `strip-responses`: the one-line
+/// replacement would not be smaller.
+pub const KEEP_RESULT_CHARS: usize = 120;
+
+/// The winning tool policy for tool `name` at record `i`, and the
+/// compaction it comes from: the latest compaction covering `i` with a
+/// general tool policy or an override for this tool.
+fn tool_policy(
+    i: usize,
+    name: &str,
+    tools_heap: &mut Heap,
+    tool_heaps: &mut HashMap<&str, Heap>,
+    by_order: &HashMap<usize, &Compaction>,
+) -> Option<(usize, ToolOverride)> {
+    let general = top(tools_heap, i);
+    let specific = tool_heaps.get_mut(name).and_then(|h| top(h, i));
+    let order = general.max(specific)?;
+    let c = by_order[&order];
+    let policy = match c.tool_overrides.get(name) {
+        Some(o) => *o,
+        None => c.tool_calls.map_or(ToolOverride::Keep, ToolOverride::from),
+    };
+    Some((order, policy))
+}
+
+/// The record as it is, or clipped when the latest compaction over it
+/// with a `clip_chars` says it is too long.
+fn clipped_or_kept<'a>(
+    i: usize,
+    rec: &'a Record,
+    content: &str,
+    clip_heap: &mut Heap,
+    by_order: &HashMap<usize, &Compaction>,
+) -> Item<'a> {
+    if let Some(order) = top(clip_heap, i)
+        && let Some(keep) = by_order[&order].clip_chars
+        && more_chars_than(content, keep as usize + 200)
+    {
+        return Item::Clipped {
+            index: i,
+            record: rec,
+            keep_chars: keep as usize,
+        };
+    }
+    Item::Event {
+        index: i,
+        record: rec,
+    }
+}
+
+/// A call replaced in `pending` by a later call with the same id never gets
+/// its result: take it out of the view.
+fn unpair(
+    earlier: Option<Pending>,
+    items: &[Item<'_>],
+    removed: &mut [bool],
+    dropped: &mut Vec<Dropped>,
+) {
+    if let Some(Pending {
+        item: Some(item), ..
+    }) = earlier
+    {
+        removed[item] = true;
+        dropped.push(Dropped {
+            index: *items[item].origin().start(),
+            reason: DropReason::Unpaired,
+        });
+    }
+}
+
+/// Project `log`: apply every compaction in force. See the module docs.
+pub fn project(log: &Log) -> View<'_> {
+    project_as_of(log, highest_turn(log))
+}
+
+/// The view the model will get once the log's highest turn index reaches
+/// `turn` (nothing else appended): compactions deferred until then are in
+/// force. What an assistant's compaction, deferred to the next turn, will
+/// do is measured on this view.
+pub fn project_as_of(log: &Log, turn: u32) -> View<'_> {
+    project_with(log, &[], turn)
+}
+
+/// The view of `log` with the compactions `extra` appended after it, in
+/// order, as of turn `turn` (see [`project_as_of`]), without copying the
+/// log: what a compaction would change is measured on it. In the view, the
+/// k-th of `extra` has index `log.len() + k`, as if it had been appended.
+pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> View<'a> {
+    let records = log.records();
+    let (mut active, mut inactive) = compaction_status_as_of(log, turn);
+    let mut added: Vec<(usize, &Compaction)> = Vec::new();
+    for (k, c) in extra.iter().enumerate() {
+        let order = records.len() + k;
+        if c.deferred_until_turn.is_some_and(|t| turn < t) {
+            inactive.push((order, Inactive::Deferred));
+        } else if covered_indices(log, c).is_none() {
+            inactive.push((order, Inactive::OutOfBounds));
+        } else {
+            active.push(order);
+            added.push((order, c));
+        }
+    }
+
+    let mut spans: Vec<Span<'_>> = active
+        .iter()
+        .filter_map(|&i| {
+            let Body::Compaction(c) = &records.get(i)?.body else {
+                return None;
+            };
+            let (lo, hi) = covered_indices(log, c)?;
+            Some(Span {
+                order: i,
+                lo,
+                hi,
+                c,
+            })
+        })
+        .chain(added.into_iter().filter_map(|(order, c)| {
+            let (lo, hi) = covered_indices(log, c)?;
+            Some(Span { order, lo, hi, c })
+        }))
+        .collect();
+    spans.sort_by_key(|s| s.lo);
+    let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.order, s.c)).collect();
+    // The turns each compaction covers: a summary names all of them, even
+    // when a newer summary nested inside splits it in two.
+    let span_turns: HashMap<usize, (u32, u32)> = spans
+        .iter()
+        .map(|s| (s.order, (log.turn_of(s.lo), log.turn_of(s.hi))))
+        .collect();
+
+    let mut summary_heap = Heap::new();
+    let mut reasoning_heap = Heap::new();
+    let mut tools_heap = Heap::new();
+    let mut clip_heap = Heap::new();
+    // Compactions with a per-tool override, by tool name.
+    let mut tool_heaps: HashMap<&str, Heap> = HashMap::new();
+
+    let mut items: Vec<Item<'_>> = Vec::with_capacity(records.len());
+    let mut dropped = Vec::new();
+    let mut removed: Vec<bool> = Vec::new(); // tombstones for items
+    let mut pending: HashMap<&str, Pending> = HashMap::new();
+    let mut tool_names: Vec<&str> = Vec::new();
+    let mut next_span = 0;
+    // The summary whose run is open, and the item index of its Summary.
+    let mut open_summary: Option<(usize, usize)> = None;
+
+    for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
+        while next_span < spans.len() && spans[next_span].lo <= i {
+            let s = &spans[next_span];
+            let entry = (s.order, s.hi);
+            if s.c.summary.is_some() {
+                summary_heap.push(entry);
+            }
+            if s.c.reasoning.is_some() {
+                reasoning_heap.push(entry);
+            }
+            if s.c.tool_calls.is_some() {
+                tools_heap.push(entry);
+            }
+            if s.c.clip_chars.is_some() {
+                clip_heap.push(entry);
+            }
+            for name in s.c.tool_overrides.keys() {
+                tool_heaps.entry(name.as_str()).or_default().push(entry);
+            }
+            next_span += 1;
+        }
+        if let Body::System { .. } = rec.body {
+            // System prompts pass through, never compacted.
+            items.push(Item::Event {
+                index: i,
+                record: rec,
+            });
+            removed.push(false);
+            continue;
+        }
+        if !rec.body.is_model_visible() {
+            continue;
+        }
+
+        // Summaries first: they beat every mechanical policy.
+        if let Some(order) = top(&mut summary_heap, i) {
+            // A summary inside a call/result pair (only hand-written or
+            // imported ranges do that) would sit between the call and its
+            // result: no provider accepts that, so the pair leaves the view.
+            for p in pending.values_mut() {
+                if let Some(item) = p.item.take() {
+                    removed[item] = true;
+                    dropped.push(Dropped {
+                        index: *items[item].origin().start(),
+                        reason: DropReason::Unpaired,
+                    });
+                    p.fate = CallFate::Folded;
+                }
+            }
+            match open_summary {
+                Some((o, item)) if o == order => {
+                    if let Item::Summary { last, .. } = &mut items[item] {
+                        *last = i;
+                    }
+                }
+                _ => {
+                    let text = by_order[&order]
+                        .summary
+                        .as_ref()
+                        .map_or("", |s| s.text.as_str());
+                    open_summary = Some((order, items.len()));
+                    items.push(Item::Summary {
+                        first: i,
+                        last: i,
+                        turns: span_turns[&order],
+                        compaction: order,
+                        text,
+                    });
+                    removed.push(false);
+                }
+            }
+            match &rec.body {
+                Body::ToolCall { id, .. } => {
+                    let earlier = pending.insert(
+                        id,
+                        Pending {
+                            item: None,
+                            name_index: usize::MAX,
+                            fate: CallFate::Folded,
+                        },
+                    );
+                    unpair(earlier, &items, &mut removed, &mut dropped);
+                }
+                Body::ToolResult { id, .. } => {
+                    // A call kept outside the summary loses its result: drop
+                    // the call too, so the pair stays whole.
+                    if let Some(p) = pending.remove(id.as_str())
+                        && let Some(item) = p.item
+                    {
+                        removed[item] = true;
+                        dropped.push(Dropped {
+                            index: *items[item].origin().start(),
+                            reason: DropReason::Unpaired,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        open_summary = None;
+
+        match &rec.body {
+            Body::Reasoning { .. } => {
+                if let Some(order) = top(&mut reasoning_heap, i)
+                    && by_order[&order].reasoning == Some(ReasoningPolicy::Strip)
+                {
+                    dropped.push(Dropped {
+                        index: i,
+                        reason: DropReason::ReasoningStripped { compaction: order },
+                    });
+                    continue;
+                }
+                items.push(Item::Event {
+                    index: i,
+                    record: rec,
+                });
+                removed.push(false);
+            }
+            Body::ToolCall { id, name, .. } => {
+                let policy = tool_policy(i, name, &mut tools_heap, &mut tool_heaps, &by_order);
+                tool_names.push(name);
+                let name_index = tool_names.len() - 1;
+                let (fate, item) = match policy {
+                    Some((order, ToolOverride::Omit)) => {
+                        dropped.push(Dropped {
+                            index: i,
+                            reason: DropReason::Omitted { compaction: order },
+                        });
+                        (CallFate::Omitted(order), None)
+                    }
+                    policy => {
+                        let strip = matches!(
+                            policy,
+                            Some((_, ToolOverride::Strip | ToolOverride::StripRequests))
+                        );
+                        items.push(if strip {
+                            Item::StrippedCall {
+                                index: i,
+                                record: rec,
+                            }
+                        } else {
+                            Item::Event {
+                                index: i,
+                                record: rec,
+                            }
+                        });
+                        removed.push(false);
+                        (CallFate::InView, Some(items.len() - 1))
+                    }
+                };
+                let earlier = pending.insert(
+                    id,
+                    Pending {
+                        item,
+                        name_index,
+                        fate,
+                    },
+                );
+                unpair(earlier, &items, &mut removed, &mut dropped);
+            }
+            Body::ToolResult { id, content, .. } => match pending.remove(id.as_str()) {
+                None
+                | Some(Pending {
+                    fate: CallFate::Folded,
+                    ..
+                }) => dropped.push(Dropped {
+                    index: i,
+                    reason: DropReason::Unpaired,
+                }),
+                Some(Pending {
+                    fate: CallFate::Omitted(order),
+                    ..
+                }) => dropped.push(Dropped {
+                    index: i,
+                    reason: DropReason::Omitted { compaction: order },
+                }),
+                Some(Pending {
+                    fate: CallFate::InView,
+                    name_index,
+                    ..
+                }) => {
+                    // A result follows the policy that covers it, not its call's.
+                    let tool = tool_names[name_index];
+                    let policy = tool_policy(i, tool, &mut tools_heap, &mut tool_heaps, &by_order);
+                    let strip = matches!(
+                        policy,
+                        Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
+                    ) && more_chars_than(content, KEEP_RESULT_CHARS);
+                    items.push(if strip {
+                        let keep_diagnostics = policy
+                            .and_then(|(order, _)| by_order[&order].keep_diagnostics)
+                            .map_or(KEEP_DIAGNOSTICS, |n| n as usize);
+                        Item::StrippedResult {
+                            index: i,
+                            record: rec,
+                            tool,
+                            scan,
+                            keep_diagnostics,
+                        }
+                    } else {
+                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order)
+                    });
+                    removed.push(false);
+                }
+            },
+            Body::User { content, .. } => {
+                items.push(clipped_or_kept(i, rec, content, &mut clip_heap, &by_order));
+                removed.push(false);
+            }
+            _ => {
+                items.push(Item::Event {
+                    index: i,
+                    record: rec,
+                });
+                removed.push(false);
+            }
+        }
+    }
+
+    // Calls whose result never came cannot be sent alone.
+    for p in pending.into_values() {
+        if let Some(item) = p.item {
+            removed[item] = true;
+            dropped.push(Dropped {
+                index: *items[item].origin().start(),
+                reason: DropReason::Unpaired,
+            });
+        }
+    }
+    if removed.iter().any(|&r| r) {
+        let mut keep = removed.iter().map(|r| !r);
+        items.retain(|_| keep.next().unwrap_or(true));
+    }
+    dropped.sort_by_key(|d| d.index);
+
+    // Never start with the assistant (system prompts aside).
+    let first = items
+        .iter()
+        .position(|i| !matches!(i, Item::Event { record, .. } if matches!(record.body, Body::System { .. })))
+        .unwrap_or(items.len());
+    let starts_with_assistant = match items.get(first) {
+        Some(Item::Event { record, .. }) => !matches!(record.body, Body::User { .. }),
+        Some(Item::Clipped { record, .. }) => !matches!(record.body, Body::User { .. }),
+        Some(Item::StrippedCall { .. } | Item::StrippedResult { .. }) => true,
+        Some(Item::Summary { .. } | Item::Preamble) | None => false,
+    };
+    if starts_with_assistant {
+        items.insert(first, Item::Preamble);
+    }
+
+    View {
+        items,
+        dropped,
+        active,
+        inactive,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::{Source, Summary, ToolPolicy};
+    use crate::materialize::item_record;
+    use crate::projection::fixtures::{compaction, log_of, turn};
+    use crate::projection::{stripped_result_line, summary_preamble};
+    use serde_json::json;
+
+    #[test]
+    fn clipping_shows_head_and_tail_of_long_units_only_and_strip_wins() {
+        let long = (0..3_000).map(|k| format!("{k},")).collect::<String>();
+        let mut bodies = turn(0, "short", false);
+        if let Body::ToolResult { content, .. } = &mut bodies[4] {
+            *content = long.clone();
+        }
+        bodies.push(Body::User {
+            content: long.clone(),
+            author: None,
+        });
+        bodies.push(Body::User {
+            content: "short".into(),
+            author: None,
+        });
+        let mut log = log_of(bodies);
+        let mut clip = Compaction::new(0, 0, Source::Auto);
+        clip.clip_chars = Some(1_000);
+        log.push(Record::new(
+            log.next_seq(),
+            "t",
+            Body::Compaction(Box::new(clip)),
+        ));
+        let view = project(&log);
+        let clipped: Vec<usize> = view
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Clipped { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(clipped, vec![4, 6], "the long result and the long message");
+        for item in view
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Clipped { .. }))
+        {
+            let text = item.clipped_text().unwrap();
+            assert!(text.starts_with("0,1,2,") && text.ends_with("2998,2999,"));
+            assert!(text.chars().count() < 1_200, "{}", text.len());
+            assert!(text.contains("characters left out here"));
+            let r = item_record(item).unwrap();
+            assert!(
+                matches!(&r.body, Body::ToolResult { content, .. } | Body::User { content, .. } if *content == text)
+            );
+        }
+        // A strip of the same range wins over the clip, whatever the order.
+        let mut strip = Compaction::new(0, 0, Source::Auto);
+        strip.tool_calls = Some(ToolPolicy::Strip);
+        log.push(Record::new(
+            log.next_seq(),
+            "t",
+            Body::Compaction(Box::new(strip)),
+        ));
+        let view = project(&log);
+        assert!(
+            view.items
+                .iter()
+                .any(|i| matches!(i, Item::StrippedResult { index: 4, .. }))
+        );
+        assert!(
+            view.items
+                .iter()
+                .any(|i| matches!(i, Item::Clipped { index: 6, .. }))
+        );
+    }
+
+    #[test]
+    fn per_tool_keep_wins_over_the_rule() {
+        let mut bodies = turn(0, "body", false);
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Omit);
+        c.tool_overrides.insert("edit".into(), ToolOverride::Keep);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        assert_eq!(
+            view.items.len(),
+            5,
+            "user, reasoning, call, result, answer: all kept"
+        );
+        assert!(view.dropped.is_empty());
+    }
+
+    #[test]
+    fn the_compaction_sets_how_many_diagnostics_a_stripped_result_keeps() {
+        let errors: String = (0..20)
+            .map(|k| format!("error[E0425]: cannot find value `v{k}` here\n --> src/a.rs:{k}:1\n"))
+            .collect();
+        let lines = |keep: Option<u32>| {
+            let mut bodies = turn(0, "body", true);
+            if let Body::ToolResult { content, .. } = &mut bodies[4] {
+                *content = errors.clone();
+            }
+            let mut c = Compaction::new(0, 0, Source::User);
+            c.tool_calls = Some(ToolPolicy::StripResponses);
+            c.keep_diagnostics = keep;
+            bodies.push(compaction(c));
+            let log = log_of(bodies);
+            let view = project(&log);
+            view.items.iter().find_map(Item::stripped_line).unwrap()
+        };
+        // Baked into the record: 3 shown, the other 17 counted.
+        let three = lines(Some(3));
+        assert!(
+            three.contains("`v2` here (src/a.rs:2:1); and 17 more]"),
+            "{three}"
+        );
+        assert!(!three.contains("`v3`"), "{three}");
+        // None: the default.
+        let default = lines(None);
+        assert!(
+            default.ends_with(&format!("; and {} more]", 20 - KEEP_DIAGNOSTICS)),
+            "{default}"
+        );
+    }
+
+    #[test]
+    fn a_loaded_log_reads_each_result_once() {
+        use crate::digest::Digest;
+        use crate::summarizer::{Summarizer, SummaryInput};
+        let runs = || crate::diagnostics::RUNS.with(|r| r.get());
+        // Four turns, each with a failed or successful result of 500
+        // characters; the results of the first three are stripped.
+        let mut bodies: Vec<Body> = (0..4).flat_map(|n| turn(n, "body", n % 2 == 0)).collect();
+        let mut c = Compaction::new(0, 2, Source::Auto);
+        c.tool_calls = Some(ToolPolicy::StripResponses);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let start = runs();
+        let mut lines = Vec::new();
+        for _ in 0..5 {
+            let view = project(&log);
+            assert!(crate::estimate::view_tokens(&view) > 0);
+            let out = crate::materialize::materialize(&log, &view);
+            lines.push(format!("{out:?}"));
+            for item in &view.items {
+                crate::anchor::item_texts(item);
+            }
+        }
+        assert_eq!(runs() - start, 3, "each stripped result read once");
+        assert!(lines.iter().all(|l| *l == lines[0]), "same view each time");
+        // The retention report and the digest read the fourth, once.
+        for _ in 0..3 {
+            crate::kept::facts(&log, 0, log.len() - 1);
+            Digest
+                .summarize(SummaryInput {
+                    log: &log,
+                    range: (0, log.len() - 2),
+                    instructions: None,
+                })
+                .unwrap();
+        }
+        assert_eq!(runs() - start, 4, "each result read once");
+        // A copy of the log keeps what was found.
+        let copy = log.clone();
+        crate::estimate::view_tokens(&project(&copy));
+        assert_eq!(runs() - start, 4);
+        // The cached line is the line of the plain-string path.
+        for item in &project(&log).items {
+            if let Item::StrippedResult { record, tool, .. } = item
+                && let Body::ToolResult {
+                    content, is_error, ..
+                } = &record.body
+            {
+                assert_eq!(
+                    item.stripped_line().as_deref(),
+                    Some(stripped_result_line(tool, content, *is_error).as_str())
+                );
+            }
+        }
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Log>();
+        send_sync::<Record>();
+        send_sync::<Body>();
+        send_sync::<View<'static>>();
+    }
+
+    #[test]
+    fn a_view_that_would_start_with_the_assistant_gets_a_preamble() {
+        let log = log_of(vec![
+            Body::System {
+                content: "be brief".into(),
+            },
+            Body::Assistant {
+                content: "hello".into(),
+            },
+            Body::User {
+                content: "hi".into(),
+                author: None,
+            },
+        ]);
+        let view = project(&log);
+        assert!(
+            matches!(view.items[0], Item::Event { index: 0, .. }),
+            "system first"
+        );
+        assert!(matches!(view.items[1], Item::Preamble));
+        assert!(matches!(view.items[2], Item::Event { index: 1, .. }));
+    }
+
+    #[test]
+    fn a_summary_between_a_call_and_its_result_takes_the_pair_out() {
+        let call = |id: &str| Body::ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({}).into(),
+        };
+        let result = |id: &str| Body::ToolResult {
+            id: id.into(),
+            content: "ok".into(),
+            is_error: false,
+        };
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.from_seq = Some(2);
+        c.to_seq = Some(3);
+        c.summary = Some(Summary {
+            text: "b was read".into(),
+            provenance: crate::compaction::Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        let log = log_of(vec![
+            Body::User {
+                content: "go".into(),
+                author: None,
+            },
+            call("a"),
+            call("b"),
+            result("b"),
+            result("a"),
+            compaction(c),
+        ]);
+        let view = project(&log);
+        assert_eq!(view.items.len(), 2, "{:?}", view.items);
+        assert!(matches!(view.items[1], Item::Summary { .. }));
+        let unpaired: Vec<usize> = view
+            .dropped
+            .iter()
+            .filter(|d| d.reason == DropReason::Unpaired)
+            .map(|d| d.index)
+            .collect();
+        assert_eq!(unpaired, [1, 4]);
+    }
+
+    #[test]
+    fn summary_pair_names_its_turns() {
+        let mut bodies = turn(0, "a", false);
+        bodies.extend(turn(1, "b", false));
+        bodies.extend(turn(2, "c", false));
+        let mut c = Compaction::new(0, 1, Source::User);
+        c.summary = Some(Summary {
+            text: "we edited a and b".into(),
+            provenance: crate::compaction::Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        let Item::Summary { turns, text, .. } = view.items[0] else {
+            panic!("{:?}", view.items[0])
+        };
+        assert_eq!((turns, text), ((0, 1), "we edited a and b"));
+        assert_eq!(
+            summary_preamble(turns),
+            "[The text that follows summarizes turns 1–2 of this conversation, which were compacted.]"
+        );
+        assert!(matches!(view.items[1], Item::Event { .. }));
+    }
+}
