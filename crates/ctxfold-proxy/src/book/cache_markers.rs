@@ -1,0 +1,56 @@
+//! Anthropic prompt-cache markers (`cache_control`): read from a record,
+//! and moved onto the nearest block still sent when the one carrying it
+//! is folded away, so the cached prefix keeps its boundary.
+
+use ctxfold_core::{Body, Record};
+use serde_json::{Value, json};
+
+/// Where the Anthropic format keeps a block's unmapped fields.
+const BLOCK_FIELDS: &str = "anthropic_block_fields";
+
+/// A record's Anthropic prompt-cache marker (`cache_control`), if any.
+pub(super) fn cache_marker(r: &Record) -> Option<&Value> {
+    match &r.body {
+        Body::Other { kind, fields } if kind == "anthropic_block" => {
+            fields.get("block")?.get("cache_control")
+        }
+        _ => r.metadata.as_ref()?.get(BLOCK_FIELDS)?.get("cache_control"),
+    }
+}
+
+/// Whether the block `r` is written as may carry a prompt-cache marker
+/// (thinking blocks may not; system records go to the top-level prompt).
+pub(super) fn carries_marker(r: &Record) -> bool {
+    match &r.body {
+        Body::User { .. }
+        | Body::Assistant { .. }
+        | Body::ToolCall { .. }
+        | Body::ToolResult { .. }
+        | Body::Structured { .. } => r
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get(BLOCK_FIELDS))
+            .is_none_or(Value::is_object),
+        Body::Other { kind, fields } if kind == "anthropic_block" => {
+            fields.get("block").is_some_and(Value::is_object)
+        }
+        _ => false,
+    }
+}
+
+/// Put prompt-cache marker `m` on the block `r` is written as (one that
+/// [`carries_marker`]).
+pub(super) fn set_cache_marker(r: &mut Record, m: Value) {
+    let fields = match &mut r.body {
+        Body::Other { fields, .. } => fields.get_mut("block"),
+        _ => Some(
+            r.metadata
+                .get_or_insert_default()
+                .entry(BLOCK_FIELDS)
+                .or_insert_with(|| json!({})),
+        ),
+    };
+    if let Some(Value::Object(f)) = fields {
+        f.insert("cache_control".into(), m);
+    }
+}

@@ -1,0 +1,100 @@
+//! Which key a request belongs to: the `x-ctxfold-conversation` header,
+//! else the session its agent names, else a fingerprint of its stable
+//! head; and the key a stored conversation was recorded under.
+
+use ctxfold_core::{Body, Record};
+use ctxfold_store::{ConversationMeta, StoreError};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::index::gone_for_good;
+use super::{Book, META_KEY, Naming};
+use crate::agent;
+use crate::shape::Shape;
+
+impl Book {
+    /// The key of a request: its `x-ctxfold-conversation` header, else the
+    /// session its agent names (`session:AGENT:ID`, see [`agent`]), else
+    /// the fingerprint of its head. A header naming a conversation the
+    /// proxy recorded (the id its answers carry in that header) stands for
+    /// that conversation's key, so a client echoing it goes on there.
+    pub(super) fn key(
+        &self,
+        shape: Shape,
+        body: &Value,
+        client: &[Record],
+        naming: &Naming<'_>,
+    ) -> Result<String, StoreError> {
+        let Some(h) = naming.header else {
+            if let Some(session) = agent::session_of(shape, body, naming.agent) {
+                return Ok(session.key());
+            }
+            return Ok(fingerprint(shape, body, client));
+        };
+        // Only an exact id: a prefix lookup would read every conversation's
+        // metadata on every request.
+        let recorded = if h.starts_with('.') || h.contains(['/', '\\']) {
+            None
+        } else {
+            match self.store.read_meta(h) {
+                Ok(m) => recorded_key(&m).map(str::to_owned),
+                Err(e) if gone_for_good(&e) || matches!(e, StoreError::InvalidId { .. }) => None,
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(recorded.unwrap_or_else(|| format!("header:{h}")))
+    }
+}
+
+/// The stable head of a request: its shape, system prompt, tool names and
+/// first user message.
+fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
+    let mut h = Sha256::new();
+    h.update(shape.name());
+    // The Responses API's system prompt is a body key, not an item.
+    if let Some(i) = body.get("instructions").and_then(Value::as_str) {
+        h.update([0]);
+        h.update(i);
+    }
+    for r in client {
+        match &r.body {
+            Body::System { content } => {
+                h.update([0]);
+                h.update(content);
+            }
+            Body::User { content, .. } => {
+                h.update([1]);
+                h.update(content);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let mut tools: Vec<&str> = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            t.get("name")
+                .or_else(|| t.get("function").and_then(|f| f.get("name")))
+                .and_then(Value::as_str)
+        })
+        .collect();
+    tools.sort_unstable();
+    for t in tools {
+        h.update([2]);
+        h.update(t);
+    }
+    let d = h.finalize();
+    let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("head:{hex}")
+}
+
+/// The key the proxy recorded a conversation under.
+pub(super) fn recorded_key(meta: &ConversationMeta) -> Option<&str> {
+    meta.extras
+        .get(META_KEY)
+        .and_then(|p| p.get("key"))
+        .and_then(Value::as_str)
+}

@@ -1,0 +1,294 @@
+//! A request from its bytes to the body the upstream gets: read (with the
+//! head's kept reader when it can), keyed, gone on with in a conversation
+//! (or a new one), compacted, rendered, and where its answer goes.
+
+use ctxfold_core::{Object, Record};
+use ctxfold_formats::message_reader::MessageReader;
+use ctxfold_tokens::{Heuristic, TokenEstimator};
+use serde_json::Value;
+
+use super::chains::chained;
+use super::counting::{fixed_tokens, scaled};
+use super::readers::{Kept, head_hash};
+use super::render::render_stored;
+use super::sent::Sent;
+use super::{
+    AnswerSlot, Book, History, MAX_FORKS_TRIED, META_KEY, Naming, PrepareError, Prepared, lock,
+};
+use crate::reconcile::{Alignment, align};
+use crate::request;
+use crate::shape::{Shape, model};
+
+impl Book {
+    /// Record the history of the request body `bytes` and make the body
+    /// the upstream gets. Same as [`prepare`](Self::prepare) on the parsed
+    /// body, but the messages a conversation's last request already had
+    /// are neither parsed nor read again.
+    pub fn prepare_bytes(
+        &self,
+        shape: Shape,
+        bytes: &[u8],
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
+        let prepared = self.prepare_split(shape, bytes, naming);
+        self.trim();
+        prepared
+    }
+
+    fn prepare_split(
+        &self,
+        shape: Shape,
+        bytes: &[u8],
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
+        let wire = shape.wire();
+        let split = match request::split(bytes, wire.messages_key()) {
+            Ok(Some(s)) if !s.messages.is_empty() => s,
+            Ok(_) => {
+                let body: Value = serde_json::from_slice(bytes)
+                    .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
+                return self.prepare_parsed(shape, &body, naming);
+            }
+            Err(e) => return Err(PrepareError::Body(e)),
+        };
+        let request::Split {
+            head,
+            head_text,
+            messages,
+        } = split;
+        let system = match shape {
+            Shape::Messages => head.get("system").cloned(),
+            _ => None,
+        };
+        let h = head_hash(shape, messages[0].get());
+        // Taken while in use: a request of the same head running at the
+        // same time reads its body whole instead.
+        let taken = lock(&self.readers)
+            .take(&h)
+            .filter(|k| k.shape == shape && k.system == system);
+        let mut kept = match taken {
+            Some(k) => k,
+            None => Kept {
+                shape,
+                reader: MessageReader::new(wire, Some(&head)).map_err(PrepareError::Body)?,
+                system,
+                raw: Vec::new(),
+                bytes: 0,
+            },
+        };
+        let same = kept
+            .raw
+            .iter()
+            .zip(&messages)
+            .take_while(|(a, b)| ***a == *b.get())
+            .count();
+        kept.reader.truncate(same);
+        for r in kept.raw.drain(same..) {
+            kept.bytes -= r.len();
+        }
+        for m in &messages[same..] {
+            let read = serde_json::from_str::<Value>(m.get())
+                .map_err(|e| e.to_string())
+                .and_then(|v| kept.reader.read(&v));
+            if let Err(e) = read {
+                self.keep_reader(h, kept);
+                return Err(PrepareError::Body(e));
+            }
+            kept.bytes += m.get().len();
+            kept.raw.push(m.get().into());
+        }
+        if kept.reader.needs_pairing() {
+            // Pairing renames ids across the whole history: read it whole.
+            self.keep_reader(h, kept);
+            let body: Value = serde_json::from_slice(bytes)
+                .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
+            return self.prepare_parsed(shape, &body, naming);
+        }
+        let extras = wire.extras(&head);
+        let head = Value::Object(head);
+        let sent = Sent {
+            texts: &kept.raw,
+            reader: &kept.reader,
+            head: head.as_object().expect("the head is an object"),
+            head_text: &head_text,
+        };
+        let prepared = self.prepare_read(
+            shape,
+            &head,
+            kept.reader.records(),
+            &extras,
+            Some(sent),
+            naming,
+        );
+        self.keep_reader(h, kept);
+        prepared
+    }
+
+    /// Record `body`'s history and make the body the upstream gets.
+    pub fn prepare(
+        &self,
+        shape: Shape,
+        body: &Value,
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
+        let prepared = self.prepare_parsed(shape, body, naming);
+        self.trim();
+        prepared
+    }
+
+    fn prepare_parsed(
+        &self,
+        shape: Shape,
+        body: &Value,
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
+        let transcript = shape.read(body).map_err(PrepareError::Body)?;
+        self.prepare_read(
+            shape,
+            body,
+            &transcript.records,
+            &transcript.extras,
+            None,
+            naming,
+        )
+    }
+
+    /// [`prepare`](Self::prepare) of a body read into `client` records and
+    /// `extras`; `body` need hold only the keys besides the messages.
+    fn prepare_read(
+        &self,
+        shape: Shape,
+        body: &Value,
+        client: &[Record],
+        extras: &Object,
+        sent: Option<Sent>,
+        naming: &Naming<'_>,
+    ) -> Result<Prepared, PrepareError> {
+        let model = model(body).to_owned();
+        if let Some(previous) = chained(shape, body) {
+            return self.chain(shape, previous, &model, client);
+        }
+        let key = self.key(shape, body, client, naming)?;
+        let (slot, maybe_dropped) = self.slot(&key);
+        // Held to the end: one request of a key at a time (in this
+        // process; replicas sharing a store append conditionally).
+        let mut named = lock(&slot);
+        if named.is_empty() && (self.store.is_shared() || maybe_dropped) {
+            // Another replica may have recorded this key's conversations,
+            // or the index dropped the key since this process saw it.
+            let found = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.clone()))?;
+            named.extend(found.into_iter().rev().map(|m| m.id));
+        }
+        let first = if named.is_empty() {
+            self.create_first(shape, &key, &model, client)?
+        } else {
+            None
+        };
+        if named.is_empty() && first.is_none() {
+            // Another replica started this key's conversation meanwhile.
+            let found = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key.clone()))?;
+            named.extend(found.into_iter().rev().map(|m| m.id));
+        }
+        let (id, history, new_turn) = match first {
+            Some(id) => (id, History::New, true),
+            // The key's first conversation is taken but not found (moved to
+            // the trash): a new one with an id of its own.
+            None if named.is_empty() => (
+                self.create(shape, &key, &model, client, None)?,
+                History::New,
+                true,
+            ),
+            None => self.continue_or_fork(shape, &key, &model, client, &mut named)?,
+        };
+        // The conversation used goes first; those that can no longer be
+        // read go.
+        let gone = lock(&self.gone);
+        named.retain(|x| *x != id && gone.peek(x).is_none());
+        drop(gone);
+        named.insert(0, id.clone());
+        // Only the first are ever tried (the store has the others).
+        named.truncate(MAX_FORKS_TRIED);
+        self.finish(
+            shape, &id, history, body, extras, client, sent, &model, new_turn,
+        )
+    }
+
+    /// Compact (unless the request is an earlier state), render, and say
+    /// where the answer goes.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        shape: Shape,
+        id: &str,
+        history: History,
+        body: &Value,
+        extras: &Object,
+        client: &[Record],
+        sent: Option<Sent>,
+        model: &str,
+        new_turn: bool,
+    ) -> Result<Prepared, PrepareError> {
+        let session = self.session(id)?;
+        let mut s = lock(&session);
+        let mut compactions = 0;
+        if history != History::Earlier && !self.compaction.observe {
+            compactions = self.compact(&mut s, model, body, new_turn)?;
+        }
+        let stored = s.conv.log().records();
+        let est = Heuristic::default();
+        let pairs = match align(stored, client) {
+            Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
+            Alignment::Diverges { at } => {
+                // The log was just made from, or extended with, this
+                // history: another process must have changed it since.
+                // Send the client's request as it is.
+                tracing::warn!(
+                    "conversation {id} changed under the request (at record {at}); sending it unchanged"
+                );
+                let t = client.iter().map(|r| est.record_tokens(r)).sum();
+                return Ok(Prepared {
+                    body: None,
+                    conversation: id.to_owned(),
+                    tokens_before: t,
+                    tokens_after: t,
+                    compactions,
+                    history,
+                    answer: None,
+                });
+            }
+        };
+        let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent);
+        // The fixed part counts as the trigger counts it, and everything
+        // as the upstream counted the last answer's request.
+        let fixed = fixed_tokens(body);
+        if history != History::Earlier {
+            self.touch_with(&mut s, Some(fixed));
+        }
+        let up = |t: usize| scaled(fixed + t, s.scale);
+        let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe {
+            (None, up(r.before), up(r.before), fixed + r.before)
+        } else {
+            (r.body, up(r.before), up(r.after), fixed + r.after)
+        };
+        let answer = (history != History::Earlier).then(|| AnswerSlot {
+            conversation: id.to_owned(),
+            len: s.conv.log().len(),
+            sent: sent_est,
+            shape,
+            model: model.to_owned(),
+        });
+        Ok(Prepared {
+            body,
+            conversation: id.to_owned(),
+            tokens_before,
+            tokens_after,
+            compactions,
+            history,
+            answer,
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! The body the upstream would get, for `count_tokens`: the stored view
+//! with what is new in the request at its end, recording and compacting
+//! nothing.
+
+use serde_json::Value;
+
+use super::render::render_stored;
+use super::{Book, MAX_FORKS_TRIED, META_KEY, Naming, PrepareError, lock};
+use crate::reconcile::{Alignment, align};
+use crate::shape::Shape;
+
+impl Book {
+    /// The body the upstream would get for `body`, recording nothing and
+    /// compacting nothing (for `count_tokens`): the view of the stored
+    /// conversation with what is new in the request at its end. `None`:
+    /// the request's own body (no conversation, or nothing folded).
+    pub fn preview(
+        &self,
+        shape: Shape,
+        body: &Value,
+        naming: &Naming<'_>,
+    ) -> Result<Option<Vec<u8>>, PrepareError> {
+        let transcript = shape.read(body).map_err(PrepareError::Body)?;
+        let client = transcript.records;
+        let key = self.key(shape, body, &client, naming)?;
+        let (slot, maybe_dropped) = self.slot(&key);
+        let mut ids = lock(&slot).clone();
+        drop(slot);
+        if ids.is_empty() && (self.store.is_shared() || maybe_dropped) {
+            ids = self
+                .store
+                .find_by_extra(&format!("/{META_KEY}/key"), &Value::String(key))?
+                .into_iter()
+                .rev()
+                .map(|m| m.id)
+                .collect();
+        }
+        let gone = lock(&self.gone);
+        ids.retain(|id| gone.peek(id).is_none());
+        drop(gone);
+        for id in ids.iter().take(MAX_FORKS_TRIED) {
+            // One that is no longer there is forgotten, as in prepare.
+            let session = match self.session(id) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.forget(id, e)?;
+                    continue;
+                }
+            };
+            let mut s = lock(&session);
+            if let Err(e) = s.refresh() {
+                drop(s);
+                self.forget(id, e)?;
+                continue;
+            }
+            let stored = s.conv.log().records();
+            let pairs = match align(stored, &client) {
+                // What is new in the request is not in the log: it goes as
+                // sent, after the view of what is.
+                Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
+                Alignment::Diverges { .. } => continue,
+            };
+            let r = render_stored(
+                shape,
+                s.conv.log(),
+                &client,
+                &pairs,
+                &transcript.extras,
+                None,
+            );
+            return Ok(r.body);
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,30 @@
+//! Who may use the API: the proxy's token, or a loopback `Host` and no
+//! other site's page, decided by the pages' own guard.
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+
+use super::{Proxy, TOKEN_HEADER, error};
+
+/// Who may use the API (everything but `/healthz`): the token when one
+/// is configured, else a loopback `Host` and no other site's page; the
+/// pages' own guard decides (`ctxfold_ui::security`).
+#[allow(clippy::result_large_err)]
+pub(super) fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response> {
+    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    p.ui.guard()
+        .api_allowed(
+            h(header::HOST.as_str()),
+            h(TOKEN_HEADER),
+            h("sec-fetch-site"),
+            h(header::ORIGIN.as_str()),
+        )
+        .map_err(|why| {
+            let status = if p.config.token.is_some() {
+                StatusCode::UNAUTHORIZED
+            } else {
+                StatusCode::FORBIDDEN
+            };
+            error(status, &format!("ctxfold proxy: {why}"))
+        })
+}

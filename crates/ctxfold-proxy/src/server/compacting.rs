@@ -1,0 +1,215 @@
+//! The endpoints the proxy compacts (chat completions, messages,
+//! responses): the request prepared on the blocking pool, sent as the
+//! client sent it when that fails (or refused, `on_error = "reject"`),
+//! and compacted once more and retried when the upstream says it is over
+//! the context window.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::Response;
+use serde_json::Value;
+
+use super::auth::authorized;
+use super::forward::forward;
+use super::respond::respond;
+use super::{CONVERSATION_HEADER, Proxy, error};
+use crate::agent::Agent;
+use crate::book::{History, Naming, Prepared};
+use crate::config::OnError;
+use crate::metrics::endpoint;
+use crate::shape::Shape;
+
+/// The largest error answer read whole to see whether it says "over the
+/// context window" (real ones are a few hundred bytes).
+const MAX_ERROR_BYTES: u64 = 1 << 20;
+
+pub(super) async fn compacting(
+    p: Arc<Proxy>,
+    shape: Shape,
+    name: &'static str,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(r) = authorized(&p, &headers) {
+        return r;
+    }
+    let body = match crate::intake::read(&p.config, &headers, body).await {
+        Ok(b) => b,
+        Err(refused) => return error(refused.status, &refused.message),
+    };
+    let base = match shape {
+        Shape::Chat | Shape::Responses => p.config.openai.clone(),
+        Shape::Messages => p.config.anthropic.clone(),
+    };
+    let key = headers
+        .get(CONVERSATION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let agent = agent_of(&headers);
+    let prepared = prepare(&p, shape, &body, key, agent).await;
+    let (send, slot, extra) = match prepared {
+        Ok(prep) => {
+            p.metrics.compactions.inc_by(prep.compactions as u64);
+            p.metrics.tokens_before.inc_by(prep.tokens_before as u64);
+            p.metrics.tokens_after.inc_by(prep.tokens_after as u64);
+            let extra = ctxfold_headers(&prep);
+            let send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
+            (send, prep.answer, extra)
+        }
+        Err(e) => {
+            // Name the agent's shape, so a failure says whose requests
+            // the proxy cannot read (the body, never the headers' keys).
+            let user_agent = headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok());
+            tracing::warn!(
+                "{name}: {e} (a request {})",
+                crate::agent::describe(agent, user_agent, &body)
+            );
+            match p.config.on_error {
+                OnError::Pass => {
+                    p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
+                    (body.clone(), None, HeaderMap::new())
+                }
+                OnError::Reject => {
+                    p.metrics.rejected.get_or_create(&endpoint(name)).inc();
+                    return error(
+                        StatusCode::BAD_GATEWAY,
+                        &format!("ctxfold proxy could not prepare the request: {e}"),
+                    );
+                }
+            }
+        }
+    };
+    let resp = match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
+        Ok(resp) => resp,
+        Err(r) => return r,
+    };
+    let status = resp.status().as_u16();
+    // Only an error answer of a known, small size is read to be judged:
+    // an upstream sending megabytes with a 400 is passed on as it streams.
+    // (A chunked error, as some servers send, is small too in practice.)
+    let small = resp.content_length().is_none_or(|n| n <= MAX_ERROR_BYTES);
+    let slot = match slot {
+        Some(slot) if matches!(status, 400 | 413) && small && !p.config.observe => slot,
+        slot => return respond(&p, name, resp, Some(shape), slot, extra),
+    };
+    // Maybe "over the context window": one compaction and one retry when
+    // the conversation can shrink; else the answer goes back as it came.
+    let (parts, error_body) = match read_error(resp).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if ctxfold_providers::wire::is_context_overflow(status, &error_body) {
+        let book = p.book.clone();
+        let original = body.clone();
+        let error = error_body.clone();
+        let retry = tokio::task::spawn_blocking(move || {
+            let value: Value = serde_json::from_slice(&original).map_err(|e| e.to_string())?;
+            book.overflowed(&value, &slot, &error)
+                .map_err(|e| e.to_string())
+        })
+        .await;
+        match retry {
+            Ok(Ok(Some(prep))) => {
+                tracing::info!(
+                    "{name}: the upstream said the request is over the context window; compacted, retrying once"
+                );
+                p.metrics.overflow_retries.inc();
+                p.metrics.compactions.inc_by(prep.compactions as u64);
+                let extra = ctxfold_headers(&prep);
+                let send = Bytes::from(prep.body.unwrap_or_default());
+                return match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
+                    Ok(resp) => respond(&p, name, resp, Some(shape), prep.answer, extra),
+                    Err(r) => r,
+                };
+            }
+            Ok(Ok(None)) => tracing::info!(
+                "{name}: the upstream said the request is over the context window, and nothing more can be folded; its answer goes to the client"
+            ),
+            Ok(Err(e)) => tracing::warn!("{name}: compacting after an overflow failed: {e}"),
+            Err(e) => tracing::warn!("{name}: compacting after an overflow failed: {e}"),
+        }
+    }
+    let resp = reqwest::Response::from(axum::http::Response::from_parts(parts, error_body));
+    respond(&p, name, resp, Some(shape), None, extra)
+}
+
+/// An error answer read whole (its length is known and at most
+/// [`MAX_ERROR_BYTES`]), to be judged and then passed on as it came.
+async fn read_error(
+    resp: reqwest::Response,
+) -> Result<(axum::http::response::Parts, Bytes), Response> {
+    let mut builder = axum::http::Response::builder().status(resp.status());
+    for (k, v) in resp.headers() {
+        builder = builder.header(k, v);
+    }
+    let parts = builder
+        .body(())
+        .expect("a status and headers from a response")
+        .into_parts()
+        .0;
+    match resp.bytes().await {
+        Ok(b) => Ok((parts, b)),
+        Err(e) => Err(error(
+            StatusCode::BAD_GATEWAY,
+            &format!("ctxfold proxy: the upstream's error answer broke off: {e}"),
+        )),
+    }
+}
+
+/// The agent a request's headers name.
+pub(super) fn agent_of(headers: &HeaderMap) -> Option<Agent> {
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    Agent::from_headers(get("user-agent"), get("originator"))
+}
+
+/// Parse and prepare on the blocking pool.
+async fn prepare(
+    p: &Arc<Proxy>,
+    shape: Shape,
+    body: &Bytes,
+    key: Option<String>,
+    agent: Option<Agent>,
+) -> Result<Prepared, String> {
+    let book = p.book.clone();
+    let body = body.clone();
+    tokio::task::spawn_blocking(move || {
+        let naming = Naming {
+            header: key.as_deref(),
+            agent,
+        };
+        book.prepare_bytes(shape, &body, &naming)
+    })
+    .await
+    .map_err(|e| format!("preparing the request failed: {e}"))?
+    .map_err(|e| e.to_string())
+}
+
+fn ctxfold_headers(prep: &Prepared) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    let mut put = |k: &'static str, v: String| {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            h.insert(HeaderName::from_static(k), v);
+        }
+    };
+    put(CONVERSATION_HEADER, prep.conversation.clone());
+    put("x-ctxfold-tokens-before", prep.tokens_before.to_string());
+    put("x-ctxfold-tokens-after", prep.tokens_after.to_string());
+    put(
+        "x-ctxfold-history",
+        match prep.history {
+            History::New => "new",
+            History::Continued { .. } => "continued",
+            History::Earlier => "earlier",
+            History::Forked => "forked",
+            History::Chained => "chained",
+        }
+        .into(),
+    );
+    h
+}
