@@ -300,9 +300,13 @@ impl Compaction {
         check::<Compaction>(fields, "compaction").map(|_| ())
     }
 
+    /// Only after [`Compaction::check_fields`] accepted `fields`.
+    // Cannot fail: `record::take_body`, the only caller, runs after
+    // `check_fields` accepted these very fields, and `check` is the same
+    // deterministic deserialization.
+    #[allow(clippy::expect_used)]
     pub(crate) fn take_fields(fields: &mut Object) -> Compaction {
         let taken = std::mem::take(fields);
-        // check_fields accepted these very fields.
         check(&taken, "compaction").expect("fields were checked")
     }
 
@@ -351,6 +355,9 @@ impl CompactionReset {
         check::<CompactionReset>(fields, "compaction_reset").map(|_| ())
     }
 
+    /// Only after [`CompactionReset::check_fields`] accepted `fields`.
+    // Cannot fail: as for `Compaction::take_fields`.
+    #[allow(clippy::expect_used)]
     pub(crate) fn take_fields(fields: &mut Object) -> CompactionReset {
         let taken = std::mem::take(fields);
         check(&taken, "compaction_reset").expect("fields were checked")

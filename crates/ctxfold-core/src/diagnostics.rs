@@ -160,14 +160,20 @@ const RULES: [Rule; 11] = [
     Rule::PermissionDenied,
 ];
 
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static SET: LazyLock<RegexSet> =
     LazyLock::new(|| RegexSet::new(PATTERNS).expect("the diagnostic patterns compile"));
 /// All patterns over a whole text (`^`/`$` at line ends): most results hold
 /// no diagnostic at all, and are passed over in one scan.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(PATTERNS.iter().map(|p| format!("(?m:{p})")))
         .expect("the diagnostic patterns compile")
 });
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static ONE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     PATTERNS
         .iter()
@@ -175,27 +181,37 @@ static ONE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         .collect()
 });
 /// `--> src/x.rs:3:5` (rustc), `at f (src/x.js:3:5)`, `File "x.py", line 3`.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^\s*--> ([^\s]+:\d+(?::\d+)?)|^\s*File "([^"]+)", line (\d+)|^\s*at .*?\(?([\w./\\-]+\.\w+:\d+:\d+)\)?\s*$"#)
         .expect("the location pattern compiles")
 });
 /// The thread that panicked: in a test run, the failing test's name.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static THREAD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"thread '([^']+)'(?: \(\d+\))? panicked at").expect("the thread pattern compiles")
 });
 /// An assertion's compared values (Rust's `left:`/`right:`, also before
 /// 1.73 as `left: `…``).
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static COMPARED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(left|right): (\S.*?),?$").expect("the compared pattern compiles")
 });
 /// A test run's count of failures (`of which 2 failed`, `2 failed, 3
 /// passed`, `test result: FAILED. 2 passed; 1 failed`).
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static FAILED_TALLY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u:\b)(?:of which )?(\d+) (?:failed|failing)(?-u:\b)")
         .expect("the tally pattern compiles")
 });
 /// A failed tool's generic first line (`An error occurred while running
 /// the 'x' tool.`): it names no cause, the lines after it do.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^(?:an? )?(?:unexpected |unknown |internal )?error (?:occurred|happened|while)(?-u:\b)|^(?:the )?(?:tool|command|call|request|operation)(?: call)? (?:failed|errored)(?:\.|!|$)|^(?:error|failed|failure)[.!:]?$|^something went wrong(?-u:\b)")
         .expect("the wrapper pattern compiles")
@@ -203,6 +219,8 @@ static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
 /// Words one of which every line that starts a diagnostic holds (what the
 /// patterns need, ASCII case ignored): a line without one is passed over
 /// without running the patterns.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i-u)error|npm err|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied",
@@ -211,16 +229,22 @@ static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Lines of code that name errors (`except FileNotFoundError:`, `errno ==
 /// EACCES`, `let msg = "exit code 2";`, `error!("…")`): not diagnostics.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static CODE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"\s[=!]==?\s|(?-u:\b)(?:except|catch|raise|throw|throws|return|let|const|var|case|elif)(?-u:\b)|(?-u:\b)(?:error|warn|panic)!\(|=\s*["']"#)
         .expect("the code pattern compiles")
 });
 /// Lines that only mention errors: a log line at info level or below.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static QUIET_LOG: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|(?-u:\b)(?:info|debug|trace):|^\s*(?://|#|--\s|\*|/\*)")
         .expect("the log pattern compiles")
 });
 /// A warning line that only counts warnings (`warning: 3 warnings emitted`).
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 static WARNING_TALLY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^warning: .*(?-u:\b)\d+ warnings? (?:emitted|generated)|^warning: build failed")
         .expect("the tally pattern compiles")
@@ -652,6 +676,27 @@ mod tests {
 
     fn kinds(content: &str) -> Vec<DiagnosticKind> {
         diagnostics(content).into_iter().map(|d| d.kind).collect()
+    }
+
+    /// The statics' `expect`s cannot fail: every pattern compiles.
+    #[test]
+    fn every_pattern_compiles() {
+        LazyLock::force(&SET);
+        LazyLock::force(&ANY);
+        LazyLock::force(&ONE);
+        for re in [
+            &LOCATION,
+            &THREAD,
+            &COMPARED,
+            &FAILED_TALLY,
+            &WRAPPER,
+            &TRIGGER,
+            &CODE,
+            &QUIET_LOG,
+            &WARNING_TALLY,
+        ] {
+            LazyLock::force(re);
+        }
     }
 
     #[test]

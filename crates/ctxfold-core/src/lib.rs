@@ -6,8 +6,6 @@
 //! code: storage, formats, providers and the command line live in other
 //! crates and depend on this one, never the other way round.
 
-#![warn(missing_docs)]
-
 pub mod anchor;
 pub mod attempt;
 pub mod bounds;

@@ -2,6 +2,15 @@
 //! on output that must not count. Set `CTXFOLD_DIAGNOSTICS_PRINT=1` to
 //! print every result's diagnostics.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod jp;
 
 use std::collections::{BTreeMap, HashMap};

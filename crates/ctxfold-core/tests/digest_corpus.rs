@@ -12,6 +12,15 @@
 //! the table per conversation; set `CTXFOLD_DIGEST_PRINT=1` to print every
 //! digest, and `CTXFOLD_DIGEST_LOST=1` to print what each one lost.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod jp;
 
 use std::path::PathBuf;

@@ -24,6 +24,15 @@
 //! `cargo test -p ctxfold-core --test digest_faithful -- --nocapture`
 //! prints the figures.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod jp;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,15 @@
 //! Property tests for the projection invariants (SPEC §4) over generated
 //! logs (see `common/mod.rs` for what the generator makes).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

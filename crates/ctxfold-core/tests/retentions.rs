@@ -3,6 +3,15 @@
 //! at the cost of one), over generated logs whose facts overlap, nest
 //! inside longer words and paths, repeat, and are quoted by summaries.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_core::compaction::{Provenance, ReasoningPolicy, Source, Summary, ToolPolicy};
 use ctxfold_core::kept::{Facts, Kept, Retentions, facts, kept, retention, view_text};
 use ctxfold_core::projection::{project, project_with};

@@ -2,6 +2,15 @@
 //! log grows (overlays, resets, deferrals and open steps included), always
 //! equals the size of a fresh projection.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::*;

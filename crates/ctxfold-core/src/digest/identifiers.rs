@@ -34,6 +34,8 @@ pub(super) const NOT_IDENTS: &[&str] = &[
 
 /// A definition in source code: `fn name(`, `struct Name {`, `class
 /// Name:`, `def name(`, `const NAME:`…
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 pub(super) static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"\b(?:fn|struct|enum|trait|union|type|mod|class|def|function|interface|func)\s+([A-Za-z_][A-Za-z0-9_]*)\s*[<({:;=]|\b(?:const|static)\s+([A-Z][A-Z0-9_]*)\s*[:=]",
@@ -42,6 +44,8 @@ pub(super) static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A name in backticks (`crate::Error`, `x`).
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 pub(super) static TICKED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"`([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)`")
         .expect("the name pattern compiles")
@@ -49,6 +53,8 @@ pub(super) static TICKED: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A failing test's name (`test a::b ... FAILED`, `--- FAIL: TestX`,
 /// `FAILED tests/x.py::test_y`).
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
 pub(super) static FAILED_TEST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^test (\S+) \.\.\. FAILED|^--- FAIL: (\S+)|^FAILED \S*?::([\w:\[\]-]+)")
         .expect("the failing test pattern compiles")
@@ -177,6 +183,14 @@ pub(super) fn section_identifiers(scan: &Scan<'_>) -> String {
 mod tests {
     use crate::digest::fixtures::{build, call, digest_all, result, section, user};
     use serde_json::json;
+
+    /// The statics' `expect`s cannot fail: every pattern compiles.
+    #[test]
+    fn every_pattern_compiles() {
+        for re in [&super::DEFINITION, &super::TICKED, &super::FAILED_TEST] {
+            std::sync::LazyLock::force(re);
+        }
+    }
 
     #[test]
     fn identifiers_are_names_defined_edited_or_failed() {

@@ -232,7 +232,7 @@ impl<'a> Scan<'a> {
                         }
                         None => {
                             seen_by_text.insert(head.text.clone(), scan.seen.len());
-                            scan.seen.push(Seen {
+                            scan.seen.push_mut(Seen {
                                 diag: head.clone(),
                                 also: Vec::new(),
                                 tool,
@@ -240,8 +240,7 @@ impl<'a> Scan<'a> {
                                 last: idx,
                                 last_turn: turn,
                                 count: 1,
-                            });
-                            scan.seen.last_mut().expect("just pushed")
+                            })
                         }
                     };
                     listed.insert(head.text.clone());
