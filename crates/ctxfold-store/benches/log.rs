@@ -18,6 +18,15 @@
 //! Peak heap is measured with the counting allocator below; the figures are
 //! printed after divan's table.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -63,8 +72,12 @@ fn grew(by: usize) {
 
 // SAFETY: every call is forwarded to `System` unchanged; only counters are
 // updated around it.
+// The only unsafe code in the workspace's libraries and their targets: a
+// global allocator cannot be written without it.
+#[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds this method's contract; passed on as is.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             ALLOCS.fetch_add(1, Relaxed);
@@ -74,6 +87,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds this method's contract; passed on as is.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             ALLOCS.fetch_add(1, Relaxed);
@@ -83,11 +97,13 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller upholds this method's contract; passed on as is.
         unsafe { System.dealloc(ptr, layout) };
         CURRENT.fetch_sub(layout.size(), Relaxed);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller upholds this method's contract; passed on as is.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             ALLOCS.fetch_add(1, Relaxed);

@@ -15,6 +15,15 @@
 //! and drops it at the end. The writers' figures are printed after
 //! divan's table.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::time::Instant;
 

@@ -5,8 +5,6 @@
 //! the embedded default) and PostgreSQL ([`PgStore`]). The crate depends on
 //! the core for the record model and on nothing above it.
 
-#![warn(missing_docs)]
-
 use std::path::{Path, PathBuf};
 
 pub mod event_log;

@@ -3,6 +3,15 @@
 //! bind mount), staging leftovers, broken metadata, empty ids and a `seq`
 //! at its maximum.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::Write;

@@ -8,6 +8,15 @@
 //! per database). The tests of a bad URL and of a refused connection need
 //! no server and always run.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::collections::BTreeMap;
 use std::io::Write;
 

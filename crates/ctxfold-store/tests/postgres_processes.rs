@@ -16,6 +16,15 @@
 //! finds no PostgreSQL to run. The harness is this file's `main`
 //! (`harness = false`): the same binary is the writer.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 #[path = "common/pg.rs"]
 mod pg;
 

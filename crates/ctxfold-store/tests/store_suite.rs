@@ -4,6 +4,15 @@
 //! one store can show (a torn line in a file, a batch failing inside the
 //! database) is checked for that store in the same test.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 #[path = "common/pg.rs"]
 mod pg;
 #[path = "common/records.rs"]

@@ -2,6 +2,15 @@
 //! is not a record, a record whose newline was lost, a torn record, and a
 //! very large last record.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::io::Write;
 
 use ctxfold_core::{Body, Record};
