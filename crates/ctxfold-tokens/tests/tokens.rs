@@ -4,6 +4,15 @@
 //! `cargo test -p ctxfold-tokens -- --nocapture` prints the heuristic's
 //! error over the corpus.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::sync::Mutex;
