@@ -13,8 +13,6 @@
 //! records do not (JP's metadata file, a request's `model` and `tools`) is
 //! kept in [`Transcript::extras`] so export can give it back.
 
-#![warn(missing_docs)]
-
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

@@ -2,6 +2,15 @@
 //! holds what STATS.json says (one turn per request in a file without
 //! `turn_start`), and exports back to the same bytes.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::PathBuf;
 
 use ctxfold_core::{Body, Log, Record};

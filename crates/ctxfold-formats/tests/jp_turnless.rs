@@ -3,6 +3,15 @@
 //! its result, and export writes the file back byte for byte, also after a
 //! trip through ctxfold's log format.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_formats::{Format, Transcript, export, import};
 use serde_json::{Value, json};

@@ -4,6 +4,15 @@
 //! reading others and reading on from there, gives exactly what reading the
 //! request whole gives.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::PathBuf;
 
 use ctxfold_core::{Object, Record};

@@ -1,6 +1,15 @@
 //! OpenAI chat and Anthropic messages: import, export and round trips
 //! through real files, on the hand-written examples in `tests/data/`.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::{Path, PathBuf};
 
 use ctxfold_core::{Body, Kind, Log, Record};

@@ -3,6 +3,15 @@
 //! response `output` read as the same records as the items a client sends
 //! back, and errors that name the place.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_core::{Body, Kind, Log, Object, Record};
 use ctxfold_formats::{Transcript, openai, responses};
 use serde_json::{Value, json};
