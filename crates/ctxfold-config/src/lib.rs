@@ -37,8 +37,6 @@
 //! # let _ = rules; Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 mod error;
 mod keys;
 mod layer;

@@ -3,6 +3,15 @@
 //! sections other crates read are checked layer by layer through
 //! `SectionCheck`s, with the same wording.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::PathBuf;
 
 use ctxfold_config::{
