@@ -37,8 +37,6 @@
 //! # let _ = records; Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod anthropic;
 mod client;
 pub mod error;

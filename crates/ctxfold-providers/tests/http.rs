@@ -1,6 +1,15 @@
 //! Providers against a fake upstream server on 127.0.0.1: wire shapes,
 //! streaming, retries, timeouts and error classification.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -3,6 +3,15 @@
 //! never gets the key printed or stored: not in the error's text, not in
 //! its Debug form, not in what the summarizer reports or returns.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::time::Duration;

@@ -2,6 +2,15 @@
 //! fits goes in one call; one that does not is pruned, or chunked and
 //! combined; a context overflow shrinks the budget; a failure says why.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{FakeServer, Reply};

@@ -3,6 +3,15 @@
 //! results pair up, the summary pair is there) and signed thinking survives
 //! only where its step reaches the model unchanged.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::collections::HashSet;
 
 use ctxfold_core::compaction::{

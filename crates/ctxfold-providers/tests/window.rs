@@ -1,6 +1,15 @@
 //! Context windows: the server's figure, then the built-in table, then the
 //! provider's configured `context_window`; unknown is `None`, not an error.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{FakeServer, Reply};
