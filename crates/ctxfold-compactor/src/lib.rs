@@ -24,8 +24,6 @@
 //! The service is synchronous; an async caller runs it on a blocking
 //! thread. It logs with `tracing` (firings at info, skips at debug).
 
-#![warn(missing_docs)]
-
 pub mod assistant;
 mod basic;
 mod breaker;

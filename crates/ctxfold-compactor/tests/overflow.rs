@@ -2,6 +2,15 @@
 //! retry, against a real HTTP server on 127.0.0.1 that speaks OpenAI's
 //! chat completions and rejects requests as too long when told to.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

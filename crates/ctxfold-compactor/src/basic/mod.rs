@@ -84,11 +84,13 @@ impl BasicCompactor {
 
     /// The budget a request in `ctx` works to, when the window is known.
     pub fn budget(&self, ctx: &Context) -> Option<Budget> {
-        let w = ctx.window?;
-        Some(
-            self.policy
-                .budget(w, ctx.scaled(ctx.extra_tokens), ctx.max_tokens),
-        )
+        ctx.window.map(|w| self.budget_in(ctx, w))
+    }
+
+    /// The budget of a request in `ctx` to a model of window `w`.
+    fn budget_in(&self, ctx: &Context, w: u32) -> Budget {
+        self.policy
+            .budget(w, ctx.scaled(ctx.extra_tokens), ctx.max_tokens)
     }
 
     /// The automatic rule's policies and keeps, without bounds.
@@ -206,22 +208,27 @@ impl Compactor for BasicCompactor {
         conv.reload()?;
         conv.stuck = None;
         let mut ctx = *ctx;
-        if ctx.window.is_none() {
-            ctx.window = Some(u32::try_from(self.estimate(conv, &ctx)).unwrap_or(u32::MAX));
-        }
+        let window = match ctx.window {
+            Some(w) => w,
+            None => {
+                let w = u32::try_from(self.estimate(conv, &ctx)).unwrap_or(u32::MAX);
+                ctx.window = Some(w);
+                w
+            }
+        };
         // The provider said no: whatever the estimate says, the request
         // was over. An estimate that thought it fitted is scaled up to
         // just over the limit (estimates are wrong by construction).
         for _ in 0..2 {
             let before = self.estimate(conv, &ctx);
-            let budget = self.budget(&ctx).expect("a window");
+            let budget = self.budget_in(&ctx, window);
             if before > budget.limit() || before == 0 {
                 break;
             }
             ctx.scale *= (budget.limit() + 1) as f64 / before as f64;
         }
         let before = self.estimate(conv, &ctx);
-        let budget = self.budget(&ctx).expect("a window");
+        let budget = self.budget_in(&ctx, window);
         self.fire(conv, &ctx, &budget, before, true)
     }
 }

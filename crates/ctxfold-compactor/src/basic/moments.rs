@@ -56,6 +56,12 @@ impl BasicCompactor {
             Ok(t) => t,
             Err(why) => return Ok(self.outcome(ctx, Status::Skipped { why }, before, before)),
         };
+        // Never `None`: `due_between_turns` is `Ok` only with a budget (were
+        // it not, the unknown window is what skipped it).
+        let Some(budget) = budget else {
+            let why = Skip::UnknownWindow;
+            return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
+        };
         let note = format!(
             "automatic, between turns: ~{before} tokens in view, over the ~{threshold}-token threshold"
         );
@@ -79,7 +85,6 @@ impl BasicCompactor {
             debug!(%reason, "automatic compaction between turns: nothing to compact");
             return Ok(self.outcome(ctx, Status::NothingToCompact { reason }, before, before));
         };
-        let budget = budget.expect("due only with a budget");
         let mut out = self.outcome(ctx, Status::Compacted, before, before);
         let firing = Firing {
             budget,
@@ -160,7 +165,12 @@ impl BasicCompactor {
         if let Err(why) = due_before_step(&self.policy, before, budget.as_ref()) {
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }
-        let budget = budget.expect("due only with a budget");
+        // Never `None`: `due_before_step` is `Ok` only with a budget (were
+        // it not, the unknown window is what skipped it).
+        let Some(budget) = budget else {
+            let why = Skip::UnknownWindow;
+            return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
+        };
         self.fire(conv, ctx, &budget, before, false)
     }
 }
