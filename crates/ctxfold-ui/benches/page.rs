@@ -11,6 +11,15 @@
 //! the last three turns; 100,000 events and 1,000 compactions, and for the
 //! `_1m` benchmarks ten times both.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::sync::LazyLock;
 
 #[path = "common/session.rs"]

@@ -25,8 +25,6 @@
 //! [`Log`]: ctxfold_core::Log
 //! [`Store`]: ctxfold_store::Store
 
-#![warn(missing_docs)]
-
 pub mod conversation;
 pub mod curve;
 pub mod data;

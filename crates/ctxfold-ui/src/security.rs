@@ -58,6 +58,12 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// A fresh random value, hex.
+///
+/// # Panics
+///
+/// When the operating system's random number generator fails.
+// Deliberate: without randomness there is no safe session or form token.
+#[allow(clippy::expect_used)]
 pub fn random_hex() -> String {
     let mut b = [0u8; 16];
     // The OS's generator; without it there is no safe session, so fail loud.
@@ -67,6 +73,12 @@ pub fn random_hex() -> String {
 
 impl Guard {
     /// The checks for `token` (none: loopback only), with a fresh secret.
+    ///
+    /// # Panics
+    ///
+    /// When the operating system's random number generator fails.
+    // Deliberate, as in `random_hex`: no secret, no safe session.
+    #[allow(clippy::expect_used)]
     pub fn new(token: Option<String>) -> Guard {
         let mut secret = [0u8; 32];
         getrandom::fill(&mut secret).expect("the system's random number generator failed");
