@@ -6,6 +6,15 @@
 //!
 //! `cargo bench -p ctxfold-host --bench compact_tool`
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_compactor::assistant::plan_proposals;
 use ctxfold_core::planner::ToolHints;
 use ctxfold_host::compact_tool::resolve;

@@ -7,6 +7,15 @@
 //!
 //! `cargo bench -p ctxfold-host --bench step`
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::cell::RefCell;
 
 use ctxfold_compactor::{

@@ -20,8 +20,6 @@
 //! - [`reaper`] (Unix): a tool's process group dies with the host, even
 //!   one killed outright.
 
-#![warn(missing_docs)]
-
 pub mod approval;
 pub mod compact_tool;
 #[cfg(unix)]

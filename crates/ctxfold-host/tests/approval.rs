@@ -1,6 +1,15 @@
 //! The approval prompt, driven with in-memory answers; the editor is a
 //! real process (a shell script written by the test).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::time::Duration;
 
 use ctxfold_config::{RunMode, ToolDecl};

@@ -3,6 +3,15 @@
 //! with a declined call; and what was approved is recorded only if the
 //! conversation still gives it.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::io::Cursor;
 
 use ctxfold_compactor::assistant::record_proposals;

@@ -3,6 +3,15 @@
 //! compactions were written just before the crash (they precede the
 //! result in the same append), that they were recorded.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_compactor::{Conversation, Memory};
 use ctxfold_core::compaction::{Compaction, ReasoningPolicy, Source};
 use ctxfold_core::{Body, Log, Record};

@@ -3,6 +3,15 @@
 //! projection, whatever was appended (overlays, resets, deferrals, system
 //! prompts, signed reasoning, calls answered late, repeated ids).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_core::compaction::{
     AllMarker, Compaction, CompactionReset, Provenance, ReasoningPolicy, ResetTargets, Source,
     Summary, ToolPolicy,

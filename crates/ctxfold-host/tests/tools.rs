@@ -1,5 +1,14 @@
 //! Running local tools: real commands, real processes.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
