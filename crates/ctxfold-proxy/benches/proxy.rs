@@ -18,6 +18,15 @@
 //! `cargo bench -p ctxfold-proxy --bench proxy` (with
 //! `CTXFOLD_BENCH_NO_PERCENTILES=1`, divan's table only)
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

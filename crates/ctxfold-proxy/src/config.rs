@@ -85,6 +85,8 @@ pub struct ProxyConfig {
 }
 
 impl Default for ProxyConfig {
+    // `DEFAULT_LISTEN` is a literal address (the tests build the default).
+    #[allow(clippy::expect_used)]
     fn default() -> Self {
         ProxyConfig {
             listen: DEFAULT_LISTEN.parse().expect("a valid address"),

@@ -22,8 +22,6 @@
 //! - [`cache`]: what is kept in memory between requests, and its bounds.
 //! - [`metrics`]: what `/metrics` reports.
 
-#![warn(missing_docs)]
-
 pub mod agent;
 pub mod book;
 pub mod cache;

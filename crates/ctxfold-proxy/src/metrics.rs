@@ -164,6 +164,9 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition.
+    // The encoder's only errors are its writer's, and writing to a String
+    // does not fail.
+    #[allow(clippy::expect_used)]
     pub fn render(&self) -> String {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)

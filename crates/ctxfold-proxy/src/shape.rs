@@ -187,18 +187,20 @@ mod responses {
         }
         let id = raw.get("id").and_then(Value::as_str);
         let usage = raw.get("usage").filter(|u| u.is_object());
-        let last = records.last_mut().expect("one record at least");
-        let meta = last.metadata.get_or_insert_default();
-        if let Some(id) = id {
-            meta.insert(RESPONSE_ID.into(), id.into());
-        }
-        if let Some(u) = usage {
-            meta.insert(
-                USAGE.into(),
-                json!({"model": raw.get("model").and_then(Value::as_str).unwrap_or(model),
-                       "input_tokens": u.get("input_tokens"),
-                       "output_tokens": u.get("output_tokens"), "raw": u}),
-            );
+        // Always `Some`: an empty answer got its record above.
+        if let Some(last) = records.last_mut() {
+            let meta = last.metadata.get_or_insert_default();
+            if let Some(id) = id {
+                meta.insert(RESPONSE_ID.into(), id.into());
+            }
+            if let Some(u) = usage {
+                meta.insert(
+                    USAGE.into(),
+                    json!({"model": raw.get("model").and_then(Value::as_str).unwrap_or(model),
+                           "input_tokens": u.get("input_tokens"),
+                           "output_tokens": u.get("output_tokens"), "raw": u}),
+                );
+            }
         }
         Ok(records)
     }

@@ -3,6 +3,15 @@
 //! shorter one is an earlier state; one that differs diverges where it
 //! first differs; reasoning the client drops never diverges.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use ctxfold_core::{Body, Record};
 use ctxfold_proxy::reconcile::{Alignment, align};
 use proptest::prelude::*;

@@ -5,6 +5,15 @@
 //! only what changed read again) and one through `prepare` on the parsed
 //! body. Every answer, error and stored record must be the same.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 use std::sync::Arc;
 
 use ctxfold_core::planner::{Rule, SummaryRequest};

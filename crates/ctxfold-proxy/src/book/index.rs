@@ -57,6 +57,8 @@ pub(super) fn gone_for_good(e: &StoreError) -> bool {
 
 /// A 128-bit hash of `text` (a key, an answer id): what the indexes keep
 /// in its place, so an entry's size does not depend on the client.
+// A SHA-256 digest is 32 bytes: its first 16 always make a `[u8; 16]`.
+#[allow(clippy::expect_used)]
 pub(super) fn hash128(text: &str) -> u128 {
     let d = Sha256::digest(text.as_bytes());
     u128::from_le_bytes(d[..16].try_into().expect("16 of 32 bytes"))

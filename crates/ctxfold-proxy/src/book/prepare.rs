@@ -106,6 +106,8 @@ impl Book {
         }
         let extras = wire.extras(&head);
         let head = Value::Object(head);
+        // `head` was made an object on the line above.
+        #[allow(clippy::expect_used)]
         let sent = Sent {
             texts: &kept.raw,
             reader: &kept.reader,

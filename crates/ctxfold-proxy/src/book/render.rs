@@ -224,6 +224,9 @@ pub(super) fn render_stored(
         .unwrap_or_else(|| {
             let out = shape.write(&records, extras);
             let mut bytes = Vec::with_capacity(64 * 1024);
+            // Cannot fail: writing to a Vec does not, and a `Value` (string
+            // keys, finite numbers) always serializes.
+            #[allow(clippy::expect_used)]
             serde_json::to_writer(&mut bytes, &out).expect("a JSON value serializes");
             bytes
         });

@@ -144,15 +144,9 @@ pub(super) async fn compacting(
 async fn read_error(
     resp: reqwest::Response,
 ) -> Result<(axum::http::response::Parts, Bytes), Response> {
-    let mut builder = axum::http::Response::builder().status(resp.status());
-    for (k, v) in resp.headers() {
-        builder = builder.header(k, v);
-    }
-    let parts = builder
-        .body(())
-        .expect("a status and headers from a response")
-        .into_parts()
-        .0;
+    let (mut parts, ()) = axum::http::Response::new(()).into_parts();
+    parts.status = resp.status();
+    parts.headers = resp.headers().clone();
     match resp.bytes().await {
         Ok(b) => Ok((parts, b)),
         Err(e) => Err(error(
