@@ -1,16 +1,14 @@
 //! Providers against a fake upstream server on 127.0.0.1: wire shapes,
 //! streaming, retries, timeouts and error classification.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{FakeServer, Reply, sse};
 use ctxfold_core::Body;
 use ctxfold_providers::{
     ChatRequest, ChatResponse, Message, Part, Provider, ProviderConfig, ProviderError,
     ProviderKind, Role, StopReason, StreamEvent, ToolSpec,
 };
+use ctxfold_testkit::canned::{FakeServer, Reply, sse};
 use serde_json::{Value, json};
 
 fn request(model: &str) -> ChatRequest {

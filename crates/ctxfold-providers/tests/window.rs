@@ -1,10 +1,8 @@
 //! Context windows: the server's figure, then the built-in table, then the
 //! provider's configured `context_window`; unknown is `None`, not an error.
 
-mod common;
-
-use common::{FakeServer, Reply};
 use ctxfold_providers::{Provider, ProviderConfig, ProviderKind, WindowSource};
+use ctxfold_testkit::canned::{FakeServer, Reply};
 use serde_json::json;
 
 #[test]

@@ -3,14 +3,12 @@
 //! bind mount), staging leftovers, broken metadata, empty ids and a `seq`
 //! at its maximum.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 
-use common::{ReadOnly, Tmpfs};
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_store::{EventLog, StoreError, Workspace};
+use ctxfold_testkit::faults::{ReadOnly, Tmpfs};
 
 fn user(text: &str) -> Record {
     Record::new(
