@@ -13,10 +13,7 @@ fn main() {
 }
 
 fn largest_conversation() -> PathBuf {
-    let corpus = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-        PathBuf::from,
-    );
+    let corpus = ctxfold_testkit::corpus::dir();
     std::fs::read_dir(&corpus)
         .unwrap_or_else(|e| panic!("{}: {e}", corpus.display()))
         .flatten()

@@ -9,18 +9,21 @@
 //! `CTXFOLD_BENCH_BIN=PATH` it runs that binary instead of the one built
 //! with the benchmark: how the figures before a change are taken.
 //!
-//! The conversations are the pages' benchmark's (`ctxfold-ui/benches/common/
-//! session.rs`): turns of ten records, and every tenth turn a compaction,
-//! either a summary of everything before the last three turns (the ranges
-//! nest, the view is small: `show_*`) or a strip of the ten turns before
-//! those (ranges side by side, the view as long as the log: `strips_*`).
+//! The conversations are the pages' benchmark's (`ctxfold_testkit::session`):
+//! turns of ten records, and every tenth turn a compaction, either a summary
+//! of everything before the last three turns (the ranges nest, the view is
+//! small: `show_*`) or a strip of the ten turns before those (ranges side by
+//! side, the view as long as the log: `strips_*`).
+//!
+//! With `CTXFOLD_BENCH_KEEP=DIR` the generated workspaces are kept in DIR
+//! (and read from there on later runs), for profiling `ctxfold c show` by
+//! hand on the same conversation.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::LazyLock;
 
-#[path = "../../ctxfold-ui/benches/common/session.rs"]
-mod session;
+use ctxfold_testkit::session;
 
 fn main() {
     divan::main();

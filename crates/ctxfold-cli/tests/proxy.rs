@@ -3,8 +3,7 @@
 //! every request it gets.
 
 mod common;
-#[path = "../../ctxfold-store/tests/common/pg.rs"]
-mod pg;
+use ctxfold_testkit::pg;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};

@@ -16,8 +16,9 @@
 //! baseline's, straight to the upstream) to stderr and to
 //! `target/tmp/real-agents-<agent>-<window>.json`.
 //!
-//! Without the agents or without a network namespace the tests skip; with
-//! `CI` set they fail instead.
+//! Without the agents or without a network namespace the tests skip; under
+//! `scripts/test` and with `CI` set they fail instead
+//! (`ctxfold_testkit::needs`).
 
 mod common;
 
@@ -91,15 +92,9 @@ fn codex_with_classic_tools_at_a_30000_token_window() {
 /// A model Codex 0.171 knows and serves with top-level function tools.
 const CLASSIC_CODEX_MODEL: &str = "gpt-5.5";
 
-/// Skip (stderr) or, in CI, fail.
+/// Skip (stderr) or, under scripts/test and in CI, fail.
 fn skip(msg: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("real-agents test skipped: {msg}\n").as_bytes(),
-    );
+    ctxfold_testkit::needs::missing("real-agents test", msg);
 }
 
 /// The agent's executable: the environment's, else scripts/agents' cache.

@@ -3,8 +3,7 @@
 //! the tests that need one print that they were skipped and pass).
 
 mod common;
-#[path = "../../ctxfold-store/tests/common/pg.rs"]
-mod pg;
+use ctxfold_testkit::pg;
 
 use std::path::Path;
 use std::process::Output;

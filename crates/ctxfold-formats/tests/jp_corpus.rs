@@ -17,22 +17,10 @@ use ctxfold_core::{Body, Log, Record};
 use ctxfold_formats::{Format, export, import};
 use serde_json::{Value, json};
 
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-        PathBuf::from,
-    );
-    assert!(dir.is_dir(), "corpus not found at {}", dir.display());
-    dir
-}
+use ctxfold_testkit::corpus::dir as corpus;
 
 fn conversations() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = ctxfold_testkit::corpus::conversations();
     assert_eq!(dirs.len(), 15, "the corpus has fifteen conversations");
     dirs
 }

@@ -20,24 +20,10 @@ use ctxfold_formats::message_reader::{MessageReader, Wire};
 use ctxfold_formats::{Format, Transcript, anthropic, import, openai, responses};
 use serde_json::{Value, json};
 
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-        PathBuf::from,
-    );
-    assert!(dir.is_dir(), "corpus not found at {}", dir.display());
-    dir
-}
-
 /// Every corpus conversation and example as request bodies of each wire.
 fn bodies() -> Vec<(String, Wire, Value)> {
     let mut records: Vec<(String, Vec<Record>)> = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = ctxfold_testkit::corpus::conversations();
     assert_eq!(dirs.len(), 15, "the corpus has fifteen conversations");
     for d in dirs {
         let t = import(&d, Some(Format::Jp)).unwrap();

@@ -10,16 +10,14 @@
     clippy::print_stderr
 )]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{FakeServer, Reply, sse};
 use ctxfold_core::Body;
 use ctxfold_providers::{
     ChatRequest, ChatResponse, Message, Part, Provider, ProviderConfig, ProviderError,
     ProviderKind, Role, StopReason, StreamEvent, ToolSpec,
 };
+use ctxfold_testkit::canned::{FakeServer, Reply, sse};
 use serde_json::{Value, json};
 
 fn request(model: &str) -> ChatRequest {

@@ -12,17 +12,15 @@
     clippy::print_stderr
 )]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{FakeServer, Reply, sse};
 use ctxfold_core::summarizer::{Summarizer, SummaryInput};
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_providers::redact::REDACTED;
 use ctxfold_providers::{
     ChatRequest, ModelSummarizer, Part, Provider, ProviderConfig, ProviderKind, Role, StreamEvent,
 };
+use ctxfold_testkit::canned::{FakeServer, Reply, sse};
 use serde_json::json;
 
 const KEY: &str = "sk-test-9f8e7d6c5b4a39281706";

@@ -11,13 +11,11 @@
     clippy::print_stderr
 )]
 
-mod common;
-
-use common::{FakeServer, Reply};
 use ctxfold_core::compaction::Provenance;
 use ctxfold_core::summarizer::{Summarizer, SummaryInput};
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_providers::{ModelSummarizer, ProviderKind};
+use ctxfold_testkit::canned::{FakeServer, Reply};
 use serde_json::{Value, json};
 
 fn answer(text: &str) -> Reply {

@@ -10,10 +10,8 @@
     clippy::print_stderr
 )]
 
-mod common;
-
-use common::{FakeServer, Reply};
 use ctxfold_providers::{Provider, ProviderConfig, ProviderKind, WindowSource};
+use ctxfold_testkit::canned::{FakeServer, Reply};
 use serde_json::json;
 
 #[test]

@@ -12,14 +12,12 @@
     clippy::print_stderr
 )]
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 
-use common::{ReadOnly, Tmpfs};
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_store::{EventLog, StoreError, Workspace};
+use ctxfold_testkit::faults::{ReadOnly, Tmpfs};
 
 fn user(text: &str) -> Record {
     Record::new(

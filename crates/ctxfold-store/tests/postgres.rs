@@ -3,7 +3,7 @@
 //! They run when `CTXFOLD_TEST_PG_URL` names a server whose role may create
 //! databases (`scripts/postgres start DIR` starts one and prints its URL);
 //! without it each prints that it was skipped and passes (in CI it fails).
-//! Each test gets a database of its own (`common/pg.rs`), dropped at the
+//! Each test gets a database of its own (`ctxfold_testkit::pg`), dropped at the
 //! end: tests never see each other's tables nor advisory locks (which are
 //! per database). The tests of a bad URL and of a refused connection need
 //! no server and always run.
@@ -24,10 +24,8 @@ use ctxfold_core::{Body, Record};
 use ctxfold_store::postgres::{PgStore, SCHEMA_VERSION};
 use ctxfold_store::{ConversationMeta, EventLog, StoreError};
 
-#[path = "common/pg.rs"]
-mod pg;
-#[path = "common/records.rs"]
-mod records;
+use ctxfold_testkit::pg;
+use ctxfold_testkit::records;
 
 use records::user;
 

@@ -11,10 +11,12 @@
 //!   the failures meanwhile are clear errors without the password; the
 //!   process goes on once the server is back.
 //!
-//! The first two need `CTXFOLD_TEST_PG_URL` (skipped without it); the
-//! third starts its own server, and is skipped when `scripts/postgres`
-//! finds no PostgreSQL to run. The harness is this file's `main`
-//! (`harness = false`): the same binary is the writer.
+//! The first two need `CTXFOLD_TEST_PG_URL`; the third starts its own
+//! server with `scripts/postgres`. Without that variable a plain `cargo
+//! test` reports all three as ignored; under `scripts/test` and in CI they
+//! run (`ctxfold_testkit::needs`). The harness is this file's `main`
+//! (`harness = false`, libtest-mimic: libtest's arguments and summary), so
+//! the same binary can be the writer.
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -25,8 +27,8 @@
     clippy::print_stderr
 )]
 
-#[path = "common/pg.rs"]
-mod pg;
+use ctxfold_testkit::{needs, pg};
+use libtest_mimic::{Arguments, Trial};
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -45,53 +47,34 @@ fn main() {
         writer(&args[2..]);
         return;
     }
-    // `cargo test -- --ignored` asks for ignored tests only: there are none.
-    if args.iter().any(|a| a == "--ignored") {
-        println!("postgres_processes: no ignored tests");
-        return;
-    }
-    // Name filters as libtest takes them; its options (and the values of
-    // those that take one) are not names.
-    let mut filter: Vec<&String> = Vec::new();
-    let mut skip_value = false;
-    for a in &args[1..] {
-        if std::mem::take(&mut skip_value) {
-            continue;
-        }
-        if a.starts_with('-') {
-            skip_value = !a.contains('=')
-                && [
-                    "--test-threads",
-                    "--skip",
-                    "--logfile",
-                    "--format",
-                    "--color",
-                    "-Z",
-                ]
-                .contains(&a.as_str());
-            continue;
-        }
-        filter.push(a);
-    }
-    let tests: [(&str, fn()); 3] = [
-        (
+    // libtest's arguments, filters and summary line (which CI tallies).
+    // Without a server a plain `cargo test` reports these as ignored, not
+    // passed; under scripts/test and in CI they run, and fail without one
+    // (`ctxfold_testkit::needs`).
+    let no_server = std::env::var(pg::ENV).map_or(true, |u| u.is_empty()) && !needs::required();
+    let trial = |name: &'static str, test: fn()| {
+        Trial::test(name, move || {
+            test();
+            Ok(())
+        })
+        .with_ignored_flag(no_server)
+    };
+    let trials = vec![
+        trial(
             "four_processes_append_every_batch_once_in_order",
             four_processes,
         ),
-        ("sigkill_leaves_whole_batches_and_frees_the_lock", sigkill),
-        (
+        trial("sigkill_leaves_whole_batches_and_frees_the_lock", sigkill),
+        trial(
             "a_server_restart_loses_no_acknowledged_batch",
             server_restart,
         ),
     ];
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        println!("test {name} ...");
-        test();
-        println!("test {name} ... ok");
-    }
+    let mut arguments = Arguments::from_args();
+    // One at a time unless asked otherwise: each starts processes (and
+    // one a server) of its own, timed against the others' load.
+    arguments.test_threads.get_or_insert(1);
+    libtest_mimic::run(&arguments, trials).exit();
 }
 
 /// Writer mode: `--writer URL WRITER BATCHES MODE`. Appends batches of
@@ -382,10 +365,12 @@ impl OwnServer {
             .output()
             .unwrap();
         if !out.status.success() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "server restart test skipped: scripts/postgres start failed: {}",
-                String::from_utf8_lossy(&out.stderr)
+            needs::missing(
+                "the server restart test",
+                &format!(
+                    "scripts/postgres start failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
             );
             return None;
         }

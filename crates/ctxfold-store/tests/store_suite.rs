@@ -13,14 +13,12 @@
     clippy::print_stderr
 )]
 
-#[path = "common/pg.rs"]
-mod pg;
-#[path = "common/records.rs"]
-mod records;
+use ctxfold_testkit::pg;
+use ctxfold_testkit::records;
 
 use records::{meta_at as meta, user};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use ctxfold_core::{Body, Object, Record};
@@ -98,25 +96,7 @@ fn texts(records: &[Record]) -> Vec<String> {
         .collect()
 }
 
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-        PathBuf::from,
-    );
-    assert!(dir.is_dir(), "corpus not found at {}", dir.display());
-    dir
-}
-
-fn corpus_conversations() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    assert!(dirs.len() >= 10, "corpus too small: {}", dirs.len());
-    dirs
-}
+use ctxfold_testkit::corpus::conversations as corpus_conversations;
 
 /// Every file of a folder, by name, with its bytes.
 fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {

@@ -6,7 +6,7 @@
 //! cargo bench -p ctxfold-ui --bench page
 //! ```
 //!
-//! The conversation is generated deterministically (`common/session.rs`): turns
+//! The conversation is generated deterministically (`ctxfold_testkit::session`): turns
 //! of ten records, every tenth turn a compaction folding what lies before
 //! the last three turns; 100,000 events and 1,000 compactions, and for the
 //! `_1m` benchmarks ten times both.
@@ -22,8 +22,7 @@
 
 use std::sync::LazyLock;
 
-#[path = "common/session.rs"]
-mod session;
+use ctxfold_testkit::session;
 
 use ctxfold_core::projection::project;
 use ctxfold_core::{Body, Log};

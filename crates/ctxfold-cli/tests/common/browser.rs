@@ -4,9 +4,10 @@
 //! exports where they are.
 //!
 //! Where: `CTXFOLD_TEST_CHROMIUM` (else /usr/bin/chromium) and
-//! `CTXFOLD_TEST_CHROMEDRIVER` (else /usr/bin/chromedriver). Missing: in CI
-//! (`CI` set), or when a variable names a program that is not there, the
-//! test fails; elsewhere it is skipped with a message.
+//! `CTXFOLD_TEST_CHROMEDRIVER` (else /usr/bin/chromedriver). Missing: under
+//! `scripts/test` and in CI, or when a variable names a program that is not
+//! there, the test fails; elsewhere it is skipped with a message
+//! (`ctxfold_testkit::needs`).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -44,22 +45,13 @@ fn found(var: &str, default: &str) -> Option<PathBuf> {
 }
 
 /// Start a browser, or `None` (with a message) when none is installed and
-/// this is not CI.
+/// missing parts may be skipped (see `ctxfold_testkit::needs`).
 pub fn browser() -> Option<Browser> {
     let chromium = found("CTXFOLD_TEST_CHROMIUM", "/usr/bin/chromium");
     let driver = found("CTXFOLD_TEST_CHROMEDRIVER", "/usr/bin/chromedriver");
     let (Some(chromium), Some(driver)) = (chromium, driver) else {
         let msg = "no Chromium and ChromeDriver (run scripts/browser, or set CTXFOLD_TEST_CHROMIUM and CTXFOLD_TEST_CHROMEDRIVER)";
-        // CI installs them (scripts/test): a test that skipped there would
-        // pass without checking anything.
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg}");
-        }
-        // Straight to stderr: the test harness captures eprintln!.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("browser test skipped: {msg}\n").as_bytes(),
-        );
+        ctxfold_testkit::needs::missing("browser test", msg);
         return None;
     };
     let port = {

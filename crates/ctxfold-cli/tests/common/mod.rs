@@ -112,22 +112,12 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-pub fn corpus() -> PathBuf {
-    let dir = std::env::var_os("CTXFOLD_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-        PathBuf::from,
-    );
-    assert!(dir.is_dir(), "corpus not found at {}", dir.display());
-    dir
-}
+// Not every test binary that includes this module reads the corpus.
+#[allow(unused_imports)]
+pub use ctxfold_testkit::corpus::dir as corpus;
 
 pub fn corpus_conversations() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = ctxfold_testkit::corpus::conversations();
     assert_eq!(dirs.len(), 15);
     dirs
 }

@@ -4,17 +4,12 @@
 //! whose tool arguments (every string) and tool results are base64.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ctxfold_core::{Body, Log, Object, Record};
 use serde_json::Value;
 
-pub fn corpus_dir() -> PathBuf {
-    match std::env::var_os("CTXFOLD_CORPUS") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-    }
-}
+pub use ctxfold_testkit::corpus::dir as corpus_dir;
 
 // ------------------------------------------------------------------ base64
 

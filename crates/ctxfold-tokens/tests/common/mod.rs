@@ -17,12 +17,7 @@ use serde_json::Value;
 
 /// The corpus folder: `CTXFOLD_CORPUS`, or `shared/corpus/jp` beside the
 /// repository.
-pub fn corpus_dir() -> PathBuf {
-    match std::env::var_os("CTXFOLD_CORPUS") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/jp"),
-    }
-}
+pub use ctxfold_testkit::corpus::dir as corpus_dir;
 
 /// One conversation of the corpus.
 pub struct Conversation {

@@ -139,8 +139,7 @@ fn config_show_refuses_bad_provider_entries_naming_file_and_line() {
 // ---- item 25 ------------------------------------------------------------
 
 /// The providers crate's fake upstream: a real HTTP server on 127.0.0.1.
-#[path = "../../ctxfold-providers/tests/common/mod.rs"]
-mod upstream;
+use ctxfold_testkit::canned as upstream;
 
 const KEY: &str = "sk-cli-5e4d3c2b1a09f8e7d6c5";
 const KEY_VAR: &str = "CTXFOLD_TEST_ECHO_KEY";

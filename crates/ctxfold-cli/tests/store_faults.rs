@@ -4,11 +4,10 @@
 //! the two readers of a ctxfold log agreeing.
 //!
 //! Full disks and read-only workspaces are real: a tiny tmpfs and a
-//! read-only bind mount (see `ctxfold-store/tests/common`).
+//! read-only bind mount (see `ctxfold_testkit::faults`).
 
 mod common;
-#[path = "../../ctxfold-store/tests/common/mod.rs"]
-mod faults;
+use ctxfold_testkit::faults;
 
 use std::io::Write;
 use std::net::TcpListener;

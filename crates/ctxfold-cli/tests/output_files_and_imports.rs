@@ -6,8 +6,7 @@
 //! transcript, bound the input size and say clearly what is wrong.
 
 mod common;
-#[path = "../../ctxfold-store/tests/common/mod.rs"]
-mod faults;
+use ctxfold_testkit::faults;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};

@@ -2,8 +2,6 @@
 //! request and answers with canned replies in order (the last one repeats).
 //! It serves a bounded number of connections and stops when dropped.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,5 @@
 //! Metadata and records the store tests write, one copy for all of them.
 
-#![allow(dead_code)]
-
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_store::ConversationMeta;
 use serde_json::json;

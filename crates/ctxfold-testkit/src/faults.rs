@@ -8,8 +8,6 @@
 //! ignores permission bits) the helpers panic rather than let a test pass
 //! without its fault.
 
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;

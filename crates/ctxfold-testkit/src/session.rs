@@ -1,6 +1,6 @@
 //! A long agent session, generated deterministically, for the benchmarks
-//! of the pages (`benches/page.rs`) and of `ctxfold conversation show`
-//! (`crates/ctxfold-cli/benches/show.rs`, which includes this file).
+//! of the pages (`crates/ctxfold-ui/benches/page.rs`) and of `ctxfold
+//! conversation show` (`crates/ctxfold-cli/benches/show.rs`).
 //!
 //! Turns of ten records (a user message, reasoning, three tool calls with
 //! their results, an answer); every `every` turns a compaction. In
@@ -24,14 +24,12 @@ fn push(log: &mut Log, body: Body) -> u64 {
 
 /// `events` records (about), a summary of all but the last three turns
 /// every `every` turns.
-#[allow(dead_code)]
 pub fn generate(events: usize, every: usize) -> Log {
     make(events, every, true)
 }
 
 /// `events` records (about), a strip of the `every` turns before the last
 /// three every `every` turns.
-#[allow(dead_code)]
 pub fn generate_strips(events: usize, every: usize) -> Log {
     make(events, every, false)
 }
