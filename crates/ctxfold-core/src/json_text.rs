@@ -210,6 +210,19 @@ impl Serialize for JsonText {
     }
 }
 
+/// What a JSON value is, in words for an error message ("a string",
+/// "an array", …): the one naming every crate's messages use.
+pub fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

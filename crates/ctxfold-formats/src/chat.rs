@@ -264,14 +264,4 @@ pub(crate) fn message_and_role<'a>(
     }
 }
 
-/// What a JSON value is, for error messages.
-pub(crate) fn describe(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use ctxfold_core::json_text::describe;

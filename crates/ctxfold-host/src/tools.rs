@@ -117,7 +117,7 @@ pub fn run_tool(
             Outcome::NotRun,
             format!(
                 "{name} was not run: its arguments must be a JSON object, not {}: {}",
-                kind(arguments),
+                ctxfold_core::json_text::describe(arguments),
                 shorten(&arguments.to_string(), 200)
             ),
         );
@@ -278,17 +278,6 @@ fn seconds(d: Duration) -> String {
         "1 second".to_owned()
     } else {
         format!("{s} seconds")
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
