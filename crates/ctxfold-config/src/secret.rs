@@ -31,26 +31,10 @@ pub use ctxfold_core::secret::mask_url;
 mod tests {
     use super::*;
 
+    /// How a URL is masked is the core's (`ctxfold_core::secret`, tested
+    /// there); here: which keys are masked, at any depth, and no others.
     #[test]
-    fn masks_passwords_and_nothing_else() {
-        assert_eq!(
-            mask_url("postgres://u:s3cret@h:5432/db"),
-            "postgres://u:***@h:5432/db"
-        );
-        assert_eq!(mask_url("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(
-            mask_url("postgres://u:pa/ss@word@h/db?sslmode=disable&password=two"),
-            "postgres://u:***@h/db?sslmode=disable&password=***"
-        );
-        assert_eq!(
-            mask_url("https://api.example.com/v1"),
-            "https://api.example.com/v1"
-        );
-        assert_eq!(mask_url("host=h password=x"), "host=h password=***");
-        assert_eq!(
-            mask_url("host=h password='se cret' dbname=d"),
-            "host=h password=*** dbname=d"
-        );
+    fn url_keys_are_masked_at_any_depth_and_no_others() {
         assert!(is_url_key("url"));
         assert!(is_url_key("base_url"));
         assert!(!is_url_key("urls_note"));
