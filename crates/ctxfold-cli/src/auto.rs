@@ -220,7 +220,7 @@ fn compactor(settings: &Settings, policy: ctxfold_core::trigger::AutoPolicy) -> 
         policy,
         settings.hints.clone(),
         Box::new(ctxfold_tokens::Heuristic::default()),
-        Box::new(crate::compact::CliSummarizers::new(settings.clone())),
+        Box::new(crate::summarizers::CliSummarizers::new(settings.clone())),
     )
 }
 

@@ -12,22 +12,14 @@ use serde_json::{Value, json};
 
 use crate::cli::ConversationCommand;
 use crate::compact;
+use crate::listing::compaction_listing;
+use crate::outputs::{export_bytes, protect_workspaces};
 use crate::render::{self, Printer};
 use crate::settings::Settings;
 use crate::store::Target;
 
 fn current_dir() -> anyhow::Result<std::path::PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
-}
-
-/// `base` and every workspace folder a command run here could use: an
-/// output written there could replace a conversation's log, `active` or
-/// `meta.json`, so none goes there.
-pub fn protect_workspaces(base: Protect) -> anyhow::Result<Protect> {
-    let cwd = current_dir()?;
-    Ok(Workspace::known_roots(&cwd).iter().fold(base, |p, root| {
-        p.and_folder(root, "a ctxfold workspace folder")
-    }))
 }
 
 pub fn init(out: &Printer) -> anyhow::Result<()> {
@@ -181,7 +173,7 @@ fn show(target: &Target, id: Option<&str>, out: &Printer) -> anyhow::Result<()> 
     let meta = target.resolve(id)?;
     let log = target.load_once(&meta.id)?;
     let counts = log.counts();
-    let (compactions_json, compactions_text) = compact::compaction_listing(log, out.is_json());
+    let (compactions_json, compactions_text) = compaction_listing(log, out.is_json());
     let attempts = ctxfold_core::attempt::attempts(log);
     // An attempt without its end is running when its compaction lock is
     // held, else orphaned (a lock dies with its process).
@@ -368,7 +360,7 @@ fn export(
             bail!("a JP conversation is a folder: name it with -o PATH")
         }
         None => {
-            let bytes = compact::export_bytes(&t, format)?;
+            let bytes = export_bytes(&t, format)?;
             render::to_stdout(&bytes)
         }
     }

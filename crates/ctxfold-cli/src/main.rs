@@ -7,13 +7,21 @@
 mod auto;
 mod cli;
 mod compact;
+mod compacting;
 mod conversation;
+mod listing;
+mod outputs;
+mod progress;
 mod proxy;
 mod query;
 mod render;
+mod rules;
 mod settings;
+mod shutdown;
 mod stats;
+mod statuses;
 mod store;
+mod summarizers;
 mod timeline;
 mod ui;
 

@@ -28,7 +28,7 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
         policy,
         hints: settings.hints.clone(),
         summarizers: Arc::new(move || {
-            Box::new(crate::compact::CliSummarizers::new(summarizing.clone()))
+            Box::new(crate::summarizers::CliSummarizers::new(summarizing.clone()))
         }),
         window: config.window,
         observe: config.observe,
@@ -71,30 +71,8 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
                 ""
             }
         );
-        ctxfold_proxy::serve(listener, proxy, shutdown())
+        ctxfold_proxy::serve(listener, proxy, crate::shutdown::shutdown())
             .await
             .context("serving")
     })
-}
-
-/// Ctrl-C or SIGTERM.
-pub async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
 }

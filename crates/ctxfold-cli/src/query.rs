@@ -30,10 +30,6 @@ use crate::settings::Settings;
 /// Key of ctxfold's own data in a conversation's `meta.json` extras.
 const META_KEY: &str = "ctxfold";
 
-/// Model calls allowed in one turn unless `[query] step_limit` says
-/// otherwise.
-pub const STEP_LIMIT: usize = 100;
-
 pub fn query(
     target: &crate::store::Target,
     args: &QueryArgs,
@@ -146,7 +142,7 @@ pub fn query(
             settings.auto.clone(),
             settings.hints.clone(),
             Box::new(ctxfold_tokens::Heuristic::default()),
-            Box::new(crate::compact::CliSummarizers::new(settings.clone())),
+            Box::new(crate::summarizers::CliSummarizers::new(settings.clone())),
         ),
         window,
         auto: settings.auto.enabled && !args.no_auto,

@@ -86,7 +86,7 @@ pub fn warn_all(warnings: &[String]) {
 
 /// A conversation as text: a header per turn (1-based), one block per event.
 pub fn transcript_text(log: &Log) -> String {
-    let by_seq = crate::compact::compaction_statuses(log)
+    let by_seq = crate::statuses::compaction_statuses(log)
         .into_iter()
         .map(|(i, words)| (log.records()[i].seq, words))
         .collect();

@@ -14,6 +14,10 @@ use serde_json::Value;
 
 use crate::render::Printer;
 
+/// Model calls allowed in one turn unless `[query] step_limit` says
+/// otherwise.
+pub const STEP_LIMIT: usize = 100;
+
 /// What commands take from config.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -228,7 +232,7 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             .and_then(|q| q.get("step_limit"))
             .and_then(toml::Value::as_integer)
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(crate::query::STEP_LIMIT),
+            .unwrap_or(STEP_LIMIT),
         system: l
             .config
             .other

@@ -60,7 +60,7 @@ pub fn ui(target: Target, args: &UiArgs, settings: &Settings) -> anyhow::Result<
         let pages = Arc::clone(&ui);
         axum::serve(listener, ctxfold_ui::router(ui))
             .with_graceful_shutdown(async move {
-                crate::proxy::shutdown().await;
+                crate::shutdown::shutdown().await;
                 // Open pages' live streams would hold the shutdown up.
                 pages.close();
             })
