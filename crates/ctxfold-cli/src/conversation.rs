@@ -1,4 +1,4 @@
-//! `ctxfold init` and `ctxfold conversation …`.
+//! `ctxfold conversation …`.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -7,32 +7,19 @@ use anyhow::{Context, bail};
 use ctxfold_core::{Object, Record};
 use ctxfold_formats::output::Protect;
 use ctxfold_formats::{Format, Transcript};
-use ctxfold_store::{ImportSource, Workspace};
+use ctxfold_store::ImportSource;
 use serde_json::{Value, json};
 
-use crate::cli::ConversationCommand;
+use crate::cli::{
+    AppendArgs, CompactConversationArgs, ConversationCommand, ExportArgs, ForkArgs, ImportArgs,
+    PrintArgs, RmArgs, UseArgs,
+};
 use crate::compact;
 use crate::listing::compaction_listing;
 use crate::outputs::{export_bytes, protect_workspaces};
 use crate::render::{self, Printer};
 use crate::settings::Settings;
 use crate::store::Target;
-
-fn current_dir() -> anyhow::Result<std::path::PathBuf> {
-    std::env::current_dir().context("cannot read the current directory")
-}
-
-pub fn init(out: &Printer) -> anyhow::Result<()> {
-    let (ws, created) = Workspace::init(&current_dir()?)?;
-    let root = ws.root().display().to_string();
-    out.emit(&json!({"workspace": root, "created": created}), || {
-        if created {
-            format!("created workspace {root}")
-        } else {
-            format!("workspace {root} already exists; nothing changed")
-        }
-    })
-}
 
 pub fn run(
     cmd: ConversationCommand,
@@ -43,10 +30,10 @@ pub fn run(
     match cmd {
         ConversationCommand::Ls => ls(target, out),
         ConversationCommand::Show(a) => show(target, a.id.as_deref(), out),
-        ConversationCommand::Print { id, compacted } => {
+        ConversationCommand::Print(PrintArgs { id, compacted }) => {
             print(target, id.as_deref(), compacted, out)
         }
-        ConversationCommand::Compact {
+        ConversationCommand::Compact(CompactConversationArgs {
             id,
             rule,
             dry_run,
@@ -54,7 +41,7 @@ pub fn run(
             restore,
             auto,
             window,
-        } => compact::compact_conversation(
+        }) => compact::compact_conversation(
             target,
             id.as_deref(),
             &rule,
@@ -66,19 +53,19 @@ pub fn run(
             settings,
             out,
         ),
-        ConversationCommand::Fork { id, compact } => {
+        ConversationCommand::Fork(ForkArgs { id, compact }) => {
             clean_staging(target);
             compact::fork(target, id.as_deref(), &compact, settings, out)
         }
-        ConversationCommand::Import { path, input_format } => {
+        ConversationCommand::Import(ImportArgs { path, input_format }) => {
             import(target, &path, input_format.format(), out)
         }
-        ConversationCommand::Export {
+        ConversationCommand::Export(ExportArgs {
             id,
             output_format,
             output,
             compacted,
-        } => export(
+        }) => export(
             target,
             id.as_deref(),
             output_format.into(),
@@ -86,17 +73,17 @@ pub fn run(
             compacted,
             out,
         ),
-        ConversationCommand::Append { id, input, window } => {
+        ConversationCommand::Append(AppendArgs { id, input, window }) => {
             append(target, id.as_deref(), &input, window, settings, out)
         }
-        ConversationCommand::Use { id } => {
+        ConversationCommand::Use(UseArgs { id }) => {
             let m = target.store.find(&id)?;
             let id = target.store.set_active(&m.id)?.id;
             out.emit(&json!({"active": id}), || {
                 format!("active conversation: {id}")
             })
         }
-        ConversationCommand::Rm { id } => {
+        ConversationCommand::Rm(RmArgs { id }) => {
             let (id, dest) = match &target.workspace {
                 // A folder whose meta.json is broken can go too: only the
                 // folder is needed.

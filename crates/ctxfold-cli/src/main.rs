@@ -6,8 +6,10 @@
 
 mod auto;
 mod cli;
+mod commands;
 mod compact;
 mod compacting;
+mod context;
 mod conversation;
 mod listing;
 mod outputs;
@@ -18,7 +20,6 @@ mod render;
 mod rules;
 mod settings;
 mod shutdown;
-mod stats;
 mod statuses;
 mod store;
 mod summarizers;
@@ -29,7 +30,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, ConfigCommand, StoreCommand};
+use context::Context;
 
 fn main() -> ExitCode {
     #[cfg(unix)]
@@ -77,56 +79,37 @@ fn logging(verbose: u8) {
         .try_init();
 }
 
+/// Dispatch: each command runs over the context, and its report is
+/// printed (the commands not yet moved to `commands/` print as they go).
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let out = render::Printer::new(cli.format);
-    let cwd = std::env::current_dir()?;
-    // Config layers: the workspace's file when there is a workspace here.
-    let ws_root = ctxfold_store::Workspace::discover(&cwd).map(|w| w.root().to_owned());
+    use commands::{completions, config, init, stats, store as store_cmd};
+    let ctx = Context::new(&cli)?;
+    let out = &ctx.printer;
     match cli.command {
-        Command::Init => conversation::init(&out),
-        Command::Compact(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            compact::compact_file(&args, &settings, &out)
-        }
-        Command::Config(cli::ConfigCommand::Show) => settings::show(ws_root, &cli.config, &out),
-        Command::Stats { id, model } => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            stats::stats(&target, id.as_deref(), model.as_deref(), &settings, &out)
-        }
+        Command::Init => out.print(&init::run(&ctx)?),
+        Command::Compact(args) => compact::compact_file(&args, ctx.settings()?, out),
+        Command::Config(ConfigCommand::Show) => out.print(&config::show(&ctx)?),
+        Command::Stats(args) => out.print(&stats::run(&ctx, args)?),
         Command::Query(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            query::query(&target, &args, &settings, &out)
+            let settings = ctx.settings()?;
+            query::query(&ctx.target()?, &args, settings, out)
         }
         Command::Conversation(cmd) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            conversation::run(cmd, &target, &settings, &out)
+            let settings = ctx.settings()?;
+            conversation::run(cmd, &ctx.target()?, settings, out)
         }
-        Command::Store(cli::StoreCommand::Copy { from, to, ids }) => {
-            store::copy(&from, &to, &ids, &out)
-        }
-        Command::Store(cli::StoreCommand::Migrate { url }) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let selected = store::selected_spec(cli.store.as_deref(), &settings);
-            store::migrate(url.as_deref(), selected.as_deref(), &out)
+        Command::Store(StoreCommand::Copy(args)) => out.print(&store_cmd::copy::run(&ctx, args)?),
+        Command::Store(StoreCommand::Migrate(args)) => {
+            out.print(&store_cmd::migrate::run(&ctx, args)?)
         }
         Command::Proxy(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            proxy::proxy(target, &args, settings)
+            let settings = ctx.settings()?.clone();
+            proxy::proxy(ctx.target()?, &args, settings)
         }
         Command::Ui(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            ui::ui(target, &args, &settings)
+            let settings = ctx.settings()?;
+            ui::ui(ctx.target()?, &args, settings)
         }
-        Command::Completions { shell } => {
-            let mut script = Vec::new();
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "ctxfold", &mut script);
-            render::to_stdout(&script)
-        }
+        Command::Completions(args) => out.print(&completions::run(&ctx, args)?),
     }
 }

@@ -1,14 +1,58 @@
-//! How commands print: text for people, JSON for programs.
+//! How commands print: a [`Report`] as text for people or JSON for
+//! programs, through one [`Printer`]; and standard output and error that
+//! never panic.
 
 use std::fmt::Write as _;
 use std::io::Write;
 
 use ctxfold_core::{Body, Log, Record};
-use serde_json::Value;
 
 use crate::cli::OutputFormat;
 
-/// Prints a command's result in the chosen format.
+/// What a command gives back to be printed: `Serialize` is what
+/// `--format json` prints, `Display` the text for people.
+pub trait Report: serde::Serialize + std::fmt::Display {
+    /// Bytes that stand for the report on standard output whatever the
+    /// format (a transcript written to `-`, a completion script); its text
+    /// then goes to standard error as it is.
+    fn raw(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// How the command ends once the report is printed: an error for a
+    /// copy that left conversations out.
+    fn outcome(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes for standard output as they are, and a note for standard error:
+/// what `export` and `compact -o -` write, and a completion script.
+pub struct Raw {
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Report for Raw {
+    fn raw(&self) -> Option<&[u8]> {
+        Some(&self.stdout)
+    }
+}
+
+/// Never printed as JSON: [`Report::raw`] stands for it.
+impl serde::Serialize for Raw {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+}
+
+impl std::fmt::Display for Raw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.stderr)
+    }
+}
+
+/// Prints a command's report in the chosen format.
 pub struct Printer {
     format: OutputFormat,
 }
@@ -22,8 +66,13 @@ impl Printer {
         self.format == OutputFormat::Json
     }
 
-    /// Print `json` in JSON mode, `text` otherwise.
-    pub fn emit(&self, json: &Value, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+    /// Print `json` in JSON mode, `text` otherwise: for the commands not
+    /// yet giving back a [`Report`].
+    pub fn emit(
+        &self,
+        json: &serde_json::Value,
+        text: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
         let mut bytes = if self.is_json() {
             serde_json::to_vec_pretty(json)?
         } else {
@@ -33,6 +82,27 @@ impl Printer {
             bytes.push(b'\n');
         }
         to_stdout(&bytes)
+    }
+
+    /// Print `report`: pretty JSON in JSON mode, its text otherwise, each
+    /// ending with a newline (an empty text prints nothing); or its raw
+    /// bytes. Then the command ends as the report says.
+    pub fn print<R: Report + ?Sized>(&self, report: &R) -> anyhow::Result<()> {
+        if let Some(raw) = report.raw() {
+            to_stdout(raw)?;
+            to_stderr(&report.to_string());
+            return report.outcome();
+        }
+        let mut bytes = if self.is_json() {
+            serde_json::to_vec_pretty(report)?
+        } else {
+            report.to_string().into_bytes()
+        };
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        to_stdout(&bytes)?;
+        report.outcome()
     }
 }
 

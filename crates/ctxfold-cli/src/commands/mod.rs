@@ -1,0 +1,10 @@
+//! One module per command or command group, each a `run` over the
+//! [`Context`](crate::context::Context) that gives back a report for the
+//! printer ([`Report`](crate::render::Report)). No command imports another:
+//! what they share is in modules named for what it is.
+
+pub mod completions;
+pub mod config;
+pub mod init;
+pub mod stats;
+pub mod store;
