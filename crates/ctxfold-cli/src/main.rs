@@ -7,15 +7,11 @@
 mod auto;
 mod cli;
 mod commands;
-mod compact;
 mod compacting;
 mod context;
-mod conversation;
 mod listing;
 mod outputs;
 mod progress;
-mod proxy;
-mod query;
 mod render;
 mod rules;
 mod settings;
@@ -24,13 +20,13 @@ mod statuses;
 mod store;
 mod summarizers;
 mod timeline;
-mod ui;
+mod transcript;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ConfigCommand, StoreCommand};
+use cli::{Cli, Command, ConfigCommand, ConversationCommand, StoreCommand};
 use context::Context;
 
 fn main() -> ExitCode {
@@ -80,36 +76,34 @@ fn logging(verbose: u8) {
 }
 
 /// Dispatch: each command runs over the context, and its report is
-/// printed (the commands not yet moved to `commands/` print as they go).
+/// printed (`query`, `proxy` and `ui` print as they go).
 fn run(cli: Cli) -> anyhow::Result<()> {
-    use commands::{completions, config, init, stats, store as store_cmd};
+    use commands::conversation as c;
+    use commands::{compact, completions, config, init, proxy, query, stats, store, ui};
     let ctx = Context::new(&cli)?;
     let out = &ctx.printer;
     match cli.command {
         Command::Init => out.print(&init::run(&ctx)?),
-        Command::Compact(args) => compact::compact_file(&args, ctx.settings()?, out),
+        Command::Compact(args) => out.print(&compact::run(&ctx, *args)?),
         Command::Config(ConfigCommand::Show) => out.print(&config::show(&ctx)?),
         Command::Stats(args) => out.print(&stats::run(&ctx, args)?),
-        Command::Query(args) => {
-            let settings = ctx.settings()?;
-            query::query(&ctx.target()?, &args, settings, out)
-        }
-        Command::Conversation(cmd) => {
-            let settings = ctx.settings()?;
-            conversation::run(cmd, &ctx.target()?, settings, out)
-        }
-        Command::Store(StoreCommand::Copy(args)) => out.print(&store_cmd::copy::run(&ctx, args)?),
-        Command::Store(StoreCommand::Migrate(args)) => {
-            out.print(&store_cmd::migrate::run(&ctx, args)?)
-        }
-        Command::Proxy(args) => {
-            let settings = ctx.settings()?.clone();
-            proxy::proxy(ctx.target()?, &args, settings)
-        }
-        Command::Ui(args) => {
-            let settings = ctx.settings()?;
-            ui::ui(ctx.target()?, &args, settings)
-        }
+        Command::Query(args) => query::run(&ctx, *args),
+        Command::Conversation(cmd) => match cmd {
+            ConversationCommand::Ls => out.print(&c::ls::run(&ctx)?),
+            ConversationCommand::Show(args) => out.print(&c::show::run(&ctx, args)?),
+            ConversationCommand::Print(args) => out.print(&c::print::run(&ctx, args)?),
+            ConversationCommand::Compact(args) => out.print(&c::compact::run(&ctx, args)?),
+            ConversationCommand::Fork(args) => out.print(&c::fork::run(&ctx, args)?),
+            ConversationCommand::Import(args) => out.print(&c::import::run(&ctx, args)?),
+            ConversationCommand::Export(args) => out.print(&c::export::run(&ctx, args)?),
+            ConversationCommand::Append(args) => out.print(&c::append::run(&ctx, args)?),
+            ConversationCommand::Use(args) => out.print(&c::use_::run(&ctx, args)?),
+            ConversationCommand::Rm(args) => out.print(&c::rm::run(&ctx, args)?),
+        },
+        Command::Store(StoreCommand::Copy(args)) => out.print(&store::copy::run(&ctx, args)?),
+        Command::Store(StoreCommand::Migrate(args)) => out.print(&store::migrate::run(&ctx, args)?),
+        Command::Proxy(args) => proxy::run(&ctx, args),
+        Command::Ui(args) => ui::run(&ctx, args),
         Command::Completions(args) => out.print(&completions::run(&ctx, args)?),
     }
 }

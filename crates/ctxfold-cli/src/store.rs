@@ -59,6 +59,17 @@ impl Target {
         Ok(free_at_exit(log))
     }
 
+    /// Remove what an interrupted import or fork left, saying so. Before a
+    /// creation: the leftover may be what filled the disk.
+    pub fn clean_staging(&self) {
+        let Some(ws) = &self.workspace else {
+            return;
+        };
+        for note in ws.clean_staging() {
+            crate::render::say!("note: {note}");
+        }
+    }
+
     /// Where a conversation is, for `show`: its folder in a workspace,
     /// else the store.
     pub fn place_of(&self, id: &str) -> String {

@@ -4,14 +4,17 @@
 use std::sync::Arc;
 
 use crate::cli::ProxyArgs;
-use crate::settings::Settings;
-use crate::store::Target;
+use crate::context::Context;
 use anyhow::Context as _;
 use ctxfold_proxy::server::Proxy;
 use ctxfold_proxy::{Book, Compaction};
 
-/// Run the proxy on `target`'s store until Ctrl-C or SIGTERM.
-pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Result<()> {
+/// Run the proxy on the store until Ctrl-C or SIGTERM. A server, not a
+/// report: it prints its address when it listens (one line on standard
+/// output, which scripts read), serves, and ends with nothing to report.
+pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
+    let settings = ctx.settings()?;
+    let target = ctx.target()?;
     let mut config = settings.proxy.clone();
     if let Some(a) = args.listen {
         config.listen = a;
