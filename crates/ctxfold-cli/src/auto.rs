@@ -12,15 +12,54 @@ use ctxfold_compactor::{
 };
 use ctxfold_core::planner::{Plan, Planned, SummaryRequest};
 use ctxfold_core::{Body, Compaction, Log};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::render::Printer;
+use crate::render::Report;
 use crate::settings::Settings;
 
 /// What an automatic run needs: the policy and the model's window.
 pub struct Auto {
     compactor: BasicCompactor,
     window: u32,
+}
+
+/// The trigger run once on a conversation (`conversation compact --auto`).
+pub struct Fired {
+    outcome: Outcome,
+    id: String,
+    window: u32,
+    dry_run: bool,
+}
+
+impl Report for Fired {}
+
+/// The outcome, with the conversation, the window and `dry_run`.
+impl Serialize for Fired {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut json = serde_json::to_value(&self.outcome).map_err(serde::ser::Error::custom)?;
+        if let Value::Object(m) = &mut json {
+            m.insert("id".into(), json!(self.id));
+            m.insert("window".into(), json!(self.window));
+            m.insert("dry_run".into(), json!(self.dry_run));
+        }
+        json.serialize(s)
+    }
+}
+
+impl std::fmt::Display for Fired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let outcome = &self.outcome;
+        let mut text = describe(outcome);
+        if self.dry_run && outcome.compacted() {
+            text.push_str("dry run: nothing was written\n");
+        } else if outcome.compacted() {
+            text.push_str(
+                "`ctxfold conversation compact --reset=N` undoes (N as `show` numbers it)\n",
+            );
+        }
+        f.write_str(&text)
+    }
 }
 
 /// A transcript replayed with automatic compaction.
@@ -76,30 +115,18 @@ impl Auto {
         moment: Moment,
         dry_run: bool,
         id: &str,
-        out: &Printer,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Fired> {
         let ctx = Context {
             dry_run,
             now: Some(jiff::Timestamp::now()),
             ..Context::new(moment, Some(self.window))
         };
         let outcome = self.compactor.compact_if_needed(conv, &ctx)?;
-        let mut json = serde_json::to_value(&outcome)?;
-        if let Value::Object(m) = &mut json {
-            m.insert("id".into(), json!(id));
-            m.insert("window".into(), json!(self.window));
-            m.insert("dry_run".into(), json!(dry_run));
-        }
-        out.emit(&json, || {
-            let mut text = describe(&outcome);
-            if dry_run && outcome.compacted() {
-                text.push_str("dry run: nothing was written\n");
-            } else if outcome.compacted() {
-                text.push_str(
-                    "`ctxfold conversation compact --reset=N` undoes (N as `show` numbers it)\n",
-                );
-            }
-            text
+        Ok(Fired {
+            outcome,
+            id: id.to_owned(),
+            window: self.window,
+            dry_run,
         })
     }
 
@@ -220,7 +247,7 @@ fn compactor(settings: &Settings, policy: ctxfold_core::trigger::AutoPolicy) -> 
         policy,
         settings.hints.clone(),
         Box::new(ctxfold_tokens::Heuristic::default()),
-        Box::new(crate::compact::CliSummarizers::new(settings.clone())),
+        Box::new(crate::summarizers::CliSummarizers::new(settings.clone())),
     )
 }
 

@@ -106,24 +106,13 @@ pub enum Command {
     Config(ConfigCommand),
     /// Tokens by kind, raw and in the view the model gets, and the share of
     /// the model's window used.
-    Stats {
-        /// The conversation (default: the active one).
-        id: Option<String>,
-        /// The model, as provider/model: picks the exact tokenizer (OpenAI
-        /// models) and the window.
-        #[arg(short = 'm', long, value_name = "MODEL")]
-        model: Option<String>,
-    },
+    Stats(StatsArgs),
     /// Work with the conversations of the workspace.
     #[command(visible_alias = "c", subcommand)]
     Conversation(ConversationCommand),
     /// Print a shell completion script, e.g. `ctxfold completions bash >
     /// ~/.local/share/bash-completion/completions/ctxfold`.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    Completions(CompletionsArgs),
     /// One turn of the agent: send a message to the model, run the tools it
     /// calls, repeat until it answers; compacts automatically when
     /// `[compaction.auto] enabled`.
@@ -150,23 +139,10 @@ pub enum StoreCommand {
     /// Copy conversations (ids, metadata, records byte for byte) from one
     /// store to another; the active conversation and the trash stay behind.
     /// One already there and identical is left alone.
-    Copy {
-        /// The store to copy from: a workspace folder or a postgres:// URL.
-        #[arg(long, value_name = "STORE")]
-        from: String,
-        /// The store to copy to: a workspace folder (given a .ctxfold/ if it
-        /// has none) or a postgres:// URL.
-        #[arg(long, value_name = "STORE")]
-        to: String,
-        /// The conversations to copy (ids or unique prefixes; default: all).
-        ids: Vec<String>,
-    },
+    Copy(CopyArgs),
     /// Create or update the ctxfold tables of a PostgreSQL store (done on
     /// first use anyway) and print the schema version.
-    Migrate {
-        /// The store's URL (default: --store, CTXFOLD_STORE or [store] url).
-        url: Option<String>,
-    },
+    Migrate(MigrateArgs),
 }
 
 /// `ctxfold proxy …`
@@ -198,92 +174,24 @@ pub enum ConversationCommand {
     /// Show a conversation: metadata, what it holds, its compactions.
     Show(IdArg),
     /// Print a conversation's events.
-    Print {
-        /// The conversation (default: the active one).
-        id: Option<String>,
-        /// Print the view the model gets, with compactions applied.
-        #[arg(long)]
-        compacted: bool,
-    },
+    Print(PrintArgs),
     /// Compact a conversation: append compaction records (nothing is
     /// deleted; `--reset` undoes).
-    Compact {
-        /// The conversation (default: the active one).
-        id: Option<String>,
-        #[command(flatten)]
-        rule: Box<RuleFlags>,
-        /// Show what would be compacted, write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Revoke compaction N as numbered by `show` (all when N is left out).
-        #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number, conflicts_with = "restore")]
-        reset: Option<Option<usize>>,
-        /// Restore revoked compaction N (all revoked ones when N is left out).
-        #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number)]
-        restore: Option<Option<usize>>,
-        /// Run automatic compaction's trigger once, as after the last turn
-        /// (`turn`, the default) or before the next model call (`step`),
-        /// with `[compaction.auto]`'s rule.
-        #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true, default_missing_value = "turn", conflicts_with_all = ["reset", "restore"])]
-        auto: Option<AutoWhen>,
-        /// The model's context window in tokens, for --auto (else from -m).
-        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
-        window: Option<u32>,
-    },
+    Compact(CompactConversationArgs),
     /// Copy a conversation, optionally compacted.
-    Fork {
-        /// The conversation (default: the active one).
-        id: Option<String>,
-        /// Compact the copy with this rule (repeatable; see `compact -k`).
-        #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
-        compact: Vec<String>,
-    },
+    Fork(ForkArgs),
     /// Import a transcript as a new conversation; prints its id.
-    Import {
-        /// A transcript file, or a JP or ctxfold conversation folder.
-        path: PathBuf,
-        /// The transcript's format.
-        #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-        input_format: InputFormat,
-    },
+    Import(ImportArgs),
     /// Export a conversation as a transcript.
-    Export {
-        /// The conversation (default: the active one).
-        id: Option<String>,
-        /// The transcript format to write.
-        #[arg(long, value_enum, default_value_t = OutputTranscript::Ctxfold)]
-        output_format: OutputTranscript,
-        /// Where to write (a folder for jp); standard output if omitted.
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// Export the view the model gets, with compactions applied.
-        #[arg(long)]
-        compacted: bool,
-    },
+    Export(ExportArgs),
     /// Append records (ctxfold JSONL, `seq` optional) to a conversation;
     /// with `[compaction.auto] enabled`, a completed turn runs the
     /// between-turn trigger.
-    Append {
-        /// The conversation (default: the active one).
-        id: Option<String>,
-        /// A JSONL file, or `-` for standard input.
-        #[arg(long, default_value = "-")]
-        input: PathBuf,
-        /// The model's context window in tokens, for automatic compaction
-        /// (without it, automatic compaction is skipped).
-        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
-        window: Option<u32>,
-    },
+    Append(AppendArgs),
     /// Make a conversation the active one.
-    Use {
-        /// The conversation's id (or a unique prefix).
-        id: String,
-    },
+    Use(UseArgs),
     /// Move a conversation to the workspace's trash.
-    Rm {
-        /// The conversation's id (or a unique prefix).
-        id: String,
-    },
+    Rm(RmArgs),
 }
 
 /// An optional conversation id.
@@ -451,4 +359,144 @@ pub struct QueryArgs {
     /// The model's context window in tokens (else from the model).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
     pub window: Option<u32>,
+}
+
+// The arguments of `stats` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The conversation (default: the active one).
+    pub id: Option<String>,
+    /// The model, as provider/model: picks the exact tokenizer (OpenAI
+    /// models) and the window.
+    #[arg(short = 'm', long, value_name = "MODEL")]
+    pub model: Option<String>,
+}
+
+// The arguments of `completions` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+// The arguments of `store copy` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The store to copy from: a workspace folder or a postgres:// URL.
+    #[arg(long, value_name = "STORE")]
+    pub from: String,
+    /// The store to copy to: a workspace folder (given a .ctxfold/ if it
+    /// has none) or a postgres:// URL.
+    #[arg(long, value_name = "STORE")]
+    pub to: String,
+    /// The conversations to copy (ids or unique prefixes; default: all).
+    pub ids: Vec<String>,
+}
+
+// The arguments of `store migrate` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The store's URL (default: --store, CTXFOLD_STORE or [store] url).
+    pub url: Option<String>,
+}
+
+// The arguments of `conversation print` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct PrintArgs {
+    /// The conversation (default: the active one).
+    pub id: Option<String>,
+    /// Print the view the model gets, with compactions applied.
+    #[arg(long)]
+    pub compacted: bool,
+}
+
+// The arguments of `conversation compact` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct CompactConversationArgs {
+    /// The conversation (default: the active one).
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub rule: Box<RuleFlags>,
+    /// Show what would be compacted, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Revoke compaction N as numbered by `show` (all when N is left out).
+    #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number, conflicts_with = "restore")]
+    pub reset: Option<Option<usize>>,
+    /// Restore revoked compaction N (all revoked ones when N is left out).
+    #[arg(long, value_name = "N", num_args = 0..=1, value_parser = compaction_number)]
+    pub restore: Option<Option<usize>>,
+    /// Run automatic compaction's trigger once, as after the last turn
+    /// (`turn`, the default) or before the next model call (`step`),
+    /// with `[compaction.auto]`'s rule.
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true, default_missing_value = "turn", conflicts_with_all = ["reset", "restore"])]
+    pub auto: Option<AutoWhen>,
+    /// The model's context window in tokens, for --auto (else from -m).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub window: Option<u32>,
+}
+
+// The arguments of `conversation fork` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The conversation (default: the active one).
+    pub id: Option<String>,
+    /// Compact the copy with this rule (repeatable; see `compact -k`).
+    #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
+    pub compact: Vec<String>,
+}
+
+// The arguments of `conversation import` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A transcript file, or a JP or ctxfold conversation folder.
+    pub path: PathBuf,
+    /// The transcript's format.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub input_format: InputFormat,
+}
+
+// The arguments of `conversation export` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The conversation (default: the active one).
+    pub id: Option<String>,
+    /// The transcript format to write.
+    #[arg(long, value_enum, default_value_t = OutputTranscript::Ctxfold)]
+    pub output_format: OutputTranscript,
+    /// Where to write (a folder for jp); standard output if omitted.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Export the view the model gets, with compactions applied.
+    #[arg(long)]
+    pub compacted: bool,
+}
+
+// The arguments of `conversation append` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct AppendArgs {
+    /// The conversation (default: the active one).
+    pub id: Option<String>,
+    /// A JSONL file, or `-` for standard input.
+    #[arg(long, default_value = "-")]
+    pub input: PathBuf,
+    /// The model's context window in tokens, for automatic compaction
+    /// (without it, automatic compaction is skipped).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub window: Option<u32>,
+}
+
+// The arguments of `conversation use` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct UseArgs {
+    /// The conversation's id (or a unique prefix).
+    pub id: String,
+}
+
+// The arguments of `conversation rm` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The conversation's id (or a unique prefix).
+    pub id: String,
 }

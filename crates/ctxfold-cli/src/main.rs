@@ -6,22 +6,28 @@
 
 mod auto;
 mod cli;
-mod compact;
-mod conversation;
-mod proxy;
-mod query;
+mod commands;
+mod compacting;
+mod context;
+mod listing;
+mod outputs;
+mod progress;
 mod render;
+mod rules;
 mod settings;
-mod stats;
+mod shutdown;
+mod statuses;
 mod store;
+mod summarizers;
 mod timeline;
-mod ui;
+mod transcript;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, ConfigCommand, ConversationCommand, StoreCommand};
+use context::Context;
 
 fn main() -> ExitCode {
     #[cfg(unix)]
@@ -69,56 +75,35 @@ fn logging(verbose: u8) {
         .try_init();
 }
 
+/// Dispatch: each command runs over the context, and its report is
+/// printed (`query`, `proxy` and `ui` print as they go).
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let out = render::Printer::new(cli.format);
-    let cwd = std::env::current_dir()?;
-    // Config layers: the workspace's file when there is a workspace here.
-    let ws_root = ctxfold_store::Workspace::discover(&cwd).map(|w| w.root().to_owned());
+    use commands::conversation as c;
+    use commands::{compact, completions, config, init, proxy, query, stats, store, ui};
+    let ctx = Context::new(&cli)?;
+    let out = &ctx.printer;
     match cli.command {
-        Command::Init => conversation::init(&out),
-        Command::Compact(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            compact::compact_file(&args, &settings, &out)
-        }
-        Command::Config(cli::ConfigCommand::Show) => settings::show(ws_root, &cli.config, &out),
-        Command::Stats { id, model } => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            stats::stats(&target, id.as_deref(), model.as_deref(), &settings, &out)
-        }
-        Command::Query(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            query::query(&target, &args, &settings, &out)
-        }
-        Command::Conversation(cmd) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            conversation::run(cmd, &target, &settings, &out)
-        }
-        Command::Store(cli::StoreCommand::Copy { from, to, ids }) => {
-            store::copy(&from, &to, &ids, &out)
-        }
-        Command::Store(cli::StoreCommand::Migrate { url }) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let selected = store::selected_spec(cli.store.as_deref(), &settings);
-            store::migrate(url.as_deref(), selected.as_deref(), &out)
-        }
-        Command::Proxy(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            proxy::proxy(target, &args, settings)
-        }
-        Command::Ui(args) => {
-            let settings = settings::load(ws_root, &cli.config)?;
-            let target = store::select(cli.store.as_deref(), &settings, &cwd)?;
-            ui::ui(target, &args, &settings)
-        }
-        Command::Completions { shell } => {
-            let mut script = Vec::new();
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "ctxfold", &mut script);
-            render::to_stdout(&script)
-        }
+        Command::Init => out.print(&init::run(&ctx)?),
+        Command::Compact(args) => out.print(&compact::run(&ctx, *args)?),
+        Command::Config(ConfigCommand::Show) => out.print(&config::show(&ctx)?),
+        Command::Stats(args) => out.print(&stats::run(&ctx, args)?),
+        Command::Query(args) => query::run(&ctx, *args),
+        Command::Conversation(cmd) => match cmd {
+            ConversationCommand::Ls => out.print(&c::ls::run(&ctx)?),
+            ConversationCommand::Show(args) => out.print(&c::show::run(&ctx, args)?),
+            ConversationCommand::Print(args) => out.print(&c::print::run(&ctx, args)?),
+            ConversationCommand::Compact(args) => out.print(&c::compact::run(&ctx, args)?),
+            ConversationCommand::Fork(args) => out.print(&c::fork::run(&ctx, args)?),
+            ConversationCommand::Import(args) => out.print(&c::import::run(&ctx, args)?),
+            ConversationCommand::Export(args) => out.print(&c::export::run(&ctx, args)?),
+            ConversationCommand::Append(args) => out.print(&c::append::run(&ctx, args)?),
+            ConversationCommand::Use(args) => out.print(&c::use_::run(&ctx, args)?),
+            ConversationCommand::Rm(args) => out.print(&c::rm::run(&ctx, args)?),
+        },
+        Command::Store(StoreCommand::Copy(args)) => out.print(&store::copy::run(&ctx, args)?),
+        Command::Store(StoreCommand::Migrate(args)) => out.print(&store::migrate::run(&ctx, args)?),
+        Command::Proxy(args) => proxy::run(&ctx, args),
+        Command::Ui(args) => ui::run(&ctx, args),
+        Command::Completions(args) => out.print(&completions::run(&ctx, args)?),
     }
 }

@@ -10,9 +10,10 @@ use ctxfold_config::{Layers, Loaded, SectionCheck, SectionProblem};
 use ctxfold_core::planner::{Rule, ToolHints};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_providers::{ProviderConfig, ProviderKind, ProviderSettings, Providers};
-use serde_json::Value;
 
-use crate::render::Printer;
+/// Model calls allowed in one turn unless `[query] step_limit` says
+/// otherwise.
+pub const STEP_LIMIT: usize = 100;
 
 /// What commands take from config.
 #[derive(Debug, Clone)]
@@ -228,7 +229,7 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             .and_then(|q| q.get("step_limit"))
             .and_then(toml::Value::as_integer)
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(crate::query::STEP_LIMIT),
+            .unwrap_or(STEP_LIMIT),
         system: l
             .config
             .other
@@ -286,14 +287,14 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
     })
 }
 
-/// `ctxfold config show`: refuses config that a command would refuse.
-pub fn show(
+/// The config layers loaded and checked, providers included: what
+/// `ctxfold config show` shows, refusing config that a command would
+/// refuse.
+pub fn loaded_checked(
     workspace_root: Option<PathBuf>,
     extra: &[PathBuf],
-    out: &Printer,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Loaded> {
     let l = loaded(workspace_root, extra)?;
     providers(&l)?;
-    let json: Value = l.show_json();
-    out.emit(&json, || l.show_text())
+    Ok(l)
 }

@@ -1,5 +1,5 @@
 //! Which store a command uses (`--store`, `CTXFOLD_STORE`, `[store] url`,
-//! else the workspace), and `ctxfold store copy` / `ctxfold store migrate`.
+//! else the workspace), and opening one by name.
 //! The compaction service reaches the store through
 //! [`ctxfold_compactor::InStore`].
 
@@ -7,12 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use ctxfold_core::{Log, Record};
+use ctxfold_core::Log;
 use ctxfold_store::postgres::mask_url;
 use ctxfold_store::{ConversationMeta, PgStore, Store, StoreError, Workspace};
-use serde_json::json;
 
-use crate::render::{self, Printer};
+use crate::render;
 use crate::settings::Settings;
 
 /// The variable that names the store when `--store` does not.
@@ -60,6 +59,17 @@ impl Target {
         Ok(free_at_exit(log))
     }
 
+    /// Remove what an interrupted import or fork left, saying so. Before a
+    /// creation: the leftover may be what filled the disk.
+    pub fn clean_staging(&self) {
+        let Some(ws) = &self.workspace else {
+            return;
+        };
+        for note in ws.clean_staging() {
+            crate::render::say!("note: {note}");
+        }
+    }
+
     /// Where a conversation is, for `show`: its folder in a workspace,
     /// else the store.
     pub fn place_of(&self, id: &str) -> String {
@@ -96,7 +106,7 @@ pub fn select(flag: Option<&str>, settings: &Settings, cwd: &Path) -> anyhow::Re
 }
 
 /// Whether `spec` names a PostgreSQL store.
-fn is_url(spec: &str) -> bool {
+pub fn is_url(spec: &str) -> bool {
     spec.starts_with("postgres://") || spec.starts_with("postgresql://")
 }
 
@@ -157,187 +167,6 @@ fn workspace_at(dir: &Path, create: bool) -> anyhow::Result<Workspace> {
         "{} is not a ctxfold workspace (no .ctxfold/ in it): expected a workspace folder or a postgres:// URL",
         shown(dir)
     )
-}
-
-/// What happened to one conversation in a copy.
-enum Copied {
-    New(usize),
-    AlreadyThere,
-}
-
-/// `ctxfold store copy --from SRC --to DST [IDS…]`.
-pub fn copy(from: &str, to: &str, ids: &[String], out: &Printer) -> anyhow::Result<()> {
-    same_store_check(from, to)?;
-    let src = open(from, false).context("--from")?;
-    let dst = open(to, true).context("--to")?;
-    if src.store.location() == dst.store.location() {
-        bail!(
-            "--from and --to are the same store ({}): nothing to copy",
-            src.store.location()
-        );
-    }
-    let (src_name, dst_name) = (src.store.location(), dst.store.location());
-    let mut failed = Vec::new();
-    let wanted: Vec<String> = if ids.is_empty() {
-        let listing = src.store.list()?;
-        for b in listing.broken {
-            failed
-                .push(json!({"id": b.id, "error": format!("{:#}", anyhow::Error::from(b.error))}));
-        }
-        listing.conversations.into_iter().map(|m| m.id).collect()
-    } else {
-        let mut found = Vec::new();
-        for id in ids {
-            match src.store.find(id) {
-                Ok(m) => found.push(m.id),
-                Err(e) => {
-                    failed.push(json!({"id": id, "error": format!("{:#}", anyhow::Error::from(e))}))
-                }
-            }
-        }
-        found
-    };
-    let mut copied = Vec::new();
-    let mut there = Vec::new();
-    for id in &wanted {
-        match copy_one(&*src.store, &*dst.store, id) {
-            Ok(Copied::New(n)) => {
-                copied.push(json!({"id": id, "records": n}));
-            }
-            Ok(Copied::AlreadyThere) => there.push(json!(id)),
-            Err(e) => failed.push(json!({"id": id, "error": format!("{e:#}")})),
-        }
-    }
-    let json = json!({
-        "from": src_name,
-        "to": dst_name,
-        "copied": copied,
-        "already_there": there,
-        "failed": failed,
-    });
-    out.emit(&json, || {
-        let mut s = String::new();
-        for c in &copied {
-            s.push_str(&format!(
-                "copied {} ({} records)\n",
-                c["id"].as_str().unwrap_or_default(),
-                c["records"]
-            ));
-        }
-        for id in &there {
-            s.push_str(&format!(
-                "{}: already there, identical; left alone\n",
-                id.as_str().unwrap_or_default()
-            ));
-        }
-        s.push_str(&format!(
-            "{} copied, {} already there, {} not copied, from {src_name} to {dst_name}\n",
-            copied.len(),
-            there.len(),
-            failed.len()
-        ));
-        s
-    })?;
-    if !failed.is_empty() {
-        let list: Vec<String> = failed
-            .iter()
-            .map(|f| {
-                format!(
-                    "{}: {}",
-                    f["id"].as_str().unwrap_or_default(),
-                    f["error"].as_str().unwrap_or_default()
-                )
-            })
-            .collect();
-        bail!(
-            "{} conversation(s) not copied:\n  {}",
-            failed.len(),
-            list.join("\n  ")
-        );
-    }
-    Ok(())
-}
-
-/// Refuse copying a store onto itself before connecting to anything.
-fn same_store_check(from: &str, to: &str) -> anyhow::Result<()> {
-    let same = if is_url(from) && is_url(to) {
-        mask_url(from) == mask_url(to)
-    } else if !is_url(from) && !is_url(to) {
-        let canon = |p: &str| std::fs::canonicalize(p).ok();
-        canon(from).is_some() && canon(from) == canon(to)
-    } else {
-        false
-    };
-    if same {
-        bail!(
-            "--from and --to are the same store ({}): nothing to copy",
-            mask_url(from)
-        );
-    }
-    Ok(())
-}
-
-/// Copy conversation `id` from `src` to `dst`, whole, keeping its id,
-/// metadata and records byte for byte.
-fn copy_one(src: &dyn Store, dst: &dyn Store, id: &str) -> anyhow::Result<Copied> {
-    let meta = src.read_meta(id)?;
-    let loaded = src.load(id)?;
-    if !loaded.warnings.is_empty() {
-        // Copying only what could be read would lose the rest.
-        bail!(
-            "its log holds lines ctxfold cannot read, which a copy would lose; not copied: {}",
-            loaded.warnings.join("; ")
-        );
-    }
-    let records = loaded.records;
-    if let Some((i, r)) = records.iter().enumerate().find(|(i, r)| r.seq != *i as u64) {
-        bail!(
-            "record {} has seq {} where {i} was expected (seqs must run 0, 1, 2, … to be kept as they are); not copied",
-            i + 1,
-            r.seq
-        );
-    }
-    match dst.read_meta(id) {
-        Ok(there) => {
-            let theirs = dst.load(id)?.records;
-            let lines = |rs: &[Record]| rs.iter().map(Record::to_json_line).collect::<Vec<_>>();
-            if there == meta && lines(&theirs) == lines(&records) {
-                return Ok(Copied::AlreadyThere);
-            }
-            bail!(
-                "a different conversation with this id is already in {} ({} records there, {} here); left alone, nothing written",
-                dst.location(),
-                theirs.len(),
-                records.len()
-            );
-        }
-        Err(StoreError::NotFound { .. } | StoreError::NoConversation { .. }) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let n = records.len();
-    dst.create(&meta, records)?;
-    Ok(Copied::New(n))
-}
-
-/// `ctxfold store migrate [URL]`: create or bring the schema up to date.
-pub fn migrate(url: Option<&str>, selected: Option<&str>, out: &Printer) -> anyhow::Result<()> {
-    let Some(url) = url.or(selected) else {
-        bail!(
-            "no PostgreSQL store to migrate: give its URL (postgres://user[:password]@host[:port]/database), --store, {STORE_VAR} or [store] url"
-        );
-    };
-    if !is_url(url) {
-        bail!(
-            "`{}` is not a PostgreSQL URL: expected postgres://user[:password]@host[:port]/database (a workspace needs no migration)",
-            mask_url(url)
-        );
-    }
-    let store = PgStore::connect(url)?;
-    let version = store.migrate()?;
-    let at = store.url().to_owned();
-    out.emit(&json!({"store": at, "schema_version": version}), || {
-        format!("{at}: ctxfold schema at version {version}")
-    })
 }
 
 /// The store named for a command without opening it: for `store migrate`,

@@ -7,7 +7,7 @@ use ctxfold_core::estimate::{raw_tokens, view_tokens};
 use ctxfold_core::kept::{Kept, Retentions};
 use ctxfold_core::planner::Plan;
 use ctxfold_core::projection::{Item, project};
-use ctxfold_core::report::{timeline, turn_reports};
+use ctxfold_core::report::{TurnReport, timeline, turn_reports};
 use ctxfold_core::{Body, Compaction, Log};
 use serde_json::{Value, json};
 
@@ -64,15 +64,41 @@ pub fn unpaired_lines(
 
 /// The timeline of what `after` (the log with new compactions) makes of
 /// each turn, with sizes before and after, and what each compaction kept
-/// of its range's facts, as text and JSON.
+/// of its range's facts: [`Timeline::text`] and [`Timeline::json`].
+pub struct Timeline {
+    turns: usize,
+    tokens_raw: usize,
+    tokens_before: usize,
+    tokens_after: usize,
+    reports: Vec<TurnReport>,
+    lines: Vec<(u32, u32, String)>,
+    folded: Vec<Folded>,
+    skipped: Vec<(usize, String)>,
+    unpaired: Vec<(Value, String)>,
+    preamble: bool,
+    verb: &'static str,
+}
+
+/// One compaction of the timeline.
+struct Folded {
+    compaction: Compaction,
+    effect: Effect,
+    kept: Kept,
+    grown_from: Option<(u32, u32)>,
+    /// Its record's seq where the JSON says it (a replay's compactions).
+    seq: Option<u64>,
+}
+
+/// Make the timeline of `plan` run on `before`, giving `after`; `verb`
+/// says what was done (`folded`, `compacted`, `would compact`).
 pub fn report(
     before: &Log,
     after: &Log,
     plan: &Plan,
     compactions: &[Compaction],
     effects: &[Effect],
-    verb: &str,
-) -> (Value, String) {
+    verb: &'static str,
+) -> Timeline {
     let view_before = project(before);
     let view_after = project(after);
     let tokens_raw = raw_tokens(before.records());
@@ -80,35 +106,6 @@ pub fn report(
     let tokens_after = view_tokens(&view_after);
     let reports = turn_reports(after, &view_after);
     let lines = timeline(&reports);
-    let mut text = String::new();
-    let pct = |a: usize, b: usize| {
-        if b == 0 {
-            0.0
-        } else {
-            100.0 * (b as f64 - a as f64) / b as f64
-        }
-    };
-    text.push_str(&format!(
-        "{} turns, ~{} tokens in view → ~{} tokens ({:.0}% smaller; ~{} tokens raw)\n",
-        before.turn_count(),
-        tokens_before,
-        tokens_after,
-        pct(tokens_after, tokens_before),
-        tokens_raw
-    ));
-    for (first, last, label) in &lines {
-        let turns = if first == last {
-            format!("turn {first}")
-        } else {
-            format!("turns {first}–{last}")
-        };
-        let (b, a): (usize, usize) = reports[(*first - 1) as usize..*last as usize]
-            .iter()
-            .fold((0, 0), |(b, a), r| {
-                (b + r.tokens_before, a + r.tokens_after)
-            });
-        text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
-    }
     // What each compaction's range still shows of the facts an agent needs
     // (the retention report), in the view after the run. Ranges are
     // indices of `after`: the records of `before` with the compactions
@@ -119,32 +116,20 @@ pub fn report(
         .map(|p| (p.range.0, p.range.1.min(after.len().saturating_sub(1))))
         .collect();
     let kept: Vec<Kept> = Retentions::new(after, &view_after).of(&ranges, true);
-    for (((p, c), e), k) in plan.planned.iter().zip(compactions).zip(effects).zip(&kept) {
-        text.push_str(&format!(
-            "{verb} turns {}–{}: {}\n",
-            u64::from(c.from_turn) + 1,
-            u64::from(c.to_turn) + 1,
-            e.describe(c).join(", ")
-        ));
-        text.push_str(&format!("  {}\n", k.line()));
-        if let Some(f) = &c.budget {
-            text.push_str(&format!("  {}\n", f.line()));
-        }
-        if let Some((a, b)) = p.grown_from {
-            text.push_str(&format!(
-                "  (asked for turns {}–{}; grown to cover the summaries it overlaps)\n",
-                a + 1,
-                b + 1
-            ));
-        }
-    }
-    for s in &plan.skipped {
-        text.push_str(&format!(
-            "rule {}: nothing to do: {}\n",
-            s.rule + 1,
-            s.reason
-        ));
-    }
+    let folded = plan
+        .planned
+        .iter()
+        .zip(compactions)
+        .zip(effects)
+        .zip(kept)
+        .map(|(((p, c), e), k)| Folded {
+            compaction: c.clone(),
+            effect: *e,
+            kept: k,
+            grown_from: p.grown_from,
+            seq: None,
+        })
+        .collect();
     // Only when something is folded: with nothing folded the output is the
     // input, unpaired events and all.
     let unpaired = if compactions.is_empty() {
@@ -152,39 +137,130 @@ pub fn report(
     } else {
         unpaired_lines(after, &view_after)
     };
-    for (_, line) in &unpaired {
-        text.push_str(line);
-        text.push('\n');
-    }
     let preamble =
         !compactions.is_empty() && view_after.items.iter().any(|i| matches!(i, Item::Preamble));
-    if preamble {
-        text.push_str(&format!(
-            "put `{}` first: the view would otherwise start with the assistant, which providers refuse\n",
-            ctxfold_core::projection::PREAMBLE
-        ));
+    Timeline {
+        turns: before.turn_count(),
+        tokens_raw,
+        tokens_before,
+        tokens_after,
+        reports,
+        lines,
+        folded,
+        skipped: plan
+            .skipped
+            .iter()
+            .map(|s| (s.rule, s.reason.clone()))
+            .collect(),
+        unpaired,
+        preamble,
+        verb,
     }
-    let json = json!({
-        "turns": before.turn_count(),
-        "tokens": {"raw": tokens_raw, "before": tokens_before, "after": tokens_after},
-        "timeline": lines.iter().map(|(f, l, label)| json!({"from_turn": f, "to_turn": l, "label": label})).collect::<Vec<_>>(),
-        "per_turn": reports,
-        "compactions": plan.planned.iter().zip(compactions).zip(effects).zip(&kept).map(|(((p, c), e), k)| {
-            let mut o = serde_json::to_value(c).unwrap_or_default();
-            if let Value::Object(m) = &mut o {
-                if let Some((a, b)) = p.grown_from {
-                    m.insert("grown_from".into(), json!([a + 1, b + 1]));
-                }
-                m.insert("effect".into(), json!(e));
-                m.insert("kept".into(), json!(k));
+}
+
+impl Timeline {
+    /// Say, in the JSON, the seq of each compaction's record (the first
+    /// `seqs.len()` of them).
+    pub fn set_seqs(&mut self, seqs: &[u64]) {
+        for (f, seq) in self.folded.iter_mut().zip(seqs) {
+            f.seq = Some(*seq);
+        }
+    }
+
+    /// The timeline for people.
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        let pct = |a: usize, b: usize| {
+            if b == 0 {
+                0.0
+            } else {
+                100.0 * (b as f64 - a as f64) / b as f64
             }
-            o
-        }).collect::<Vec<_>>(),
-        "unpaired": unpaired.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>(),
-        "preamble": preamble,
-        "skipped": plan.skipped.iter().map(|s| json!({"rule": s.rule + 1, "reason": s.reason})).collect::<Vec<_>>(),
-    });
-    (json, text)
+        };
+        text.push_str(&format!(
+            "{} turns, ~{} tokens in view → ~{} tokens ({:.0}% smaller; ~{} tokens raw)\n",
+            self.turns,
+            self.tokens_before,
+            self.tokens_after,
+            pct(self.tokens_after, self.tokens_before),
+            self.tokens_raw
+        ));
+        for (first, last, label) in &self.lines {
+            let turns = if first == last {
+                format!("turn {first}")
+            } else {
+                format!("turns {first}–{last}")
+            };
+            let (b, a): (usize, usize) = self.reports[(*first - 1) as usize..*last as usize]
+                .iter()
+                .fold((0, 0), |(b, a), r| {
+                    (b + r.tokens_before, a + r.tokens_after)
+                });
+            text.push_str(&format!("  {turns:<14} {label:<40} ~{b} → ~{a} tokens\n"));
+        }
+        for f in &self.folded {
+            let (c, e, k) = (&f.compaction, &f.effect, &f.kept);
+            text.push_str(&format!(
+                "{} turns {}–{}: {}\n",
+                self.verb,
+                u64::from(c.from_turn) + 1,
+                u64::from(c.to_turn) + 1,
+                e.describe(c).join(", ")
+            ));
+            text.push_str(&format!("  {}\n", k.line()));
+            if let Some(b) = &c.budget {
+                text.push_str(&format!("  {}\n", b.line()));
+            }
+            if let Some((a, b)) = f.grown_from {
+                text.push_str(&format!(
+                    "  (asked for turns {}–{}; grown to cover the summaries it overlaps)\n",
+                    a + 1,
+                    b + 1
+                ));
+            }
+        }
+        for (rule, reason) in &self.skipped {
+            text.push_str(&format!("rule {}: nothing to do: {}\n", rule + 1, reason));
+        }
+        for (_, line) in &self.unpaired {
+            text.push_str(line);
+            text.push('\n');
+        }
+        if self.preamble {
+            text.push_str(&format!(
+                "put `{}` first: the view would otherwise start with the assistant, which providers refuse\n",
+                ctxfold_core::projection::PREAMBLE
+            ));
+        }
+        text
+    }
+
+    /// The timeline for programs.
+    pub fn json(&self) -> Value {
+        json!({
+            "turns": self.turns,
+            "tokens": {"raw": self.tokens_raw, "before": self.tokens_before, "after": self.tokens_after},
+            "timeline": self.lines.iter().map(|(f, l, label)| json!({"from_turn": f, "to_turn": l, "label": label})).collect::<Vec<_>>(),
+            "per_turn": self.reports,
+            "compactions": self.folded.iter().map(|f| {
+                let mut o = serde_json::to_value(&f.compaction).unwrap_or_default();
+                if let Value::Object(m) = &mut o {
+                    if let Some((a, b)) = f.grown_from {
+                        m.insert("grown_from".into(), json!([a + 1, b + 1]));
+                    }
+                    m.insert("effect".into(), json!(f.effect));
+                    m.insert("kept".into(), json!(f.kept));
+                    if let Some(seq) = f.seq {
+                        m.insert("seq".into(), json!(seq));
+                    }
+                }
+                o
+            }).collect::<Vec<_>>(),
+            "unpaired": self.unpaired.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>(),
+            "preamble": self.preamble,
+            "skipped": self.skipped.iter().map(|(rule, reason)| json!({"rule": rule + 1, "reason": reason})).collect::<Vec<_>>(),
+        })
+    }
 }
 
 /// What the view of `log` keeps of the facts of every record the ranges

@@ -4,14 +4,17 @@
 use std::sync::Arc;
 
 use crate::cli::ProxyArgs;
-use crate::settings::Settings;
-use crate::store::Target;
+use crate::context::Context;
 use anyhow::Context as _;
 use ctxfold_proxy::server::Proxy;
 use ctxfold_proxy::{Book, Compaction};
 
-/// Run the proxy on `target`'s store until Ctrl-C or SIGTERM.
-pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Result<()> {
+/// Run the proxy on the store until Ctrl-C or SIGTERM. A server, not a
+/// report: it prints its address when it listens (one line on standard
+/// output, which scripts read), serves, and ends with nothing to report.
+pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
+    let settings = ctx.settings()?;
+    let target = ctx.target()?;
     let mut config = settings.proxy.clone();
     if let Some(a) = args.listen {
         config.listen = a;
@@ -28,7 +31,7 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
         policy,
         hints: settings.hints.clone(),
         summarizers: Arc::new(move || {
-            Box::new(crate::compact::CliSummarizers::new(summarizing.clone()))
+            Box::new(crate::summarizers::CliSummarizers::new(summarizing.clone()))
         }),
         window: config.window,
         observe: config.observe,
@@ -71,30 +74,8 @@ pub fn proxy(target: Target, args: &ProxyArgs, settings: Settings) -> anyhow::Re
                 ""
             }
         );
-        ctxfold_proxy::serve(listener, proxy, shutdown())
+        ctxfold_proxy::serve(listener, proxy, crate::shutdown::shutdown())
             .await
             .context("serving")
     })
-}
-
-/// Ctrl-C or SIGTERM.
-pub async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
 }

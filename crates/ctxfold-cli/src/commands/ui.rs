@@ -7,14 +7,17 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use crate::cli::UiArgs;
-use crate::settings::Settings;
-use crate::store::Target;
+use crate::context::Context;
 
 /// Where the pages listen unless told: loopback, next to the proxy's port.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7441";
 
-/// Serve the pages over `target`'s store until Ctrl-C or SIGTERM.
-pub fn ui(target: Target, args: &UiArgs, settings: &Settings) -> anyhow::Result<()> {
+/// Serve the pages over the store until Ctrl-C or SIGTERM. A server, not
+/// a report: it prints its address when it listens (one line on standard
+/// output, which scripts read), serves, and ends with nothing to report.
+pub fn run(ctx: &Context, args: UiArgs) -> anyhow::Result<()> {
+    let settings = ctx.settings()?;
+    let target = ctx.target()?;
     let listen: SocketAddr = match args.listen {
         Some(a) => a,
         None => DEFAULT_LISTEN.parse().expect("a valid address"),
@@ -60,7 +63,7 @@ pub fn ui(target: Target, args: &UiArgs, settings: &Settings) -> anyhow::Result<
         let pages = Arc::clone(&ui);
         axum::serve(listener, ctxfold_ui::router(ui))
             .with_graceful_shutdown(async move {
-                crate::proxy::shutdown().await;
+                crate::shutdown::shutdown().await;
                 // Open pages' live streams would hold the shutdown up.
                 pages.close();
             })

@@ -24,22 +24,39 @@ use ctxfold_providers::ToolSpec;
 use serde_json::{Value, json};
 
 use crate::cli::QueryArgs;
-use crate::render::Printer;
+use crate::compacting::run_rules;
+use crate::context::Context;
+use crate::render::Report;
+use crate::rules::{plan_context, rules_from_flags, spec_flags};
 use crate::settings::Settings;
 
 /// Key of ctxfold's own data in a conversation's `meta.json` extras.
 const META_KEY: &str = "ctxfold";
 
-/// Model calls allowed in one turn unless `[query] step_limit` says
-/// otherwise.
-pub const STEP_LIMIT: usize = 100;
+/// The turn for programs (`--format json`): the host's report, with the
+/// conversation and the events the turn recorded. Its text is empty: on
+/// a terminal the turn streams as it goes.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+pub struct Turn(Value);
 
-pub fn query(
-    target: &crate::store::Target,
-    args: &QueryArgs,
-    settings: &Settings,
-    out: &Printer,
-) -> anyhow::Result<()> {
+impl Report for Turn {}
+
+impl std::fmt::Display for Turn {
+    fn fmt(&self, _f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Ok(())
+    }
+}
+
+/// Run one turn. Not a report for `main` to print: the turn streams to
+/// the terminal as it goes, and how it ended decides the exit after its
+/// JSON is printed (an interrupted turn exits 130 at once, holding the
+/// turn's lock as it always has; a turn stopped at the step limit is an
+/// error), so it prints its [`Turn`] itself, through the printer.
+pub fn run(ctx: &Context, args: QueryArgs) -> anyhow::Result<()> {
+    let settings = ctx.settings()?;
+    let target = ctx.target()?;
+    let (args, out) = (&args, &ctx.printer);
     // Built-in tools are off unless named: -t NAME, or -u NAME (which
     // implies -t NAME).
     let mut builtins: Vec<&str> = Vec::new();
@@ -136,7 +153,7 @@ pub fn query(
         tools.compact = Some(tool);
     }
     if !args.compact.is_empty() {
-        crate::compact::compact_before_turn(&mut conv, &args.compact, settings)?;
+        compact_before_turn(&mut conv, &args.compact, settings)?;
     }
     let host = Host {
         provider,
@@ -146,7 +163,7 @@ pub fn query(
             settings.auto.clone(),
             settings.hints.clone(),
             Box::new(ctxfold_tokens::Heuristic::default()),
-            Box::new(crate::compact::CliSummarizers::new(settings.clone())),
+            Box::new(crate::summarizers::CliSummarizers::new(settings.clone())),
         ),
         window,
         auto: settings.auto.enabled && !args.no_auto,
@@ -185,7 +202,7 @@ pub fn query(
             m.insert("id".into(), json!(meta.id));
             m.insert("events".into(), Value::Array(events));
         }
-        out.emit(&v, String::new)?;
+        out.print(&Turn(v))?;
     }
     match report.end {
         TurnEnd::Answered => Ok(()),
@@ -198,6 +215,27 @@ pub fn query(
             meta.id
         ),
     }
+}
+
+/// `query -k SPEC…`: compact the conversation before the turn, saying what
+/// was done on standard error.
+pub fn compact_before_turn(
+    conv: &mut Conversation<'_>,
+    specs: &[String],
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let rules = rules_from_flags(&spec_flags(specs), settings)?;
+    let ctx = plan_context(settings, Some("before a query (-k)"));
+    let run = run_rules(conv, &rules, &ctx, settings, false)?;
+    for (c, e) in run.compactions.iter().zip(&run.effects) {
+        crate::render::say!(
+            "compacted turns {}–{}: {}",
+            u64::from(c.from_turn) + 1,
+            u64::from(c.to_turn) + 1,
+            e.describe(c).join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// The message: the arguments, else standard input when piped, else the

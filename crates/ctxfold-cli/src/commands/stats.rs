@@ -5,9 +5,11 @@
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::{Body, Record};
 use ctxfold_tokens::TokenEstimator;
-use serde_json::json;
+use serde::Serialize;
 
-use crate::render::Printer;
+use crate::cli::StatsArgs;
+use crate::context::Context;
+use crate::render::Report;
 use crate::settings::Settings;
 
 /// Kinds as `stats` lists them, in order.
@@ -63,14 +65,56 @@ fn window(model: Option<&str>, settings: &Settings) -> (Option<u32>, String) {
     }
 }
 
-pub fn stats(
-    target: &crate::store::Target,
-    id: Option<&str>,
-    model: Option<&str>,
-    settings: &Settings,
-    out: &Printer,
-) -> anyhow::Result<()> {
-    let meta = target.resolve(id)?;
+/// Tokens by kind, raw and in view, and the share of the window.
+#[derive(Serialize)]
+pub struct Stats {
+    id: String,
+    estimator: String,
+    exact: bool,
+    tokens: ByKind,
+    total: RawView,
+    fixed: Option<usize>,
+    request: usize,
+    window: Option<u32>,
+    window_source: String,
+    share_of_window: Option<f64>,
+}
+
+impl Report for Stats {}
+
+/// Raw and in-view tokens of one kind, or of all.
+#[derive(Serialize)]
+struct RawView {
+    raw: usize,
+    view: usize,
+}
+
+/// Raw and in-view tokens of each of [`KINDS`], in order.
+struct ByKind {
+    raw: [usize; KINDS.len()],
+    view: [usize; KINDS.len()],
+}
+
+impl Serialize for ByKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(KINDS.len()))?;
+        for (i, k) in KINDS.iter().enumerate() {
+            let v = RawView {
+                raw: self.raw[i],
+                view: self.view[i],
+            };
+            m.serialize_entry(k, &v)?;
+        }
+        m.end()
+    }
+}
+
+pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<Stats> {
+    let settings = ctx.settings()?;
+    let target = ctx.target()?;
+    let model = args.model.as_deref();
+    let meta = target.resolve(args.id.as_deref())?;
     let log = target.load_once(&meta.id)?;
     // Without a model: the heuristic, the very one the compaction report
     // counts with (ctxfold_core::estimate), so the two agree.
@@ -106,19 +150,26 @@ pub fn stats(
     let (window, window_from) = window(model, settings);
     let share = window.map(|w| request as f64 / w as f64);
     let exact = est.name() != "heuristic";
-    let json = json!({
-        "id": meta.id,
-        "estimator": est.name(),
-        "exact": exact,
-        "tokens": KINDS.iter().enumerate().map(|(i, k)| (k.to_string(), json!({"raw": raw[i], "view": after[i]}))).collect::<serde_json::Map<_, _>>(),
-        "total": {"raw": total_raw, "view": total_after},
-        "fixed": fixed,
-        "request": request,
-        "window": window,
-        "window_source": window_from,
-        "share_of_window": share,
-    });
-    out.emit(&json, || {
+    Ok(Stats {
+        id: meta.id,
+        estimator: est.name().to_owned(),
+        exact,
+        tokens: ByKind { raw, view: after },
+        total: RawView {
+            raw: total_raw,
+            view: total_after,
+        },
+        fixed,
+        request,
+        window,
+        window_source: window_from,
+        share_of_window: share,
+    })
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (raw, after) = (&self.tokens.raw, &self.tokens.view);
         let mut s = format!("{:<14}{:>12}{:>12}\n", "tokens", "raw", "in view");
         for (i, k) in KINDS.iter().enumerate() {
             s.push_str(&format!(
@@ -130,16 +181,19 @@ pub fn stats(
         }
         s.push_str(&format!(
             "{:<14}{:>12}{:>12}\n",
-            "total", total_raw, total_after
+            "total", self.total.raw, self.total.view
         ));
-        if let Some(f) = fixed {
+        if let Some(f) = self.fixed {
             s.push_str(&format!(
                 "{:<14}{:>12}{:>12}   (system prompt and tools, sent with every request)\n",
                 "fixed part", "", f
             ));
-            s.push_str(&format!("{:<14}{:>12}{:>12}\n", "request", "", request));
+            s.push_str(&format!(
+                "{:<14}{:>12}{:>12}\n",
+                "request", "", self.request
+            ));
         }
-        let how = if exact {
+        let how = if self.exact {
             "exact".to_owned()
         } else {
             format!(
@@ -147,14 +201,15 @@ pub fn stats(
                 ctxfold_core::estimate::CHARS_PER_TOKEN
             )
         };
-        s.push_str(&format!("counted with {} ({how})\n", est.name()));
-        match (window, share) {
+        s.push_str(&format!("counted with {} ({how})\n", self.estimator));
+        let window_from = &self.window_source;
+        match (self.window, self.share_of_window) {
             (Some(w), Some(sh)) => s.push_str(&format!(
                 "window: {w} tokens ({window_from}); the request uses {:.1}%\n",
                 sh * 100.0
             )),
             _ => s.push_str(&format!("window: {window_from}\n")),
         }
-        s
-    })
+        f.write_str(&s)
+    }
 }
