@@ -244,23 +244,7 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             .and_then(|q| q.get("reasoning"))
             .and_then(toml::Value::as_str)
             == Some("hide"),
-        auto: {
-            let a = &l.config.auto;
-            AutoPolicy {
-                enabled: a.enabled,
-                trigger_ratio: a.trigger_ratio,
-                target_ratio: a.target_ratio,
-                reserve_tokens: a
-                    .reserve_tokens
-                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                min_turns: a.min_turns,
-                retain_tokens: a
-                    .retain_tokens
-                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                compaction_retries: a.compaction_retries,
-                rule: a.rule.clone(),
-            }
-        },
+        auto: l.config.auto.clone(),
         providers: providers(&l)?,
         proxy: match l.config.other.get("proxy") {
             // Each layer passed the check: the merged table does too.

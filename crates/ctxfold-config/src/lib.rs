@@ -150,44 +150,11 @@ impl Source {
     }
 }
 
-/// `[compaction.auto]` (SPEC §8).
-#[derive(Debug, Clone, PartialEq)]
-pub struct AutoConfig {
-    /// Compact automatically between turns (default false).
-    pub enabled: bool,
-    /// Fire when the projected size exceeds this share of the window, in
-    /// (0, 1] (default 0.75).
-    pub trigger_ratio: f64,
-    /// A firing compacts down to this share of the room (default 0.5).
-    pub target_ratio: f64,
-    /// Tokens kept free for the reply (default: unset, a sixteenth of the
-    /// window, at most the client's `max_tokens`).
-    pub reserve_tokens: Option<u64>,
-    /// Only for conversations with more turns than this (default 5).
-    pub min_turns: u32,
-    /// Within a turn: tokens of the newest whole units kept verbatim
-    /// (default: unset, the compactor decides).
-    pub retain_tokens: Option<u64>,
-    /// Within a turn: bound on repeated attempts (default 1).
-    pub compaction_retries: u32,
-    /// The rule automatic compaction applies (default the built-in rule).
-    pub rule: Rule,
-}
-
-impl Default for AutoConfig {
-    fn default() -> Self {
-        AutoConfig {
-            enabled: false,
-            trigger_ratio: 0.75,
-            target_ratio: 0.5,
-            reserve_tokens: None,
-            min_turns: 5,
-            retain_tokens: None,
-            compaction_retries: 1,
-            rule: Rule::builtin(),
-        }
-    }
-}
+/// `[compaction.auto]` (SPEC §8): the core's [`AutoPolicy`] (defaults,
+/// meanings and bounds defined there, once), as the config read it.
+///
+/// [`AutoPolicy`]: ctxfold_core::trigger::AutoPolicy
+pub type AutoConfig = ctxfold_core::trigger::AutoPolicy;
 
 /// The merged config.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -427,9 +394,9 @@ impl Loaded {
                 enabled: p.enabled.unwrap_or(d.enabled),
                 trigger_ratio: p.trigger_ratio.unwrap_or(d.trigger_ratio),
                 target_ratio: p.target_ratio.unwrap_or(d.target_ratio),
-                reserve_tokens: p.reserve_tokens.or(d.reserve_tokens),
+                reserve_tokens: p.reserve_tokens.map(tokens).or(d.reserve_tokens),
                 min_turns: p.min_turns.unwrap_or(d.min_turns),
-                retain_tokens: p.retain_tokens.or(d.retain_tokens),
+                retain_tokens: p.retain_tokens.map(tokens).or(d.retain_tokens),
                 compaction_retries: p.compaction_retries.unwrap_or(d.compaction_retries),
                 rule: p.auto_rule.unwrap_or(d.rule),
             },
@@ -532,4 +499,10 @@ pub(crate) fn to_json(v: &Value) -> serde_json::Value {
         Value::Array(a) => J::Array(a.iter().map(to_json).collect()),
         Value::Table(t) => J::Object(t.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
     }
+}
+
+/// A token count from config as the core counts tokens (a count past what
+/// this machine can address is as good as unbounded).
+fn tokens(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
