@@ -3,6 +3,15 @@
 //! trigger run once with `conversation compact --auto`, a process killed
 //! while a summary is being made, and two processes compacting at once.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::Write;

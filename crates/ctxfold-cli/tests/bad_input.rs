@@ -1,6 +1,15 @@
 //! Bad input gets a clear error naming the input and what was expected,
 //! never a panic; what can be kept is kept with a warning.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::process::Output;

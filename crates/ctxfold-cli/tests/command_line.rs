@@ -1,6 +1,15 @@
 //! Regression tests for command-line paths that gave a silently wrong
 //! result (issue 7, items 10, 12–16, 18, 20), through the real binary.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::{Read, Write};

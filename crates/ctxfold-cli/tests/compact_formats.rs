@@ -3,6 +3,15 @@
 //! valid OpenAI out; Anthropic in, valid Anthropic out. Each under several
 //! rules: the built-in one, a digest summary, omit, strip-responses.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::collections::HashSet;

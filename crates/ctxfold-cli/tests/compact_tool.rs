@@ -3,6 +3,15 @@
 //! compactions by quoting the conversation; the user approves with
 //! `--yes` or on a pseudo-terminal.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::model::{Say, events, model, on_a_terminal, workspace};

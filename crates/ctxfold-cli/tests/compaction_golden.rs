@@ -5,6 +5,15 @@
 //! sizes, tool names) and the timeline, never the corpus text itself. Run
 //! with `CTXFOLD_UPDATE_GOLDEN=1` to rewrite them after a deliberate change.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -2,6 +2,15 @@
 //! 25 (API keys never printed nor stored) and 26 (one token estimator),
 //! through the real binary.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::path::PathBuf;

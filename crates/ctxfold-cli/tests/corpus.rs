@@ -1,5 +1,14 @@
 //! The JP corpus through the real command line: import, show, export.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{Scratch, corpus, corpus_conversations};

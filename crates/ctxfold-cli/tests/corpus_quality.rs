@@ -14,6 +14,15 @@
 //! and looked for in the written output: the report's own count cannot
 //! vouch for itself.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::collections::BTreeSet;

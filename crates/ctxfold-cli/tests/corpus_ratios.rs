@@ -11,6 +11,15 @@
 //! conversations of three turns or more; in shorter ones it must leave the
 //! conversation as it was.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{Scratch, compact_report, corpus_conversations};

@@ -7,6 +7,15 @@
 //! `c show` reports for the same compactions in a stored copy of the
 //! conversation. Prints the table `docs/QUALITY.md` holds.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{Scratch, compact_report, corpus_conversations};

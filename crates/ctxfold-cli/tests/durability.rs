@@ -1,6 +1,15 @@
 //! Crash and concurrency safety of the log, with real processes: a writer
 //! killed with SIGKILL mid-append, and two writers appending at once.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::Write;

@@ -2,6 +2,15 @@
 //! by the projection, and written back to JP unchanged. And the global
 //! workspace, used when there is no `.ctxfold/` above the current folder.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{command_in, stderr};

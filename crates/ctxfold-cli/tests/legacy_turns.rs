@@ -5,6 +5,15 @@
 //! built-in rule has nothing mechanical to fold, says so, and does that
 //! only then.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

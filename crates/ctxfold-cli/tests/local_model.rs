@@ -8,6 +8,15 @@
 //! model; `scripts/test` (the README's test command, run by CI) starts the
 //! model and runs them on their own with `--ignored`, one at a time.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{Scratch, corpus, stderr};

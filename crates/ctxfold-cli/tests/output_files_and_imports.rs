@@ -5,6 +5,15 @@
 //! read the file's own times, accept a byte-order mark and an empty
 //! transcript, bound the input size and say clearly what is wrong.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 use ctxfold_testkit::faults;
 

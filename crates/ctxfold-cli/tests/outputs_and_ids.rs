@@ -4,6 +4,15 @@
 //! valid in every format, `use`/`rm` and broken conversations, and the
 //! default keep taken from config.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

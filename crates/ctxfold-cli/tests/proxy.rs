@@ -2,6 +2,15 @@
 //! and a fake upstream on 127.0.0.1 (tests/common/upstream.rs) that checks
 //! every request it gets.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 use ctxfold_testkit::pg;
 

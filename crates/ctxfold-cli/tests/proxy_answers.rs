@@ -5,6 +5,15 @@
 //! upstream hangs up on before its protocol's end is recorded as cut short
 //! and reaches the client as broken, not as whole (point 6).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -6,6 +6,15 @@
 //! cap holds; an oversized body gets a readable 413 however it is sent.
 //! The README's proxy section lists the same cases ("Who may use it").
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

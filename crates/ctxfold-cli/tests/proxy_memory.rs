@@ -3,6 +3,15 @@
 //! `cache_bytes` and `cache_index`, and a conversation it no longer holds is
 //! found again in the store at its next request (not recorded twice).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -3,6 +3,15 @@
 //! checks every request it gets: every tool call has its result, every
 //! result its call.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::sync::atomic::Ordering;

@@ -20,6 +20,15 @@
 //! `scripts/test` and with `CI` set they fail instead
 //! (`ctxfold_testkit::needs`).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::collections::HashSet;
@@ -141,6 +150,7 @@ fn run(agent: Agent, window: usize) {
 }
 
 /// `unshare(CLONE_NEWNET)` for this thread, then `ip link set lo up`.
+#[allow(unsafe_code)] // the one system call std has no wrapper for
 fn enter_loopback_namespace() -> Result<(), String> {
     // SAFETY: unshare takes no pointers; it changes this thread's
     // namespaces only.

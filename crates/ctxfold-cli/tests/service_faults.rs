@@ -3,6 +3,15 @@
 //! outright while its tool runs, passwords in connection strings, and
 //! `meta.json` files of any JSON shape.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use std::process::Stdio;

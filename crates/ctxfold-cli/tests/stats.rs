@@ -1,5 +1,14 @@
 //! `ctxfold stats`: tokens by kind, raw and in view, and the window share.
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 
 use common::{Scratch, corpus};

@@ -2,6 +2,15 @@
 //! binary and a real PostgreSQL server (`CTXFOLD_TEST_PG_URL`; without it
 //! the tests that need one print that they were skipped and pass).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 use ctxfold_testkit::pg;
 

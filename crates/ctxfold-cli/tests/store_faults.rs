@@ -6,6 +6,15 @@
 //! Full disks and read-only workspaces are real: a tiny tmpfs and a
 //! read-only bind mount (see `ctxfold_testkit::faults`).
 
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
 mod common;
 use ctxfold_testkit::faults;
 

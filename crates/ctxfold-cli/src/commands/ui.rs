@@ -10,7 +10,10 @@ use crate::cli::UiArgs;
 use crate::context::Context;
 
 /// Where the pages listen unless told: loopback, next to the proxy's port.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7441";
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    7441,
+));
 
 /// Serve the pages over the store until Ctrl-C or SIGTERM. A server, not
 /// a report: it prints its address when it listens (one line on standard
@@ -20,7 +23,7 @@ pub fn run(ctx: &Context, args: UiArgs) -> anyhow::Result<()> {
     let target = ctx.target()?;
     let listen: SocketAddr = match args.listen {
         Some(a) => a,
-        None => DEFAULT_LISTEN.parse().expect("a valid address"),
+        None => DEFAULT_LISTEN,
     };
     // The proxy's rule and token: the pages change conversations (undo,
     // restore) and show everything an agent said.
