@@ -17,11 +17,14 @@ use std::sync::mpsc;
 use ctxfold_core::log::{LineReader, ReadLines};
 
 /// Bytes a worker is handed at a time (a block grows to the next line end).
-const BLOCK: usize = 4 << 20;
+/// Small enough that the blocks in flight (about two per thread) add little
+/// to the peak: a few MiB besides the records.
+const BLOCK: usize = 1 << 20;
 
-/// Below this many bytes one thread reads it all: starting threads would
-/// cost more than they save.
-const PARALLEL_FROM: u64 = 2 * BLOCK as u64;
+/// Below this many bytes one thread reads it all: measured, a 10 MiB log
+/// loaded slower in parts (starting threads, joining parts) and a 100 MiB
+/// one faster (`cargo bench -p ctxfold-store --bench log -- load`).
+const PARALLEL_FROM: u64 = 32 << 20;
 
 /// One block of whole lines and where it starts.
 struct Job {
@@ -33,9 +36,19 @@ struct Job {
 
 /// Read every line of `input` (of about `size` bytes) with the one line
 /// policy of [`LineReader`].
-pub(crate) fn read_lines(mut input: impl Read, size: u64) -> std::io::Result<ReadLines> {
+pub(crate) fn read_lines(input: impl Read, size: u64) -> std::io::Result<ReadLines> {
+    read_lines_from(input, size, PARALLEL_FROM)
+}
+
+/// [`read_lines`], in parts from `parallel_from` bytes on (the tests read
+/// small logs in parts).
+fn read_lines_from(
+    mut input: impl Read,
+    size: u64,
+    parallel_from: u64,
+) -> std::io::Result<ReadLines> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if threads == 1 || size < PARALLEL_FROM {
+    if threads == 1 || size < parallel_from {
         return read_on_this_thread(input);
     }
     let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
@@ -224,13 +237,10 @@ mod tests {
             "{\"seq\":1,\"ts\":\"t\",\"type\":\"user\",\"content\":\"no newline\"}",
             "{\"seq\":1,\"ts\":\"t\",\"ty",
         ] {
+            // About 12 MiB: a dozen blocks.
             let bytes = log(60_000, ending);
-            assert!(
-                bytes.len() as u64 > PARALLEL_FROM,
-                "the test must read in parts"
-            );
             let one = parse(LineReader::new(), &bytes);
-            let parts = read_lines(&bytes[..], bytes.len() as u64).unwrap();
+            let parts = read_lines_from(&bytes[..], bytes.len() as u64, 0).unwrap();
             assert_eq!(summary(&parts), summary(&one), "ending {ending:?}");
             assert_eq!(parts.records, one.records);
         }
@@ -246,7 +256,7 @@ mod tests {
         bytes.extend_from_slice(long.as_bytes());
         bytes.extend_from_slice(&log(100, ""));
         let one = parse(LineReader::new(), &bytes);
-        let parts = read_lines(&bytes[..], bytes.len() as u64).unwrap();
+        let parts = read_lines_from(&bytes[..], bytes.len() as u64, 0).unwrap();
         assert_eq!(summary(&parts), summary(&one));
         assert_eq!(parts.records.len(), one.records.len());
     }
