@@ -54,10 +54,14 @@ fn read_lines_from(
     let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
     let queue = Mutex::new(queue);
     let (parts, done) = mpsc::channel::<(usize, ReadLines)>();
-    std::thread::scope(|s| {
+    // A worker that panics (a bug, not bad input: bad lines are notes) keeps
+    // taking jobs and drops them, so the reader never waits on a full queue;
+    // the panic is passed on once every block is sent.
+    let panicked: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
+    let all = std::thread::scope(|s| {
         for _ in 0..threads {
             let parts = parts.clone();
-            let queue = &queue;
+            let (queue, panicked) = (&queue, &panicked);
             s.spawn(move || {
                 loop {
                     // The lock is held only while taking a job.
@@ -67,8 +71,20 @@ fn read_lines_from(
                     };
                     let Ok(job) = job else { return };
                     let reader = LineReader::after(job.lines_before, job.offset);
-                    if parts.send((job.index, parse(reader, &job.bytes))).is_err() {
-                        return;
+                    let part = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        parse(reader, &job.bytes)
+                    }));
+                    match part {
+                        Ok(part) => {
+                            if parts.send((job.index, part)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(panic) => {
+                            if let Ok(mut p) = panicked.lock() {
+                                p.get_or_insert(panic);
+                            }
+                        }
                     }
                 }
             });
@@ -102,7 +118,11 @@ fn read_lines_from(
         sent?;
         all.records.shrink_to_fit();
         Ok(all)
-    })
+    });
+    if let Some(panic) = panicked.into_inner().ok().flatten() {
+        std::panic::resume_unwind(panic);
+    }
+    all
 }
 
 /// One line at a time, through a buffer: no more of the file in memory
