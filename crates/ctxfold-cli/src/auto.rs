@@ -13,7 +13,7 @@ use ctxfold_compactor::{
 use ctxfold_core::planner::{Plan, Planned, SummaryRequest};
 use ctxfold_core::{Body, Compaction, Log};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::render::Report;
 use crate::settings::Settings;
@@ -37,13 +37,13 @@ impl Report for Fired {}
 /// The outcome, with the conversation, the window and `dry_run`.
 impl Serialize for Fired {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut json = serde_json::to_value(&self.outcome).map_err(serde::ser::Error::custom)?;
-        if let Value::Object(m) = &mut json {
-            m.insert("id".into(), json!(self.id));
-            m.insert("window".into(), json!(self.window));
-            m.insert("dry_run".into(), json!(self.dry_run));
-        }
-        json.serialize(s)
+        let json = serde_json::to_value(&self.outcome).map_err(serde::ser::Error::custom)?;
+        let fields = [
+            ("id", json!(self.id)),
+            ("window", json!(self.window)),
+            ("dry_run", json!(self.dry_run)),
+        ];
+        crate::render::with_fields(json, fields).serialize(s)
     }
 }
 

@@ -23,6 +23,21 @@ pub trait Report: serde::Serialize + std::fmt::Display {
     }
 }
 
+/// `json` with `fields` set: a report's JSON is often another value's
+/// with a few fields of the command's added at its end (a field it already
+/// has keeps its place). A value that is not an object is left as it is.
+pub fn with_fields<const N: usize>(
+    mut json: serde_json::Value,
+    fields: [(&str, serde_json::Value); N],
+) -> serde_json::Value {
+    if let serde_json::Value::Object(m) = &mut json {
+        for (k, v) in fields {
+            m.insert(k.to_owned(), v);
+        }
+    }
+    json
+}
+
 /// Bytes for standard output as they are, and a note for standard error:
 /// what `export` and `compact -o -` write, and a completion script.
 pub struct Raw {

@@ -70,25 +70,16 @@ const CHECKS: &[SectionCheck] = &[
 /// itself is checked when the store is opened, whose messages never show
 /// its password (a config error would print the value).
 fn check_store(v: &toml::Value) -> Result<(), SectionProblem> {
-    let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
-        key: vec![],
-        expected: "a table ([store])".into(),
-    })?;
-    for (k, v) in t {
+    for (k, v) in SectionProblem::table(v, "a table ([store])")? {
         match k.as_str() {
             "url" if v.is_str() => {}
             "url" => {
-                return Err(SectionProblem::Invalid {
-                    key: vec![k.clone()],
-                    expected: "a string: postgres://user[:password]@host[:port]/database".into(),
-                });
+                return Err(SectionProblem::invalid(
+                    k,
+                    "a string: postgres://user[:password]@host[:port]/database",
+                ));
             }
-            _ => {
-                return Err(SectionProblem::UnknownKey {
-                    key: vec![k.clone()],
-                    expected: vec!["url"],
-                });
-            }
+            _ => return Err(SectionProblem::unknown(k, &["url"])),
         }
     }
     Ok(())
@@ -101,41 +92,17 @@ const QUERY_KEYS: &[&str] = &["reasoning", "step_limit", "system"];
 /// `system` (a system prompt sent with every request) and `reasoning`
 /// (`dim` or `hide`: how a terminal shows it).
 fn check_query(v: &toml::Value) -> Result<(), SectionProblem> {
-    let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
-        key: vec![],
-        expected: "a table ([query])".into(),
-    })?;
-    for (k, v) in t {
-        let key = vec![k.clone()];
-        match k.as_str() {
-            "step_limit" if v.as_integer().is_some_and(|n| n >= 1) => {}
-            "step_limit" => {
-                return Err(SectionProblem::Invalid {
-                    key,
-                    expected: "a number of model calls, at least 1".into(),
-                });
-            }
-            "system" if v.is_str() => {}
-            "reasoning" if matches!(v.as_str(), Some("dim" | "hide")) => {}
-            "reasoning" => {
-                return Err(SectionProblem::Invalid {
-                    key,
-                    expected: "\"dim\" (shown dimmed on a terminal) or \"hide\"".into(),
-                });
-            }
-            "system" => {
-                return Err(SectionProblem::Invalid {
-                    key,
-                    expected: "a string (the system prompt)".into(),
-                });
-            }
-            _ => {
-                return Err(SectionProblem::UnknownKey {
-                    key,
-                    expected: QUERY_KEYS.to_vec(),
-                });
-            }
-        }
+    for (k, v) in SectionProblem::table(v, "a table ([query])")? {
+        let expected = match k.as_str() {
+            "step_limit" if v.as_integer().is_some_and(|n| n >= 1) => continue,
+            "system" if v.is_str() => continue,
+            "reasoning" if matches!(v.as_str(), Some("dim" | "hide")) => continue,
+            "step_limit" => "a number of model calls, at least 1",
+            "reasoning" => "\"dim\" (shown dimmed on a terminal) or \"hide\"",
+            "system" => "a string (the system prompt)",
+            _ => return Err(SectionProblem::unknown(k, QUERY_KEYS)),
+        };
+        return Err(SectionProblem::invalid(k, expected));
     }
     Ok(())
 }
@@ -144,11 +111,7 @@ fn check_query(v: &toml::Value) -> Result<(), SectionProblem> {
 /// tables whose keys are [`ProviderSettings::KEYS`], each value accepted on
 /// its own (as [`ProviderSettings::resolve`] would take it).
 fn check_providers(v: &toml::Value) -> Result<(), SectionProblem> {
-    let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
-        key: vec![],
-        expected: "a table of providers ([providers.NAME])".into(),
-    })?;
-    for (name, entry) in t {
+    for (name, entry) in SectionProblem::table(v, "a table of providers ([providers.NAME])")? {
         let entry = entry.as_table().ok_or_else(|| SectionProblem::Invalid {
             key: vec![name.clone()],
             expected: format!(

@@ -138,6 +138,34 @@ pub enum SectionProblem {
     },
 }
 
+impl SectionProblem {
+    /// `key` (one level below the section) holds a value that is not
+    /// `expected`.
+    pub fn invalid(key: &str, expected: impl Into<String>) -> Self {
+        SectionProblem::Invalid {
+            key: vec![key.to_owned()],
+            expected: expected.into(),
+        }
+    }
+
+    /// `key` (one level below the section) is not one of `expected`.
+    pub fn unknown(key: &str, expected: &[&'static str]) -> Self {
+        SectionProblem::UnknownKey {
+            key: vec![key.to_owned()],
+            expected: expected.to_vec(),
+        }
+    }
+
+    /// The section `v` as a table, or the problem that it is not
+    /// (`expected` says what it should be: "a table ([proxy])").
+    pub fn table<'a>(v: &'a toml::Value, expected: &str) -> Result<&'a toml::Table, Self> {
+        v.as_table().ok_or_else(|| SectionProblem::Invalid {
+            key: vec![],
+            expected: expected.to_owned(),
+        })
+    }
+}
+
 /// A check of a top-level section that this crate passes through (see
 /// [`TOP_LEVEL_KEYS`]) for the part of ctxfold that reads it: run on each
 /// layer that sets the section, so that a problem is reported like this

@@ -131,18 +131,13 @@ const KEYS: &[&str] = &[
     "cache_index",
 ];
 
-fn invalid(key: &str, expected: &str) -> SectionProblem {
-    SectionProblem::Invalid {
-        key: vec![key.to_owned()],
-        expected: expected.to_owned(),
-    }
-}
-
 fn url(key: &str, v: &toml::Value) -> Result<String, SectionProblem> {
     let expected = "an http:// or https:// base URL, such as https://api.openai.com";
-    let s = v.as_str().ok_or_else(|| invalid(key, expected))?;
+    let s = v
+        .as_str()
+        .ok_or_else(|| SectionProblem::invalid(key, expected))?;
     if !(s.starts_with("http://") || s.starts_with("https://")) || s.contains('?') {
-        return Err(invalid(key, expected));
+        return Err(SectionProblem::invalid(key, expected));
     }
     Ok(s.trim_end_matches('/').to_owned())
 }
@@ -151,7 +146,11 @@ fn positive(key: &str, v: &toml::Value, what: &str) -> Result<u64, SectionProble
     v.as_integer()
         .filter(|&n| n > 0)
         .map(|n| n as u64)
-        .ok_or_else(|| invalid(key, what))
+        .ok_or_else(|| SectionProblem::invalid(key, what))
+}
+
+fn seconds(key: &str, v: &toml::Value) -> Result<std::time::Duration, SectionProblem> {
+    positive(key, v, "a number of seconds, at least 1").map(std::time::Duration::from_secs)
 }
 
 /// Check `[proxy]` as one config layer sets it (a `SectionCheck`).
@@ -162,18 +161,14 @@ pub fn check(v: &toml::Value) -> Result<(), SectionProblem> {
 impl ProxyConfig {
     /// These settings with `[proxy]` (`v`) applied over them.
     pub fn apply(mut self, v: &toml::Value) -> Result<Self, SectionProblem> {
-        let t = v.as_table().ok_or_else(|| SectionProblem::Invalid {
-            key: vec![],
-            expected: "a table ([proxy])".into(),
-        })?;
-        for (k, v) in t {
+        for (k, v) in SectionProblem::table(v, "a table ([proxy])")? {
             match k.as_str() {
                 "listen" => {
                     let expected = "an address and port, such as 127.0.0.1:7440";
                     self.listen = v
                         .as_str()
                         .and_then(|s| s.parse().ok())
-                        .ok_or_else(|| invalid(k, expected))?;
+                        .ok_or_else(|| SectionProblem::invalid(k, expected))?;
                 }
                 "openai" => self.openai = url(k, v)?,
                 "anthropic" => self.anthropic = url(k, v)?,
@@ -182,7 +177,7 @@ impl ProxyConfig {
                         Some("pass") => OnError::Pass,
                         Some("reject") => OnError::Reject,
                         _ => {
-                            return Err(invalid(
+                            return Err(SectionProblem::invalid(
                                 k,
                                 "\"pass\" (send the request on unchanged) or \"reject\" (answer 502)",
                             ));
@@ -192,58 +187,26 @@ impl ProxyConfig {
                 "max_body_bytes" => {
                     self.max_body_bytes = positive(k, v, "a number of bytes, at least 1")? as usize;
                 }
-                "connect_timeout_secs" => {
-                    self.connect_timeout = std::time::Duration::from_secs(positive(
-                        k,
-                        v,
-                        "a number of seconds, at least 1",
-                    )?);
-                }
-                "timeout_secs" => {
-                    self.timeout = std::time::Duration::from_secs(positive(
-                        k,
-                        v,
-                        "a number of seconds, at least 1",
-                    )?);
-                }
-                "header_timeout_secs" => {
-                    self.header_timeout = std::time::Duration::from_secs(positive(
-                        k,
-                        v,
-                        "a number of seconds, at least 1",
-                    )?);
-                }
-                "body_timeout_secs" => {
-                    self.body_timeout = std::time::Duration::from_secs(positive(
-                        k,
-                        v,
-                        "a number of seconds, at least 1",
-                    )?);
-                }
-                "idle_timeout_secs" => {
-                    self.idle_timeout = std::time::Duration::from_secs(positive(
-                        k,
-                        v,
-                        "a number of seconds, at least 1",
-                    )?);
-                }
+                "connect_timeout_secs" => self.connect_timeout = seconds(k, v)?,
+                "timeout_secs" => self.timeout = seconds(k, v)?,
+                "header_timeout_secs" => self.header_timeout = seconds(k, v)?,
+                "body_timeout_secs" => self.body_timeout = seconds(k, v)?,
+                "idle_timeout_secs" => self.idle_timeout = seconds(k, v)?,
                 "max_connections" => {
                     self.max_connections =
                         positive(k, v, "a number of connections, at least 1")? as usize;
                 }
                 "token" => {
-                    let s = v
-                        .as_str()
-                        .filter(|s| s.len() >= 16)
-                        .ok_or_else(|| invalid(k, "a string of at least 16 characters"))?;
+                    let s = v.as_str().filter(|s| s.len() >= 16).ok_or_else(|| {
+                        SectionProblem::invalid(k, "a string of at least 16 characters")
+                    })?;
                     self.token = Some(s.to_owned());
                 }
                 "window" => {
                     let n = positive(k, v, "a number of tokens, at least 1")?;
-                    self.window = Some(
-                        u32::try_from(n)
-                            .map_err(|_| invalid(k, "a number of tokens under 2^32"))?,
-                    );
+                    self.window = Some(u32::try_from(n).map_err(|_| {
+                        SectionProblem::invalid(k, "a number of tokens under 2^32")
+                    })?);
                 }
                 "cache_conversations" => {
                     self.cache.conversations =
@@ -255,12 +218,7 @@ impl ProxyConfig {
                 "cache_index" => {
                     self.cache.index = positive(k, v, "a number of entries, at least 1")? as usize;
                 }
-                _ => {
-                    return Err(SectionProblem::UnknownKey {
-                        key: vec![k.clone()],
-                        expected: KEYS.to_vec(),
-                    });
-                }
+                _ => return Err(SectionProblem::unknown(k, KEYS)),
             }
         }
         Ok(self)

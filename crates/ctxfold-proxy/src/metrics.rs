@@ -90,58 +90,66 @@ impl Default for Metrics {
             cache_bytes: Family::default(),
             registry: Registry::default(),
         };
-        registry.register("requests", "Requests answered", m.requests.clone());
-        registry.register(
-            "upstream_seconds",
-            "Time to the upstream's response head",
-            m.upstream.clone(),
-        );
-        registry.register("compactions", "Compactions recorded", m.compactions.clone());
-        registry.register(
-            "tokens_before",
-            "Estimated tokens of conversations as clients sent them",
-            m.tokens_before.clone(),
-        );
-        registry.register(
-            "tokens_after",
-            "Estimated tokens of conversations as sent upstream",
-            m.tokens_after.clone(),
-        );
-        registry.register(
-            "fail_open",
-            "Requests sent upstream unchanged because ctxfold could not prepare them",
-            m.fail_open.clone(),
-        );
-        registry.register(
-            "rejected",
-            "Requests refused because ctxfold could not prepare them",
-            m.rejected.clone(),
-        );
-        registry.register(
-            "upstream_errors",
-            "Upstreams unreachable or broken off",
-            m.upstream_errors.clone(),
-        );
-        registry.register(
-            "answers",
-            "Answers recorded (status recorded) or not (skipped, unreadable)",
-            m.answers.clone(),
-        );
-        registry.register(
-            "overflow_retries",
-            "Requests compacted and retried once after an upstream context overflow",
-            m.overflow_retries.clone(),
-        );
-        registry.register(
-            "cache_entries",
-            "Entries held in memory: loaded conversations, readers, keys, Responses answer ids",
-            m.cache_entries.clone(),
-        );
-        registry.register(
-            "cache_bytes",
-            "Bytes of conversation text held in memory (loaded conversations, readers)",
-            m.cache_bytes.clone(),
-        );
+        // Name, help, metric: one line each.
+        macro_rules! register {
+            ($(($name:literal, $help:literal, $field:ident)),* $(,)?) => {
+                $(registry.register($name, $help, m.$field.clone());)*
+            };
+        }
+        register![
+            ("requests", "Requests answered", requests),
+            (
+                "upstream_seconds",
+                "Time to the upstream's response head",
+                upstream
+            ),
+            ("compactions", "Compactions recorded", compactions),
+            (
+                "tokens_before",
+                "Estimated tokens of conversations as clients sent them",
+                tokens_before
+            ),
+            (
+                "tokens_after",
+                "Estimated tokens of conversations as sent upstream",
+                tokens_after
+            ),
+            (
+                "fail_open",
+                "Requests sent upstream unchanged because ctxfold could not prepare them",
+                fail_open
+            ),
+            (
+                "rejected",
+                "Requests refused because ctxfold could not prepare them",
+                rejected
+            ),
+            (
+                "upstream_errors",
+                "Upstreams unreachable or broken off",
+                upstream_errors
+            ),
+            (
+                "answers",
+                "Answers recorded (status recorded) or not (skipped, unreadable)",
+                answers
+            ),
+            (
+                "overflow_retries",
+                "Requests compacted and retried once after an upstream context overflow",
+                overflow_retries
+            ),
+            (
+                "cache_entries",
+                "Entries held in memory: loaded conversations, readers, keys, Responses answer ids",
+                cache_entries
+            ),
+            (
+                "cache_bytes",
+                "Bytes of conversation text held in memory (loaded conversations, readers)",
+                cache_bytes
+            ),
+        ];
         Metrics { registry, ..m }
     }
 }

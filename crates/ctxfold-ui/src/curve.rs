@@ -56,11 +56,21 @@ pub fn points(log: &Log, budget: usize) -> Vec<Point> {
     let records = log.records();
     let n = records.len();
     let spacing = n / budget.max(1);
-    let mut grown = Log::new();
-    let mut size = ViewSize::new();
+    // The log as it grew, its view's size, the points so far, and whether
+    // an overlay's effect is still to be measured.
+    struct Drawn {
+        grown: Log,
+        size: ViewSize,
+        out: Vec<Point>,
+        pending: bool,
+    }
+    let mut d = Drawn {
+        grown: Log::new(),
+        size: ViewSize::new(),
+        out: Vec::new(),
+        pending: false,
+    };
     let mut raw = 0usize;
-    let mut out = Vec::new();
-    let mut overlay_pending = false;
     let mut last_projection: Option<usize> = None;
     let at_of = |k: usize| -> f64 {
         // k records done: the position where record k would start.
@@ -75,32 +85,27 @@ pub fn points(log: &Log, budget: usize) -> Vec<Point> {
             _ => f64::from(t),
         }
     };
-    let mut emit = |grown: &Log,
-                    size: &mut ViewSize,
-                    raw: usize,
-                    overlay: bool,
-                    pending: &mut bool,
-                    out: &mut Vec<Point>| {
-        let k = grown.len();
+    let mut emit = |d: &mut Drawn, raw: usize, overlay: bool| {
+        let k = d.grown.len();
         // An update after an overlay projects: only once the last
         // projection is `spacing` records back, within the budget. The end
         // of the log is always measured.
         let allowed = k == n
-            || !*pending
+            || !d.pending
             || (last_projection.is_none_or(|p| k - p >= spacing)
-                && size.projections < budget.max(1));
-        let before = size.projections;
+                && d.size.projections < budget.max(1));
+        let before = d.size.projections;
         let view = if allowed {
-            let v = size.update(grown, record_tokens, item_tokens);
-            *pending = false;
-            if size.projections > before {
+            let v = d.size.update(&d.grown, record_tokens, item_tokens);
+            d.pending = false;
+            if d.size.projections > before {
                 last_projection = Some(k);
             }
             Some(v)
         } else {
             None
         };
-        out.push(Point {
+        d.out.push(Point {
             records: k,
             at: at_of(k),
             raw,
@@ -109,7 +114,7 @@ pub fn points(log: &Log, budget: usize) -> Vec<Point> {
         });
     };
     // Where the conversation started from: nothing.
-    out.push(Point {
+    d.out.push(Point {
         records: 0,
         at: 0.0,
         raw: 0,
@@ -118,47 +123,26 @@ pub fn points(log: &Log, budget: usize) -> Vec<Point> {
     });
     for (i, r) in records.iter().enumerate() {
         if i > 0 && matches!(r.body, Body::TurnStart) {
-            emit(
-                &grown,
-                &mut size,
-                raw,
-                false,
-                &mut overlay_pending,
-                &mut out,
-            );
+            emit(&mut d, raw, false);
         }
         let is_overlay = matches!(r.kind(), Kind::Compaction | Kind::CompactionReset);
-        if is_overlay && !overlay_pending && out.last().is_none_or(|p| p.records != i) {
+        if is_overlay && !d.pending && d.out.last().is_none_or(|p| p.records != i) {
             // The value just before the overlay, so the drop is drawn as one.
-            emit(
-                &grown,
-                &mut size,
-                raw,
-                false,
-                &mut overlay_pending,
-                &mut out,
-            );
+            emit(&mut d, raw, false);
         }
-        grown.push(r.clone());
+        d.grown.push(r.clone());
         if r.body.is_model_visible() || matches!(r.body, Body::System { .. }) {
             raw += record_tokens(r);
         }
         if is_overlay {
-            overlay_pending = true;
-            emit(&grown, &mut size, raw, true, &mut overlay_pending, &mut out);
+            d.pending = true;
+            emit(&mut d, raw, true);
         }
     }
-    if out.last().is_none_or(|p| p.records != n) {
-        emit(
-            &grown,
-            &mut size,
-            raw,
-            false,
-            &mut overlay_pending,
-            &mut out,
-        );
+    if d.out.last().is_none_or(|p| p.records != n) {
+        emit(&mut d, raw, false);
     }
-    out
+    d.out
 }
 
 /// Whether some points were left unknown for the budget.

@@ -136,11 +136,7 @@ impl Ui {
     /// The token and loopback checks; `?token=` sets the cookie and sends
     /// the browser to the same address without it.
     fn gate(&self, headers: &HeaderMap, uri: &Uri) -> Result<Visitor, Response> {
-        let query: HashMap<String, String> = uri
-            .query()
-            .and_then(serde_urlencoded_pairs)
-            .unwrap_or_default();
-        if let Some(t) = query.get("token") {
+        if let Some(t) = query(uri).get("token") {
             if !self.guard.is_token(t) {
                 return Err(self.fail(
                     StatusCode::UNAUTHORIZED,
@@ -277,6 +273,20 @@ fn open(ui: &Ui, id: &str) -> Result<(ConversationMeta, Log), Response> {
     Ok((meta, Log::from_records(loaded.records)))
 }
 
+/// A page made on the blocking pool by `f`, or the page that says why
+/// not.
+async fn page(f: impl FnOnce() -> Result<Response, Response> + Send + 'static) -> Response {
+    let r = blocking(f).await;
+    r.and_then(|r| r).unwrap_or_else(|r| r)
+}
+
+/// The address's query, as pairs (none when it cannot be read).
+fn query(uri: &Uri) -> HashMap<String, String> {
+    uri.query()
+        .and_then(serde_urlencoded_pairs)
+        .unwrap_or_default()
+}
+
 /// Run `f` on the blocking pool.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
@@ -317,11 +327,7 @@ async fn list(State(ui): State<Arc<Ui>>, headers: HeaderMap, uri: Uri) -> Respon
         Ok(v) => v,
         Err(r) => return r,
     };
-    let q = uri
-        .query()
-        .and_then(serde_urlencoded_pairs)
-        .and_then(|m| m.get("q").cloned())
-        .unwrap_or_default();
+    let q = query(&uri).remove("q").unwrap_or_default();
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
     let r = blocking(
@@ -362,10 +368,7 @@ async fn conversation(
         Ok(v) => v,
         Err(r) => return r,
     };
-    let q = uri
-        .query()
-        .and_then(serde_urlencoded_pairs)
-        .unwrap_or_default();
+    let q = query(&uri);
     let parsed = (|| -> Result<Options, Response> {
         let selected = number(&ui, &q, "c")?.map(|n| n as usize);
         let turns = match (number(&ui, &q, "from")?, number(&ui, &q, "to")?) {
@@ -389,12 +392,12 @@ async fn conversation(
     }
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
-    let r = blocking(move || {
+    let r = page(move || {
         let (meta, log) = open(&u, &id)?;
-        Ok::<_, Response>(html(conversation::render(&ctx, &meta, &log, &opts)))
+        Ok(html(conversation::render(&ctx, &meta, &log, &opts)))
     })
     .await;
-    finish(&visitor, r.and_then(|r| r).unwrap_or_else(|r| r))
+    finish(&visitor, r)
 }
 
 async fn confirm(
@@ -407,10 +410,7 @@ async fn confirm(
         Ok(v) => v,
         Err(r) => return r,
     };
-    let q = uri
-        .query()
-        .and_then(serde_urlencoded_pairs)
-        .unwrap_or_default();
+    let q = query(&uri);
     let (n, restore) = match (number(&ui, &q, "n"), number(&ui, &q, "restore")) {
         (Ok(Some(n)), Ok(r)) => (n as usize, r.unwrap_or(0) == 1),
         (Err(r), _) | (_, Err(r)) => return finish(&visitor, r),
@@ -430,7 +430,7 @@ async fn confirm(
     }
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
-    let r = blocking(move || {
+    let r = page(move || {
         let (meta, log) = open(&u, &id)?;
         match conversation::confirm(&ctx, &meta, &log, n, restore) {
             Some(page) => Ok(html(page)),
@@ -442,7 +442,7 @@ async fn confirm(
         }
     })
     .await;
-    finish(&visitor, r.and_then(|r| r).unwrap_or_else(|r| r))
+    finish(&visitor, r)
 }
 
 async fn reset(
@@ -499,7 +499,7 @@ async fn reset(
         return no_such(&ui, &id);
     }
     let u = Arc::clone(&ui);
-    let r = blocking(move || {
+    page(move || {
         u.store
             .read_meta(&id)
             .map_err(|e| store_error(&u, &e, &id))?;
@@ -530,8 +530,7 @@ async fn reset(
             Err(ctxfold_compactor::reset::ResetError::Store(e)) => Err(store_error(&u, &e, &id)),
         }
     })
-    .await;
-    r.and_then(|r| r).unwrap_or_else(|r| r)
+    .await
 }
 
 /// The token curve of a conversation, as an SVG picture. Its address
@@ -550,31 +549,28 @@ async fn curve(
     }
     let versioned = uri.query().is_some_and(|q| q.contains("seq="));
     let u = Arc::clone(&ui);
-    let r = blocking(move || {
+    page(move || {
         let (meta, log) = open(&u, &id)?;
         let points = crate::curve::points(&log, crate::curve::budget(log.len()));
         let window = crate::data::window(&meta, u.window);
         let svg = crate::curve::svg(&points, log.turn_count(), window);
-        Ok::<_, Response>(
-            (
-                [
-                    (header::CONTENT_TYPE, "image/svg+xml"),
-                    (
-                        header::CACHE_CONTROL,
-                        if versioned {
-                            "private, max-age=86400"
-                        } else {
-                            "no-store"
-                        },
-                    ),
-                ],
-                svg,
-            )
-                .into_response(),
+        Ok((
+            [
+                (header::CONTENT_TYPE, "image/svg+xml"),
+                (
+                    header::CACHE_CONTROL,
+                    if versioned {
+                        "private, max-age=86400"
+                    } else {
+                        "no-store"
+                    },
+                ),
+            ],
+            svg,
         )
+            .into_response())
     })
-    .await;
-    r.and_then(|r| r).unwrap_or_else(|r| r)
+    .await
 }
 
 /// Server-sent events for an open conversation page: `changed` with the
@@ -591,10 +587,7 @@ async fn events(
     if !plausible_id(&id) {
         return no_such(&ui, &id);
     }
-    let q = uri
-        .query()
-        .and_then(serde_urlencoded_pairs)
-        .unwrap_or_default();
+    let q = query(&uri);
     let seen: u64 = q.get("seq").and_then(|s| s.parse().ok()).unwrap_or(0);
     let closing = ui.closing.subscribe();
     let state = (ui, id, seen, closing);

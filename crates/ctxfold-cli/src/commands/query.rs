@@ -197,11 +197,8 @@ pub fn run(ctx: &Context, args: QueryArgs) -> anyhow::Result<()> {
             .iter()
             .map(|r| Value::Object(r.to_object()))
             .collect();
-        let mut v = serde_json::to_value(&report)?;
-        if let Value::Object(m) = &mut v {
-            m.insert("id".into(), json!(meta.id));
-            m.insert("events".into(), Value::Array(events));
-        }
+        let fields = [("id", json!(meta.id)), ("events", Value::Array(events))];
+        let v = crate::render::with_fields(serde_json::to_value(&report)?, fields);
         out.print(&Turn(v))?;
     }
     match report.end {

@@ -1,6 +1,7 @@
 //! Who may use the API: the proxy's token, or a loopback `Host` and no
 //! other site's page, decided by the pages' own guard.
 
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 
@@ -27,4 +28,19 @@ pub(super) fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response>
             };
             error(status, &format!("ctxfold proxy: {why}"))
         })
+}
+
+/// A request to an endpoint that reads its body: allowed
+/// ([`authorized`]), and its body read within the proxy's limits
+/// (`crate::intake`), or the answer that says why not.
+#[allow(clippy::result_large_err)]
+pub(super) async fn admitted(
+    p: &Proxy,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, Response> {
+    authorized(p, headers)?;
+    crate::intake::read(&p.config, headers, body)
+        .await
+        .map_err(|refused| error(refused.status, &refused.message))
 }

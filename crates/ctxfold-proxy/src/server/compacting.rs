@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, he
 use axum::response::Response;
 use serde_json::Value;
 
-use super::auth::authorized;
+use super::auth::admitted;
 use super::forward::forward;
 use super::respond::respond;
 use super::{CONVERSATION_HEADER, Proxy, error};
@@ -33,12 +33,9 @@ pub(super) async fn compacting(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(r) = authorized(&p, &headers) {
-        return r;
-    }
-    let body = match crate::intake::read(&p.config, &headers, body).await {
+    let body = match admitted(&p, &headers, body).await {
         Ok(b) => b,
-        Err(refused) => return error(refused.status, &refused.message),
+        Err(r) => return r,
     };
     let base = match shape {
         Shape::Chat | Shape::Responses => p.config.openai.clone(),

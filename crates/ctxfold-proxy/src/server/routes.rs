@@ -8,10 +8,10 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
 
-use super::auth::authorized;
+use super::auth::{admitted, authorized};
 use super::compacting::{agent_of, compacting};
 use super::forward::forward;
 use super::respond::respond;
@@ -31,14 +31,20 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         // `GET /v1/chat/completions`) pass through like any other path.
         .route(
             "/v1/chat/completions",
-            post(chat_completions).fallback(passthrough),
+            compacting_route(Shape::Chat, "chat_completions"),
         )
-        .route("/v1/messages", post(messages).fallback(passthrough))
+        .route(
+            "/v1/messages",
+            compacting_route(Shape::Messages, "messages"),
+        )
         .route(
             "/v1/messages/count_tokens",
             post(count_tokens).fallback(passthrough),
         )
-        .route("/v1/responses", post(responses).fallback(passthrough))
+        .route(
+            "/v1/responses",
+            compacting_route(Shape::Responses, "responses"),
+        )
         .fallback(passthrough)
         .with_state(proxy)
         .nest("/ui", ui)
@@ -75,31 +81,15 @@ async fn metrics(State(p): State<Arc<Proxy>>, headers: HeaderMap) -> Response {
         .into_response()
 }
 
-async fn chat_completions(
-    State(p): State<Arc<Proxy>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    compacting(p, Shape::Chat, "chat_completions", uri, headers, body).await
-}
-
-async fn messages(
-    State(p): State<Arc<Proxy>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    compacting(p, Shape::Messages, "messages", uri, headers, body).await
-}
-
-async fn responses(
-    State(p): State<Arc<Proxy>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    compacting(p, Shape::Responses, "responses", uri, headers, body).await
+/// A POST endpoint whose requests ctxfold compacts (`name`: its metrics
+/// label); any other method passes through.
+fn compacting_route(shape: Shape, name: &'static str) -> MethodRouter<Arc<Proxy>> {
+    post(
+        move |State(p): State<Arc<Proxy>>, uri: Uri, headers: HeaderMap, body: Body| {
+            compacting(p, shape, name, uri, headers, body)
+        },
+    )
+    .fallback(passthrough)
 }
 
 /// Anthropic's token count, for the body the upstream would get: the
@@ -111,12 +101,9 @@ async fn count_tokens(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(r) = authorized(&p, &headers) {
-        return r;
-    }
-    let body = match crate::intake::read(&p.config, &headers, body).await {
+    let body = match admitted(&p, &headers, body).await {
         Ok(b) => b,
-        Err(refused) => return error(refused.status, &refused.message),
+        Err(r) => return r,
     };
     let name = "count_tokens";
     let key = headers

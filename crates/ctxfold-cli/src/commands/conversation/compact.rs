@@ -6,7 +6,7 @@
 use ctxfold_compactor::{Conversation, Fallback};
 use ctxfold_core::{Compaction, Log};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::auto::{Auto, Fired};
 use crate::cli::CompactConversationArgs;
@@ -63,13 +63,12 @@ pub struct ByRules {
 
 impl Serialize for ByRules {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut json = self.timeline.json();
-        if let Value::Object(m) = &mut json {
-            m.insert("dry_run".into(), json!(self.dry_run));
-            m.insert("id".into(), json!(self.id));
-            m.insert("fallback".into(), json!(self.fallback));
-        }
-        json.serialize(s)
+        let fields = [
+            ("dry_run", json!(self.dry_run)),
+            ("id", json!(self.id)),
+            ("fallback", json!(self.fallback)),
+        ];
+        crate::render::with_fields(self.timeline.json(), fields).serialize(s)
     }
 }
 
