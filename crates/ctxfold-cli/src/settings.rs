@@ -180,33 +180,21 @@ fn providers(l: &Loaded) -> anyhow::Result<Providers> {
 /// `-c` files `extra`.
 pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Result<Settings> {
     let l = loaded(workspace_root, extra)?;
+    // A value of `[query]`.
+    let query = |key: &str| l.config.other.get("query").and_then(|q| q.get(key));
     Ok(Settings {
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
         tools: l.config.tools.clone(),
         compact_run: l.config.compact_run,
-        step_limit: l
-            .config
-            .other
-            .get("query")
-            .and_then(|q| q.get("step_limit"))
+        step_limit: query("step_limit")
             .and_then(toml::Value::as_integer)
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(STEP_LIMIT),
-        system: l
-            .config
-            .other
-            .get("query")
-            .and_then(|q| q.get("system"))
+        system: query("system")
             .and_then(toml::Value::as_str)
             .map(str::to_owned),
-        hide_reasoning: l
-            .config
-            .other
-            .get("query")
-            .and_then(|q| q.get("reasoning"))
-            .and_then(toml::Value::as_str)
-            == Some("hide"),
+        hide_reasoning: query("reasoning").and_then(toml::Value::as_str) == Some("hide"),
         auto: l.config.auto.clone(),
         providers: providers(&l)?,
         proxy: match l.config.other.get("proxy") {

@@ -52,16 +52,14 @@ impl Effect {
                 plural(self.summarized, "event", "events")
             ));
         }
-        if self.reasoning_stripped > 0 {
-            out.push(format!(
-                "{} stripped",
-                plural(
-                    self.reasoning_stripped,
-                    "reasoning block",
-                    "reasoning blocks"
-                )
-            ));
-        }
+        // `n` things `done`, when there are any.
+        let some = |out: &mut Vec<String>, n: usize, (one, many): (&str, &str), done: &str| {
+            if n > 0 {
+                out.push(format!("{} {done}", plural(n, one, many)));
+            }
+        };
+        let reasoning = ("reasoning block", "reasoning blocks");
+        some(&mut out, self.reasoning_stripped, reasoning, "stripped");
         let calls = plural(self.stripped_calls, "tool request", "tool requests");
         let results = plural(self.stripped_results, "tool result", "tool results");
         match (self.stripped_calls, self.stripped_results) {
@@ -70,22 +68,14 @@ impl Effect {
             (0, _) => out.push(format!("{results} stripped")),
             _ => out.push(format!("{calls} and {results} stripped")),
         }
-        if self.omitted > 0 {
-            out.push(format!(
-                "{} omitted",
-                plural(self.omitted, "tool event", "tool events")
-            ));
-        }
-        if self.clipped > 0 {
-            out.push(format!(
-                "{} cut to their head and tail",
-                plural(
-                    self.clipped,
-                    "long message or result",
-                    "long messages or results"
-                )
-            ));
-        }
+        some(
+            &mut out,
+            self.omitted,
+            ("tool event", "tool events"),
+            "omitted",
+        );
+        let long = ("long message or result", "long messages or results");
+        some(&mut out, self.clipped, long, "cut to their head and tail");
         out
     }
 }

@@ -68,6 +68,16 @@ fn to_body<T: Serialize>(kind: &str, value: &T) -> Body {
     }
 }
 
+/// A record body of type `kind` read as `T`, if it is one.
+fn from_body<T: serde::de::DeserializeOwned>(kind: &str, body: &Body) -> Option<T> {
+    match body {
+        Body::Other { kind: k, fields } if k == kind => {
+            serde_json::from_value(Value::Object((**fields).clone())).ok()
+        }
+        _ => None,
+    }
+}
+
 impl Started {
     /// The record body.
     pub fn body(&self) -> Body {
@@ -76,12 +86,7 @@ impl Started {
 
     /// Read a record as a `compaction_started`, if it is one.
     pub fn from_record(r: &Record) -> Option<Started> {
-        match &r.body {
-            Body::Other { kind, fields } if kind == STARTED => {
-                serde_json::from_value(Value::Object((**fields).clone())).ok()
-            }
-            _ => None,
-        }
+        from_body(STARTED, &r.body)
     }
 }
 
@@ -93,12 +98,7 @@ impl Finished {
 
     /// Read a record as a `compaction_finished`, if it is one.
     pub fn from_record(r: &Record) -> Option<Finished> {
-        match &r.body {
-            Body::Other { kind, fields } if kind == FINISHED => {
-                serde_json::from_value(Value::Object((**fields).clone())).ok()
-            }
-            _ => None,
-        }
+        from_body(FINISHED, &r.body)
     }
 }
 

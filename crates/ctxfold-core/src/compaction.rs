@@ -295,27 +295,42 @@ fn check<T: for<'de> Deserialize<'de>>(
     })
 }
 
-impl Compaction {
-    pub(crate) fn check_fields(fields: &Object) -> Result<(), RecordError> {
-        check::<Compaction>(fields, "compaction").map(|_| ())
+/// An overlay record's body, read from and written to a record's fields
+/// by serde (both kinds the same way).
+pub(crate) trait OverlayFields: Serialize + for<'de> Deserialize<'de> {
+    /// The record's `type`.
+    const KIND: &'static str;
+
+    fn check_fields(fields: &Object) -> Result<(), RecordError> {
+        check::<Self>(fields, Self::KIND).map(|_| ())
     }
 
-    /// Only after [`Compaction::check_fields`] accepted `fields`.
+    /// Only after [`OverlayFields::check_fields`] accepted `fields`.
     // Cannot fail: `record::take_body`, the only caller, runs after
     // `check_fields` accepted these very fields, and `check` is the same
     // deterministic deserialization.
     #[allow(clippy::expect_used)]
-    pub(crate) fn take_fields(fields: &mut Object) -> Compaction {
+    fn take_fields(fields: &mut Object) -> Self {
         let taken = std::mem::take(fields);
-        check(&taken, "compaction").expect("fields were checked")
+        check(&taken, Self::KIND).expect("fields were checked")
     }
 
-    pub(crate) fn write_fields(&self, obj: &mut Object) {
+    fn write_fields(&self, obj: &mut Object) {
         if let Ok(Value::Object(m)) = serde_json::to_value(self) {
             obj.extend(m);
         }
     }
+}
 
+impl OverlayFields for Compaction {
+    const KIND: &'static str = "compaction";
+}
+
+impl OverlayFields for CompactionReset {
+    const KIND: &'static str = "compaction_reset";
+}
+
+impl Compaction {
     /// A compaction over turns `from_turn..=to_turn` (0-based) with no
     /// policies yet.
     pub fn new(from_turn: u32, to_turn: u32, source: Source) -> Self {
@@ -348,26 +363,6 @@ impl Compaction {
 /// Truncate a note to [`NOTE_MAX_CHARS`] characters, marking the cut.
 pub fn truncate_note(note: &str) -> String {
     crate::text::cut_chars(note, NOTE_MAX_CHARS)
-}
-
-impl CompactionReset {
-    pub(crate) fn check_fields(fields: &Object) -> Result<(), RecordError> {
-        check::<CompactionReset>(fields, "compaction_reset").map(|_| ())
-    }
-
-    /// Only after [`CompactionReset::check_fields`] accepted `fields`.
-    // Cannot fail: as for `Compaction::take_fields`.
-    #[allow(clippy::expect_used)]
-    pub(crate) fn take_fields(fields: &mut Object) -> CompactionReset {
-        let taken = std::mem::take(fields);
-        check(&taken, "compaction_reset").expect("fields were checked")
-    }
-
-    pub(crate) fn write_fields(&self, obj: &mut Object) {
-        if let Ok(Value::Object(m)) = serde_json::to_value(self) {
-            obj.extend(m);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ use regex::{Regex, RegexSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::text::literal_pattern;
+
 // `collapse` is still reached through here (by `kept`).
 pub(crate) use crate::text::collapse;
 use crate::text::cut_chars;
@@ -181,73 +183,55 @@ static ONE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         .collect()
 });
 /// `--> src/x.rs:3:5` (rustc), `at f (src/x.js:3:5)`, `File "x.py", line 3`.
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s*--> ([^\s]+:\d+(?::\d+)?)|^\s*File "([^"]+)", line (\d+)|^\s*at .*?\(?([\w./\\-]+\.\w+:\d+:\d+)\)?\s*$"#)
-        .expect("the location pattern compiles")
+    literal_pattern(
+        r#"^\s*--> ([^\s]+:\d+(?::\d+)?)|^\s*File "([^"]+)", line (\d+)|^\s*at .*?\(?([\w./\\-]+\.\w+:\d+:\d+)\)?\s*$"#,
+    )
 });
 /// The thread that panicked: in a test run, the failing test's name.
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
-static THREAD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"thread '([^']+)'(?: \(\d+\))? panicked at").expect("the thread pattern compiles")
-});
+static THREAD: LazyLock<Regex> =
+    LazyLock::new(|| literal_pattern(r"thread '([^']+)'(?: \(\d+\))? panicked at"));
 /// An assertion's compared values (Rust's `left:`/`right:`, also before
 /// 1.73 as `left: `…``).
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
-static COMPARED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(left|right): (\S.*?),?$").expect("the compared pattern compiles")
-});
+static COMPARED: LazyLock<Regex> =
+    LazyLock::new(|| literal_pattern(r"^\s*(left|right): (\S.*?),?$"));
 /// A test run's count of failures (`of which 2 failed`, `2 failed, 3
 /// passed`, `test result: FAILED. 2 passed; 1 failed`).
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
-static FAILED_TALLY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?-u:\b)(?:of which )?(\d+) (?:failed|failing)(?-u:\b)")
-        .expect("the tally pattern compiles")
-});
+static FAILED_TALLY: LazyLock<Regex> =
+    LazyLock::new(|| literal_pattern(r"(?-u:\b)(?:of which )?(\d+) (?:failed|failing)(?-u:\b)"));
 /// A failed tool's generic first line (`An error occurred while running
 /// the 'x' tool.`): it names no cause, the lines after it do.
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:an? )?(?:unexpected |unknown |internal )?error (?:occurred|happened|while)(?-u:\b)|^(?:the )?(?:tool|command|call|request|operation)(?: call)? (?:failed|errored)(?:\.|!|$)|^(?:error|failed|failure)[.!:]?$|^something went wrong(?-u:\b)")
-        .expect("the wrapper pattern compiles")
+    literal_pattern(
+        r"(?i)^(?:an? )?(?:unexpected |unknown |internal )?error (?:occurred|happened|while)(?-u:\b)|^(?:the )?(?:tool|command|call|request|operation)(?: call)? (?:failed|errored)(?:\.|!|$)|^(?:error|failed|failure)[.!:]?$|^something went wrong(?-u:\b)",
+    )
 });
 /// Words one of which every line that starts a diagnostic holds (what the
 /// patterns need, ASCII case ignored): a line without one is passed over
 /// without running the patterns.
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    literal_pattern(
         r"(?i-u)error|npm err|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied",
     )
-    .expect("the trigger pattern compiles")
 });
 /// Lines of code that name errors (`except FileNotFoundError:`, `errno ==
 /// EACCES`, `let msg = "exit code 2";`, `error!("…")`): not diagnostics.
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 static CODE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"\s[=!]==?\s|(?-u:\b)(?:except|catch|raise|throw|throws|return|let|const|var|case|elif)(?-u:\b)|(?-u:\b)(?:error|warn|panic)!\(|=\s*["']"#)
-        .expect("the code pattern compiles")
+    literal_pattern(
+        r#"\s[=!]==?\s|(?-u:\b)(?:except|catch|raise|throw|throws|return|let|const|var|case|elif)(?-u:\b)|(?-u:\b)(?:error|warn|panic)!\(|=\s*["']"#,
+    )
 });
 /// Lines that only mention errors: a log line at info level or below.
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 static QUIET_LOG: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|(?-u:\b)(?:info|debug|trace):|^\s*(?://|#|--\s|\*|/\*)")
-        .expect("the log pattern compiles")
+    literal_pattern(
+        r"(?-u:\b)(?:INFO|DEBUG|TRACE)(?-u:\b)|(?-u:\b)level=(?:info|debug|trace)(?-u:\b)|(?-u:\b)(?:info|debug|trace):|^\s*(?://|#|--\s|\*|/\*)",
+    )
 });
 /// A warning line that only counts warnings (`warning: 3 warnings emitted`).
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 static WARNING_TALLY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^warning: .*(?-u:\b)\d+ warnings? (?:emitted|generated)|^warning: build failed")
-        .expect("the tally pattern compiles")
+    literal_pattern(
+        r"^warning: .*(?-u:\b)\d+ warnings? (?:emitted|generated)|^warning: build failed",
+    )
 });
 
 // How many times this thread ran the recognizer (`diagnostics`): tests

@@ -213,6 +213,16 @@ impl Log {
         let mut last_in_step = 0;
         let mut seen_result = false;
         let mut open: Vec<&str> = Vec::new();
+        // A step ends after its last record; closed when no call in it
+        // waits for its result.
+        let close = |steps: &mut Vec<Step>, start: usize, last: usize, open: &[&str]| {
+            steps.push(Step {
+                turn,
+                start,
+                end: last + 1,
+                closed: open.is_empty(),
+            });
+        };
         for idx in range {
             let body = &self.records[idx].body;
             if body.is_assistant_side() {
@@ -220,12 +230,7 @@ impl Log {
                 // message) is a new call: a new step.
                 if current.is_some() && seen_result {
                     let (start, _) = current.take().unwrap_or_default();
-                    steps.push(Step {
-                        turn,
-                        start,
-                        end: last_in_step + 1,
-                        closed: open.is_empty(),
-                    });
+                    close(&mut steps, start, last_in_step, &open);
                     open.clear();
                 }
                 if current.is_none() {
@@ -245,22 +250,12 @@ impl Log {
             } else if matches!(body, Body::User { .. })
                 && let Some((start, _)) = current.take()
             {
-                steps.push(Step {
-                    turn,
-                    start,
-                    end: last_in_step + 1,
-                    closed: open.is_empty(),
-                });
+                close(&mut steps, start, last_in_step, &open);
                 open.clear();
             }
         }
         if let Some((start, _)) = current {
-            steps.push(Step {
-                turn,
-                start,
-                end: last_in_step + 1,
-                closed: open.is_empty(),
-            });
+            close(&mut steps, start, last_in_step, &open);
         }
         steps
     }

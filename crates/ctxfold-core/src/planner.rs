@@ -19,7 +19,6 @@ use crate::compaction::{
     truncate_note,
 };
 use crate::log::Log;
-use crate::projection::{compaction_status, covered_indices};
 use crate::record::Body;
 
 /// Which turns to compact and how.
@@ -484,26 +483,17 @@ enum Region {
 /// Index ranges of the summaries in force, and of those deferred (they
 /// will be in force soon: seed 000's overlap checks see them too).
 fn existing_summaries(log: &Log) -> Vec<KnownSummary<'_>> {
-    let (active, inactive) = compaction_status(log);
-    let deferred = inactive
-        .iter()
-        .filter(|(_, why)| *why == crate::projection::Inactive::Deferred)
-        .map(|(i, _)| i);
-    active
-        .iter()
-        .chain(deferred)
-        .filter_map(|&i| match &log.records()[i].body {
-            Body::Compaction(c) => {
-                let s = c.summary.as_ref()?;
-                covered_indices(log, c).map(|(lo, hi)| KnownSummary {
-                    lo,
-                    hi,
-                    seq: Some(log.records()[i].seq),
-                    supplied: matches!(s.provenance, Provenance::Supplied { .. }),
-                    text: Some(&s.text),
-                })
-            }
-            _ => None,
+    crate::projection::active_or_deferred(log)
+        .into_iter()
+        .filter_map(|(i, c, (lo, hi))| {
+            let s = c.summary.as_ref()?;
+            Some(KnownSummary {
+                lo,
+                hi,
+                seq: Some(log.records()[i].seq),
+                supplied: matches!(s.provenance, Provenance::Supplied { .. }),
+                text: Some(&s.text),
+            })
         })
         .collect()
 }

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::compaction::{Compaction, CompactionReset};
+use crate::compaction::{Compaction, CompactionReset, OverlayFields};
 use crate::json_text::JsonText;
 use crate::ts::Ts;
 

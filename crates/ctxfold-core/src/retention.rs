@@ -195,18 +195,9 @@ pub fn region_before(
 /// A deferred one (the assistant's, approved this turn) counts: a newer
 /// band over it would shadow what was approved once it comes into force.
 pub fn after_compactions(log: &Log) -> usize {
-    let (active, inactive) = crate::projection::compaction_status(log);
-    let deferred = inactive
-        .iter()
-        .filter(|(_, why)| *why == crate::projection::Inactive::Deferred)
-        .map(|(i, _)| i);
-    active
-        .iter()
-        .chain(deferred)
-        .filter_map(|&i| match &log.records()[i].body {
-            Body::Compaction(c) => crate::projection::covered_indices(log, c).map(|(_, hi)| hi + 1),
-            _ => None,
-        })
+    crate::projection::active_or_deferred(log)
+        .into_iter()
+        .map(|(_, _, (_, hi))| hi + 1)
         .max()
         .unwrap_or(0)
 }

@@ -272,6 +272,14 @@ pub(crate) fn excerpt(hay: &str, at: usize, len: usize, max: usize) -> String {
     s
 }
 
+/// A regular expression written in the source: it compiles (the
+/// `every_pattern_compiles` tests of the modules that hold them build them
+/// all), so a failure here is a bug caught by the tests, never by input.
+#[allow(clippy::expect_used)]
+pub(crate) fn literal_pattern(pattern: &str) -> regex::Regex {
+    regex::Regex::new(pattern).expect("a literal pattern compiles")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

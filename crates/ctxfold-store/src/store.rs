@@ -228,29 +228,25 @@ pub fn create_new(
 impl Workspace {
     /// The folder of conversation `id` (exact id), if it is there.
     fn folder_of(&self, id: &str) -> Result<PathBuf, StoreError> {
-        workspace::check_id(id)?;
-        let dir = self.root().join("conversations").join(id);
-        if dir.is_dir() {
-            Ok(dir)
-        } else {
-            Err(StoreError::NotFound {
-                id: id.to_owned(),
-                workspace: self.root().to_owned(),
-            })
-        }
+        self.folder(id)?.ok_or_else(|| StoreError::NotFound {
+            id: id.to_owned(),
+            workspace: self.root().to_owned(),
+        })
     }
 
     /// The folder of conversation `id` for a write: the caller found it
     /// before, so a folder missing now went away meanwhile (`rm`), and the
     /// error says so.
     fn folder_to_write(&self, id: &str) -> Result<PathBuf, StoreError> {
+        let dir = self.root().join("conversations").join(id);
+        self.folder(id)?.ok_or(StoreError::Vanished { dir })
+    }
+
+    /// The folder of conversation `id` when it is there (`id` checked).
+    fn folder(&self, id: &str) -> Result<Option<PathBuf>, StoreError> {
         workspace::check_id(id)?;
         let dir = self.root().join("conversations").join(id);
-        if dir.is_dir() {
-            Ok(dir)
-        } else {
-            Err(StoreError::Vanished { dir })
-        }
+        Ok(dir.is_dir().then_some(dir))
     }
 
     fn log_to_write(&self, id: &str) -> Result<EventLog, StoreError> {
@@ -374,18 +370,7 @@ impl Store for PgStore {
     }
 
     fn list(&self) -> Result<StoreListing, StoreError> {
-        let listing = PgStore::list(self)?;
-        Ok(StoreListing {
-            conversations: listing.conversations,
-            broken: listing
-                .broken
-                .into_iter()
-                .map(|b| BrokenMeta {
-                    id: b.id,
-                    error: b.error,
-                })
-                .collect(),
-        })
+        PgStore::list(self)
     }
 
     fn find(&self, id: &str) -> Result<ConversationMeta, StoreError> {

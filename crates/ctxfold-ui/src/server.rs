@@ -133,6 +133,16 @@ impl Ui {
         }
     }
 
+    /// [`gate`](Ui::gate) for an address that names conversation `id`,
+    /// and the page that there is none when `id` cannot be one.
+    fn gate_id(&self, headers: &HeaderMap, uri: &Uri, id: &str) -> Result<Visitor, Response> {
+        let visitor = self.gate(headers, uri)?;
+        if !plausible_id(id) {
+            return Err(no_such(self, id));
+        }
+        Ok(visitor)
+    }
+
     /// The token and loopback checks; `?token=` sets the cookie and sends
     /// the browser to the same address without it.
     fn gate(&self, headers: &HeaderMap, uri: &Uri) -> Result<Visitor, Response> {
@@ -541,11 +551,8 @@ async fn curve(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if let Err(r) = ui.gate(&headers, &uri) {
+    if let Err(r) = ui.gate_id(&headers, &uri, &id) {
         return r;
-    }
-    if !plausible_id(&id) {
-        return no_such(&ui, &id);
     }
     let versioned = uri.query().is_some_and(|q| q.contains("seq="));
     let u = Arc::clone(&ui);
@@ -581,11 +588,8 @@ async fn events(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if let Err(r) = ui.gate(&headers, &uri) {
+    if let Err(r) = ui.gate_id(&headers, &uri, &id) {
         return r;
-    }
-    if !plausible_id(&id) {
-        return no_such(&ui, &id);
     }
     let q = query(&uri);
     let seen: u64 = q.get("seq").and_then(|s| s.parse().ok()).unwrap_or(0);

@@ -14,9 +14,28 @@ use tracing::{debug, warn};
 
 use super::BasicCompactor;
 use super::commit::log_fired;
+use crate::journal::Guard;
 use crate::{CompactError, Context, Conversation, Outcome, Status};
 
 impl BasicCompactor {
+    /// The compaction lock, and the view's size measured again once the
+    /// log is read again under it (another process may have compacted
+    /// while we were not looking); or, when another process holds the
+    /// lock, the outcome that says so.
+    fn lock_and_reload(
+        &self,
+        conv: &mut Conversation<'_>,
+        ctx: &Context,
+        before: usize,
+    ) -> Result<Result<(Guard, usize), Outcome>, CompactError> {
+        let Some(guard) = conv.journal().try_lock()? else {
+            debug!("automatic compaction skipped: another process is compacting");
+            return Ok(Err(self.outcome(ctx, Status::Busy, before, before)));
+        };
+        conv.reload()?;
+        Ok(Ok((guard, self.estimate(conv, ctx))))
+    }
+
     pub(super) fn between_turns(
         &self,
         conv: &mut Conversation<'_>,
@@ -44,13 +63,10 @@ impl BasicCompactor {
             debug!(%why, "automatic compaction between turns skipped");
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }
-        let Some(_guard) = conv.journal().try_lock()? else {
-            debug!("automatic compaction skipped: another process is compacting");
-            return Ok(self.outcome(ctx, Status::Busy, before, before));
+        let (_guard, before) = match self.lock_and_reload(conv, ctx, before)? {
+            Ok(locked) => locked,
+            Err(busy) => return Ok(busy),
         };
-        // Another process may have compacted while we were not looking.
-        conv.reload()?;
-        let before = self.estimate(conv, ctx);
         let turns = conv.log().turn_count();
         let threshold = match due_between_turns(&self.policy, turns, before, budget.as_ref()) {
             Ok(t) => t,
@@ -156,12 +172,10 @@ impl BasicCompactor {
             debug!(%why, "automatic compaction before the step skipped");
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }
-        let Some(_guard) = conv.journal().try_lock()? else {
-            debug!("automatic compaction skipped: another process is compacting");
-            return Ok(self.outcome(ctx, Status::Busy, before, before));
+        let (_guard, before) = match self.lock_and_reload(conv, ctx, before)? {
+            Ok(locked) => locked,
+            Err(busy) => return Ok(busy),
         };
-        conv.reload()?;
-        let before = self.estimate(conv, ctx);
         if let Err(why) = due_before_step(&self.policy, before, budget.as_ref()) {
             return Ok(self.outcome(ctx, Status::Skipped { why }, before, before));
         }

@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::text::literal_pattern;
+
 use crate::diagnostics::DiagnosticKind;
 
 use super::arguments::{CallKind, KeyClass, classify, name_parts, walk_keyed, walk_strings};
@@ -34,30 +36,20 @@ pub(super) const NOT_IDENTS: &[&str] = &[
 
 /// A definition in source code: `fn name(`, `struct Name {`, `class
 /// Name:`, `def name(`, `const NAME:`…
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 pub(super) static DEFINITION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    literal_pattern(
         r"\b(?:fn|struct|enum|trait|union|type|mod|class|def|function|interface|func)\s+([A-Za-z_][A-Za-z0-9_]*)\s*[<({:;=]|\b(?:const|static)\s+([A-Z][A-Z0-9_]*)\s*[:=]",
     )
-    .expect("the definition pattern compiles")
 });
 
 /// A name in backticks (`crate::Error`, `x`).
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
-pub(super) static TICKED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"`([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)`")
-        .expect("the name pattern compiles")
-});
+pub(super) static TICKED: LazyLock<Regex> =
+    LazyLock::new(|| literal_pattern(r"`([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)`"));
 
 /// A failing test's name (`test a::b ... FAILED`, `--- FAIL: TestX`,
 /// `FAILED tests/x.py::test_y`).
-// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
-#[allow(clippy::expect_used)]
 pub(super) static FAILED_TEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^test (\S+) \.\.\. FAILED|^--- FAIL: (\S+)|^FAILED \S*?::([\w:\[\]-]+)")
-        .expect("the failing test pattern compiles")
+    literal_pattern(r"^test (\S+) \.\.\. FAILED|^--- FAIL: (\S+)|^FAILED \S*?::([\w:\[\]-]+)")
 });
 
 /// Whether a name is worth listing: not a keyword or a primitive, not a

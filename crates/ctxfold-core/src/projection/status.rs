@@ -35,6 +35,25 @@ pub fn compaction_status(log: &Log) -> (Vec<usize>, Vec<(usize, Inactive)>) {
     compaction_status_as_of(log, highest_turn(log))
 }
 
+/// The compaction records in force and then those deferred (they will be
+/// soon), each with the record indices it covers: what a new compaction
+/// must not overlap or shadow.
+pub fn active_or_deferred(log: &Log) -> Vec<(usize, &Compaction, (usize, usize))> {
+    let (active, inactive) = compaction_status(log);
+    let deferred = inactive
+        .iter()
+        .filter(|(_, why)| *why == Inactive::Deferred)
+        .map(|(i, _)| i);
+    active
+        .iter()
+        .chain(deferred)
+        .filter_map(|&i| match &log.records()[i].body {
+            Body::Compaction(c) => covered_indices(log, c).map(|range| (i, c.as_ref(), range)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The log's highest turn index (0 for a log without turns).
 pub(super) fn highest_turn(log: &Log) -> u32 {
     (log.turn_count() as u32).saturating_sub(1)

@@ -7,29 +7,11 @@ use ctxfold_core::Record;
 
 use super::PgStore;
 use crate::meta::ConversationMeta;
+use crate::store::{BrokenMeta, StoreListing};
 use crate::{StoreError, now};
 
 /// The `ctxfold_settings` key of the active conversation.
 const ACTIVE_KEY: &str = "active";
-
-/// What [`PgStore::list`] found.
-#[derive(Debug, Default)]
-pub struct PgListing {
-    /// The conversations (not in the trash), oldest first.
-    pub conversations: Vec<ConversationMeta>,
-    /// Conversations whose metadata could not be read: one bad row hides
-    /// no other conversation.
-    pub broken: Vec<PgBroken>,
-}
-
-/// A conversation whose metadata could not be read.
-#[derive(Debug)]
-pub struct PgBroken {
-    /// Its id.
-    pub id: String,
-    /// Why it could not be read.
-    pub error: StoreError,
-}
 
 impl PgStore {
     /// Create an empty conversation. An id already taken (in the trash
@@ -74,7 +56,7 @@ impl PgStore {
 
     /// Every conversation not in the trash, oldest first (by creation
     /// time, then id, as the file store lists them).
-    pub fn list(&self) -> Result<PgListing, StoreError> {
+    pub fn list(&self) -> Result<StoreListing, StoreError> {
         let mut conn = self.conn()?;
         let rows = conn
             .query(
@@ -83,12 +65,12 @@ impl PgStore {
                 &[],
             )
             .map_err(|e| self.db("list conversations", e))?;
-        let mut out = PgListing::default();
+        let mut out = StoreListing::default();
         for row in rows {
             let (id, text) = self.id_and_meta(&row)?;
             match self.parse_meta(&id, &text) {
                 Ok(meta) => out.conversations.push(meta),
-                Err(error) => out.broken.push(PgBroken { id, error }),
+                Err(error) => out.broken.push(BrokenMeta { id, error }),
             }
         }
         Ok(out)

@@ -47,7 +47,6 @@ mod store;
 mod target;
 mod url;
 
-pub use conversations::{PgBroken, PgListing};
 pub use locks::PgLock;
 pub use migrations::SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};
