@@ -1,9 +1,8 @@
 //! Rules run through the compaction service (`ctxfold_compactor`), as the
-//! compact commands and `fork` run them, and the words for a default run
-//! that fell back to the digest.
+//! compact commands and `fork` run them (the words for a default run that
+//! fell back to the digest are the service's: `Fallback::line`).
 
 use ctxfold_compactor::{Conversation, Run};
-use ctxfold_core::Compaction;
 use ctxfold_core::planner::{PlanContext, Rule};
 
 use crate::cli::RuleFlags;
@@ -51,26 +50,4 @@ pub fn run_rules(
         &CliSummarizers::new(settings.clone()),
         dry_run,
     )?)
-}
-
-/// The report's line for a default run that fell back to the digest.
-pub fn fallback_line(compactions: &[Compaction]) -> String {
-    let turns = compactions
-        .iter()
-        .map(|c| turn_span(c.from_turn, c.to_turn))
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "the built-in rule had nothing mechanical to fold (no tool call or old reasoning to strip); {turns} summarized offline by the digest instead\n"
-    )
-}
-
-/// `turn N` or `turns N–M`, 1-based, from 0-based turns.
-fn turn_span(from: u32, to: u32) -> String {
-    let (a, b) = (u64::from(from) + 1, u64::from(to) + 1);
-    if a == b {
-        format!("turn {a}")
-    } else {
-        format!("turns {a}–{b}")
-    }
 }

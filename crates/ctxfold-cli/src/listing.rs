@@ -3,25 +3,22 @@
 
 use ctxfold_compactor::reset::numbered_compactions;
 use ctxfold_core::compaction::Source;
-use ctxfold_core::projection::project;
+use ctxfold_core::projection::{Standing, project, standings};
 use ctxfold_core::{Body, Log};
 use serde_json::{Value, json};
-
-use crate::statuses::compaction_statuses;
 
 /// One line per compaction for `conversation show`, and the same as JSON;
 /// with `lost`, the JSON lists what each compaction lost (with ranges
 /// nested from the first record, those lists grow with the square of the
 /// conversation: the text needs only the counts).
 pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
-    let statuses = compaction_statuses(log);
+    let statuses = standings(log);
     let mut json = Vec::new();
     let mut text = String::new();
     // What each compaction in force leaves visible of its range's facts,
     // in the view as it is now; a deferred one, in the view it will come
     // into force in (each made only when needed). A revoked one folds
     // nothing.
-    let has = |p: &str| statuses.values().any(|s| s.starts_with(p));
     let next = log.turn_count() as u32;
     let numbered = numbered_compactions(log);
     // Which view each compaction's report is made in (`Some(true)`: now,
@@ -33,15 +30,12 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
             let Body::Compaction(c) = &log.records()[i].body else {
                 return None;
             };
-            let status = statuses.get(&i).map(String::as_str).unwrap_or_default();
-            let now = if status == "active" {
-                true
-            } else if status.starts_with("deferred")
-                && c.deferred_until_turn.is_some_and(|t| t <= next)
-            {
-                false
-            } else {
-                return None;
+            let now = match statuses.get(&i) {
+                Some(Standing::Active) => true,
+                Some(Standing::Deferred(_)) if c.deferred_until_turn.is_some_and(|t| t <= next) => {
+                    false
+                }
+                _ => return None,
             };
             ctxfold_core::projection::covered_indices(log, c).map(|range| (now, range))
         })
@@ -65,7 +59,10 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
     };
     let (mut now_kept, mut later_kept) = (
         reports(true).into_iter(),
-        if has("deferred") {
+        if statuses
+            .values()
+            .any(|s| matches!(s, Standing::Deferred(_)))
+        {
             reports(false)
         } else {
             Vec::new()
@@ -76,7 +73,10 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
         let Body::Compaction(c) = &log.records()[i].body else {
             continue;
         };
-        let status = statuses.get(&i).cloned().unwrap_or_default();
+        let status = statuses
+            .get(&i)
+            .map(Standing::to_string)
+            .unwrap_or_default();
         let policies = c.describe();
         let note = c
             .note

@@ -16,7 +16,6 @@ mod render;
 mod rules;
 mod settings;
 mod shutdown;
-mod statuses;
 mod store;
 mod summarizers;
 mod timeline;

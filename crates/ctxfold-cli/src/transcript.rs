@@ -6,9 +6,9 @@ use ctxfold_core::{Body, Log, Record};
 
 /// A conversation as text: a header per turn (1-based), one block per event.
 pub fn transcript_text(log: &Log) -> String {
-    let by_seq = crate::statuses::compaction_statuses(log)
+    let by_seq = ctxfold_core::projection::standings(log)
         .into_iter()
-        .map(|(i, words)| (log.records()[i].seq, words))
+        .map(|(i, s)| (log.records()[i].seq, s.to_string()))
         .collect();
     turns_text(
         log.records()

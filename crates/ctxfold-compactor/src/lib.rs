@@ -30,6 +30,7 @@ mod breaker;
 mod conversation;
 mod derive;
 pub mod effect;
+pub mod fork;
 pub mod journal;
 mod manual;
 mod overflow;

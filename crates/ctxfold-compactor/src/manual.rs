@@ -46,6 +46,30 @@ pub enum Fallback {
     Digest,
 }
 
+impl Fallback {
+    /// What a report says of it, for the `compactions` the run made (one
+    /// line): which turns the digest summarized, and why.
+    pub fn line(self, compactions: &[Compaction]) -> String {
+        let turns = compactions
+            .iter()
+            .map(|c| {
+                let (a, b) = (u64::from(c.from_turn) + 1, u64::from(c.to_turn) + 1);
+                if a == b {
+                    format!("turn {a}")
+                } else {
+                    format!("turns {a}–{b}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        match self {
+            Fallback::Digest => format!(
+                "the built-in rule had nothing mechanical to fold (no tool call or old reasoning to strip); {turns} summarized offline by the digest instead\n"
+            ),
+        }
+    }
+}
+
 /// The run of the default rule, the user having asked for no rule:
 /// [`Rule::builtin`] through [`compact_with_rules`]; and when it folds
 /// nothing (plain-text turns: no tool call, no old reasoning) while there

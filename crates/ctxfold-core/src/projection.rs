@@ -32,7 +32,10 @@ use serde::Serialize;
 use crate::diagnostics::ScanCell;
 use crate::record::{Body, Record};
 
-pub use status::{active_or_deferred, compaction_status, compaction_status_as_of, covered_indices};
+pub use status::{
+    Standing, active_or_deferred, compaction_status, compaction_status_as_of, covered_indices,
+    standings,
+};
 pub use strip::{KEEP_ARGUMENT_CHARS, KEEP_DIAGNOSTICS, strip_arguments, stripped_result_line};
 pub use sweep::{KEEP_RESULT_CHARS, project, project_as_of, project_with};
 

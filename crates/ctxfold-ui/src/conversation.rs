@@ -17,7 +17,7 @@ use maud::{Markup, html};
 
 use crate::data;
 use crate::html::{Ctx, page, percent, svg, tokens, when};
-use crate::timeline::{self, Band, Status, source_name};
+use crate::timeline::{self, Band, Status, source_name, status_name};
 
 /// Turns shown beside the view when none are asked for: the last ones.
 pub const DEFAULT_TURNS: u32 = 12;
@@ -192,7 +192,7 @@ fn compaction_table(
             tbody {
                 @for b in bands.iter().rev() {
                     @if let Body::Compaction(c) = &log.records()[b.index].body {
-                        tr class=(format!("compaction {}{}", b.status.name(), if selected == Some(b.number) { " selected" } else { "" })) data-number=(b.number) {
+                        tr class=(format!("compaction {}{}", status_name(b.status), if selected == Some(b.number) { " selected" } else { "" })) data-number=(b.number) {
                             td { a href=(link(b.number)) { "#" (b.number) } }
                             td { (c.from_turn + 1) "–" (c.to_turn + 1) }
                             td { span class=(format!("source {}", source_name(c.source))) { (source_name(c.source)) } }
@@ -207,12 +207,11 @@ fn compaction_table(
     }
 }
 
+/// As the command line says it, but "in force" for one that is.
 fn status_words(s: Status) -> String {
     match s {
         Status::Active => "in force".into(),
-        Status::Revoked => "revoked".into(),
-        Status::Deferred(t) => format!("deferred until turn {}", u64::from(t) + 1),
-        Status::OutOfBounds => "out of bounds".into(),
+        other => other.to_string(),
     }
 }
 

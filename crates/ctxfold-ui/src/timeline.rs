@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use ctxfold_core::attempt::Attempt;
 use ctxfold_core::compaction::Source;
-use ctxfold_core::projection::{Inactive, compaction_status, covered_indices};
+use ctxfold_core::projection::covered_indices;
 use ctxfold_core::report::TurnReport;
 use ctxfold_core::{Body, Log};
 
@@ -26,28 +26,16 @@ const LANE: f64 = 14.0;
 const BARS: f64 = 110.0;
 const ATTEMPTS: f64 = 12.0;
 
-/// Whether a compaction is in force, and if not, why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// In force.
-    Active,
-    /// Revoked by a reset.
-    Revoked,
-    /// Deferred until this (0-based) turn.
-    Deferred(u32),
-    /// Its range lies outside the log.
-    OutOfBounds,
-}
+/// Where a compaction stands: the core's [`Standing`].
+pub use ctxfold_core::projection::Standing as Status;
 
-impl Status {
-    /// The word the page shows and styles with.
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Active => "active",
-            Status::Revoked => "revoked",
-            Status::Deferred(_) => "deferred",
-            Status::OutOfBounds => "out-of-bounds",
-        }
+/// The word the page shows and styles with.
+pub fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Active => "active",
+        Status::Revoked => "revoked",
+        Status::Deferred(_) => "deferred",
+        Status::OutOfBounds => "out-of-bounds",
     }
 }
 
@@ -77,22 +65,7 @@ pub struct Band {
 
 /// Every compaction record of `log`, numbered, with its status and range.
 pub fn bands(log: &Log) -> Vec<Band> {
-    let (active, inactive) = compaction_status(log);
-    let mut status = std::collections::HashMap::with_capacity(active.len() + inactive.len());
-    for i in active {
-        status.insert(i, Status::Active);
-    }
-    for (i, why) in inactive {
-        let s = match (why, &log.records()[i].body) {
-            (Inactive::Revoked, _) => Status::Revoked,
-            (Inactive::Deferred, Body::Compaction(c)) => {
-                Status::Deferred(c.deferred_until_turn.unwrap_or_default())
-            }
-            (Inactive::Deferred, _) => Status::Deferred(0),
-            (Inactive::OutOfBounds, _) => Status::OutOfBounds,
-        };
-        status.insert(i, s);
-    }
+    let status = ctxfold_core::projection::standings(log);
     let mut out = Vec::new();
     for (i, r) in log.records().iter().enumerate() {
         if let Body::Compaction(c) = &r.body {
@@ -239,7 +212,7 @@ pub fn svg(
             b.number,
             log.turn_of(lo) + 1,
             log.turn_of(hi) + 1,
-            b.status.name()
+            status_name(b.status)
         );
         if let Some(f) = &c.budget {
             let _ = write!(
@@ -269,9 +242,9 @@ pub fn svg(
             s,
             r#"<a href="{}"><rect class="band {source} {}{sel}" data-number="{}" data-source="{source}" data-status="{}" data-policy="{policy}" x="{:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" rx="2"><title>{}</title></rect></a>"#,
             escape(&link(b.number)),
-            b.status.name(),
+            status_name(b.status),
             b.number,
-            b.status.name(),
+            status_name(b.status),
             x0 * scale,
             ((x1 - x0) * scale).max(1.5),
             LANE - 3.0,

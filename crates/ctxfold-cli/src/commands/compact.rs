@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::auto::Auto;
 use crate::cli::CompactFileArgs;
-use crate::compacting::{fallback_line, run_asked};
+use crate::compacting::run_asked;
 use crate::context::Context;
 use crate::outputs::{default_output, export_bytes, protect_workspaces, size_of};
 use crate::render::{self, Report};
@@ -87,8 +87,8 @@ impl std::fmt::Display for Folded {
         if self.compactions.is_empty() {
             text.push_str("nothing was folded: the output holds the input unchanged\n");
         }
-        if let Some(Fallback::Digest) = self.fallback {
-            text.push_str(&fallback_line(&self.compactions));
+        if let Some(fallback) = self.fallback {
+            text.push_str(&fallback.line(&self.compactions));
         }
         if let Some(kept) = &self.retention
             && !self.compactions.is_empty()

@@ -54,6 +54,52 @@ pub fn active_or_deferred(log: &Log) -> Vec<(usize, &Compaction, (usize, usize))
         .collect()
 }
 
+/// Where a compaction record stands, as the listings and pages show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// In force.
+    Active,
+    /// Revoked by a reset.
+    Revoked,
+    /// Deferred until this (0-based) turn.
+    Deferred(u32),
+    /// Its range lies outside the log.
+    OutOfBounds,
+}
+
+/// `active`, `revoked`, `deferred until turn N` (1-based), `out of bounds`.
+impl std::fmt::Display for Standing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Standing::Active => f.write_str("active"),
+            Standing::Revoked => f.write_str("revoked"),
+            Standing::Deferred(t) => write!(f, "deferred until turn {}", u64::from(*t) + 1),
+            Standing::OutOfBounds => f.write_str("out of bounds"),
+        }
+    }
+}
+
+/// Where each compaction record of `log` stands, by record index.
+pub fn standings(log: &Log) -> std::collections::HashMap<usize, Standing> {
+    let (active, inactive) = compaction_status(log);
+    let mut out = std::collections::HashMap::with_capacity(active.len() + inactive.len());
+    for i in active {
+        out.insert(i, Standing::Active);
+    }
+    for (i, why) in inactive {
+        let s = match (why, &log.records()[i].body) {
+            (Inactive::Revoked, _) => Standing::Revoked,
+            (Inactive::Deferred, Body::Compaction(c)) => {
+                Standing::Deferred(c.deferred_until_turn.unwrap_or_default())
+            }
+            (Inactive::Deferred, _) => Standing::Deferred(0),
+            (Inactive::OutOfBounds, _) => Standing::OutOfBounds,
+        };
+        out.insert(i, s);
+    }
+    out
+}
+
 /// The log's highest turn index (0 for a log without turns).
 pub(super) fn highest_turn(log: &Log) -> u32 {
     (log.turn_count() as u32).saturating_sub(1)

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::auto::{Auto, Fired};
 use crate::cli::CompactConversationArgs;
-use crate::compacting::{fallback_line, run_asked};
+use crate::compacting::run_asked;
 use crate::context::Context;
 use crate::render::{self, Report};
 use crate::rules::{plan_context, rules_from_flags};
@@ -75,8 +75,8 @@ impl Serialize for ByRules {
 impl std::fmt::Display for ByRules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut text = self.timeline.text();
-        if self.fallback == Some(Fallback::Digest) {
-            text.push_str(&fallback_line(&self.compactions));
+        if let Some(fallback) = self.fallback {
+            text.push_str(&fallback.line(&self.compactions));
         }
         if self.compactions.is_empty() {
             text.push_str("nothing to compact; nothing was written\n");
