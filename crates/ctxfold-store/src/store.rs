@@ -55,6 +55,17 @@ pub enum AppendAt {
     },
 }
 
+impl From<Result<Range<u64>, u64>> for AppendAt {
+    /// A backend's answer: the `seq`s the batch got, or the log's next
+    /// `seq` when it was not the one expected.
+    fn from(r: Result<Range<u64>, u64>) -> Self {
+        match r {
+            Ok(range) => AppendAt::Appended(range),
+            Err(next) => AppendAt::Moved { next },
+        }
+    }
+}
+
 /// A turn or compaction lock on one conversation, held until dropped. In
 /// either store the lock dies with the process that holds it, so a crash
 /// never wedges a conversation.
@@ -314,10 +325,7 @@ impl Store for Workspace {
         expected: u64,
         records: Vec<Record>,
     ) -> Result<AppendAt, StoreError> {
-        Ok(match self.log_to_write(id)?.append_at(expected, records)? {
-            Ok(range) => AppendAt::Appended(range),
-            Err(next) => AppendAt::Moved { next },
-        })
+        Ok(self.log_to_write(id)?.append_at(expected, records)?.into())
     }
 
     fn next_seq(&self, id: &str) -> Result<u64, StoreError> {
@@ -408,10 +416,7 @@ impl Store for PgStore {
         expected: u64,
         records: Vec<Record>,
     ) -> Result<AppendAt, StoreError> {
-        Ok(match self.append_if(id, Some(expected), records)? {
-            Ok(range) => AppendAt::Appended(range),
-            Err(next) => AppendAt::Moved { next },
-        })
+        Ok(self.append_if(id, Some(expected), records)?.into())
     }
 
     fn next_seq(&self, id: &str) -> Result<u64, StoreError> {
