@@ -1473,6 +1473,7 @@ fn every_step_once(recs: &[Value], steps: usize, what: &str) {
 /// recorded twice, and the usual commands read and undo it through
 /// `--store` while the proxies run.
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn three_proxy_replicas_on_one_database_share_their_conversations() {
     let Some(db) =
         pg::TestDb::new("three_proxy_replicas_on_one_database_share_their_conversations")
@@ -1604,6 +1605,7 @@ fn three_proxy_replicas_on_one_database_share_their_conversations() {
 /// messages, the other finds them there, and the log holds every event
 /// once. The first request too: one conversation, not one a replica.
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn the_same_request_on_two_replicas_at_once_records_every_event_once() {
     let Some(db) =
         pg::TestDb::new("the_same_request_on_two_replicas_at_once_records_every_event_once")

@@ -16,9 +16,10 @@
 //! baseline's, straight to the upstream) to stderr and to
 //! `target/tmp/real-agents-<agent>-<window>.json`.
 //!
-//! Without the agents or without a network namespace the tests skip; under
-//! `scripts/test` and with `CI` set they fail instead
-//! (`ctxfold_testkit::needs`).
+//! They are ignored by a plain `cargo test` (reported as skipped) and run
+//! by `scripts/test`'s pass over ignored tests; asked for without the
+//! agents or a network namespace they skip, and under `scripts/test` and
+//! with `CI` set they fail instead (`ctxfold_testkit::needs`).
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -70,21 +71,25 @@ impl Agent {
 }
 
 #[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn claude_code_at_a_40000_token_window() {
     run(Agent::Claude, 40_000);
 }
 
 #[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn claude_code_at_a_60000_token_window() {
     run(Agent::Claude, 60_000);
 }
 
 #[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn codex_at_a_30000_token_window() {
     run(Agent::Codex(None), 30_000);
 }
 
 #[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn codex_at_a_60000_token_window() {
     run(Agent::Codex(None), 60_000);
 }
@@ -94,6 +99,7 @@ fn codex_at_a_60000_token_window() {
 /// with `-m` gets the classic top-level `tools` with `exec_command`, the
 /// shape the proxy compacts today. The same checks, on that shape.
 #[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn codex_with_classic_tools_at_a_30000_token_window() {
     run(Agent::Codex(Some(CLASSIC_CODEX_MODEL)), 30_000);
 }

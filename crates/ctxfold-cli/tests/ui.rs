@@ -4,7 +4,9 @@
 //! assistant) drawn as three bands; undo and restore from the page; a page
 //! left open updating while the proxy records; and cross-site posts
 //! refused. Each browser test writes screenshots for a person to look at
-//! (the folder is printed).
+//! (the folder is printed). The browser tests are ignored by a plain
+//! `cargo test` (reported as skipped) and run by `scripts/test`'s pass over
+//! ignored tests, which installs Chromium.
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -106,6 +108,7 @@ fn records(s: &Scratch, id: &str) -> Vec<Value> {
 }
 
 #[test]
+#[ignore = "needs Chromium and ChromeDriver (CTXFOLD_TEST_CHROMIUM, CTXFOLD_TEST_CHROMEDRIVER): scripts/test installs them"]
 fn the_list_shows_the_imported_corpus_conversations() {
     let Some(b) = browser() else { return };
     let s = Scratch::new();
@@ -275,6 +278,7 @@ fn compacted_three_ways() -> (Scratch, String) {
 }
 
 #[test]
+#[ignore = "needs Chromium and ChromeDriver (CTXFOLD_TEST_CHROMIUM, CTXFOLD_TEST_CHROMEDRIVER): scripts/test installs them"]
 fn three_compactions_are_three_bands_and_undo_from_the_page_appends_a_reset() {
     let Some(b) = browser() else { return };
     let (s, id) = compacted_three_ways();
@@ -360,6 +364,7 @@ fn three_compactions_are_three_bands_and_undo_from_the_page_appends_a_reset() {
 }
 
 #[test]
+#[ignore = "needs Chromium and ChromeDriver (CTXFOLD_TEST_CHROMIUM, CTXFOLD_TEST_CHROMEDRIVER): scripts/test installs them"]
 fn an_open_page_updates_when_the_proxy_records_a_turn() {
     let Some(b) = browser() else { return };
     let up = Upstream::start_deterministic(1_000_000);

@@ -1,8 +1,11 @@
 //! The PostgreSQL store against a real server.
 //!
-//! They run when `CTXFOLD_TEST_PG_URL` names a server whose role may create
-//! databases (`scripts/postgres start DIR` starts one and prints its URL);
-//! without it each prints that it was skipped and passes (in CI it fails).
+//! Those that need a server are ignored by a plain `cargo test` (reported
+//! as skipped) and run by `scripts/test`'s pass over ignored tests, with
+//! `CTXFOLD_TEST_PG_URL` naming a server whose role may create databases
+//! (`scripts/postgres start DIR` starts one and prints its URL); asked for
+//! without a server, each fails under `scripts/test` and in CI, and says
+//! it skipped elsewhere.
 //! Each test gets a database of its own (`ctxfold_testkit::pg`), dropped at the
 //! end: tests never see each other's tables nor advisory locks (which are
 //! per database). The tests of a bad URL and of a refused connection need
@@ -114,6 +117,7 @@ fn store_and_lock_cross_threads() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn round_trip_is_byte_exact_with_the_file_store() {
     let db = test_db!("round_trip_is_byte_exact_with_the_file_store");
     let store = pg_store(&db);
@@ -190,6 +194,7 @@ fn round_trip_is_byte_exact_with_the_file_store() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn a_row_that_is_not_a_record_is_skipped_with_a_warning() {
     let db = test_db!("a_row_that_is_not_a_record_is_skipped_with_a_warning");
     let store = pg_store(&db);
@@ -223,6 +228,7 @@ fn a_row_that_is_not_a_record_is_skipped_with_a_warning() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn a_batch_that_fails_writes_nothing() {
     let db = test_db!("a_batch_that_fails_writes_nothing");
     let store = pg_store(&db);
@@ -279,6 +285,7 @@ fn a_batch_that_fails_writes_nothing() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn appending_to_a_missing_or_trashed_conversation_writes_nothing() {
     let db = test_db!("appending_to_a_missing_or_trashed_conversation_writes_nothing");
     let store = pg_store(&db);
@@ -303,6 +310,7 @@ fn appending_to_a_missing_or_trashed_conversation_writes_nothing() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn concurrent_batches_get_gapless_unique_seqs() {
     let db = test_db!("concurrent_batches_get_gapless_unique_seqs");
     let store = pg_store(&db);
@@ -362,6 +370,7 @@ fn concurrent_batches_get_gapless_unique_seqs() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn load_from_and_counts() {
     let db = test_db!("load_from_and_counts");
     let store = pg_store(&db);
@@ -389,6 +398,7 @@ fn load_from_and_counts() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn compaction_lock_is_exclusive_across_stores_and_dies_with_its_connection() {
     let db = test_db!("compaction_lock_is_exclusive_across_stores_and_dies_with_its_connection");
     let a = pg_store(&db);
@@ -466,6 +476,7 @@ fn compaction_lock_is_exclusive_across_stores_and_dies_with_its_connection() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn trash_active_and_prefixes() {
     let db = test_db!("trash_active_and_prefixes");
     let store = pg_store(&db);
@@ -552,6 +563,7 @@ fn trash_active_and_prefixes() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn migrate_is_idempotent_and_first_users_do_not_race() {
     let db = test_db!("migrate_is_idempotent_and_first_users_do_not_race");
     let stores: Vec<PgStore> = std::thread::scope(|s| {
@@ -581,6 +593,7 @@ fn migrate_is_idempotent_and_first_users_do_not_race() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn a_newer_schema_is_refused_clearly() {
     let db = test_db!("a_newer_schema_is_refused_clearly");
     let store = pg_store(&db);
@@ -605,6 +618,7 @@ fn a_newer_schema_is_refused_clearly() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn a_wrong_password_is_a_clear_error_without_the_password() {
     let db = test_db!("a_wrong_password_is_a_clear_error_without_the_password");
     let secret = "hunter2-wrong-pw";
@@ -692,6 +706,7 @@ fn a_bad_url_says_what_was_expected() {
 /// ends after the statement timeout, with an error naming the store and
 /// no password, and writes nothing; once the lock is gone, appends go on.
 #[test]
+#[ignore = "needs PostgreSQL: CTXFOLD_TEST_PG_URL (scripts/test starts a server)"]
 fn an_append_stuck_behind_a_hung_session_ends_after_the_statement_timeout() {
     let db = test_db!("an_append_stuck_behind_a_hung_session_ends_after_the_statement_timeout");
     let options = ctxfold_store::postgres::PgOptions {
