@@ -128,6 +128,8 @@ pub enum Content {
     Parts(Vec<Value>),
     /// `null` (an assistant message with only tool calls).
     Null,
+    /// Anything else, as it came (not what the API sends).
+    Other(Value),
 }
 
 impl Content {
@@ -137,8 +139,7 @@ impl Content {
             Value::String(s) => Content::Text(s),
             Value::Array(a) => Content::Parts(a),
             Value::Null => Content::Null,
-            // Not what the API sends; kept as it is.
-            other => Content::Parts(vec![other]),
+            other => Content::Other(other),
         }
     }
 }
