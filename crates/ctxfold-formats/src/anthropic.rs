@@ -375,10 +375,12 @@ fn read_block(
         }
         _ => {
             let mut fields = Object::new();
-            fields.insert(
-                "role".into(),
-                (if user { "user" } else { "assistant" }).into(),
-            );
+            let role = if user {
+                wire::role::USER
+            } else {
+                wire::role::ASSISTANT
+            };
+            fields.insert("role".into(), role.into());
             fields.insert("block".into(), Value::Object(b.clone()));
             return Ok(out.push(Body::Other {
                 kind: BLOCK.into(),

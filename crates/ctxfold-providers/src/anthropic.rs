@@ -41,7 +41,7 @@ use std::io::BufRead;
 
 use ctxfold_core::projection::PREAMBLE;
 use ctxfold_wire::anthropic::{
-    self, Block, Content, Message, Thinking, Tool, ToolResult, ToolUse, role,
+    self, Block, Content, Message, Thinking, Tool, ToolResult, ToolUse, event, role,
 };
 use serde_json::{Map, Value};
 
@@ -315,11 +315,11 @@ pub(crate) fn read_stream(
                 .ok_or_else(|| malformed(format!("{at}: no valid `index`")))
         };
         match kind.as_str() {
-            "message_start" => match data.get("message") {
+            event::MESSAGE_START => match data.get("message") {
                 Some(Value::Object(m)) => message = Some(m.clone()),
                 _ => return Err(malformed(format!("{at}: no `message` object"))),
             },
-            "content_block_start" => {
+            event::CONTENT_BLOCK_START => {
                 let i = index()?;
                 let Some(b @ Value::Object(_)) = data.get("content_block") else {
                     return Err(malformed(format!("{at}: no `content_block` object")));
@@ -349,7 +349,7 @@ pub(crate) fn read_stream(
                 }
                 blocks[i] = Some(b.clone());
             }
-            "content_block_delta" => {
+            event::CONTENT_BLOCK_DELTA => {
                 let i = index()?;
                 let Some(Some(b)) = blocks.get_mut(i) else {
                     return Err(malformed(format!(
@@ -384,7 +384,7 @@ pub(crate) fn read_stream(
                     _ => {}
                 }
             }
-            "message_delta" => {
+            event::MESSAGE_DELTA => {
                 let Some(m) = &mut message else {
                     return Err(malformed(format!("{at}: before `message_start`")));
                 };
@@ -404,13 +404,13 @@ pub(crate) fn read_stream(
                     }
                 }
             }
-            "message_stop" => stopped = true,
-            "content_block_stop" => {
+            event::MESSAGE_STOP => stopped = true,
+            event::CONTENT_BLOCK_STOP => {
                 if let Some(c) = index().ok().and_then(|i| closed.get_mut(i)) {
                     *c = true;
                 }
             }
-            "error" if !cut_short => return Err(error::in_body(&data, ctx)),
+            event::ERROR if !cut_short => return Err(error::in_body(&data, ctx)),
             _ => {} // ping, and events yet unknown
         }
     }
