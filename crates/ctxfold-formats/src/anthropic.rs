@@ -71,6 +71,7 @@
 use std::borrow::Borrow;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::IntoValue;
 use ctxfold_wire::anthropic::{
     self as wire, Block, Content, Message, Text, Thinking, ToolResult, ToolUse,
 };
@@ -471,7 +472,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                 }
                 None => Content::Blocks(blocks),
             };
-            ctxfold_wire::value(&Message::new(role, content, message_keys(first, PREFIX)))
+            Message::new(role, content, message_keys(first, PREFIX)).into_value()
         })
         .collect();
 
@@ -509,11 +510,7 @@ fn own_message(r: &Record) -> Option<Value> {
                 Some(Value::Array(blocks)) if text_parts(blocks) == *content => kept_blocks(blocks),
                 _ => Content::Text(content.clone()),
             };
-            Some(ctxfold_wire::value(&Message::new(
-                wire::role::SYSTEM,
-                content,
-                message_keys(r, PREFIX),
-            )))
+            Some(Message::new(wire::role::SYSTEM, content, message_keys(r, PREFIX)).into_value())
         }
         Body::Other { kind, fields } if kind == MESSAGE => {
             fields.get("message").filter(|m| m.is_object()).cloned()

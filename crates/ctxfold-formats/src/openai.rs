@@ -67,6 +67,7 @@
 use std::borrow::Borrow;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::IntoValue;
 use ctxfold_wire::chat::{self, Message, ToolCall, role};
 use serde_json::Value;
 
@@ -381,9 +382,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                     content: content_of(&[r], content, Value::String(content.clone())),
                     ..Message::default()
                 };
-                messages.push(ctxfold_wire::value(
-                    &msg.with_extra(message_keys(r, PREFIX)),
-                ));
+                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
             }
             Body::User { content, .. } => {
                 flush(&mut group, &mut messages);
@@ -392,9 +391,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                     content: content_of(&[r], content, Value::String(content.clone())),
                     ..Message::default()
                 };
-                messages.push(ctxfold_wire::value(
-                    &msg.with_extra(message_keys(r, PREFIX)),
-                ));
+                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
             }
             Body::ToolResult { id, content, .. } => {
                 flush(&mut group, &mut messages);
@@ -404,9 +401,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                     content: content_of(&[r], content, Value::String(content.clone())),
                     ..Message::default()
                 };
-                messages.push(ctxfold_wire::value(
-                    &msg.with_extra(message_keys(r, PREFIX)),
-                ));
+                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
             }
             Body::TurnStart => flush(&mut group, &mut messages),
             Body::Other { kind, fields } if kind == MESSAGE => {
@@ -463,7 +458,7 @@ fn assistant_message(group: &[&Record]) -> Value {
         .first()
         .map(|first| message_keys(first, PREFIX))
         .unwrap_or_default();
-    ctxfold_wire::value(&msg.with_extra(keys))
+    msg.with_extra(keys).into_value()
 }
 
 fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> ToolCall {

@@ -40,6 +40,7 @@
 use std::io::BufRead;
 
 use ctxfold_core::projection::PREAMBLE;
+use ctxfold_wire::IntoValue;
 use ctxfold_wire::anthropic::{
     self, Block, Content, Message, Thinking, Tool, ToolResult, ToolUse, event, role,
 };
@@ -163,7 +164,10 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
         stream,
         extra: Map::new(),
     };
-    let mut b = ctxfold_wire::object(&request);
+    let mut b = match request.into_value() {
+        Value::Object(b) => b,
+        _ => Map::new(),
+    };
     apply_extra(&mut b, &req.extra);
     Value::Object(b)
 }

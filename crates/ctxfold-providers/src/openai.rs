@@ -39,6 +39,7 @@
 
 use std::io::BufRead;
 
+use ctxfold_wire::IntoValue;
 use ctxfold_wire::chat::{
     self, Choice, Completion, Content, Message, StreamOptions, Tool, ToolCall, role,
 };
@@ -67,17 +68,20 @@ fn is_reasoning_model(model: &str) -> bool {
 
 /// The request body for `req` (see the module docs).
 pub fn body(req: &ChatRequest, stream: bool) -> Value {
-    let mut messages: Vec<Message> = Vec::new();
+    // Each message made a value at once: a conversation has thousands,
+    // and a typed message is a large value to move about.
+    let parts: usize = req.messages.iter().map(|m| m.parts.len()).sum();
+    let mut messages: Vec<Value> = Vec::with_capacity(parts + 1);
     if let Some(s) = &req.system {
-        messages.push(Message::text(role::SYSTEM, s.clone()));
+        messages.push(Message::text(role::SYSTEM, s.clone()).into_value());
     }
     for m in &req.messages {
         match m.role {
             Role::User => {
                 let mut texts: Vec<&str> = Vec::new();
-                let flush = |texts: &mut Vec<&str>, messages: &mut Vec<Message>| {
+                let flush = |texts: &mut Vec<&str>, messages: &mut Vec<Value>| {
                     if !texts.is_empty() {
-                        messages.push(Message::text(role::USER, texts.join("\n\n")));
+                        messages.push(Message::text(role::USER, texts.join("\n\n")).into_value());
                         texts.clear();
                     }
                 };
@@ -86,10 +90,13 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                         Part::Text(t) => texts.push(t),
                         Part::ToolResult { id, content, .. } => {
                             flush(&mut texts, &mut messages);
-                            messages.push(Message {
-                                tool_call_id: Some(id.clone()),
-                                ..Message::text(role::TOOL, content.clone())
-                            });
+                            messages.push(
+                                Message {
+                                    tool_call_id: Some(id.clone()),
+                                    ..Message::text(role::TOOL, content.clone())
+                                }
+                                .into_value(),
+                            );
                         }
                         Part::Reasoning { .. } | Part::ToolCall { .. } => {}
                     }
@@ -124,16 +131,19 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                 if texts.is_empty() && calls.is_empty() {
                     continue;
                 }
-                messages.push(Message {
-                    role: role::ASSISTANT.into(),
-                    content: Some(if texts.is_empty() {
-                        Content::Null
-                    } else {
-                        Content::Text(texts.join("\n\n"))
-                    }),
-                    tool_calls: (!calls.is_empty()).then_some(calls),
-                    ..Message::default()
-                });
+                messages.push(
+                    Message {
+                        role: role::ASSISTANT.into(),
+                        content: Some(if texts.is_empty() {
+                            Content::Null
+                        } else {
+                            Content::Text(texts.join("\n\n"))
+                        }),
+                        tool_calls: (!calls.is_empty()).then_some(calls),
+                        ..Message::default()
+                    }
+                    .into_value(),
+                );
             }
         }
     }
@@ -143,7 +153,7 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
     };
     let request = chat::Request {
         model: req.model.clone(),
-        messages,
+        messages: Vec::new(),
         tools: req
             .tools
             .iter()
@@ -158,7 +168,10 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
         }),
         extra: Map::new(),
     };
-    let mut b = ctxfold_wire::object(&request);
+    let mut b = match request.into_value_with(messages) {
+        Value::Object(b) => b,
+        _ => Map::new(),
+    };
     apply_extra(&mut b, &req.extra);
     Value::Object(b)
 }

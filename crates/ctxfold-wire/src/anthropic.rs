@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Object, tagged};
+use crate::{IntoValue, Object, put, put_extra, tagged};
 
 /// The roles a message may have.
 pub mod role {
@@ -115,6 +115,92 @@ impl Block {
             Block::Image(b) => Some(&mut b.extra),
             Block::Other(_) => None,
         }
+    }
+}
+
+impl IntoValue for Request {
+    fn into_value(self) -> Value {
+        let mut o = Object::new();
+        o.insert("model".into(), Value::String(self.model));
+        put(&mut o, "max_tokens", self.max_tokens.map(Value::from));
+        put(&mut o, "system", self.system);
+        o.insert("messages".into(), self.messages.into_value());
+        if !self.tools.is_empty() {
+            o.insert("tools".into(), crate::value(&self.tools));
+        }
+        if self.stream {
+            o.insert("stream".into(), Value::Bool(true));
+        }
+        put_extra(&mut o, self.extra);
+        Value::Object(o)
+    }
+}
+
+impl IntoValue for Message {
+    fn into_value(self) -> Value {
+        let mut o = Object::new();
+        o.insert("role".into(), Value::String(self.role));
+        o.insert("content".into(), self.content.into_value());
+        put_extra(&mut o, self.extra);
+        Value::Object(o)
+    }
+}
+
+impl IntoValue for Content {
+    fn into_value(self) -> Value {
+        match self {
+            Content::Text(s) => Value::String(s),
+            Content::Blocks(b) => b.into_value(),
+        }
+    }
+}
+
+impl IntoValue for Block {
+    fn into_value(self) -> Value {
+        let mut o = Object::new();
+        let tag = |o: &mut Object, t: &str| {
+            o.insert("type".into(), Value::String(t.to_owned()));
+        };
+        let extra = match self {
+            Block::Other(v) => return v,
+            Block::Text(b) => {
+                tag(&mut o, "text");
+                o.insert("text".into(), Value::String(b.text));
+                b.extra
+            }
+            Block::Thinking(b) => {
+                tag(&mut o, "thinking");
+                o.insert("thinking".into(), Value::String(b.thinking));
+                put(&mut o, "signature", b.signature);
+                b.extra
+            }
+            Block::RedactedThinking(b) => {
+                tag(&mut o, "redacted_thinking");
+                o.insert("data".into(), Value::String(b.data));
+                b.extra
+            }
+            Block::ToolUse(b) => {
+                tag(&mut o, "tool_use");
+                o.insert("id".into(), Value::String(b.id));
+                o.insert("name".into(), Value::String(b.name));
+                o.insert("input".into(), b.input);
+                b.extra
+            }
+            Block::ToolResult(b) => {
+                tag(&mut o, "tool_result");
+                o.insert("tool_use_id".into(), Value::String(b.tool_use_id));
+                put(&mut o, "content", b.content);
+                put(&mut o, "is_error", b.is_error);
+                b.extra
+            }
+            Block::Image(b) => {
+                tag(&mut o, "image");
+                o.insert("source".into(), b.source);
+                b.extra
+            }
+        };
+        put_extra(&mut o, extra);
+        Value::Object(o)
     }
 }
 
@@ -464,6 +550,32 @@ mod tests {
             panic!("blocks")
         };
         assert!(matches!(&results[1], Block::Other(v) if v["type"] == "compaction"));
+    }
+
+    #[test]
+    fn moved_into_a_value_as_serialized() {
+        let body = r#"[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image","source":{"type":"url","url":"u"}},{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"}],"is_error":true},{"type":"tool_result","tool_use_id":"u"}],"x":1},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"thinking","thinking":"u"},{"type":"redacted_thinking","data":"d"},{"type":"tool_use","id":"t","name":"n","input":{"a":1}},{"type":"compaction","content":"c"}]},{"role":"user","content":"plain"}]"#;
+        let messages: Vec<Message> = serde_json::from_str(body).unwrap();
+        let request = Request {
+            model: "m".into(),
+            max_tokens: Some(9),
+            system: Some(Content::Text("s".into())),
+            messages: messages.clone(),
+            tools: vec![Tool {
+                name: "t".into(),
+                input_schema: Some(any_object_schema()),
+                ..Tool::default()
+            }],
+            stream: true,
+            extra: Object::new(),
+        };
+        assert_eq!(
+            request.clone().into_value().to_string(),
+            crate::value(&request).to_string()
+        );
+        let moved = messages.clone().into_value();
+        assert_eq!(moved.to_string(), crate::value(&messages).to_string());
+        assert_eq!(moved.to_string(), body);
     }
 
     #[test]

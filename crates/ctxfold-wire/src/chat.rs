@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Object, present};
+use crate::{IntoValue, Object, present, put, put_extra};
 
 /// The roles a message may have.
 pub mod role {
@@ -289,6 +289,84 @@ pub struct Choice {
     pub finish_reason: Option<Value>,
 }
 
+impl Request {
+    /// The request as a value, its messages `messages` (made values one
+    /// by one as they were built: a conversation has thousands, and a
+    /// typed message is a large value to keep about) in place of its own.
+    pub fn into_value_with(self, messages: Vec<Value>) -> Value {
+        let mut v = self.into_value();
+        if let Value::Object(o) = &mut v {
+            o.insert("messages".into(), Value::Array(messages));
+        }
+        v
+    }
+}
+
+impl IntoValue for Request {
+    fn into_value(self) -> Value {
+        let mut o = Object::new();
+        o.insert("model".into(), Value::String(self.model));
+        o.insert("messages".into(), self.messages.into_value());
+        if !self.tools.is_empty() {
+            o.insert("tools".into(), crate::value(&self.tools));
+        }
+        put(&mut o, "max_tokens", self.max_tokens.map(Value::from));
+        put(
+            &mut o,
+            "max_completion_tokens",
+            self.max_completion_tokens.map(Value::from),
+        );
+        o.insert("stream".into(), Value::Bool(self.stream));
+        put(
+            &mut o,
+            "stream_options",
+            self.stream_options.as_ref().map(crate::value),
+        );
+        put_extra(&mut o, self.extra);
+        Value::Object(o)
+    }
+}
+
+impl IntoValue for Message {
+    fn into_value(self) -> Value {
+        let mut o = Object::new();
+        o.insert("role".into(), Value::String(self.role));
+        put(&mut o, "tool_call_id", self.tool_call_id);
+        put(&mut o, "content", self.content);
+        put(&mut o, "reasoning_content", self.reasoning_content);
+        put(&mut o, "reasoning", self.reasoning);
+        put(&mut o, "tool_calls", self.tool_calls);
+        put_extra(&mut o, self.extra);
+        Value::Object(o)
+    }
+}
+
+impl IntoValue for Content {
+    fn into_value(self) -> Value {
+        match self {
+            Content::Text(s) => Value::String(s),
+            Content::Parts(p) => Value::Array(p),
+            Content::Null => Value::Null,
+            Content::Other(v) => v,
+        }
+    }
+}
+
+impl IntoValue for ToolCall {
+    fn into_value(self) -> Value {
+        let mut f = Object::new();
+        f.insert("name".into(), Value::String(self.function.name));
+        f.insert("arguments".into(), self.function.arguments);
+        put_extra(&mut f, self.function.extra);
+        let mut o = Object::new();
+        o.insert("id".into(), Value::String(self.id));
+        o.insert("type".into(), Value::String(self.kind));
+        o.insert("function".into(), Value::Object(f));
+        put_extra(&mut o, self.extra);
+        Value::Object(o)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +411,31 @@ mod tests {
             serde_json::to_string(&m).unwrap(),
             r#"{"role":"user","content":"new","name":"n","tool_calls":[]}"#
         );
+    }
+
+    #[test]
+    fn moved_into_a_value_as_serialized() {
+        let body = r#"[{"role":"system","content":"be brief","name":"ops"},{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":null,"reasoning_content":"r","reasoning":"s","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{}","strict":true},"index":0}],"refusal":null},{"role":"tool","tool_call_id":"call_1","content":"x"},{"role":"assistant"},{"role":"user","content":7}]"#;
+        let messages: Vec<Message> = serde_json::from_str(body).unwrap();
+        let request = Request {
+            model: "m".into(),
+            messages: messages.clone(),
+            tools: vec![Tool::function("f", "d", Value::Null)],
+            max_completion_tokens: Some(5),
+            stream: true,
+            stream_options: Some(StreamOptions {
+                include_usage: true,
+                extra: Object::new(),
+            }),
+            ..Request::default()
+        };
+        assert_eq!(
+            request.clone().into_value().to_string(),
+            crate::value(&request).to_string()
+        );
+        let moved = messages.clone().into_value();
+        assert_eq!(moved.to_string(), crate::value(&messages).to_string());
+        assert_eq!(moved.to_string(), body);
     }
 
     #[test]

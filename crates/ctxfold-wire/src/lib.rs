@@ -133,3 +133,51 @@ macro_rules! tagged {
     };
 }
 pub(crate) use tagged;
+
+/// What [`value`] gives, made by moving the fields in rather than
+/// copying them: for the shapes written on every request (a conversation's
+/// messages are most of a megabyte). Each implementation writes its keys
+/// as the type's `Serialize` does (a test checks them against each other).
+pub trait IntoValue {
+    /// The JSON value, as [`value`] writes it.
+    fn into_value(self) -> Value;
+}
+
+impl<T: IntoValue> IntoValue for Vec<T> {
+    fn into_value(self) -> Value {
+        Value::Array(self.into_iter().map(IntoValue::into_value).collect())
+    }
+}
+
+/// Put `v` under `k` unless it is `None`.
+pub(crate) fn put<T: IntoValue>(o: &mut Object, k: &str, v: Option<T>) {
+    if let Some(v) = v {
+        o.insert(k.to_owned(), v.into_value());
+    }
+}
+
+/// `extra` after the fields (a key already written keeps the field's
+/// value, as [`extra_except`] would have left it out).
+pub(crate) fn put_extra(o: &mut Object, extra: Object) {
+    for (k, v) in extra {
+        o.entry(k).or_insert(v);
+    }
+}
+
+impl IntoValue for String {
+    fn into_value(self) -> Value {
+        Value::String(self)
+    }
+}
+
+impl IntoValue for Value {
+    fn into_value(self) -> Value {
+        self
+    }
+}
+
+impl IntoValue for bool {
+    fn into_value(self) -> Value {
+        Value::Bool(self)
+    }
+}
