@@ -71,12 +71,16 @@
 use std::borrow::Borrow;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::IntoValue;
+use ctxfold_wire::anthropic::{
+    self as wire, Block, Content, Message, Text, Thinking, ToolResult, ToolUse,
+};
 use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{
-    Records, build_request, describe, fill_in, keep_message_keys, leftovers, message_and_role,
-    message_keys, meta, set_meta, split_request, text_parts,
+    Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
+    meta, set_meta, split_request, text_parts,
 };
 use crate::message_reader::{MessageReader, Side, Wire};
 use crate::pairing::export_id;
@@ -372,10 +376,12 @@ fn read_block(
         }
         _ => {
             let mut fields = Object::new();
-            fields.insert(
-                "role".into(),
-                (if user { "user" } else { "assistant" }).into(),
-            );
+            let role = if user {
+                wire::role::USER
+            } else {
+                wire::role::ASSISTANT
+            };
+            fields.insert("role".into(), role.into());
             fields.insert("block".into(), Value::Object(b.clone()));
             return Ok(out.push(Body::Other {
                 kind: BLOCK.into(),
@@ -425,7 +431,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
 
     // Runs of blocks of one role, and messages that stand on their own.
     enum Entry<'a> {
-        Run(&'a str, Vec<Value>, &'a Record),
+        Run(&'a str, Vec<Block>, &'a Record),
         Own(Value),
     }
     let mut grouped: Vec<Entry> = Vec::new();
@@ -450,25 +456,23 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                 Entry::Run(role, blocks, first) => (role, blocks, first),
             };
             let as_string = match blocks.as_slice() {
-                [Value::Object(b)] if is_plain_text(b) => match meta(first, STRING_CONTENT) {
+                [b] if plain_text(b).is_some() => match meta(first, STRING_CONTENT) {
                     Some(Value::Bool(s)) => *s,
-                    _ => role == "user",
+                    _ => role == wire::role::USER,
                 },
                 _ => false,
             };
-            let content = if as_string {
-                blocks
-                    .pop()
-                    .and_then(|b| b.get("text").cloned())
-                    .unwrap_or_default()
-            } else {
-                Value::Array(blocks)
+            let content = match blocks.pop() {
+                Some(b) if as_string => {
+                    Content::Text(plain_text(&b).map(str::to_owned).unwrap_or_default())
+                }
+                Some(b) => {
+                    blocks.push(b);
+                    Content::Blocks(blocks)
+                }
+                None => Content::Blocks(blocks),
             };
-            let mut msg = Object::new();
-            msg.insert("role".into(), role.into());
-            msg.insert("content".into(), content);
-            fill_in(&mut msg, message_keys(first, PREFIX));
-            Value::Object(msg)
+            Message::new(role, content, message_keys(first, PREFIX)).into_value()
         })
         .collect();
 
@@ -482,6 +486,20 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
     )
 }
 
+/// The text of a text block with nothing but `type` and `text`.
+fn plain_text(b: &Block) -> Option<&str> {
+    match b {
+        Block::Text(t) if t.extra.is_empty() => Some(&t.text),
+        Block::Other(Value::Object(o)) if is_plain_text(o) => o.get("text")?.as_str(),
+        _ => None,
+    }
+}
+
+/// Blocks kept as they came (a `system` array), written back as they are.
+fn kept_blocks(blocks: &[Value]) -> Content {
+    Content::Blocks(blocks.iter().cloned().map(Block::Other).collect())
+}
+
 /// The message a record is written as on its own, if it is one: a
 /// `system` message read from `messages` (its blocks while their text is
 /// unchanged), or a message of a role this module does not know.
@@ -489,16 +507,10 @@ fn own_message(r: &Record) -> Option<Value> {
     match &r.body {
         Body::System { content } if is_system_message(r) => {
             let content = match meta(r, "anthropic_system") {
-                Some(Value::Array(blocks)) if text_parts(blocks) == *content => {
-                    Value::Array(blocks.clone())
-                }
-                _ => Value::String(content.clone()),
+                Some(Value::Array(blocks)) if text_parts(blocks) == *content => kept_blocks(blocks),
+                _ => Content::Text(content.clone()),
             };
-            let mut msg = Object::new();
-            msg.insert("role".into(), "system".into());
-            msg.insert("content".into(), content);
-            fill_in(&mut msg, message_keys(r, PREFIX));
-            Some(Value::Object(msg))
+            Some(Message::new(wire::role::SYSTEM, content, message_keys(r, PREFIX)).into_value())
         }
         Body::Other { kind, fields } if kind == MESSAGE => {
             fields.get("message").filter(|m| m.is_object()).cloned()
@@ -515,84 +527,90 @@ fn system_text(r: &Record) -> &str {
 }
 
 /// The role and content block a record is written as, if any.
-fn block_of(r: &Record) -> Option<(&str, Value)> {
-    let mut b = Object::new();
-    let role = match &r.body {
-        Body::User { content, .. } => {
-            b.insert("type".into(), "text".into());
-            b.insert("text".into(), Value::String(content.clone()));
-            "user"
-        }
+fn block_of(r: &Record) -> Option<(&'static str, Block)> {
+    // The block's unmapped keys, as import kept them; a field the block
+    // sets itself wins.
+    let rest = match meta(r, BLOCK_FIELDS) {
+        Some(Value::Object(rest)) => rest.clone(),
+        _ => Object::new(),
+    };
+    let text = |t: String| {
+        Block::Text(Text {
+            text: t,
+            extra: ctxfold_wire::extra_except(rest.clone(), &["type", "text"]),
+        })
+    };
+    Some(match &r.body {
+        Body::User { content, .. } => (wire::role::USER, text(content.clone())),
         Body::ToolResult {
             id,
             content,
             is_error,
         } => {
-            b.insert("type".into(), "tool_result".into());
-            b.insert("tool_use_id".into(), export_id(r, id, PREFIX).into());
-            match meta(r, "anthropic_content") {
-                Some(Value::Null) if content.is_empty() => {}
-                Some(orig @ Value::Array(a)) if text_parts(a) == *content => {
-                    b.insert("content".into(), orig.clone());
-                }
-                _ => {
-                    b.insert("content".into(), Value::String(content.clone()));
-                }
+            let content = match meta(r, "anthropic_content") {
+                Some(Value::Null) if content.is_empty() => None,
+                Some(Value::Array(a)) if text_parts(a) == *content => Some(kept_blocks(a)),
+                _ => Some(Content::Text(content.clone())),
+            };
+            let mut set = vec!["type", "tool_use_id"];
+            if content.is_some() {
+                set.push("content");
             }
             if *is_error {
-                b.insert("is_error".into(), Value::Bool(true));
+                set.push("is_error");
             }
-            "user"
+            let b = ToolResult {
+                tool_use_id: export_id(r, id, PREFIX).to_owned(),
+                content,
+                is_error: is_error.then_some(true),
+                extra: ctxfold_wire::extra_except(rest, &set),
+            };
+            (wire::role::USER, Block::ToolResult(b))
         }
-        Body::Assistant { content } => {
-            b.insert("type".into(), "text".into());
-            b.insert("text".into(), Value::String(content.clone()));
-            "assistant"
-        }
-        Body::Structured { data } => {
-            b.insert("type".into(), "text".into());
-            b.insert(
-                "text".into(),
-                Value::String(serde_json::to_string(data).unwrap_or_default()),
-            );
-            "assistant"
-        }
+        Body::Assistant { content } => (wire::role::ASSISTANT, text(content.clone())),
+        Body::Structured { data } => (
+            wire::role::ASSISTANT,
+            text(serde_json::to_string(data).unwrap_or_default()),
+        ),
         Body::Reasoning { content } => {
-            b.insert("type".into(), "thinking".into());
-            b.insert("thinking".into(), Value::String(content.clone()));
-            match meta(r, SIGNATURE) {
-                Some(Value::String(sig)) => {
-                    b.insert("signature".into(), Value::String(sig.clone()));
-                }
-                _ if meta(r, "anthropic_unsigned") == Some(&Value::Bool(true)) => {}
+            let signature = match meta(r, SIGNATURE) {
+                Some(Value::String(sig)) => Some(sig.clone()),
+                _ if meta(r, "anthropic_unsigned") == Some(&Value::Bool(true)) => None,
                 _ => return None,
+            };
+            let mut set = vec!["type", "thinking"];
+            if signature.is_some() {
+                set.push("signature");
             }
-            "assistant"
+            let b = Thinking {
+                thinking: content.clone(),
+                signature,
+                extra: ctxfold_wire::extra_except(rest, &set),
+            };
+            (wire::role::ASSISTANT, Block::Thinking(b))
         }
         Body::ToolCall {
             id,
             name,
             arguments,
         } => {
-            b.insert("type".into(), "tool_use".into());
-            b.insert("id".into(), export_id(r, id, PREFIX).into());
-            b.insert("name".into(), Value::String(name.clone()));
-            b.insert("input".into(), arguments.value());
-            "assistant"
+            let b = ToolUse {
+                id: export_id(r, id, PREFIX).to_owned(),
+                name: name.clone(),
+                input: arguments.value(),
+                extra: ctxfold_wire::extra_except(rest, &["type", "id", "name", "input"]),
+            };
+            (wire::role::ASSISTANT, Block::ToolUse(b))
         }
         Body::Other { kind, fields } if kind == BLOCK => {
             let role = match fields.get("role").and_then(Value::as_str) {
-                Some("user") => "user",
-                Some("assistant") => "assistant",
+                Some("user") => wire::role::USER,
+                Some("assistant") => wire::role::ASSISTANT,
                 _ => return None,
             };
             let block = fields.get("block").filter(|b| b.is_object())?;
-            return Some((role, block.clone()));
+            (role, Block::Other(block.clone()))
         }
         _ => return None,
-    };
-    if let Some(Value::Object(rest)) = meta(r, BLOCK_FIELDS) {
-        fill_in(&mut b, rest.clone());
-    }
-    Some((role, Value::Object(b)))
+    })
 }

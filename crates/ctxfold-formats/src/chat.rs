@@ -213,13 +213,6 @@ pub(crate) fn message_keys(r: &Record, prefix: &str) -> Object {
     out
 }
 
-/// Add the keys of `from` that `to` does not have yet.
-pub(crate) fn fill_in(to: &mut Object, from: Object) {
-    for (k, v) in from {
-        to.entry(k).or_insert(v);
-    }
-}
-
 /// A metadata value of `r`.
 pub(crate) fn meta<'a>(r: &'a Record, key: &str) -> Option<&'a Value> {
     r.metadata.as_ref()?.get(key)

@@ -67,12 +67,14 @@
 use std::borrow::Borrow;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::IntoValue;
+use ctxfold_wire::chat::{self, Message, ToolCall, role};
 use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{
-    Records, build_request, describe, fill_in, keep_message_keys, leftovers, message_and_role,
-    message_keys, meta, set_meta, split_request, text_parts,
+    Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
+    meta, set_meta, split_request, text_parts,
 };
 use crate::message_reader::{MessageReader, Side, Wire};
 use crate::pairing::export_id;
@@ -372,31 +374,34 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
             Body::System { content } => {
                 flush(&mut group, &mut messages);
                 let role = match r.extra.get("role") {
-                    Some(Value::String(d)) if d == "developer" => "developer",
-                    _ => "system",
+                    Some(Value::String(d)) if d == role::DEVELOPER => role::DEVELOPER,
+                    _ => role::SYSTEM,
                 };
-                let mut msg = Object::new();
-                msg.insert("role".into(), role.into());
-                insert_content(&mut msg, &[r], content, Value::String(content.clone()));
-                fill_in(&mut msg, message_keys(r, PREFIX));
-                messages.push(Value::Object(msg));
+                let msg = Message {
+                    role: role.into(),
+                    content: content_of(&[r], content, Value::String(content.clone())),
+                    ..Message::default()
+                };
+                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
             }
             Body::User { content, .. } => {
                 flush(&mut group, &mut messages);
-                let mut msg = Object::new();
-                msg.insert("role".into(), "user".into());
-                insert_content(&mut msg, &[r], content, Value::String(content.clone()));
-                fill_in(&mut msg, message_keys(r, PREFIX));
-                messages.push(Value::Object(msg));
+                let msg = Message {
+                    role: role::USER.into(),
+                    content: content_of(&[r], content, Value::String(content.clone())),
+                    ..Message::default()
+                };
+                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
             }
             Body::ToolResult { id, content, .. } => {
                 flush(&mut group, &mut messages);
-                let mut msg = Object::new();
-                msg.insert("role".into(), "tool".into());
-                msg.insert("tool_call_id".into(), export_id(r, id, PREFIX).into());
-                insert_content(&mut msg, &[r], content, Value::String(content.clone()));
-                fill_in(&mut msg, message_keys(r, PREFIX));
-                messages.push(Value::Object(msg));
+                let msg = Message {
+                    role: role::TOOL.into(),
+                    tool_call_id: Some(export_id(r, id, PREFIX).to_owned()),
+                    content: content_of(&[r], content, Value::String(content.clone())),
+                    ..Message::default()
+                };
+                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
             }
             Body::TurnStart => flush(&mut group, &mut messages),
             Body::Other { kind, fields } if kind == MESSAGE => {
@@ -442,27 +447,21 @@ fn assistant_message(group: &[&Record]) -> Value {
     } else {
         Value::String(String::new())
     };
-    let mut msg = Object::new();
-    msg.insert("role".into(), "assistant".into());
-    insert_content(&mut msg, group, &text, default);
-    if !reasoning.is_empty() {
-        msg.insert(
-            "reasoning_content".into(),
-            Value::String(reasoning.join("\n\n")),
-        );
-    }
-    if !calls.is_empty() {
-        msg.insert("tool_calls".into(), Value::Array(calls));
-    }
-    if let Some(first) = group.first() {
-        fill_in(&mut msg, message_keys(first, PREFIX));
-    }
-    Value::Object(msg)
+    let msg = Message {
+        role: role::ASSISTANT.into(),
+        content: content_of(group, &text, default),
+        reasoning_content: (!reasoning.is_empty()).then(|| reasoning.join("\n\n")),
+        tool_calls: (!calls.is_empty()).then_some(calls),
+        ..Message::default()
+    };
+    let keys = group
+        .first()
+        .map(|first| message_keys(first, PREFIX))
+        .unwrap_or_default();
+    msg.with_extra(keys).into_value()
 }
 
-fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> Value {
-    let mut function = Object::new();
-    function.insert("name".into(), Value::String(name.to_owned()));
+fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> ToolCall {
     let args = if meta(r, "openai_arguments_object") == Some(&Value::Bool(true))
         && arguments.is_object()
     {
@@ -470,20 +469,19 @@ fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> Value {
     } else {
         Value::String(arguments_text(r, arguments))
     };
-    function.insert("arguments".into(), args);
+    let mut call = ToolCall::function(export_id(r, id, PREFIX), name, args);
     if let Some(Value::Object(f)) = meta(r, "openai_function_fields") {
-        fill_in(&mut function, f.clone());
+        call.function.extra = ctxfold_wire::extra_except(f.clone(), &["name", "arguments"]);
     }
-    let mut call = Object::new();
-    call.insert("id".into(), export_id(r, id, PREFIX).into());
-    call.insert("type".into(), "function".into());
-    call.insert("function".into(), Value::Object(function));
     if let Some(Value::Object(fields)) = meta(r, "openai_tool_call_fields") {
-        for (k, v) in fields {
-            call.insert(k.clone(), v.clone());
+        // The kept fields win, `type` too (a call of another type).
+        let mut fields = fields.clone();
+        if let Some(Value::String(kind)) = fields.shift_remove("type") {
+            call.kind = kind;
         }
+        call.extra = ctxfold_wire::extra_except(fields, &["id", "function"]);
     }
-    Value::Object(call)
+    call
 }
 
 /// The `function.arguments` text of a call: the original text when import
@@ -502,26 +500,25 @@ fn arguments_text(r: &Record, arguments: &Value) -> String {
     serde_json::to_string(arguments).unwrap_or_default()
 }
 
-/// Insert `content` into `msg`: the original content import kept (on the
-/// first of `records` that has one) while its text is still `text`, else
-/// `default`; nothing when the message had no `content` and `text` is empty.
-fn insert_content(msg: &mut Object, records: &[&Record], text: &str, default: Value) {
+/// A message's `content`: the original content import kept (on the first
+/// of `records` that has one) while its text is still `text`, else
+/// `default`; none when the message had no `content` and `text` is empty.
+fn content_of(records: &[&Record], text: &str, default: Value) -> Option<chat::Content> {
     for r in records {
         if meta(r, "openai_no_content") == Some(&Value::Bool(true)) {
             if text.is_empty() {
-                return;
+                return None;
             }
             break;
         }
         if let Some(orig) = meta(r, "openai_content") {
             if content_text(orig) == text {
-                msg.insert("content".into(), orig.clone());
-                return;
+                return Some(chat::Content::from_value(orig.clone()));
             }
             break;
         }
     }
-    msg.insert("content".into(), default);
+    Some(chat::Content::from_value(default))
 }
 
 /// The text a content value holds.

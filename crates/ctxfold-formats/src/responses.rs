@@ -67,6 +67,7 @@
 use std::borrow::Borrow;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::responses::{self as wire, Item};
 use serde_json::Value;
 
 use crate::Transcript;
@@ -458,42 +459,42 @@ fn keep_item(r: &mut Record, o: &Object, holes: &[&str], default: &Object) {
     }
 }
 
-/// An object of `pairs`, in order.
-fn object(pairs: &[(&str, Value)]) -> Object {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), v.clone()))
-        .collect()
+/// The item export writes by default (`shape`), with the fields a record
+/// holds (`holes`) set to `null`: what [`keep_item`] compares a read item
+/// with.
+fn default_item(shape: impl serde::Serialize, holes: &[&str]) -> Object {
+    let mut o = ctxfold_wire::object(&shape);
+    for h in holes {
+        if let Some(v) = o.get_mut(*h) {
+            *v = Value::Null;
+        }
+    }
+    o
 }
 
 fn message_default(role: &str) -> Object {
-    object(&[("role", role.into()), ("content", Value::Null)])
+    default_item(wire::Message::text(role, ""), &["content"])
 }
 
 fn call_default() -> Object {
-    object(&[
-        ("type", "function_call".into()),
-        ("call_id", Value::Null),
-        ("name", Value::Null),
-        ("arguments", Value::Null),
-    ])
+    default_item(
+        Item::FunctionCall(wire::FunctionCall::default()),
+        &["call_id", "name", "arguments"],
+    )
 }
 
 fn custom_call_default() -> Object {
-    object(&[
-        ("type", "custom_tool_call".into()),
-        ("call_id", Value::Null),
-        ("name", Value::Null),
-        ("input", Value::Null),
-    ])
+    default_item(
+        Item::CustomToolCall(wire::CustomToolCall::default()),
+        &["call_id", "name", "input"],
+    )
 }
 
 fn output_default() -> Object {
-    object(&[
-        ("type", "function_call_output".into()),
-        ("call_id", Value::Null),
-        ("output", Value::Null),
-    ])
+    default_item(
+        Item::FunctionCallOutput(wire::CallOutput::default()),
+        &["call_id", "output"],
+    )
 }
 
 /// The item kept on `r`, when it has the `keys` export fills and a `type`
@@ -508,6 +509,15 @@ fn kept_item(r: &Record, types: &[Option<&str>], keys: &[&str]) -> Option<Object
         Some(_) => return None,
     };
     (types.contains(&ty) && keys.iter().all(|k| item.contains_key(*k))).then(|| item.clone())
+}
+
+/// `item` written over the kept item `template` (in its key order), or on
+/// its own.
+fn written(template: Option<Object>, item: &impl serde::Serialize) -> Value {
+    match template {
+        Some(t) => Value::Object(ctxfold_wire::write_over(t, ctxfold_wire::value(item))),
+        None => ctxfold_wire::value(item),
+    }
 }
 
 /// Write records as a Responses API request body.
@@ -542,7 +552,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
 
 /// The item a record is written as, if any.
 fn item_of(r: &Record) -> Option<Value> {
-    let item = match &r.body {
+    Some(match &r.body {
         Body::User { content, .. } => message_item(r, "user", content),
         Body::Assistant { content } => message_item(r, "assistant", content),
         Body::Structured { data } => message_item(
@@ -563,7 +573,8 @@ fn item_of(r: &Record) -> Option<Value> {
             arguments,
         } => {
             let arguments = &arguments.value();
-            if let (Some(mut item), Value::String(input)) = (
+            let call_id = export_id(r, id, PREFIX).to_owned();
+            if let (Some(template), Value::String(input)) = (
                 kept_item(
                     r,
                     &[Some("custom_tool_call")],
@@ -571,77 +582,94 @@ fn item_of(r: &Record) -> Option<Value> {
                 ),
                 arguments,
             ) {
-                item.insert("call_id".into(), export_id(r, id, PREFIX).into());
-                item.insert("name".into(), Value::String(name.clone()));
-                item.insert("input".into(), Value::String(input.clone()));
-                return Some(Value::Object(item));
+                let call = wire::CustomToolCall {
+                    call_id,
+                    name: name.clone(),
+                    input: input.clone(),
+                    extra: Object::new(),
+                };
+                return Some(written(Some(template), &Item::CustomToolCall(call)));
             }
-            let mut item = kept_item(
+            let template = kept_item(
                 r,
                 &[Some("function_call")],
                 &["call_id", "name", "arguments"],
-            )
-            .unwrap_or_else(call_default);
-            item.insert("call_id".into(), export_id(r, id, PREFIX).into());
-            item.insert("name".into(), Value::String(name.clone()));
-            let args =
+            );
+            let arguments =
                 if meta(r, ARGUMENTS_OBJECT) == Some(&Value::Bool(true)) && arguments.is_object() {
                     arguments.clone()
                 } else {
                     Value::String(arguments_text(r, arguments))
                 };
-            item.insert("arguments".into(), args);
-            item
+            let call = wire::FunctionCall {
+                call_id,
+                name: name.clone(),
+                arguments,
+                extra: Object::new(),
+            };
+            written(template, &Item::FunctionCall(call))
         }
         Body::ToolResult { id, content, .. } => {
-            let mut item = kept_item(
+            let template = kept_item(
                 r,
                 &[
                     Some("function_call_output"),
                     Some("custom_tool_call_output"),
                 ],
                 &["call_id", "output"],
-            )
-            .unwrap_or_else(output_default);
-            item.insert("call_id".into(), export_id(r, id, PREFIX).into());
-            let output = match item.get("output") {
+            );
+            let output = match template.as_ref().and_then(|t| t.get("output")) {
                 Some(Value::Array(parts)) if parts_text(parts) == *content => {
-                    Value::Array(parts.clone())
+                    wire::Content::Parts(parts.clone())
                 }
-                _ => Value::String(content.clone()),
+                _ => wire::Content::Text(content.clone()),
             };
-            item.insert("output".into(), output);
-            item
+            let out = wire::CallOutput {
+                call_id: export_id(r, id, PREFIX).to_owned(),
+                output,
+                extra: Object::new(),
+            };
+            // The kept item's own type (a custom tool's output) stays.
+            let custom = template.as_ref().and_then(|t| t.get("type"))
+                == Some(&Value::String("custom_tool_call_output".into()));
+            if custom {
+                written(template, &Item::CustomToolCallOutput(out))
+            } else {
+                written(template, &Item::FunctionCallOutput(out))
+            }
         }
         Body::Reasoning { content } => {
             let item = kept_item(r, &[Some("reasoning")], &[])?;
             if reasoning_text(&item) != *content {
                 return None;
             }
-            item
+            Value::Object(item)
         }
         Body::Other { kind, fields } if kind == OTHER => {
             return fields.get("item").filter(|i| i.is_object()).cloned();
         }
         // Turn starts, overlays and other records are not items.
         _ => return None,
-    };
-    Some(Value::Object(item))
+    })
 }
 
 /// A message item: the kept one with its role and content filled in (an
 /// array of parts kept while its text is still `text`), else the plain
 /// `{"role", "content"}` shape.
-fn message_item(r: &Record, role: &str, text: &str) -> Object {
-    let mut item = kept_item(r, &[None, Some("message")], &["role", "content"])
-        .unwrap_or_else(|| message_default(role));
-    item.insert("role".into(), role.into());
-    let content = match item.get("content") {
-        Some(Value::Array(parts)) if parts_text(parts) == text => Value::Array(parts.clone()),
-        _ => Value::String(text.to_owned()),
+fn message_item(r: &Record, role: &str, text: &str) -> Value {
+    let template = kept_item(r, &[None, Some("message")], &["role", "content"]);
+    let content = match template.as_ref().and_then(|t| t.get("content")) {
+        Some(Value::Array(parts)) if parts_text(parts) == text => {
+            wire::Content::Parts(parts.clone())
+        }
+        _ => wire::Content::Text(text.to_owned()),
     };
-    item.insert("content".into(), content);
-    item
+    let message = wire::Message {
+        role: role.to_owned(),
+        content,
+        extra: Object::new(),
+    };
+    written(template, &message)
 }
 
 /// The `arguments` text of a call: the original text when import kept it

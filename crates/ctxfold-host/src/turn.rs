@@ -484,9 +484,11 @@ impl Host {
         use ctxfold_providers::model::ProviderKind;
         let choice = match self.provider.config().kind {
             ProviderKind::OpenAi => {
-                serde_json::json!({"type": "function", "function": {"name": tool}})
+                ctxfold_wire::value(&ctxfold_wire::chat::ToolChoice::function(tool))
             }
-            ProviderKind::Anthropic => serde_json::json!({"type": "tool", "name": tool}),
+            ProviderKind::Anthropic => {
+                ctxfold_wire::value(&ctxfold_wire::anthropic::ToolChoice::tool(tool))
+            }
         };
         let mut o = ctxfold_core::Object::new();
         o.insert("tool_choice".into(), choice);

@@ -40,7 +40,11 @@
 use std::io::BufRead;
 
 use ctxfold_core::projection::PREAMBLE;
-use serde_json::{Map, Value, json};
+use ctxfold_wire::IntoValue;
+use ctxfold_wire::anthropic::{
+    self, Block, Content, Message, Thinking, Tool, ToolResult, ToolUse, event, role,
+};
+use serde_json::{Map, Value};
 
 use crate::error::{self, ErrorContext, ProviderError};
 use crate::request::{ChatRequest, Part, Role, apply_extra};
@@ -56,17 +60,21 @@ pub const VERSION_HEADER: &str = "anthropic-version";
 /// The API version sent unless config's headers say otherwise.
 pub const VERSION: &str = "2023-06-01";
 
-fn block(p: &Part) -> Option<Value> {
+fn block(p: &Part) -> Option<Block> {
     Some(match p {
         Part::Text(t) if t.is_empty() => return None,
-        Part::Text(t) => json!({"type": "text", "text": t}),
+        Part::Text(t) => Block::text(t.clone()),
         Part::Reasoning {
             signature: None, ..
         } => return None,
         Part::Reasoning {
             text,
             signature: Some(s),
-        } => json!({"type": "thinking", "thinking": text, "signature": s}),
+        } => Block::Thinking(Thinking {
+            thinking: text.clone(),
+            signature: Some(s.clone()),
+            extra: Map::new(),
+        }),
         Part::ToolCall {
             id,
             name,
@@ -74,38 +82,38 @@ fn block(p: &Part) -> Option<Value> {
         } => {
             let input = match arguments {
                 Value::Object(_) => arguments.clone(),
-                other => json!({ "arguments": other }),
+                other => {
+                    // Arguments that are not an object, wrapped in one.
+                    let mut o = Map::new();
+                    o.insert("arguments".into(), other.clone());
+                    Value::Object(o)
+                }
             };
-            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+            Block::ToolUse(ToolUse {
+                id: id.clone(),
+                name: name.clone(),
+                input,
+                extra: Map::new(),
+            })
         }
         Part::ToolResult {
             id,
             content,
             is_error,
-        } => {
-            let mut b = Map::new();
-            b.insert("type".into(), "tool_result".into());
-            b.insert("tool_use_id".into(), Value::String(id.clone()));
-            if !content.is_empty() {
-                b.insert("content".into(), Value::String(content.clone()));
-            }
-            if *is_error {
-                b.insert("is_error".into(), true.into());
-            }
-            Value::Object(b)
-        }
+        } => Block::ToolResult(ToolResult {
+            tool_use_id: id.clone(),
+            content: (!content.is_empty()).then(|| Content::Text(content.clone())),
+            is_error: is_error.then_some(true),
+            extra: Map::new(),
+        }),
     })
-}
-
-fn is_tool_result(b: &Value) -> bool {
-    b.get("type").and_then(Value::as_str) == Some("tool_result")
 }
 
 /// The request body for `req` (see the module docs).
 pub fn body(req: &ChatRequest, stream: bool) -> Value {
-    let mut messages: Vec<(Role, Vec<Value>)> = Vec::new();
+    let mut messages: Vec<(Role, Vec<Block>)> = Vec::new();
     for m in &req.messages {
-        let blocks: Vec<Value> = m.parts.iter().filter_map(block).collect();
+        let blocks: Vec<Block> = m.parts.iter().filter_map(block).collect();
         if blocks.is_empty() {
             continue;
         }
@@ -117,53 +125,49 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
     for (role, blocks) in &mut messages {
         if *role == Role::User {
             // Stable: results keep their order, and so do texts.
-            blocks.sort_by_key(|b| !is_tool_result(b));
+            blocks.sort_by_key(|b| !matches!(b, Block::ToolResult(_)));
         }
     }
     if messages.first().is_some_and(|(r, _)| *r == Role::Assistant) {
-        messages.insert(
-            0,
-            (Role::User, vec![json!({"type": "text", "text": PREAMBLE})]),
-        );
+        messages.insert(0, (Role::User, vec![Block::text(PREAMBLE)]));
     }
-    let messages: Vec<Value> = messages
+    let messages = messages
         .into_iter()
-        .map(|(role, content)| {
-            let role = match role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
+        .map(|(r, content)| {
+            let r = match r {
+                Role::User => role::USER,
+                Role::Assistant => role::ASSISTANT,
             };
-            json!({"role": role, "content": content})
+            Message::new(r, Content::Blocks(content), Map::new())
         })
         .collect();
-    let mut b = Map::new();
-    b.insert("model".into(), Value::String(req.model.clone()));
-    b.insert(
-        "max_tokens".into(),
-        req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
-    );
-    if let Some(s) = &req.system {
-        b.insert("system".into(), Value::String(s.clone()));
-    }
-    b.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools = req
+    let request = anthropic::Request {
+        model: req.model.clone(),
+        max_tokens: Some(req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        system: req.system.clone().map(Content::Text),
+        messages,
+        tools: req
             .tools
             .iter()
-            .map(|t| {
-                let schema = if t.parameters.is_object() {
+            .map(|t| Tool {
+                kind: None,
+                name: t.name.clone(),
+                description: Some(t.description.clone()),
+                input_schema: Some(if t.parameters.is_object() {
                     t.parameters.clone()
                 } else {
-                    json!({"type": "object", "properties": {}})
-                };
-                json!({"name": t.name, "description": t.description, "input_schema": schema})
+                    anthropic::any_object_schema()
+                }),
+                extra: Map::new(),
             })
-            .collect();
-        b.insert("tools".into(), Value::Array(tools));
-    }
-    if stream {
-        b.insert("stream".into(), true.into());
-    }
+            .collect(),
+        stream,
+        extra: Map::new(),
+    };
+    let mut b = match request.into_value() {
+        Value::Object(b) => b,
+        _ => Map::new(),
+    };
     apply_extra(&mut b, &req.extra);
     Value::Object(b)
 }
@@ -210,7 +214,10 @@ pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderE
                 parts.push(Part::ToolCall {
                     id,
                     name,
-                    arguments: b.get("input").cloned().unwrap_or_else(|| json!({})),
+                    arguments: b
+                        .get("input")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Map::new())),
                 });
             }
             _ => {}
@@ -312,11 +319,11 @@ pub(crate) fn read_stream(
                 .ok_or_else(|| malformed(format!("{at}: no valid `index`")))
         };
         match kind.as_str() {
-            "message_start" => match data.get("message") {
+            event::MESSAGE_START => match data.get("message") {
                 Some(Value::Object(m)) => message = Some(m.clone()),
                 _ => return Err(malformed(format!("{at}: no `message` object"))),
             },
-            "content_block_start" => {
+            event::CONTENT_BLOCK_START => {
                 let i = index()?;
                 let Some(b @ Value::Object(_)) = data.get("content_block") else {
                     return Err(malformed(format!("{at}: no `content_block` object")));
@@ -346,7 +353,7 @@ pub(crate) fn read_stream(
                 }
                 blocks[i] = Some(b.clone());
             }
-            "content_block_delta" => {
+            event::CONTENT_BLOCK_DELTA => {
                 let i = index()?;
                 let Some(Some(b)) = blocks.get_mut(i) else {
                     return Err(malformed(format!(
@@ -373,7 +380,7 @@ pub(crate) fn read_stream(
                             match o.get_mut("citations") {
                                 Some(Value::Array(a)) => a.push(c.clone()),
                                 _ => {
-                                    o.insert("citations".into(), json!([c]));
+                                    o.insert("citations".into(), Value::Array(vec![c.clone()]));
                                 }
                             }
                         }
@@ -381,7 +388,7 @@ pub(crate) fn read_stream(
                     _ => {}
                 }
             }
-            "message_delta" => {
+            event::MESSAGE_DELTA => {
                 let Some(m) = &mut message else {
                     return Err(malformed(format!("{at}: before `message_start`")));
                 };
@@ -391,7 +398,9 @@ pub(crate) fn read_stream(
                     }
                 }
                 if let Some(Value::Object(u)) = data.get("usage") {
-                    let usage = m.entry("usage").or_insert_with(|| json!({}));
+                    let usage = m
+                        .entry("usage")
+                        .or_insert_with(|| Value::Object(Map::new()));
                     if let Value::Object(mu) = usage {
                         for (k, v) in u {
                             mu.insert(k.clone(), v.clone());
@@ -399,13 +408,13 @@ pub(crate) fn read_stream(
                     }
                 }
             }
-            "message_stop" => stopped = true,
-            "content_block_stop" => {
+            event::MESSAGE_STOP => stopped = true,
+            event::CONTENT_BLOCK_STOP => {
                 if let Some(c) = index().ok().and_then(|i| closed.get_mut(i)) {
                     *c = true;
                 }
             }
-            "error" if !cut_short => return Err(error::in_body(&data, ctx)),
+            event::ERROR if !cut_short => return Err(error::in_body(&data, ctx)),
             _ => {} // ping, and events yet unknown
         }
     }
@@ -447,6 +456,7 @@ pub(crate) fn read_stream(
 mod tests {
     use super::*;
     use crate::request::Message;
+    use serde_json::json;
 
     #[test]
     fn unsigned_reasoning_is_dropped_and_roles_merge_again() {
@@ -509,6 +519,39 @@ mod tests {
         assert_eq!(b["messages"][0]["role"], "user");
         assert_eq!(b["messages"][0]["content"][0]["text"], PREAMBLE);
         assert_eq!(b["stream"], true);
+        req.system = Some("sys".into());
+        req.max_tokens = Some(10);
+        req.tools = vec![crate::request::ToolSpec {
+            name: "f".into(),
+            description: "d".into(),
+            parameters: Value::Null,
+        }];
+        req.messages.push(Message {
+            role: Role::User,
+            parts: vec![
+                Part::Text("t".into()),
+                Part::ToolResult {
+                    id: "c".into(),
+                    content: String::new(),
+                    is_error: true,
+                },
+                Part::ToolResult {
+                    id: "d".into(),
+                    content: "ok".into(),
+                    is_error: false,
+                },
+            ],
+        });
+        req.extra
+            .insert("thinking".into(), json!({"type": "enabled"}));
+        // Written byte for byte as before the wire types.
+        assert_eq!(
+            body(&req, true).to_string(),
+            format!(
+                r#"{{"model":"claude","max_tokens":10,"system":"sys","messages":[{{"role":"user","content":[{{"type":"text","text":{}}}]}},{{"role":"assistant","content":[{{"type":"text","text":"hello"}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c","is_error":true}},{{"type":"tool_result","tool_use_id":"d","content":"ok"}},{{"type":"text","text":"t"}}]}}],"tools":[{{"name":"f","description":"d","input_schema":{{"type":"object","properties":{{}}}}}}],"stream":true,"thinking":{{"type":"enabled"}}}}"#,
+                Value::String(PREAMBLE.into())
+            )
+        );
     }
 
     #[test]

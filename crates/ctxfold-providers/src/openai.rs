@@ -39,7 +39,11 @@
 
 use std::io::BufRead;
 
-use serde_json::{Map, Value, json};
+use ctxfold_wire::IntoValue;
+use ctxfold_wire::chat::{
+    self, Choice, Completion, Content, Message, StreamOptions, Tool, ToolCall, role,
+};
+use serde_json::{Map, Value};
 
 use crate::error::{self, ErrorContext, ProviderError};
 use crate::request::{ChatRequest, Part, Role, apply_extra};
@@ -64,9 +68,12 @@ fn is_reasoning_model(model: &str) -> bool {
 
 /// The request body for `req` (see the module docs).
 pub fn body(req: &ChatRequest, stream: bool) -> Value {
-    let mut messages: Vec<Value> = Vec::new();
+    // Each message made a value at once: a conversation has thousands,
+    // and a typed message is a large value to move about.
+    let parts: usize = req.messages.iter().map(|m| m.parts.len()).sum();
+    let mut messages: Vec<Value> = Vec::with_capacity(parts + 1);
     if let Some(s) = &req.system {
-        messages.push(json!({"role": "system", "content": s}));
+        messages.push(Message::text(role::SYSTEM, s.clone()).into_value());
     }
     for m in &req.messages {
         match m.role {
@@ -74,7 +81,7 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                 let mut texts: Vec<&str> = Vec::new();
                 let flush = |texts: &mut Vec<&str>, messages: &mut Vec<Value>| {
                     if !texts.is_empty() {
-                        messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
+                        messages.push(Message::text(role::USER, texts.join("\n\n")).into_value());
                         texts.clear();
                     }
                 };
@@ -84,7 +91,11 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                         Part::ToolResult { id, content, .. } => {
                             flush(&mut texts, &mut messages);
                             messages.push(
-                                json!({"role": "tool", "tool_call_id": id, "content": content}),
+                                Message {
+                                    tool_call_id: Some(id.clone()),
+                                    ..Message::text(role::TOOL, content.clone())
+                                }
+                                .into_value(),
                             );
                         }
                         Part::Reasoning { .. } | Part::ToolCall { .. } => {}
@@ -101,7 +112,7 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                         _ => None,
                     })
                     .collect();
-                let calls: Vec<Value> = m
+                let calls: Vec<ToolCall> = m
                     .parts
                     .iter()
                     .filter_map(|p| match p {
@@ -109,61 +120,58 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                             id,
                             name,
                             arguments,
-                        } => Some(json!({
-                            "id": id,
-                            "type": "function",
-                            "function": {"name": name, "arguments": arguments_text(arguments)},
-                        })),
+                        } => Some(ToolCall::function(
+                            id.clone(),
+                            name.clone(),
+                            Value::String(arguments_text(arguments)),
+                        )),
                         _ => None,
                     })
                     .collect();
                 if texts.is_empty() && calls.is_empty() {
                     continue;
                 }
-                let mut msg = Map::new();
-                msg.insert("role".into(), "assistant".into());
-                msg.insert(
-                    "content".into(),
-                    if texts.is_empty() {
-                        Value::Null
-                    } else {
-                        Value::String(texts.join("\n\n"))
-                    },
+                messages.push(
+                    Message {
+                        role: role::ASSISTANT.into(),
+                        content: Some(if texts.is_empty() {
+                            Content::Null
+                        } else {
+                            Content::Text(texts.join("\n\n"))
+                        }),
+                        tool_calls: (!calls.is_empty()).then_some(calls),
+                        ..Message::default()
+                    }
+                    .into_value(),
                 );
-                if !calls.is_empty() {
-                    msg.insert("tool_calls".into(), Value::Array(calls));
-                }
-                messages.push(Value::Object(msg));
             }
         }
     }
-    let mut b = Map::new();
-    b.insert("model".into(), Value::String(req.model.clone()));
-    b.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools = req
+    let (max_tokens, max_completion_tokens) = match req.max_tokens {
+        Some(n) if is_reasoning_model(&req.model) => (None, Some(n)),
+        n => (n, None),
+    };
+    let request = chat::Request {
+        model: req.model.clone(),
+        messages: Vec::new(),
+        tools: req
             .tools
             .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters,
-                }})
-            })
-            .collect();
-        b.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(n) = req.max_tokens {
-        let key = if is_reasoning_model(&req.model) {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
-        b.insert(key.into(), n.into());
-    }
-    b.insert("stream".into(), stream.into());
-    if stream {
-        b.insert("stream_options".into(), json!({"include_usage": true}));
-    }
+            .map(|t| Tool::function(&t.name, &t.description, t.parameters.clone()))
+            .collect(),
+        max_tokens,
+        max_completion_tokens,
+        stream,
+        stream_options: stream.then(|| StreamOptions {
+            include_usage: true,
+            extra: Map::new(),
+        }),
+        extra: Map::new(),
+    };
+    let mut b = match request.into_value_with(messages) {
+        Value::Object(b) => b,
+        _ => Map::new(),
+    };
     apply_extra(&mut b, &req.extra);
     Value::Object(b)
 }
@@ -179,11 +187,11 @@ fn arguments_text(v: &Value) -> String {
 /// Arguments text read back: parsed, `{}` when empty, else kept as text.
 fn parse_arguments(v: Option<&Value>) -> Value {
     match v {
-        Some(Value::String(s)) if s.trim().is_empty() => json!({}),
+        Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Map::new()),
         Some(Value::String(s)) => {
             serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
         }
-        Some(Value::Null) | None => json!({}),
+        Some(Value::Null) | None => Value::Object(Map::new()),
         Some(other) => other.clone(),
     }
 }
@@ -433,45 +441,48 @@ pub(crate) fn read_stream(
             "the OpenAI-style stream ended before the answer was finished (no `finish_reason`, no `data: [DONE]`)",
         ));
     }
-    let mut message = Map::new();
-    message.insert("role".into(), "assistant".into());
-    message.insert(
-        "content".into(),
-        if content.is_empty() && !calls.is_empty() {
-            Value::Null
-        } else {
-            Value::String(content)
-        },
-    );
-    if !reasoning.is_empty() {
-        message.insert(reasoning_key.into(), Value::String(reasoning));
-    }
-    if !calls.is_empty() {
-        let calls = calls
+    let content = if content.is_empty() && !calls.is_empty() {
+        Content::Null
+    } else {
+        Content::Text(content)
+    };
+    let reasoning = (!reasoning.is_empty()).then_some(reasoning);
+    let (reasoning_content, reasoning) = if reasoning_key == "reasoning" {
+        (None, reasoning)
+    } else {
+        (reasoning, None)
+    };
+    let tool_calls = (!calls.is_empty()).then(|| {
+        calls
             .into_iter()
-            .map(|c| {
-                json!({"id": c.id, "type": "function",
-                       "function": {"name": c.name, "arguments": c.arguments}})
-            })
-            .collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    let mut raw = top;
-    raw.insert("object".into(), "chat.completion".into());
-    raw.insert(
-        "choices".into(),
-        json!([{"index": 0, "message": message, "finish_reason": finish}]),
-    );
-    if let Some(u) = usage {
-        raw.insert("usage".into(), u);
-    }
-    Ok(Value::Object(raw))
+            .map(|c| ToolCall::function(c.id, c.name, Value::String(c.arguments)))
+            .collect()
+    });
+    let completion = Completion {
+        extra: top,
+        object: "chat.completion".into(),
+        choices: vec![Choice {
+            index: 0,
+            message: Message {
+                role: role::ASSISTANT.into(),
+                content: Some(content),
+                reasoning_content,
+                reasoning,
+                tool_calls,
+                ..Message::default()
+            },
+            finish_reason: finish,
+        }],
+        usage,
+    };
+    Ok(ctxfold_wire::value(&completion))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::request::{Message, ToolSpec};
+    use serde_json::json;
 
     #[test]
     fn reasoning_models_get_max_completion_tokens() {
@@ -556,6 +567,11 @@ mod tests {
         assert!(
             b.get("stream_options").is_none(),
             "a null extra removes the key"
+        );
+        // Written byte for byte as before the wire types.
+        assert_eq!(
+            b.to_string(),
+            r#"{"model":"gpt-4o","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"data"},{"role":"user","content":"thanks"}],"tools":[{"type":"function","function":{"name":"read","description":"read a file","parameters":{"type":"object"}}}],"stream":true,"temperature":0.2}"#
         );
     }
 

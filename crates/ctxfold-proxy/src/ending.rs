@@ -216,7 +216,7 @@ fn ends(shape: Shape, event: Option<&str>, data: &str) -> bool {
                     .any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))
         }
         Shape::Messages => {
-            const LAST: [&str; 2] = ["message_stop", "error"];
+            const LAST: [&str; 2] = ctxfold_wire::anthropic::event::LAST;
             if event.is_some_and(|e| !LAST.contains(&e)) {
                 return false;
             }
@@ -226,12 +226,7 @@ fn ends(shape: Shape, event: Option<&str>, data: &str) -> bool {
                 && serde_json::from_str::<Value>(data).is_ok()
         }
         Shape::Responses => {
-            const LAST: [&str; 4] = [
-                "response.completed",
-                "response.incomplete",
-                "response.failed",
-                "error",
-            ];
+            const LAST: [&str; 4] = ctxfold_wire::responses::event::LAST;
             if event.is_some_and(|e| !LAST.contains(&e)) {
                 return false;
             }

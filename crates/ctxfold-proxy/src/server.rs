@@ -27,7 +27,6 @@ use std::sync::Arc;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::book::Book;
 use crate::config::ProxyConfig;
@@ -110,8 +109,11 @@ fn error(status: StatusCode, message: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
-        json!({"type": "error", "error": {"type": "ctxfold_proxy_error", "message": message}})
-            .to_string(),
+        ctxfold_wire::value(&ctxfold_wire::error::ErrorBody::new(
+            "ctxfold_proxy_error",
+            message,
+        ))
+        .to_string(),
     )
         .into_response()
 }

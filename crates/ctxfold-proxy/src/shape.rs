@@ -162,6 +162,7 @@ mod responses {
     use ctxfold_core::{Body, Record};
     use ctxfold_providers::response::USAGE;
     use ctxfold_providers::sse::SseReader;
+    use ctxfold_wire::responses::{Response, StreamEvent, event};
     use serde_json::{Value, json};
 
     /// Metadata key of the response id on an answer's records: a request
@@ -231,17 +232,12 @@ mod responses {
                     ev.line
                 ));
             };
-            match data.get("type").and_then(Value::as_str) {
-                Some("response.completed" | "response.incomplete") if !cut_short => {
-                    let response = data.get("response").cloned().unwrap_or_default();
-                    return answer(&response, model, ts);
+            match StreamEvent::from_value(data) {
+                StreamEvent::Completed(e) | StreamEvent::Incomplete(e) if !cut_short => {
+                    return answer(&e.response, model, ts);
                 }
-                Some("response.output_item.done") => {
-                    if let Some(item) = data.get("item") {
-                        done.push(item.clone());
-                    }
-                }
-                Some("response.failed" | "error") if !cut_short => {
+                StreamEvent::OutputItemDone(e) => done.push(e.item),
+                e if !cut_short && matches!(e.kind(), Some(event::FAILED | event::ERROR)) => {
                     return Err("the Responses stream ended with an error".into());
                 }
                 _ => {}
@@ -250,7 +246,9 @@ mod responses {
         if !cut_short {
             return Err("the Responses stream ended before `response.completed`".into());
         }
-        let mut records = ctxfold_formats::responses::output_records(&json!({"output": done}))?;
+        let mut records = ctxfold_formats::responses::output_records(&ctxfold_wire::value(
+            &Response::of_output(done),
+        ))?;
         for r in &mut records {
             r.ts = ts.into();
         }

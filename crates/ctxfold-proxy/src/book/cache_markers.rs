@@ -2,8 +2,8 @@
 //! and moved onto the nearest block still sent when the one carrying it
 //! is folded away, so the cached prefix keeps its boundary.
 
-use ctxfold_core::{Body, Record};
-use serde_json::{Value, json};
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
 
 /// Where the Anthropic format keeps a block's unmapped fields.
 const BLOCK_FIELDS: &str = "anthropic_block_fields";
@@ -47,7 +47,7 @@ pub(super) fn set_cache_marker(r: &mut Record, m: Value) {
             r.metadata
                 .get_or_insert_default()
                 .entry(BLOCK_FIELDS)
-                .or_insert_with(|| json!({})),
+                .or_insert_with(|| Value::Object(Object::new())),
         ),
     };
     if let Some(Value::Object(f)) = fields {
