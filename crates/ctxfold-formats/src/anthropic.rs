@@ -80,9 +80,9 @@ use serde_json::Value;
 use crate::Transcript;
 use crate::chat::{
     Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
-    meta, set_meta, split_request, text_parts,
+    meta, set_meta, text_parts,
 };
-use crate::message_reader::{MessageReader, Side, Wire};
+use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
 
 pub(crate) const PREFIX: &str = "anthropic";
@@ -99,12 +99,7 @@ const MESSAGE: &str = "anthropic_message";
 /// Read Anthropic messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
 pub fn from_json(v: &Value) -> Result<Transcript, String> {
-    let (messages, body) = split_request(v)?;
-    let mut reader = MessageReader::new(Wire::Anthropic, body)?;
-    for m in messages {
-        reader.read(m)?;
-    }
-    Ok(reader.into_transcript(body))
+    crate::message_reader::read_messages(Wire::Anthropic, v)
 }
 
 /// The records of a request's top-level `system`, if any.
@@ -115,14 +110,7 @@ pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String
             out.push(Body::System { content: s.clone() });
         }
         Some(Value::Array(blocks)) => {
-            let idx = out.push(Body::System {
-                content: text_parts(blocks),
-            });
-            set_meta(
-                &mut out.records[idx],
-                "anthropic_system",
-                Value::Array(blocks.clone()),
-            );
+            push_system_blocks(out, blocks);
         }
         Some(other) => {
             return Err(format!(
@@ -153,12 +141,7 @@ pub(crate) fn read_message(
         _ => {
             // A role this module does not know: kept whole, written back
             // as it came.
-            let mut fields = Object::new();
-            fields.insert("message".into(), Value::Object(m.clone()));
-            out.push(Body::Other {
-                kind: MESSAGE.into(),
-                fields: Box::new(fields),
-            });
+            out.push_unknown_message(MESSAGE, m);
             return Ok(Side::Own);
         }
     };
@@ -210,17 +193,7 @@ pub(crate) fn read_message(
             }
             first
         }
-        None => {
-            return Err(format!(
-                "messages[{i}]: missing `content`; expected a string or an array of content blocks"
-            ));
-        }
-        Some(other) => {
-            return Err(format!(
-                "messages[{i}].content: expected a string or an array of content blocks, found {}",
-                describe(other)
-            ));
-        }
+        other => return Err(content_error(i, other)),
     };
     match first {
         Some(idx) => keep_message_keys(
@@ -241,28 +214,8 @@ pub(crate) fn read_message(
 fn read_system_message(out: &mut Records, i: usize, m: &Object) -> Result<(), String> {
     let idx = match m.get("content") {
         Some(Value::String(s)) => out.push(Body::System { content: s.clone() }),
-        Some(Value::Array(blocks)) => {
-            let idx = out.push(Body::System {
-                content: text_parts(blocks),
-            });
-            set_meta(
-                &mut out.records[idx],
-                "anthropic_system",
-                Value::Array(blocks.clone()),
-            );
-            idx
-        }
-        None => {
-            return Err(format!(
-                "messages[{i}]: missing `content`; expected a string or an array of content blocks"
-            ));
-        }
-        Some(other) => {
-            return Err(format!(
-                "messages[{i}].content: expected a string or an array of content blocks, found {}",
-                describe(other)
-            ));
-        }
+        Some(Value::Array(blocks)) => push_system_blocks(out, blocks),
+        other => return Err(content_error(i, other)),
     };
     let r = &mut out.records[idx];
     set_meta(r, SYSTEM_MESSAGE, Value::Bool(true));
@@ -613,4 +566,32 @@ fn block_of(r: &Record) -> Option<(&'static str, Block)> {
         }
         _ => return None,
     })
+}
+
+/// A `system` record of `blocks`' text, the blocks kept in metadata
+/// `anthropic_system`; returns its index.
+fn push_system_blocks(out: &mut Records, blocks: &[Value]) -> usize {
+    let idx = out.push(Body::System {
+        content: text_parts(blocks),
+    });
+    set_meta(
+        &mut out.records[idx],
+        "anthropic_system",
+        Value::Array(blocks.to_vec()),
+    );
+    idx
+}
+
+/// The error for message `i`'s `content` that is missing or neither a
+/// string nor blocks.
+fn content_error(i: usize, content: Option<&Value>) -> String {
+    match content {
+        None => format!(
+            "messages[{i}]: missing `content`; expected a string or an array of content blocks"
+        ),
+        Some(other) => format!(
+            "messages[{i}].content: expected a string or an array of content blocks, found {}",
+            describe(other)
+        ),
+    }
 }

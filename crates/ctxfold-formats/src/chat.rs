@@ -16,6 +16,17 @@ pub(crate) struct Records {
 }
 
 impl Records {
+    /// Keep message `m` of a role its format does not know whole, as an
+    /// `Other` record of `kind`, written back as it came.
+    pub(crate) fn push_unknown_message(&mut self, kind: &str, m: &Object) -> usize {
+        let mut fields = Object::new();
+        fields.insert("message".into(), Value::Object(m.clone()));
+        self.push(Body::Other {
+            kind: kind.into(),
+            fields: Box::new(fields),
+        })
+    }
+
     /// Append a record; returns its index.
     pub(crate) fn push(&mut self, body: Body) -> usize {
         if body.is_model_visible() {

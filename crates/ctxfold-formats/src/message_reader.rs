@@ -267,3 +267,15 @@ impl MessageReader {
         self.out
     }
 }
+
+/// A chat transcript (a request body with `messages`, or a bare array of
+/// messages) in `wire`'s shape, read one message at a time. The error says
+/// what was expected and where.
+pub(crate) fn read_messages(wire: Wire, v: &Value) -> Result<Transcript, String> {
+    let (messages, body) = crate::chat::split_request(v)?;
+    let mut reader = MessageReader::new(wire, body)?;
+    for m in messages {
+        reader.read(m)?;
+    }
+    Ok(reader.into_transcript(body))
+}

@@ -74,9 +74,9 @@ use serde_json::Value;
 use crate::Transcript;
 use crate::chat::{
     Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
-    meta, set_meta, split_request, text_parts,
+    meta, set_meta, text_parts,
 };
-use crate::message_reader::{MessageReader, Side, Wire};
+use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
 
 pub(crate) const PREFIX: &str = "openai";
@@ -88,12 +88,7 @@ const ROLES: &str = "expected system, developer, user, assistant or tool";
 /// Read OpenAI chat messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
 pub fn from_json(v: &Value) -> Result<Transcript, String> {
-    let (messages, body) = split_request(v)?;
-    let mut reader = MessageReader::new(Wire::OpenAi, body)?;
-    for m in messages {
-        reader.read(m)?;
-    }
-    Ok(reader.into_transcript(body))
+    crate::message_reader::read_messages(Wire::OpenAi, v)
 }
 
 /// The text of a message's `content` and the value it was read from
@@ -143,12 +138,7 @@ pub(crate) fn read_message(
     if !matches!(role, "system" | "developer" | "user" | "tool" | "assistant") {
         // A role this module does not know (a newer API's, the legacy
         // `function`): kept whole and written back as it came.
-        let mut fields = Object::new();
-        fields.insert("message".into(), Value::Object(m.clone()));
-        out.push(Body::Other {
-            kind: MESSAGE.into(),
-            fields: Box::new(fields),
-        });
+        out.push_unknown_message(MESSAGE, m);
         return Ok(Side::Own);
     }
     let content = Content::read(i, m)?;

@@ -178,10 +178,6 @@ fn malformed(detail: impl Into<String>) -> ProviderError {
     }
 }
 
-fn count(u: &Value, key: &str) -> u64 {
-    u.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
-
 /// Read a response body (see the module docs). `model` is
 /// `provider/model`, as asked for.
 pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderError> {
@@ -227,16 +223,15 @@ pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderE
         .get("stop_reason")
         .and_then(Value::as_str)
         .map(StopReason::parse);
-    let usage = match raw.get("usage") {
-        Some(u @ Value::Object(_)) => Some(Usage {
-            input_tokens: count(u, "input_tokens")
-                + count(u, "cache_creation_input_tokens")
-                + count(u, "cache_read_input_tokens"),
-            output_tokens: count(u, "output_tokens"),
-            raw: u.clone(),
-        }),
-        _ => None,
-    };
+    let usage = Usage::from_raw(
+        raw.get("usage"),
+        &[
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ],
+        "output_tokens",
+    );
     Ok(ChatResponse {
         model: model.to_owned(),
         parts,

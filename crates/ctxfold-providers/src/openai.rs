@@ -104,28 +104,11 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                 flush(&mut texts, &mut messages);
             }
             Role::Assistant => {
-                let texts: Vec<&str> = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text(t) => Some(t.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let calls: Vec<ToolCall> = m
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        } => Some(ToolCall::function(
-                            id.clone(),
-                            name.clone(),
-                            Value::String(arguments_text(arguments)),
-                        )),
-                        _ => None,
+                let texts = crate::response::text_parts(&m.parts);
+                let calls: Vec<ToolCall> = crate::response::tool_call_parts(&m.parts)
+                    .map(|(id, name, arguments)| {
+                        let arguments = Value::String(arguments_text(arguments));
+                        ToolCall::function(id.to_owned(), name.to_owned(), arguments)
                     })
                     .collect();
                 if texts.is_empty() && calls.is_empty() {
@@ -264,17 +247,7 @@ pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderE
         .get("finish_reason")
         .and_then(Value::as_str)
         .map(StopReason::parse);
-    let usage = match raw.get("usage") {
-        Some(u @ Value::Object(_)) => Some(Usage {
-            input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-            output_tokens: u
-                .get("completion_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            raw: u.clone(),
-        }),
-        _ => None,
-    };
+    let usage = Usage::from_raw(raw.get("usage"), &["prompt_tokens"], "completion_tokens");
     Ok(ChatResponse {
         model: model.to_owned(),
         parts,

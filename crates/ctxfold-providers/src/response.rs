@@ -41,6 +41,44 @@ pub struct Usage {
     pub raw: Value,
 }
 
+impl Usage {
+    /// A response's `usage` object as sent, if it is one: its input is the
+    /// sum of the counts under `input` (Anthropic counts cached parts
+    /// apart), its output the count under `output`; a missing count is 0.
+    pub(crate) fn from_raw(raw: Option<&Value>, input: &[&str], output: &str) -> Option<Usage> {
+        let u = raw.filter(|u| u.is_object())?;
+        let count = |key: &str| u.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Some(Usage {
+            input_tokens: input.iter().map(|k| count(k)).sum(),
+            output_tokens: count(output),
+            raw: u.clone(),
+        })
+    }
+}
+
+/// The tool calls of `parts`, in order: (id, name, arguments).
+pub(crate) fn tool_call_parts(parts: &[Part]) -> impl Iterator<Item = (&str, &str, &Value)> {
+    parts.iter().filter_map(|p| match p {
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Some((id.as_str(), name.as_str(), arguments)),
+        _ => None,
+    })
+}
+
+/// The text parts of `parts`, in order.
+pub(crate) fn text_parts(parts: &[Part]) -> Vec<&str> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
@@ -101,30 +139,12 @@ pub struct ChatResponse {
 impl ChatResponse {
     /// The answer's text parts, joined with "\n\n".
     pub fn text(&self) -> String {
-        let texts: Vec<&str> = self
-            .parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect();
-        texts.join("\n\n")
+        text_parts(&self.parts).join("\n\n")
     }
 
     /// The tool calls: (id, name, arguments).
     pub fn tool_calls(&self) -> Vec<(&str, &str, &Value)> {
-        self.parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                } => Some((id.as_str(), name.as_str(), arguments)),
-                _ => None,
-            })
-            .collect()
+        tool_call_parts(&self.parts).collect()
     }
 
     /// The records to append to the log (see the module docs), stamped
