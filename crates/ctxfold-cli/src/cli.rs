@@ -54,6 +54,10 @@ pub enum InputFormat {
     Openai,
     /// Anthropic `messages`.
     Anthropic,
+    /// A Claude Code session file.
+    ClaudeCode,
+    /// A Codex session file (rollout).
+    Codex,
 }
 
 impl InputFormat {
@@ -65,6 +69,8 @@ impl InputFormat {
             InputFormat::Jp => Some(Format::Jp),
             InputFormat::Openai => Some(Format::Openai),
             InputFormat::Anthropic => Some(Format::Anthropic),
+            InputFormat::ClaudeCode => Some(Format::ClaudeCode),
+            InputFormat::Codex => Some(Format::Codex),
         }
     }
 }
@@ -80,6 +86,10 @@ pub enum OutputTranscript {
     Openai,
     /// Anthropic `messages`.
     Anthropic,
+    /// A Claude Code session file.
+    ClaudeCode,
+    /// A Codex session file (rollout).
+    Codex,
 }
 
 impl From<OutputTranscript> for Format {
@@ -89,6 +99,8 @@ impl From<OutputTranscript> for Format {
             OutputTranscript::Jp => Format::Jp,
             OutputTranscript::Openai => Format::Openai,
             OutputTranscript::Anthropic => Format::Anthropic,
+            OutputTranscript::ClaudeCode => Format::ClaudeCode,
+            OutputTranscript::Codex => Format::Codex,
         }
     }
 }

@@ -58,6 +58,7 @@ pub fn source_name(s: Source) -> &'static str {
         Source::User => "manual",
         Source::Auto => "auto",
         Source::Assistant => "assistant",
+        Source::Agent => "agent",
     }
 }
 

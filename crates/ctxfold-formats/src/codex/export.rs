@@ -1,0 +1,289 @@
+//! Writing a Codex rollout: each record back to its line (or a new one),
+//! and, for a new session, the new id.
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use super::{FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
+use crate::Transcript;
+use crate::pairing::export_id;
+use crate::session_lines::fingerprint;
+
+/// One line to write: its JSON, and the text to write while the JSON is
+/// what it was read as.
+struct Out {
+    value: Option<Value>,
+    raw: Option<String>,
+}
+
+/// The rollout's bytes: every record back to its line (see the module
+/// docs); a new session when the transcript says so
+/// ([`super::new_session`]).
+pub fn export_bytes(t: &Transcript) -> Vec<u8> {
+    let mut lines: Vec<Out> = t.records.iter().flat_map(record_lines).collect();
+    if let (Some(new), Some(old)) = (
+        extra(t, NEW_SESSION).and_then(Value::as_str),
+        extra(t, SESSION_ID).and_then(Value::as_str),
+    ) {
+        for (ordinal, l) in lines.iter_mut().enumerate() {
+            if let Some(v) = l.value.as_mut() {
+                replace_strings(v, old, new);
+                if let Value::Object(o) = v
+                    && o.get("ordinal").is_some_and(Value::is_u64)
+                {
+                    o.insert("ordinal".into(), Value::from(ordinal as u64));
+                }
+                l.raw = None;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(text(l).as_bytes());
+    }
+    let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
+    if !lines.is_empty() && final_newline {
+        out.push(b'\n');
+    }
+    out
+}
+
+fn replace_strings(v: &mut Value, old: &str, new: &str) {
+    match v {
+        Value::String(s) if s == old => *s = new.to_owned(),
+        Value::Array(a) => a.iter_mut().for_each(|v| replace_strings(v, old, new)),
+        Value::Object(o) => o.values_mut().for_each(|v| replace_strings(v, old, new)),
+        _ => {}
+    }
+}
+
+fn text(l: &Out) -> String {
+    match (&l.value, &l.raw) {
+        (Some(v), Some(raw)) => match serde_json::from_str::<Value>(raw) {
+            Ok(read) if read == *v => raw.clone(),
+            _ => serde_json::to_string(v).unwrap_or_default(),
+        },
+        (Some(v), None) => serde_json::to_string(v).unwrap_or_default(),
+        (None, Some(raw)) => raw.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+fn kept(v: &Value) -> Out {
+    match v.as_object() {
+        Some(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+            let raw = o.get("text").and_then(Value::as_str).unwrap_or("");
+            Out {
+                value: serde_json::from_str(raw).ok(),
+                raw: Some(raw.to_owned()),
+            }
+        }
+        _ => Out {
+            value: Some(v.clone()),
+            raw: None,
+        },
+    }
+}
+
+fn record_lines(r: &Record) -> Vec<Out> {
+    let h = crate::session_lines::hints(r, KEY);
+    match &r.body {
+        Body::TurnStart | Body::CompactionReset(_) => Vec::new(),
+        Body::Other { kind, fields } if kind == KEY => vec![Out {
+            value: fields.get("line").cloned(),
+            raw: fields
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }],
+        Body::Other { .. } => Vec::new(),
+        Body::Compaction(_) => match h.and_then(|h| h.get("lines")) {
+            Some(Value::Array(lines)) => lines.iter().map(kept).collect(),
+            _ => Vec::new(),
+        },
+        _ => match item_line(r, h) {
+            Some(v) => vec![Out {
+                value: Some(v),
+                raw: h
+                    .and_then(|h| h.get("raw"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            }],
+            None => Vec::new(),
+        },
+    }
+}
+
+fn unchanged(h: Option<&Object>, text: &str) -> bool {
+    h.and_then(|h| h.get("fnv")).and_then(Value::as_str) == Some(fingerprint(text).as_str())
+}
+
+/// The line a conversation record writes, or `None` when it writes none.
+fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
+    let env = h.and_then(|h| h.get("line")).and_then(Value::as_object);
+    let Some(env) = env else {
+        return made_line(r);
+    };
+    let mut env = env.clone();
+    let Some(Value::Object(p)) = env.get_mut("payload") else {
+        return made_line(r);
+    };
+    let set = |p: &mut Object, k: &str, v: Value| {
+        p.insert(k.to_owned(), v);
+    };
+    match &r.body {
+        Body::User { content, .. } | Body::Assistant { content } | Body::System { content } => {
+            if h.is_some_and(|h| h.contains_key("string")) {
+                set(p, "content", content.clone().into());
+            } else if h.is_some_and(|h| h.contains_key("one_part")) {
+                if let Some(Value::Array(c)) = p.get_mut("content")
+                    && let Some(Value::Object(part)) = c.get_mut(0)
+                {
+                    part.insert("text".into(), content.clone().into());
+                }
+            } else if !unchanged(h, content) {
+                let kind = if matches!(r.body, Body::Assistant { .. }) {
+                    "output_text"
+                } else {
+                    "input_text"
+                };
+                set(p, "content", parts(kind, content));
+            }
+        }
+        Body::Reasoning { content } => {
+            if !unchanged(h, content) {
+                return None;
+            }
+        }
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let id = Value::from(export_id(r, id, KEY));
+            match p.get("type").and_then(Value::as_str) {
+                Some("custom_tool_call") => {
+                    set(p, "call_id", id);
+                    set(p, "name", name.clone().into());
+                    let input = match arguments.value() {
+                        Value::String(s) => s,
+                        _ => arguments.text().to_owned(),
+                    };
+                    set(p, "input", input.into());
+                }
+                Some("local_shell_call") => {
+                    set(p, "call_id", id);
+                    set(p, "action", arguments.value());
+                }
+                _ => {
+                    set(p, "call_id", id);
+                    set(p, "name", name.clone().into());
+                    set(p, "arguments", arguments_text(h, arguments).into());
+                }
+            }
+        }
+        Body::ToolResult { id, content, .. } => {
+            set(p, "call_id", export_id(r, id, KEY).into());
+            let keep = !p.get("output").is_some_and(Value::is_null) && unchanged(h, content);
+            if !keep {
+                set(p, "output", content.clone().into());
+            }
+        }
+        Body::Structured { data } => {
+            return made_line_of(r, message("assistant", "output_text", data.text()));
+        }
+        _ => return None,
+    }
+    Some(Value::Object(env))
+}
+
+/// The `arguments` text: the text read while it still reads as the
+/// arguments the record holds, else the arguments' JSON.
+fn arguments_text(h: Option<&Object>, arguments: &ctxfold_core::json_text::JsonText) -> String {
+    if let Some(raw) = h.and_then(|h| h.get("arguments")).and_then(Value::as_str) {
+        let read = ctxfold_core::json_text::JsonText::parse(raw).unwrap_or_else(|| {
+            ctxfold_core::json_text::JsonText::from_value(&Value::String(raw.to_owned()))
+        });
+        if read == *arguments {
+            return raw.to_owned();
+        }
+    }
+    match arguments.value() {
+        Value::String(s) => s,
+        _ => arguments.text().to_owned(),
+    }
+}
+
+fn parts(kind: &str, text: &str) -> Value {
+    let mut part = Object::new();
+    part.insert("type".into(), Value::String(kind.into()));
+    part.insert("text".into(), Value::String(text.into()));
+    Value::Array(vec![Value::Object(part)])
+}
+
+fn message(role: &str, kind: &str, text: &str) -> Object {
+    let mut p = Object::new();
+    p.insert("type".into(), Value::String("message".into()));
+    p.insert("role".into(), Value::String(role.into()));
+    p.insert("content".into(), parts(kind, text));
+    p
+}
+
+fn made_line_of(r: &Record, payload: Object) -> Option<Value> {
+    let mut o = Object::new();
+    let ts = if r.ts.is_empty() {
+        jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    } else {
+        r.ts.to_string()
+    };
+    o.insert("timestamp".into(), Value::String(ts));
+    o.insert("type".into(), Value::String("response_item".into()));
+    o.insert("payload".into(), Value::Object(payload));
+    Some(Value::Object(o))
+}
+
+/// A line for a record that came from no line (a summary ctxfold made, a
+/// record of another format).
+fn made_line(r: &Record) -> Option<Value> {
+    let payload = match &r.body {
+        Body::User { content, .. } => message("user", "input_text", content),
+        Body::Assistant { content } => message("assistant", "output_text", content),
+        Body::System { content } => message("developer", "input_text", content),
+        Body::Structured { data } => message("assistant", "output_text", data.text()),
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let mut p = Object::new();
+            p.insert("type".into(), Value::String("function_call".into()));
+            p.insert("name".into(), Value::String(name.clone()));
+            p.insert(
+                "arguments".into(),
+                Value::String(arguments_text(None, arguments)),
+            );
+            p.insert(
+                "call_id".into(),
+                Value::String(export_id(r, id, KEY).into()),
+            );
+            p
+        }
+        Body::ToolResult { id, content, .. } => {
+            let mut p = Object::new();
+            p.insert("type".into(), Value::String("function_call_output".into()));
+            p.insert(
+                "call_id".into(),
+                Value::String(export_id(r, id, KEY).into()),
+            );
+            p.insert("output".into(), Value::String(content.clone()));
+            p
+        }
+        _ => return None,
+    };
+    made_line_of(r, payload)
+}
