@@ -462,11 +462,29 @@ pub struct ForkArgs {
 // The arguments of `conversation import` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A transcript file, or a JP or ctxfold conversation folder.
-    pub path: PathBuf,
+    /// A transcript file, or a JP or ctxfold conversation folder; with
+    /// `--from`, the project (working folder) whose sessions to import
+    /// (default: the current folder).
+    #[arg(required_unless_present = "from")]
+    pub path: Option<PathBuf>,
     /// The transcript's format.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub input_format: InputFormat,
+    /// Import the agent's sessions of a project: those not imported yet,
+    /// and what the others gained since (found by session id).
+    #[arg(long, value_enum, conflicts_with = "input_format")]
+    pub from: Option<SessionsOf>,
+}
+
+/// An agent whose own session files `import --from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SessionsOf {
+    /// Claude Code: `~/.claude/projects/<folder>/` (or under
+    /// `$CLAUDE_CONFIG_DIR`).
+    ClaudeCode,
+    /// Codex: the rollouts under `~/.codex/sessions` (or
+    /// `$CODEX_HOME/sessions`) started in the project.
+    Codex,
 }
 
 // The arguments of `conversation export` (no doc comment: the variant's is its help).

@@ -542,13 +542,14 @@ fn import_as(path: &Path, format: Format) -> Result<Transcript, FormatError> {
     }
 }
 
-/// Set `t` up to be written in `format` as a new session of its agent (a
-/// compacted view: the original stays as it is); the new session's id,
-/// or `None` for a format that is not an agent's session file.
-pub fn new_session(t: &mut Transcript, format: Format) -> Option<String> {
+/// Set a transcript's `extras` up to be written in `format` as a new
+/// session of its agent (a compacted view: the original stays as it is);
+/// the new session's id, or `None` for a format that is not an agent's
+/// session file.
+pub fn new_session(extras: &mut Object, format: Format) -> Option<String> {
     match format {
-        Format::ClaudeCode => Some(claude_code::new_session(t)),
-        Format::Codex => Some(codex::new_session(t)),
+        Format::ClaudeCode => Some(claude_code::new_session(extras)),
+        Format::Codex => Some(codex::new_session(extras)),
         _ => None,
     }
 }

@@ -195,7 +195,7 @@ fn a_compacted_claude_code_view_is_a_new_session_with_one_chain() {
     let path = data("claude-code.jsonl");
     let t = ctxfold_formats::import(&path, None).unwrap();
     let mut view = compacted(&t);
-    let id = ctxfold_formats::new_session(&mut view, Format::ClaudeCode).unwrap();
+    let id = ctxfold_formats::new_session(&mut view.extras, Format::ClaudeCode).unwrap();
     let bytes = ctxfold_formats::export_bytes(&view, Format::ClaudeCode, &path).unwrap();
     let text = String::from_utf8(bytes).unwrap();
     let old_id = t.extras["claude_code"]["session_id"]
@@ -241,7 +241,7 @@ fn a_compacted_codex_view_is_a_new_session() {
     let path = data("codex.jsonl");
     let t = ctxfold_formats::import(&path, None).unwrap();
     let mut view = compacted(&t);
-    let id = ctxfold_formats::new_session(&mut view, Format::Codex).unwrap();
+    let id = ctxfold_formats::new_session(&mut view.extras, Format::Codex).unwrap();
     let bytes = ctxfold_formats::export_bytes(&view, Format::Codex, &path).unwrap();
     let text = String::from_utf8(bytes).unwrap();
     let old_id = t.extras["codex"]["session_id"].as_str().unwrap().to_owned();

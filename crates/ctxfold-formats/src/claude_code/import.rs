@@ -55,9 +55,7 @@ fn from_lines(
             records.push(opaque(&line));
             continue;
         };
-        if t.extras.is_empty() {
-            remember_session(&mut t, obj);
-        }
+        remember_session(&mut t, obj);
         check_parent(path, &line, obj, &uuids, &mut warnings);
         if let Some(u) = obj.get("uuid").and_then(Value::as_str) {
             uuids.insert(u.to_owned());
@@ -79,13 +77,7 @@ fn from_lines(
             None => records.push(opaque(&line)),
         }
     }
-    if let Some(Value::Object(o)) = t.extras.get_mut(KEY) {
-        o.insert(FINAL_NEWLINE.into(), Value::Bool(final_newline));
-    } else {
-        let mut o = Object::new();
-        o.insert(FINAL_NEWLINE.into(), Value::Bool(final_newline));
-        t.extras.insert(KEY.into(), Value::Object(o));
-    }
+    super::set_extra(&mut t.extras, FINAL_NEWLINE, Value::Bool(final_newline));
     let mut records = with_turns(records, KEY, opens_turn());
     for (i, r) in records.iter_mut().enumerate() {
         r.seq = i as u64;
@@ -98,16 +90,19 @@ fn from_lines(
     t
 }
 
+/// The session's id and working folder: the first line's that has them.
 fn remember_session(t: &mut Transcript, obj: &Object) {
-    let mut o = Object::new();
-    if let Some(id) = obj.get("sessionId") {
-        o.insert(SESSION_ID.into(), id.clone());
-    }
-    if let Some(cwd) = obj.get("cwd") {
-        o.insert(CWD.into(), cwd.clone());
-    }
-    if !o.is_empty() {
-        t.extras.insert(KEY.into(), Value::Object(o));
+    let entry = t
+        .extras
+        .entry(KEY.to_owned())
+        .or_insert_with(|| Value::Object(Object::new()));
+    let Value::Object(o) = entry else { return };
+    for (key, field) in [(SESSION_ID, "sessionId"), (CWD, "cwd")] {
+        if !o.contains_key(key)
+            && let Some(v) = obj.get(field).filter(|v| v.is_string())
+        {
+            o.insert(key.into(), v.clone());
+        }
     }
 }
 

@@ -81,17 +81,16 @@ pub(crate) const CWD: &str = "cwd";
 /// format's).
 pub(crate) const SIGNATURE: &str = "anthropic_thinking_signature";
 
-/// Set `t` up to be written as a new session: a fresh session id, which
-/// is returned.
-pub fn new_session(t: &mut crate::Transcript) -> String {
+/// Set a transcript's `extras` up to be written as a new session: a
+/// fresh session id, which is returned.
+pub fn new_session(extras: &mut ctxfold_core::Object) -> String {
     let id = crate::session_lines::uuid_v4();
-    set_extra(t, NEW_SESSION, serde_json::Value::String(id.clone()));
+    set_extra(extras, NEW_SESSION, serde_json::Value::String(id.clone()));
     id
 }
 
-pub(crate) fn set_extra(t: &mut crate::Transcript, key: &str, v: serde_json::Value) {
-    let entry = t
-        .extras
+pub(crate) fn set_extra(extras: &mut ctxfold_core::Object, key: &str, v: serde_json::Value) {
+    let entry = extras
         .entry(KEY.to_owned())
         .or_insert_with(|| serde_json::Value::Object(Default::default()));
     if let Some(o) = entry.as_object_mut() {
@@ -101,4 +100,35 @@ pub(crate) fn set_extra(t: &mut crate::Transcript, key: &str, v: serde_json::Val
 
 pub(crate) fn extra<'a>(t: &'a crate::Transcript, key: &str) -> Option<&'a serde_json::Value> {
     t.extras.get(KEY)?.get(key)
+}
+
+/// The folder Claude Code keeps the sessions of working folder `project`
+/// in, under `projects` (`~/.claude/projects`, or `$CLAUDE_CONFIG_DIR/
+/// projects`): the folder's absolute path with every character other than
+/// an ASCII letter or digit made `-`.
+pub fn project_folder(projects: &std::path::Path, project: &std::path::Path) -> std::path::PathBuf {
+    let name: String = project
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    projects.join(name)
+}
+
+/// The sessions in `folder` (a project's folder of Claude Code): its
+/// `*.jsonl` files (subagents' files, in subfolders, are not sessions of
+/// their own), with their session ids (the file names), sorted.
+pub fn sessions_in(folder: &std::path::Path) -> std::io::Result<Vec<(std::path::PathBuf, String)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(folder)? {
+        let p = e?.path();
+        if p.is_file()
+            && p.extension().is_some_and(|x| x == "jsonl")
+            && let Some(stem) = p.file_stem().and_then(|s| s.to_str())
+        {
+            out.push((p.clone(), stem.to_owned()));
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -66,12 +66,11 @@ pub(crate) const NEW_SESSION: &str = "new_session_id";
 /// Extras key: `false` when the file's last line had no newline.
 pub(crate) const FINAL_NEWLINE: &str = "final_newline";
 
-/// Set `t` up to be written as a new session: a fresh session id, which
-/// is returned.
-pub fn new_session(t: &mut crate::Transcript) -> String {
+/// Set a transcript's `extras` up to be written as a new session: a
+/// fresh session id, which is returned.
+pub fn new_session(extras: &mut ctxfold_core::Object) -> String {
     let id = crate::session_lines::uuid_v7();
-    if let serde_json::Value::Object(o) = t
-        .extras
+    if let serde_json::Value::Object(o) = extras
         .entry(KEY.to_owned())
         .or_insert_with(|| serde_json::Value::Object(Default::default()))
     {
@@ -89,4 +88,54 @@ pub fn file_name(id: &str) -> String {
 
 pub(crate) fn extra<'a>(t: &'a crate::Transcript, key: &str) -> Option<&'a serde_json::Value> {
     t.extras.get(KEY)?.get(key)
+}
+
+/// The rollouts under `codex_home/sessions` whose `session_meta` names
+/// `project` as the working folder, with their session ids, sorted.
+pub fn sessions_of(
+    codex_home: &std::path::Path,
+    project: &std::path::Path,
+) -> std::io::Result<Vec<(std::path::PathBuf, String)>> {
+    use std::io::BufRead;
+    let mut out = Vec::new();
+    let mut stack = vec![codex_home.join("sessions")];
+    let same = |cwd: &str| {
+        let a = std::path::Path::new(cwd);
+        a == project
+            || std::fs::canonicalize(a).ok() == std::fs::canonicalize(project).ok()
+                && std::fs::canonicalize(a).is_ok()
+    };
+    while let Some(dir) = stack.pop() {
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for e in rd {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if !(name.starts_with("rollout-") && name.ends_with(".jsonl")) {
+                continue;
+            }
+            let mut first = String::new();
+            let f = std::fs::File::open(&p)?;
+            std::io::BufReader::new(f).read_line(&mut first)?;
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&first) else {
+                continue;
+            };
+            let payload = &v["payload"];
+            if v["type"] == "session_meta"
+                && payload["cwd"].as_str().is_some_and(same)
+                && let Some(id) = payload["id"].as_str()
+            {
+                out.push((p.clone(), id.to_owned()));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
