@@ -267,3 +267,99 @@ fn a_compacted_codex_view_is_a_new_session() {
     );
     assert!(log.counts().user >= 1);
 }
+
+/// Shapes the short real sessions do not hold, written by hand as the
+/// agents write them: an image block, a tool result of blocks with an
+/// error flag, redacted thinking, a sidechain line, a title; Codex's
+/// arguments with spaces, a local shell call, a web search, the Responses
+/// API's encrypted compaction item.
+#[test]
+fn odd_shapes_read_as_records_and_written_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = [
+        r#"{"type":"custom-title","customTitle":"Fix the build","sessionId":"s1"}"#,
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":[{"type":"text","text":"What is in this picture?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},"uuid":"u1","timestamp":"2026-12-01T10:00:00.000Z","sessionId":"s1","cwd":"/p"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"claude","content":[{"type":"redacted_thinking","data":"EmwKAhgB"}],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":2}},"uuid":"a1","timestamp":"2026-12-01T10:00:01.000Z","sessionId":"s1"}"#,
+        r#"{"parentUuid":"a1","isSidechain":false,"type":"assistant","message":{"id":"m1","type":"message","role":"assistant","model":"claude","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/p/a.rs"}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":2}},"uuid":"a2","timestamp":"2026-12-01T10:00:01.500Z","sessionId":"s1"}"#,
+        r#"{"parentUuid":"a2","isSidechain":false,"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":[{"type":"text","text":"no such file"}],"is_error":true}]},"uuid":"u2","timestamp":"2026-12-01T10:00:02.000Z","sessionId":"s1","toolUseResult":"Error: no such file"}"#,
+        r#"{"parentUuid":"u2","isSidechain":true,"type":"user","message":{"role":"user","content":"a subagent's prompt"},"uuid":"u3","timestamp":"2026-12-01T10:00:03.000Z","sessionId":"s1","costUSD":0.000001}"#,
+    ];
+    let path = dir.path().join("s1.jsonl");
+    let text = format!("{}\n", claude.join("\n"));
+    std::fs::write(&path, &text).unwrap();
+    let t = round_trip(&path, Format::ClaudeCode);
+    assert_eq!(t.title.as_deref(), Some("Fix the build"));
+    let bodies: Vec<&Body> = t.records.iter().map(|r| &r.body).collect();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| matches!(b, Body::User { content, .. } if content == "[image block]"))
+    );
+    assert!(
+        bodies
+            .iter()
+            .any(|b| matches!(b, Body::Reasoning { content } if content.is_empty()))
+    );
+    assert!(bodies.iter().any(|b| matches!(b, Body::ToolResult { content, is_error: true, .. } if content == "no such file")));
+    // A result the view changes is written as text, without Claude Code's
+    // copy of the raw output.
+    let mut changed = t.clone();
+    for r in &mut changed.records {
+        if let Body::ToolResult { content, .. } = &mut r.body {
+            *content = "[Read: failed]".into();
+        }
+    }
+    let out = String::from_utf8(
+        ctxfold_formats::export_bytes(&changed, Format::ClaudeCode, &path).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        out.contains(r#""content":"[Read: failed]","is_error":true"#),
+        "{out}"
+    );
+    assert!(!out.contains("toolUseResult"));
+
+    let codex = [
+        r#"{"timestamp":"2026-12-01T10:00:00.000Z","type":"session_meta","payload":{"id":"0199aaaa-0000-7000-8000-000000000001","cwd":"/p","cli_version":"0.171.0"}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"list the files"}]}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{ \"command\": [\"ls\"] }","call_id":"c1"}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:03.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a.rs\nb.rs"}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:04.000Z","type":"response_item","payload":{"type":"local_shell_call","call_id":"c2","status":"completed","action":{"type":"exec","command":["cat","a.rs"]}}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:05.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c2","output":"fn main() {}"}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:06.000Z","type":"response_item","payload":{"type":"web_search_call","status":"completed","action":{"type":"search","query":"rust"}}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:07.000Z","type":"response_item","payload":{"type":"compaction","encrypted_content":"gAAAAB"}}"#,
+        r#"{"timestamp":"2026-12-01T10:00:08.000Z","type":"event_msg","payload":{"type":"agent_message","message":"done"}}"#,
+    ];
+    let path = dir
+        .path()
+        .join("rollout-2026-12-01T10-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl");
+    std::fs::write(&path, format!("{}\n", codex.join("\n"))).unwrap();
+    let t = round_trip(&path, Format::Codex);
+    let calls: Vec<(&str, String)> = t
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall {
+                name, arguments, ..
+            } => Some((name.as_str(), arguments.text().to_owned())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("shell", r#"{"command":["ls"]}"#.to_owned()),
+            (
+                "local_shell",
+                r#"{"type":"exec","command":["cat","a.rs"]}"#.to_owned()
+            )
+        ]
+    );
+    let log = Log::from_records(t.records.clone());
+    assert_eq!(log.counts().compaction, 1);
+    assert_eq!(log.counts().tool_result, 2);
+    // The encrypted compaction folds what came before it.
+    let view = format!("{:?}", ctxfold_core::projection::project(&log).items);
+    assert!(!view.contains("fn main() {}"), "{view}");
+    assert!(view.contains("encrypted"));
+}
