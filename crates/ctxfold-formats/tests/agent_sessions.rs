@@ -363,3 +363,40 @@ fn odd_shapes_read_as_records_and_written_back() {
     assert!(!view.contains("fn main() {}"), "{view}");
     assert!(view.contains("encrypted"));
 }
+
+/// A transcript of another format written as a session: one of its own,
+/// with the ids and the opening line the agent needs.
+#[test]
+fn another_format_written_as_a_session_is_a_session_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let chat = dir.path().join("chat.json");
+    std::fs::write(
+        &chat,
+        r#"{"messages": [{"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "ls", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.rs"},
+            {"role": "assistant", "content": "One file: a.rs."}]}"#,
+    )
+    .unwrap();
+    let t = ctxfold_formats::import(&chat, None).unwrap();
+    for format in [Format::ClaudeCode, Format::Codex] {
+        let out = dir.path().join(format!("out-{format}.jsonl"));
+        ctxfold_formats::export(&t, format, &out).unwrap();
+        let (f, back) = ctxfold_formats::import_detected(&out, None).unwrap();
+        assert_eq!(f, format);
+        let key = if format == Format::Codex {
+            "codex"
+        } else {
+            "claude_code"
+        };
+        let id = back.extras[key]["session_id"].as_str().unwrap();
+        assert_eq!(id.len(), 36, "{id}");
+        let c = Log::from_records(back.records).counts();
+        assert_eq!(
+            (c.user, c.assistant, c.tool_call, c.tool_result),
+            (1, 1, 1, 1),
+            "{format}"
+        );
+    }
+}

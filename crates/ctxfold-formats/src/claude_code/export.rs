@@ -72,8 +72,14 @@ impl Group {
 /// ([`super::new_session`]).
 pub fn export_bytes(t: &Transcript) -> Vec<u8> {
     let lines = lines(&t.records);
-    let lines = match extra(t, NEW_SESSION).and_then(Value::as_str) {
-        Some(id) => renumber(lines, id),
+    // A transcript of another format is a new session too.
+    let fresh = match extra(t, NEW_SESSION).and_then(Value::as_str) {
+        Some(id) => Some(id.to_owned()),
+        None if extra(t, super::SESSION_ID).is_none() => Some(uuid_v4()),
+        None => None,
+    };
+    let lines = match fresh {
+        Some(id) => renumber(lines, &id),
         None => lines,
     };
     let mut out = Vec::new();
@@ -243,8 +249,25 @@ fn made_envelope(template: Option<&Object>, assistant: bool, r: &Record) -> Obje
         "gitBranch",
         "slug",
     ] {
-        if let Some(v) = template.and_then(|t| t.get(k)) {
-            env.insert(k.into(), v.clone());
+        match template.and_then(|t| t.get(k)) {
+            Some(v) => {
+                env.insert(k.into(), v.clone());
+            }
+            // Without a line to model it on (a transcript of another
+            // format), what Claude Code needs to resume it.
+            None if template.is_none() => {
+                let v = match k {
+                    "userType" => "external".to_owned(),
+                    "cwd" => std::env::current_dir()
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_else(|_| ".".into()),
+                    "version" => "ctxfold".to_owned(),
+                    "sessionId" => String::new(),
+                    _ => continue,
+                };
+                env.insert(k.into(), Value::String(v));
+            }
+            None => {}
         }
     }
     env

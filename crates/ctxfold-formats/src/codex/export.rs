@@ -21,6 +21,11 @@ struct Out {
 /// ([`super::new_session`]).
 pub fn export_bytes(t: &Transcript) -> Vec<u8> {
     let mut lines: Vec<Out> = t.records.iter().flat_map(record_lines).collect();
+    if extra(t, SESSION_ID).is_none() {
+        // A transcript of another format: a session of its own, opened as
+        // Codex opens one.
+        lines.insert(0, session_meta(t));
+    }
     if let (Some(new), Some(old)) = (
         extra(t, NEW_SESSION).and_then(Value::as_str),
         extra(t, SESSION_ID).and_then(Value::as_str),
@@ -49,6 +54,38 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
         out.push(b'\n');
     }
     out
+}
+
+/// A `session_meta` line for a transcript that has none: the new
+/// session's id (or a fresh one), the current folder.
+fn session_meta(t: &Transcript) -> Out {
+    let id = extra(t, NEW_SESSION)
+        .and_then(Value::as_str)
+        .map_or_else(crate::session_lines::uuid_v7, str::to_owned);
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    let mut p = Object::new();
+    p.insert("id".into(), Value::String(id));
+    p.insert("timestamp".into(), Value::String(now.clone()));
+    p.insert("cwd".into(), Value::String(cwd));
+    p.insert("originator".into(), Value::String("ctxfold".into()));
+    p.insert(
+        "cli_version".into(),
+        Value::String(env!("CARGO_PKG_VERSION").into()),
+    );
+    p.insert("source".into(), Value::String("cli".into()));
+    let mut o = Object::new();
+    o.insert("timestamp".into(), Value::String(now));
+    o.insert("type".into(), Value::String("session_meta".into()));
+    o.insert("payload".into(), Value::Object(p));
+    Out {
+        value: Some(Value::Object(o)),
+        raw: None,
+    }
 }
 
 fn replace_strings(v: &mut Value, old: &str, new: &str) {
