@@ -156,6 +156,13 @@ fn compact_session(s: &Scratch, file: &Path, args: &[&str]) -> (PathBuf, String)
             .is_some_and(|c| !c.is_empty()),
         "ctxfold folded nothing: {report}"
     );
+    // Smaller: the folded history's lines are not in the new file (the
+    // agent's own bookkeeping lines, kept whole, are).
+    let (before, after) = (&report["bytes"]["before"], &report["bytes"]["after"]);
+    assert!(
+        after.as_u64().unwrap() < before.as_u64().unwrap(),
+        "{before} → {after} bytes"
+    );
     (out, id)
 }
 

@@ -181,3 +181,45 @@ fn jsonl_of_an_unknown_shape_names_the_formats_tried_and_its_keys() {
     ]);
     assert_eq!(v["format"], "codex");
 }
+
+#[test]
+fn undoing_the_agents_compaction_gives_a_session_of_the_whole_history() {
+    let s = Scratch::new();
+    let id = s.import(&data("claude-code.jsonl"));
+    let raw = "ctxfold-step beta 1/3";
+    let out = s.path().join("whole.jsonl");
+    let export = |s: &Scratch| {
+        s.ok(&[
+            "c",
+            "export",
+            &id,
+            "--compacted",
+            "--output-format",
+            "claude-code",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let compacted = export(&s);
+    assert!(
+        !compacted.contains(raw),
+        "the agent's summary stands for it"
+    );
+    s.ok(&["c", "compact", &id, "--reset"]);
+    let whole = export(&s);
+    assert!(whole.contains(raw));
+    assert!(!whole.contains("compact_boundary"));
+    assert!(!whole.contains("\"isCompactSummary\":true"));
+    // One chain: every parent is a line written before.
+    let mut seen = std::collections::HashSet::new();
+    for line in whole.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if let Some(p) = v["parentUuid"].as_str() {
+            assert!(seen.contains(p), "{line}");
+        }
+        if let Some(u) = v["uuid"].as_str() {
+            seen.insert(u.to_owned());
+        }
+    }
+}

@@ -20,7 +20,23 @@ struct Out {
 /// docs); a new session when the transcript says so
 /// ([`super::new_session`]).
 pub fn export_bytes(t: &Transcript) -> Vec<u8> {
-    let mut lines: Vec<Out> = t.records.iter().flat_map(record_lines).collect();
+    let fresh = extra(t, NEW_SESSION).is_some();
+    // A new session leaves out Codex's events about calls its view does
+    // not hold (their output, again, for the user's screen).
+    let calls: std::collections::HashSet<String> = t
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall { id, .. } => Some(export_id(r, id, KEY).to_owned()),
+            _ => None,
+        })
+        .collect();
+    let mut lines: Vec<Out> = t
+        .records
+        .iter()
+        .filter(|r| !(fresh && about_folded_call(r, &calls)))
+        .flat_map(record_lines)
+        .collect();
     if extra(t, SESSION_ID).is_none() {
         // A transcript of another format: a session of its own, opened as
         // Codex opens one.
@@ -86,6 +102,35 @@ fn session_meta(t: &Transcript) -> Out {
         value: Some(Value::Object(o)),
         raw: None,
     }
+}
+
+/// An `event_msg` line about a call (by `call_id`, or its item's
+/// `call_id`, or the `id` of an item that is a command or tool call) that
+/// is not among `calls`. (A command run by code mode's `exec` has an id of
+/// its own, no call's: kept.)
+fn about_folded_call(r: &Record, calls: &std::collections::HashSet<String>) -> bool {
+    let Body::Other { kind, fields } = &r.body else {
+        return false;
+    };
+    let Some(line) = fields.get("line").filter(|_| kind == KEY) else {
+        return false;
+    };
+    if line.get("type").and_then(Value::as_str) != Some("event_msg") {
+        return false;
+    }
+    let p = &line["payload"];
+    let item_is_call = p["item"]["type"]
+        .as_str()
+        .is_some_and(|t| t.contains("Command") || t.contains("ToolCall"));
+    let item_id = if item_is_call {
+        &p["item"]["id"]
+    } else {
+        &Value::Null
+    };
+    [&p["call_id"], &p["item"]["call_id"], item_id]
+        .into_iter()
+        .filter_map(Value::as_str)
+        .any(|id| !calls.contains(id))
 }
 
 fn replace_strings(v: &mut Value, old: &str, new: &str) {
