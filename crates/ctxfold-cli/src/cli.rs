@@ -54,6 +54,10 @@ pub enum InputFormat {
     Openai,
     /// Anthropic `messages`.
     Anthropic,
+    /// A Claude Code session file.
+    ClaudeCode,
+    /// A Codex session file (rollout).
+    Codex,
 }
 
 impl InputFormat {
@@ -65,6 +69,8 @@ impl InputFormat {
             InputFormat::Jp => Some(Format::Jp),
             InputFormat::Openai => Some(Format::Openai),
             InputFormat::Anthropic => Some(Format::Anthropic),
+            InputFormat::ClaudeCode => Some(Format::ClaudeCode),
+            InputFormat::Codex => Some(Format::Codex),
         }
     }
 }
@@ -80,6 +86,10 @@ pub enum OutputTranscript {
     Openai,
     /// Anthropic `messages`.
     Anthropic,
+    /// A Claude Code session file.
+    ClaudeCode,
+    /// A Codex session file (rollout).
+    Codex,
 }
 
 impl From<OutputTranscript> for Format {
@@ -89,6 +99,8 @@ impl From<OutputTranscript> for Format {
             OutputTranscript::Jp => Format::Jp,
             OutputTranscript::Openai => Format::Openai,
             OutputTranscript::Anthropic => Format::Anthropic,
+            OutputTranscript::ClaudeCode => Format::ClaudeCode,
+            OutputTranscript::Codex => Format::Codex,
         }
     }
 }
@@ -450,11 +462,29 @@ pub struct ForkArgs {
 // The arguments of `conversation import` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A transcript file, or a JP or ctxfold conversation folder.
-    pub path: PathBuf,
+    /// A transcript file, or a JP or ctxfold conversation folder; with
+    /// `--from`, the project (working folder) whose sessions to import
+    /// (default: the current folder).
+    #[arg(required_unless_present = "from")]
+    pub path: Option<PathBuf>,
     /// The transcript's format.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub input_format: InputFormat,
+    /// Import the agent's sessions of a project: those not imported yet,
+    /// and what the others gained since (found by session id).
+    #[arg(long, value_enum, conflicts_with = "input_format")]
+    pub from: Option<SessionsOf>,
+}
+
+/// An agent whose own session files `import --from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SessionsOf {
+    /// Claude Code: `~/.claude/projects/<folder>/` (or under
+    /// `$CLAUDE_CONFIG_DIR`).
+    ClaudeCode,
+    /// Codex: the rollouts under `~/.codex/sessions` (or
+    /// `$CODEX_HOME/sessions`) started in the project.
+    Codex,
 }
 
 // The arguments of `conversation export` (no doc comment: the variant's is its help).

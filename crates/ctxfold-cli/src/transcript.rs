@@ -115,5 +115,6 @@ fn source_words(s: ctxfold_core::compaction::Source) -> &'static str {
         Source::User => "the user",
         Source::Assistant => "the assistant",
         Source::Auto => "automatic compaction",
+        Source::Agent => "the agent that wrote the session",
     }
 }

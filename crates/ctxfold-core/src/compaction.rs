@@ -211,6 +211,9 @@ pub enum Source {
     Assistant,
     /// The automatic trigger.
     Auto,
+    /// The agent that wrote an imported session, compacting its own
+    /// history (Claude Code's `/compact`, Codex's `compacted` line).
+    Agent,
 }
 
 /// Revokes or restores compactions. Undo is an append too.

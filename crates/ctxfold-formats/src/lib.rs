@@ -8,6 +8,8 @@
 //! | OpenAI chat | [`openai`] | a JSON file: `{"messages": [...]}` (a request body) or a bare array |
 //! | Anthropic messages | [`anthropic`] | a JSON file: `{"system": ..., "messages": [...]}` or a bare array |
 //! | OpenAI Responses | [`responses`] | a request body: `{"input": ...}` (used by the proxy; not a [`Format`]) |
+//! | Claude Code | [`claude_code`] | a session file: `~/.claude/projects/<folder>/<session id>.jsonl` |
+//! | Codex | [`codex`] | a rollout: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` |
 //!
 //! Import never modifies its source. What a format holds that ctxfold's
 //! records do not (JP's metadata file, a request's `model` and `tools`) is
@@ -22,6 +24,8 @@ use serde_json::Value;
 
 pub mod anthropic;
 mod chat;
+pub mod claude_code;
+pub mod codex;
 pub mod ctxfold;
 pub mod jp;
 pub mod message_reader;
@@ -29,6 +33,7 @@ pub mod openai;
 pub mod output;
 mod pairing;
 pub mod responses;
+mod session_lines;
 
 /// A transcript format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +46,21 @@ pub enum Format {
     Openai,
     /// Anthropic `messages`.
     Anthropic,
+    /// A Claude Code session file.
+    ClaudeCode,
+    /// A Codex session file (rollout).
+    Codex,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 6] = [
         Format::Ctxfold,
         Format::Jp,
         Format::Openai,
         Format::Anthropic,
+        Format::ClaudeCode,
+        Format::Codex,
     ];
 
     /// The name users type.
@@ -59,7 +70,15 @@ impl Format {
             Format::Jp => "jp",
             Format::Openai => "openai",
             Format::Anthropic => "anthropic",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
         }
+    }
+
+    /// Whether the format is an agent's own session file, which a
+    /// compacted view is written to as a new session ([`new_session`]).
+    pub fn is_agent_session(self) -> bool {
+        matches!(self, Format::ClaudeCode | Format::Codex)
     }
 }
 
@@ -128,7 +147,7 @@ pub enum FormatError {
         detail: String,
     },
     /// `auto` could not tell the format.
-    #[error("{}: cannot tell the transcript format ({detail}); name it with --input-format ctxfold|jp|openai|anthropic", path.display())]
+    #[error("{}: cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex; use --input-format ctxfold|jp|openai|anthropic|claude-code|codex ({detail})", path.display())]
     Undetected {
         /// The file.
         path: PathBuf,
@@ -156,7 +175,9 @@ pub enum FormatError {
     #[error("{MAX_INPUT_VAR}: `{0}` is not a number of bytes (e.g. 2000000000)")]
     BadLimit(String),
     /// A format name that does not exist.
-    #[error("unknown transcript format `{0}`: expected auto, ctxfold, jp, openai or anthropic")]
+    #[error(
+        "unknown transcript format `{0}`: expected auto, ctxfold, jp, openai, anthropic, claude-code or codex"
+    )]
     UnknownFormat(String),
 }
 
@@ -311,6 +332,8 @@ enum Sniffed {
     Jsonl(Vec<u8>),
     /// A JSON file, parsed.
     Json(Format, Value),
+    /// An agent's session file (JSONL), read (as bytes).
+    Session(Format, Vec<u8>),
 }
 
 /// Tell the format of the transcript at `path` from what it holds.
@@ -318,6 +341,7 @@ pub fn detect(path: &Path) -> Result<Format, FormatError> {
     Ok(match sniff(path)? {
         Sniffed::Format(f) | Sniffed::Json(f, _) => f,
         Sniffed::Jsonl(_) => Format::Ctxfold,
+        Sniffed::Session(f, _) => f,
     })
 }
 
@@ -364,20 +388,56 @@ fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
     // read as bytes: a later line that is not UTF-8 is one bad line of the
     // log, not a reason to refuse the file.
     let first = bytes[start..].split(|&b| b == b'\n').next().unwrap_or(&[]);
-    if let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(first)
-        && o.contains_key("seq")
-        && o.contains_key("type")
-    {
-        return Ok(Sniffed::Jsonl(bytes));
+    let first = serde_json::from_slice::<Value>(first).ok();
+    if let Some(Value::Object(o)) = &first {
+        if o.contains_key("seq") && o.contains_key("type") {
+            return Ok(Sniffed::Jsonl(bytes));
+        }
+        if codex::looks_like(o) {
+            return Ok(Sniffed::Session(Format::Codex, bytes));
+        }
+        if claude_code::looks_like(o) {
+            return Ok(Sniffed::Session(Format::ClaudeCode, bytes));
+        }
     }
     let text = utf8_text(path, bytes)?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| FormatError::json(path, &e))?;
+    let value: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        // A first line that is JSON on its own, and a file that is not:
+        // JSONL, of a shape none of the formats has.
+        Err(_) if first.is_some() => {
+            return Err(FormatError::Undetected {
+                path: path.to_owned(),
+                detail: unknown_jsonl(first.as_ref()),
+            });
+        }
+        Err(e) => return Err(FormatError::json(path, &e)),
+    };
     match detect_value(&value) {
         Some(f) => Ok(Sniffed::Json(f, value)),
         None => Err(FormatError::Undetected {
             path: path.to_owned(),
             detail: "JSON that is neither OpenAI nor Anthropic messages nor a JP event list".into(),
         }),
+    }
+}
+
+/// What the first line of a JSONL file of unknown shape holds.
+fn unknown_jsonl(first: Option<&Value>) -> String {
+    match first {
+        Some(Value::Object(o)) => {
+            let keys: Vec<&str> = o.keys().map(String::as_str).take(12).collect();
+            let more = if o.len() > keys.len() { ", …" } else { "" };
+            format!(
+                "JSON lines whose first line has the keys {}{more}",
+                keys.join(", ")
+            )
+        }
+        Some(v) => format!(
+            "JSON lines whose first line is {}",
+            ctxfold_core::json_text::describe(v)
+        ),
+        None => "JSON lines".into(),
     }
 }
 
@@ -458,6 +518,10 @@ pub fn import_detected(
             anthropic::from_json(&v).map_err(|d| FormatError::shape(path, Format::Anthropic, d))?,
         )),
         Sniffed::Json(f, _) => Ok((f, import_as(path, f)?)),
+        Sniffed::Session(Format::Codex, bytes) => {
+            Ok((Format::Codex, codex::import_bytes(path, &bytes)))
+        }
+        Sniffed::Session(f, bytes) => Ok((f, claude_code::import_bytes(path, &bytes))),
     }
 }
 
@@ -473,6 +537,66 @@ fn import_as(path: &Path, format: Format) -> Result<Transcript, FormatError> {
             let v = read_json(path)?;
             anthropic::from_json(&v).map_err(|d| FormatError::shape(path, Format::Anthropic, d))
         }
+        Format::ClaudeCode => claude_code::import(path),
+        Format::Codex => codex::import(path),
+    }
+}
+
+/// Set a transcript's `extras` up to be written in `format` as a new
+/// session of its agent (a compacted view: the original stays as it is);
+/// the new session's id, or `None` for a format that is not an agent's
+/// session file.
+pub fn new_session(extras: &mut Object, format: Format) -> Option<String> {
+    match format {
+        Format::ClaudeCode => Some(claude_code::new_session(extras)),
+        Format::Codex => Some(codex::new_session(extras)),
+        _ => None,
+    }
+}
+
+/// Where the agent keeps new session `id` of a session read from `input`:
+/// beside it, named as the agent names its sessions.
+pub fn session_path(format: Format, input: &Path, id: &str) -> Option<PathBuf> {
+    let dir = input
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match format {
+        Format::ClaudeCode => Some(dir.join(format!("{id}.jsonl"))),
+        Format::Codex => Some(dir.join(codex::file_name(id))),
+        _ => None,
+    }
+}
+
+/// The command that resumes session `id` written in `format` (`t` is the
+/// session's transcript: Claude Code resumes from its working folder).
+pub fn resume_command(format: Format, t: &Transcript, id: &str) -> Option<String> {
+    match format {
+        Format::ClaudeCode => {
+            let cwd = t
+                .extras
+                .get(claude_code::KEY)
+                .and_then(|e| e.get("cwd"))
+                .and_then(Value::as_str);
+            Some(match cwd {
+                Some(d) => format!("cd {} && claude --resume {id}", shell_word(d)),
+                None => format!("claude --resume {id}"),
+            })
+        }
+        Format::Codex => Some(format!("codex resume {id}")),
+        _ => None,
+    }
+}
+
+/// `s` as one shell word.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 
@@ -522,6 +646,8 @@ pub fn export_bytes(
         Format::Anthropic => {
             anthropic::to_json(&chat_records(&transcript.records), &transcript.extras)
         }
+        Format::ClaudeCode => return Ok(claude_code::export_bytes(transcript)),
+        Format::Codex => return Ok(codex::export_bytes(transcript)),
     };
     let mut bytes = serde_json::to_vec_pretty(&v).map_err(|e| FormatError::json(path, &e))?;
     bytes.push(b'\n');

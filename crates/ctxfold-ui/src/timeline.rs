@@ -46,6 +46,7 @@ pub fn source_name(s: Source) -> &'static str {
         Source::User => "manual",
         Source::Auto => "auto",
         Source::Assistant => "assistant",
+        Source::Agent => "agent",
     }
 }
 

@@ -67,6 +67,53 @@ impl Message {
     }
 }
 
+/// A whole answer as the Messages API returns it (`type: "message"`):
+/// what Claude Code keeps as the `message` of its assistant lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// Its id (`msg_…`).
+    pub id: String,
+    /// `message`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `assistant`.
+    pub role: String,
+    /// The model that wrote it.
+    pub model: Value,
+    /// Its content blocks (`null` while they are still to be set).
+    pub content: Value,
+    /// Why it stopped (`end_turn`, `tool_use`, …).
+    pub stop_reason: Option<String>,
+    /// The stop sequence met, if any.
+    pub stop_sequence: Option<String>,
+    /// Tokens used.
+    pub usage: Object,
+    /// Every other key.
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+impl Reply {
+    /// An answer `id` of `model` that ended its turn, its content still to
+    /// be set and its usage zero (an answer no model call made).
+    pub fn ended(id: impl Into<String>, model: Value) -> Reply {
+        let mut usage = Object::new();
+        usage.insert("input_tokens".into(), Value::from(0));
+        usage.insert("output_tokens".into(), Value::from(0));
+        Reply {
+            id: id.into(),
+            kind: "message".into(),
+            role: role::ASSISTANT.into(),
+            model,
+            content: Value::Null,
+            stop_reason: Some("end_turn".into()),
+            stop_sequence: None,
+            usage,
+            extra: Object::new(),
+        }
+    }
+}
+
 /// A message's content, or the top-level `system`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

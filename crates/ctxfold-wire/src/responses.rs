@@ -47,6 +47,16 @@ pub enum Content {
     Parts(Vec<Value>),
 }
 
+impl Content {
+    /// One text part of `kind` (`input_text`, `output_text`).
+    pub fn text_part(kind: &str, text: impl Into<String>) -> Content {
+        let mut part = Object::new();
+        part.insert("type".into(), Value::String(kind.to_owned()));
+        part.insert("text".into(), Value::String(text.into()));
+        Content::Parts(vec![Value::Object(part)])
+    }
+}
+
 impl Default for Content {
     fn default() -> Self {
         Content::Text(String::new())

@@ -33,6 +33,9 @@ pub struct Folded {
     /// folded together.
     retention: Option<Kept>,
     output: Output,
+    /// For an agent's session written as a new session: the command that
+    /// resumes it.
+    resume: Option<String>,
 }
 
 /// Where the compacted transcript went.
@@ -77,6 +80,9 @@ impl Serialize for Folded {
             m.insert("output".into(), json!(dest));
             m.insert("bytes".into(), json!({"before": before, "after": after}));
         }
+        if let (Some(r), Value::Object(m)) = (&self.resume, &mut json) {
+            m.insert("resume".into(), json!(r));
+        }
         json.serialize(s)
     }
 }
@@ -106,6 +112,9 @@ impl std::fmt::Display for Folded {
                 "wrote {dest} ({format}): {before} → {after} bytes\n"
             ));
         }
+        if let Some(r) = &self.resume {
+            text.push_str(&format!("resume it with: {r}\n"));
+        }
         f.write_str(&text)
     }
 }
@@ -114,8 +123,11 @@ impl std::fmt::Display for Folded {
 /// go to the digest instead ([`ctxfold_compactor::compact_by_default`]).
 pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let settings = ctx.settings()?;
-    let (in_format, t) = ctxfold_formats::import_detected(&args.file, args.input_format.format())?;
+    let (in_format, mut t) =
+        ctxfold_formats::import_detected(&args.file, args.input_format.format())?;
     let out_format: Format = args.output_format.map_or(in_format, Format::from);
+    // An agent's session goes out as a new session beside the original.
+    let session = ctxfold_formats::new_session(&mut t.extras, out_format);
     render::warn_all(&t.warnings);
     let log = Log::from_records(t.records);
     // Checked before anything is summarized.
@@ -136,7 +148,10 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     // Refuse before any summary is paid for.
     let dest = match &args.output {
         Some(p) => p.clone(),
-        None => default_output(&args.file, in_format, out_format),
+        None => session
+            .as_ref()
+            .and_then(|id| ctxfold_formats::session_path(out_format, &args.file, id))
+            .unwrap_or_else(|| default_output(&args.file, in_format, out_format)),
     };
     let protect = protect_workspaces(ctxfold_formats::output::Protect::input(&args.file))?;
     if dest != Path::new("-") {
@@ -187,6 +202,9 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let retention = auto
         .is_some()
         .then(|| timeline::union_retention(&after, &ranges));
+    let resume = session
+        .as_ref()
+        .and_then(|id| ctxfold_formats::resume_command(out_format, &transcript, id));
     let output = if dest == Path::new("-") {
         Output::Stdout(export_bytes(&transcript, out_format)?)
     } else {
@@ -204,5 +222,6 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
         fallback,
         retention,
         output,
+        resume,
     })
 }

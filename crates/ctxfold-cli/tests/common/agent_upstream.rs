@@ -373,6 +373,22 @@ impl Act {
         }
     }
 
+    /// Whether the model thinks before it acts: a step of a task whose
+    /// name starts with `think` (Anthropic: a signed `thinking` block;
+    /// Responses: a `reasoning` item with `encrypted_content`).
+    fn thinks(&self) -> bool {
+        matches!(self, Act::Step { task, .. } if task.starts_with("think"))
+    }
+
+    fn thought(&self) -> String {
+        match self {
+            Act::Step { task, k, n, .. } => {
+                format!("The tool loop wants step {k} of {n} of {task}; run it.")
+            }
+            _ => String::new(),
+        }
+    }
+
     fn text(&self) -> String {
         match self {
             Act::Final(t) | Act::Summary(t) => t.clone(),
@@ -687,8 +703,16 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
     let usage = json!({"input_tokens": tokens, "output_tokens": 40,
         "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let (block, stop) = match act {
-        Act::Step { tool, task, k, n } => {
-            let cmd = step_command(task, *k, *n);
+        // The call's id names this answer (unique in the process), not
+        // the task's step count: two tasks of as many steps would repeat
+        // ids, and Claude Code takes a repeated id for an interrupted call.
+        Act::Step {
+            tool,
+            task,
+            k,
+            n: steps,
+        } => {
+            let cmd = step_command(task, *k, *steps);
             let (name, input) = match tool {
                 Shell::Command(name) => (
                     name.clone(),
@@ -706,9 +730,14 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
         }
         _ => (json!({"type": "text", "text": act.text()}), "end_turn"),
     };
+    let thinking = act.thinks().then(|| {
+        json!({"type": "thinking", "thinking": act.thought(),
+            "signature": format!("c2lnbmVkLXNjcmlwdGVk{n}")})
+    });
     if req["stream"] != json!(true) {
+        let content: Vec<Value> = thinking.into_iter().chain([block]).collect();
         let body = json!({"id": id, "type": "message", "role": "assistant", "model": model,
-            "content": [block], "stop_reason": stop, "stop_sequence": null, "usage": usage});
+            "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage});
         return http(200, "application/json", body.to_string().as_bytes());
     }
     let mut events = vec![(
@@ -719,13 +748,35 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
     )];
     let ev = |name: &str, data: Value| (name.to_owned(), data);
+    let index = usize::from(thinking.is_some());
+    if let Some(t) = &thinking {
+        events.push(ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ));
+        events.push(ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "thinking_delta", "thinking": t["thinking"]}}),
+        ));
+        events.push(ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "signature_delta", "signature": t["signature"]}}),
+        ));
+        events.push(ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+    }
     if block["type"] == "tool_use" {
         let mut start = block.clone();
         let input = start["input"].to_string();
         start["input"] = json!({});
         events.push(ev(
             "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": start}),
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
         ));
         let cut = input.len() / 2;
         let cut = (cut..input.len())
@@ -734,7 +785,7 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
         for part in [&input[..cut], &input[cut..]] {
             events.push(ev(
                 "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0,
+                json!({"type": "content_block_delta", "index": index,
                     "delta": {"type": "input_json_delta", "partial_json": part}}),
             ));
         }
@@ -751,7 +802,7 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
     }
     events.push(ev(
         "content_block_stop",
-        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_stop", "index": index}),
     ));
     events.push(ev(
         "message_delta",
@@ -798,9 +849,16 @@ fn responses_events(req: &Value, act: &Act, tokens: usize, n: usize, item: Value
     let usage = json!({"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": tokens + 40});
+    let reasoning = act.thinks().then(|| {
+        json!({"type": "reasoning", "id": format!("rs_scripted_{n}"),
+            "summary": [{"type": "summary_text", "text": act.thought()}],
+            "encrypted_content": format!("ZW5jcnlwdGVkLXNjcmlwdGVk{n}")})
+    });
+    let output: Vec<Value> = reasoning.iter().cloned().chain([item.clone()]).collect();
+    let at = output.len() - 1;
     let response = json!({"id": format!("resp_scripted_{n}"), "object": "response",
         "created_at": 1_764_633_600, "status": "completed", "model": model,
-        "output": [item], "usage": usage, "parallel_tool_calls": false, "tool_choice": "auto",
+        "output": output, "usage": usage, "parallel_tool_calls": false, "tool_choice": "auto",
         "tools": [], "error": null, "incomplete_details": null});
     if req["stream"] != json!(true) {
         return http(200, "application/json", response.to_string().as_bytes());
@@ -818,6 +876,18 @@ fn responses_events(req: &Value, act: &Act, tokens: usize, n: usize, item: Value
     start["output"] = json!([]);
     start["usage"] = Value::Null;
     ev("response.created", json!({"response": start}));
+    if let Some(r) = &reasoning {
+        let mut added = r.clone();
+        added["summary"] = json!([]);
+        ev(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": added}),
+        );
+        ev(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": r}),
+        );
+    }
     let mut added = item.clone();
     added["status"] = json!("in_progress");
     if added["type"] == "message" {
@@ -829,51 +899,51 @@ fn responses_events(req: &Value, act: &Act, tokens: usize, n: usize, item: Value
     }
     ev(
         "response.output_item.added",
-        json!({"output_index": 0, "item": added}),
+        json!({"output_index": at, "item": added}),
     );
     if item["type"] == "message" {
         ev(
             "response.content_part.added",
-            json!({"output_index": 0, "item_id": item["id"], "content_index": 0,
+            json!({"output_index": at, "item_id": item["id"], "content_index": 0,
                 "part": {"type": "output_text", "text": "", "annotations": []}}),
         );
         ev(
             "response.output_text.delta",
-            json!({"output_index": 0, "item_id": item["id"], "content_index": 0,
+            json!({"output_index": at, "item_id": item["id"], "content_index": 0,
                 "delta": act.text(), "logprobs": []}),
         );
         ev(
             "response.output_text.done",
-            json!({"output_index": 0, "item_id": item["id"], "content_index": 0,
+            json!({"output_index": at, "item_id": item["id"], "content_index": 0,
                 "text": act.text(), "logprobs": []}),
         );
         ev(
             "response.content_part.done",
-            json!({"output_index": 0, "item_id": item["id"], "content_index": 0,
+            json!({"output_index": at, "item_id": item["id"], "content_index": 0,
                 "part": item["content"][0]}),
         );
     } else if item["type"] == "custom_tool_call" {
         ev(
             "response.custom_tool_call_input.delta",
-            json!({"output_index": 0, "item_id": item["id"], "delta": item["input"]}),
+            json!({"output_index": at, "item_id": item["id"], "delta": item["input"]}),
         );
         ev(
             "response.custom_tool_call_input.done",
-            json!({"output_index": 0, "item_id": item["id"], "input": item["input"]}),
+            json!({"output_index": at, "item_id": item["id"], "input": item["input"]}),
         );
     } else {
         ev(
             "response.function_call_arguments.delta",
-            json!({"output_index": 0, "item_id": item["id"], "delta": item["arguments"]}),
+            json!({"output_index": at, "item_id": item["id"], "delta": item["arguments"]}),
         );
         ev(
             "response.function_call_arguments.done",
-            json!({"output_index": 0, "item_id": item["id"], "arguments": item["arguments"]}),
+            json!({"output_index": at, "item_id": item["id"], "arguments": item["arguments"]}),
         );
     }
     ev(
         "response.output_item.done",
-        json!({"output_index": 0, "item": item}),
+        json!({"output_index": at, "item": item}),
     );
     ev("response.completed", json!({"response": response}));
     sse(&events)

@@ -65,12 +65,16 @@ pub fn run(ctx: &Context, args: ExportArgs) -> anyhow::Result<Exported> {
     } else {
         log.into_records()
     };
-    let t = Transcript {
+    let mut t = Transcript {
         records,
         title: meta.title.clone(),
         extras: meta.extras.clone(),
         warnings: Vec::new(),
     };
+    if args.compacted {
+        // The compacted view of an agent's session is a new session.
+        ctxfold_formats::new_session(&mut t.extras, format);
+    }
     match &args.output {
         Some(path) => {
             let base = match &target.workspace {

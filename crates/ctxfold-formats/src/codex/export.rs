@@ -1,0 +1,356 @@
+//! Writing a Codex rollout: each record back to its line (or a new one),
+//! and, for a new session, the new id.
+
+use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::responses::{CallOutput, Content, FunctionCall, Item, Message};
+use serde_json::Value;
+
+use super::{FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
+use crate::Transcript;
+use crate::pairing::export_id;
+use crate::session_lines::fingerprint;
+
+/// One line to write: its JSON, and the text to write while the JSON is
+/// what it was read as.
+struct Out {
+    value: Option<Value>,
+    raw: Option<String>,
+}
+
+/// The rollout's bytes: every record back to its line (see the module
+/// docs); a new session when the transcript says so
+/// ([`super::new_session`]).
+pub fn export_bytes(t: &Transcript) -> Vec<u8> {
+    let fresh = extra(t, NEW_SESSION).is_some();
+    // A new session leaves out Codex's events about calls its view does
+    // not hold (their output, again, for the user's screen).
+    let calls: std::collections::HashSet<String> = t
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::ToolCall { id, .. } => Some(export_id(r, id, KEY).to_owned()),
+            _ => None,
+        })
+        .collect();
+    let mut lines: Vec<Out> = t
+        .records
+        .iter()
+        .filter(|r| !(fresh && about_folded_call(r, &calls)))
+        .flat_map(record_lines)
+        .collect();
+    if extra(t, SESSION_ID).is_none() {
+        // A transcript of another format: a session of its own, opened as
+        // Codex opens one.
+        lines.insert(0, session_meta(t));
+    }
+    if let (Some(new), Some(old)) = (
+        extra(t, NEW_SESSION).and_then(Value::as_str),
+        extra(t, SESSION_ID).and_then(Value::as_str),
+    ) {
+        for (ordinal, l) in lines.iter_mut().enumerate() {
+            if let Some(v) = l.value.as_mut() {
+                replace_strings(v, old, new);
+                if let Value::Object(o) = v
+                    && o.get("ordinal").is_some_and(Value::is_u64)
+                {
+                    o.insert("ordinal".into(), Value::from(ordinal as u64));
+                }
+                l.raw = None;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(text(l).as_bytes());
+    }
+    let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
+    if !lines.is_empty() && final_newline {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A `session_meta` line for a transcript that has none: the new
+/// session's id (or a fresh one), the current folder.
+fn session_meta(t: &Transcript) -> Out {
+    let id = extra(t, NEW_SESSION)
+        .and_then(Value::as_str)
+        .map_or_else(crate::session_lines::uuid_v7, str::to_owned);
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    let mut p = Object::new();
+    p.insert("id".into(), Value::String(id));
+    p.insert("timestamp".into(), Value::String(now.clone()));
+    p.insert("cwd".into(), Value::String(cwd));
+    p.insert("originator".into(), Value::String("ctxfold".into()));
+    p.insert(
+        "cli_version".into(),
+        Value::String(env!("CARGO_PKG_VERSION").into()),
+    );
+    p.insert("source".into(), Value::String("cli".into()));
+    let mut o = Object::new();
+    o.insert("timestamp".into(), Value::String(now));
+    o.insert("type".into(), Value::String("session_meta".into()));
+    o.insert("payload".into(), Value::Object(p));
+    Out {
+        value: Some(Value::Object(o)),
+        raw: None,
+    }
+}
+
+/// An `event_msg` line about a call (by `call_id`, or its item's
+/// `call_id`, or the `id` of an item that is a command or tool call) that
+/// is not among `calls`. (A command run by code mode's `exec` has an id of
+/// its own, no call's: kept.)
+fn about_folded_call(r: &Record, calls: &std::collections::HashSet<String>) -> bool {
+    let Body::Other { kind, fields } = &r.body else {
+        return false;
+    };
+    let Some(line) = fields.get("line").filter(|_| kind == KEY) else {
+        return false;
+    };
+    if line.get("type").and_then(Value::as_str) != Some("event_msg") {
+        return false;
+    }
+    let p = &line["payload"];
+    let item_is_call = p["item"]["type"]
+        .as_str()
+        .is_some_and(|t| t.contains("Command") || t.contains("ToolCall"));
+    let item_id = if item_is_call {
+        &p["item"]["id"]
+    } else {
+        &Value::Null
+    };
+    [&p["call_id"], &p["item"]["call_id"], item_id]
+        .into_iter()
+        .filter_map(Value::as_str)
+        .any(|id| !calls.contains(id))
+}
+
+fn replace_strings(v: &mut Value, old: &str, new: &str) {
+    match v {
+        Value::String(s) if s == old => *s = new.to_owned(),
+        Value::Array(a) => a.iter_mut().for_each(|v| replace_strings(v, old, new)),
+        Value::Object(o) => o.values_mut().for_each(|v| replace_strings(v, old, new)),
+        _ => {}
+    }
+}
+
+fn text(l: &Out) -> String {
+    match (&l.value, &l.raw) {
+        (Some(v), Some(raw)) => match serde_json::from_str::<Value>(raw) {
+            Ok(read) if read == *v => raw.clone(),
+            _ => serde_json::to_string(v).unwrap_or_default(),
+        },
+        (Some(v), None) => serde_json::to_string(v).unwrap_or_default(),
+        (None, Some(raw)) => raw.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+fn kept(v: &Value) -> Out {
+    match v.as_object() {
+        Some(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+            let raw = o.get("text").and_then(Value::as_str).unwrap_or("");
+            Out {
+                value: serde_json::from_str(raw).ok(),
+                raw: Some(raw.to_owned()),
+            }
+        }
+        _ => Out {
+            value: Some(v.clone()),
+            raw: None,
+        },
+    }
+}
+
+fn record_lines(r: &Record) -> Vec<Out> {
+    let h = crate::session_lines::hints(r, KEY);
+    match &r.body {
+        Body::TurnStart | Body::CompactionReset(_) => Vec::new(),
+        Body::Other { kind, fields } if kind == KEY => vec![Out {
+            value: fields.get("line").cloned(),
+            raw: fields
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }],
+        Body::Other { .. } => Vec::new(),
+        Body::Compaction(_) => match h.and_then(|h| h.get("lines")) {
+            Some(Value::Array(lines)) => lines.iter().map(kept).collect(),
+            _ => Vec::new(),
+        },
+        _ => match item_line(r, h) {
+            Some(v) => vec![Out {
+                value: Some(v),
+                raw: h
+                    .and_then(|h| h.get("raw"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            }],
+            None => Vec::new(),
+        },
+    }
+}
+
+fn unchanged(h: Option<&Object>, text: &str) -> bool {
+    h.and_then(|h| h.get("fnv")).and_then(Value::as_str) == Some(fingerprint(text).as_str())
+}
+
+/// The line a conversation record writes, or `None` when it writes none.
+fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
+    let env = h.and_then(|h| h.get("line")).and_then(Value::as_object);
+    let Some(env) = env else {
+        return made_line(r);
+    };
+    let mut env = env.clone();
+    let Some(Value::Object(p)) = env.get_mut("payload") else {
+        return made_line(r);
+    };
+    let set = |p: &mut Object, k: &str, v: Value| {
+        p.insert(k.to_owned(), v);
+    };
+    match &r.body {
+        Body::User { content, .. } | Body::Assistant { content } | Body::System { content } => {
+            if h.is_some_and(|h| h.contains_key("string")) {
+                set(p, "content", content.clone().into());
+            } else if h.is_some_and(|h| h.contains_key("one_part")) {
+                if let Some(Value::Array(c)) = p.get_mut("content")
+                    && let Some(Value::Object(part)) = c.get_mut(0)
+                {
+                    part.insert("text".into(), content.clone().into());
+                }
+            } else if !unchanged(h, content) {
+                let kind = if matches!(r.body, Body::Assistant { .. }) {
+                    "output_text"
+                } else {
+                    "input_text"
+                };
+                set(
+                    p,
+                    "content",
+                    ctxfold_wire::value(&Content::text_part(kind, content.as_str())),
+                );
+            }
+        }
+        Body::Reasoning { content } => {
+            if !unchanged(h, content) {
+                return None;
+            }
+        }
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let id = Value::from(export_id(r, id, KEY));
+            match p.get("type").and_then(Value::as_str) {
+                Some("custom_tool_call") => {
+                    set(p, "call_id", id);
+                    set(p, "name", name.clone().into());
+                    let input = match arguments.value() {
+                        Value::String(s) => s,
+                        _ => arguments.text().to_owned(),
+                    };
+                    set(p, "input", input.into());
+                }
+                Some("local_shell_call") => {
+                    set(p, "call_id", id);
+                    set(p, "action", arguments.value());
+                }
+                _ => {
+                    set(p, "call_id", id);
+                    set(p, "name", name.clone().into());
+                    set(p, "arguments", arguments_text(h, arguments).into());
+                }
+            }
+        }
+        Body::ToolResult { id, content, .. } => {
+            set(p, "call_id", export_id(r, id, KEY).into());
+            let keep = !p.get("output").is_some_and(Value::is_null) && unchanged(h, content);
+            if !keep {
+                set(p, "output", content.clone().into());
+            }
+        }
+        Body::Structured { data } => {
+            return made_line_of(r, message("assistant", "output_text", data.text()));
+        }
+        _ => return None,
+    }
+    Some(Value::Object(env))
+}
+
+/// The `arguments` text: the text read while it still reads as the
+/// arguments the record holds, else the arguments' JSON.
+fn arguments_text(h: Option<&Object>, arguments: &ctxfold_core::json_text::JsonText) -> String {
+    if let Some(raw) = h.and_then(|h| h.get("arguments")).and_then(Value::as_str) {
+        let read = ctxfold_core::json_text::JsonText::parse(raw).unwrap_or_else(|| {
+            ctxfold_core::json_text::JsonText::from_value(&Value::String(raw.to_owned()))
+        });
+        if read == *arguments {
+            return raw.to_owned();
+        }
+    }
+    match arguments.value() {
+        Value::String(s) => s,
+        _ => arguments.text().to_owned(),
+    }
+}
+
+fn message(role: &str, kind: &str, text: &str) -> Item {
+    Item::Message(Message {
+        role: role.to_owned(),
+        content: Content::text_part(kind, text),
+        extra: Object::new(),
+    })
+}
+
+fn made_line_of(r: &Record, payload: Item) -> Option<Value> {
+    let mut o = Object::new();
+    let ts = if r.ts.is_empty() {
+        jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    } else {
+        r.ts.to_string()
+    };
+    o.insert("timestamp".into(), Value::String(ts));
+    o.insert("type".into(), Value::String("response_item".into()));
+    o.insert("payload".into(), ctxfold_wire::value(&payload));
+    Some(Value::Object(o))
+}
+
+/// A line for a record that came from no line (a summary ctxfold made, a
+/// record of another format).
+fn made_line(r: &Record) -> Option<Value> {
+    let payload = match &r.body {
+        Body::User { content, .. } => message("user", "input_text", content),
+        Body::Assistant { content } => message("assistant", "output_text", content),
+        Body::System { content } => message("developer", "input_text", content),
+        Body::Structured { data } => message("assistant", "output_text", data.text()),
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Item::FunctionCall(FunctionCall {
+            call_id: export_id(r, id, KEY).into(),
+            name: name.clone(),
+            arguments: Value::String(arguments_text(None, arguments)),
+            extra: Object::new(),
+        }),
+        Body::ToolResult { id, content, .. } => Item::FunctionCallOutput(CallOutput {
+            call_id: export_id(r, id, KEY).into(),
+            output: Content::Text(content.clone()),
+            extra: Object::new(),
+        }),
+        _ => return None,
+    };
+    made_line_of(r, payload)
+}

@@ -1,0 +1,242 @@
+//! What the two agents' session files share (Claude Code's and Codex's
+//! JSONL, see [`crate::claude_code`] and [`crate::codex`]): the file read
+//! line by line, a line that is not JSON (a torn last line) kept as its
+//! text, a line whose JSON ctxfold would write with other bytes kept as
+//! its text beside the parsed value, the turns the agents do not record,
+//! and new ids for a new session.
+
+use std::path::Path;
+
+use ctxfold_core::{Body, Object, Record};
+use serde_json::Value;
+
+use crate::FormatError;
+
+/// One line of a session file.
+pub(crate) struct Line {
+    /// 1-based.
+    pub number: usize,
+    /// The line's text, without its newline.
+    pub text: String,
+    /// The line as JSON, when it is JSON.
+    pub value: Option<Value>,
+}
+
+impl Line {
+    /// Whether the JSON ctxfold writes for the value is the line's text:
+    /// when it is not, the text is kept beside the value.
+    pub fn writes_back(&self) -> bool {
+        match &self.value {
+            Some(v) => serde_json::to_string(v).is_ok_and(|s| s == self.text),
+            None => false,
+        }
+    }
+}
+
+/// The lines of a session file, and whether its last line ends with a
+/// newline. A line that is not UTF-8 is read with its bad bytes replaced
+/// and reported: it cannot be written back as it was.
+pub(crate) fn read_lines(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<Line>, bool), FormatError> {
+    let mut bytes = crate::read_bytes(path)?;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    Ok(split_lines(path, &bytes, warnings))
+}
+
+/// [`read_lines`] on bytes already read.
+pub(crate) fn split_lines(
+    path: &Path,
+    bytes: &[u8],
+    warnings: &mut Vec<String>,
+) -> (Vec<Line>, bool) {
+    let final_newline = bytes.is_empty() || bytes.ends_with(b"\n");
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let mut lines = Vec::new();
+    if bytes.is_empty() {
+        return (lines, true);
+    }
+    let count = body.split(|&b| b == b'\n').count();
+    for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
+        let number = i + 1;
+        let text = match std::str::from_utf8(raw) {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                warnings.push(format!(
+                    "{}: line {number}: not valid UTF-8; kept with the bad bytes replaced",
+                    path.display()
+                ));
+                String::from_utf8_lossy(raw).into_owned()
+            }
+        };
+        let value = match serde_json::from_str::<Value>(&text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if !text.trim().is_empty() {
+                    let torn = number == count && !final_newline;
+                    warnings.push(format!(
+                        "{}: line {number}: {}: {e}; kept as it is",
+                        path.display(),
+                        if torn {
+                            "a torn last line (no newline, not JSON)"
+                        } else {
+                            "not JSON"
+                        }
+                    ));
+                }
+                None
+            }
+        };
+        lines.push(Line {
+            number,
+            text,
+            value,
+        });
+    }
+    (lines, final_newline)
+}
+
+/// The hints object under `key` in a record's `extra`, if any. (Read
+/// back from a ctxfold log, a compaction's unknown fields, the hints among
+/// them, are the compaction's own.)
+pub(crate) fn hints<'a>(r: &'a Record, key: &str) -> Option<&'a Object> {
+    match &r.body {
+        Body::Compaction(c) => r.extra.get(key).or_else(|| c.extra.get(key)),
+        _ => r.extra.get(key),
+    }
+    .and_then(Value::as_object)
+}
+
+/// Hint: a `turn_start` the importer made.
+pub(crate) const SYNTHESIZED: &str = "synthesized";
+
+/// A synthesized `turn_start` (hint [`SYNTHESIZED`] under `key`), at `ts`.
+pub(crate) fn turn_start(key: &str, ts: &ctxfold_core::ts::Ts) -> Record {
+    let mut start = Record::new(0, ts.clone(), Body::TurnStart);
+    let mut h = Object::new();
+    h.insert(SYNTHESIZED.into(), Value::Bool(true));
+    start.extra.insert(key.into(), Value::Object(h));
+    start
+}
+
+/// 64-bit FNV-1a of `s`: whether a text changed since import, in a few
+/// bytes of hint (stable across Rust versions, unlike std's hasher).
+pub(crate) fn fingerprint(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// 128 bits no earlier call in this process returned: the time, a
+/// counter, and std's per-process random hash keys.
+fn random_bits(salt: &str) -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let now = jiff::Timestamp::now().as_nanosecond();
+    let state = std::collections::hash_map::RandomState::new();
+    let mut a = state.build_hasher();
+    a.write_i128(now);
+    a.write_u64(n);
+    a.write(salt.as_bytes());
+    let mut b = state.build_hasher();
+    b.write_u64(a.finish());
+    b.write_u64(n ^ 0x9e37_79b9_7f4a_7c15);
+    b.write(salt.as_bytes());
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
+fn uuid_text(bits: u128) -> String {
+    let h = format!("{bits:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// A random (version 4) UUID.
+pub(crate) fn uuid_v4() -> String {
+    let bits = random_bits("v4");
+    let bits = (bits & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+    uuid_text(bits)
+}
+
+/// A time-ordered (version 7) UUID, as Codex makes its session ids.
+pub(crate) fn uuid_v7() -> String {
+    let ms = jiff::Timestamp::now().as_millisecond().max(0) as u128;
+    let rand = random_bits("v7") & ((1u128 << 80) - 1);
+    let bits = (ms << 80) | rand;
+    let bits = (bits & !(0xf << 76) & !(0x3 << 62)) | (0x7 << 76) | (0x2 << 62);
+    uuid_text(bits)
+}
+
+/// Insert synthesized turn starts: before each record `opens` says opens
+/// a turn (given the records since the last turn start), never between a
+/// tool call and its result.
+pub(crate) fn with_turns(
+    records: Vec<Record>,
+    key: &str,
+    mut opens: impl FnMut(&Record, &[Record]) -> bool,
+) -> Vec<Record> {
+    let mut out: Vec<Record> = Vec::with_capacity(records.len() + records.len() / 8);
+    let mut open_calls: std::collections::HashMap<String, usize> = Default::default();
+    let mut turn_from = 0;
+    for r in records {
+        let inside = open_calls.values().any(|&n| n > 0);
+        if !inside && opens(&r, &out[turn_from..]) {
+            out.push(turn_start(key, &r.ts));
+            turn_from = out.len();
+        }
+        match &r.body {
+            Body::ToolCall { id, .. } => *open_calls.entry(id.clone()).or_default() += 1,
+            Body::ToolResult { id, .. } => {
+                if let Some(n) = open_calls.get_mut(id) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
+        out.push(r);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_have_their_version_and_differ() {
+        let a = uuid_v4();
+        let b = uuid_v4();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+        let v7 = uuid_v7();
+        assert_eq!(&v7[14..15], "7");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_kept_and_reported() {
+        let mut w = Vec::new();
+        let (lines, nl) = split_lines(Path::new("s.jsonl"), b"{\"a\":1}\n{\"b\":", &mut w);
+        assert!(!nl);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].writes_back());
+        assert!(lines[1].value.is_none());
+        assert_eq!(lines[1].text, "{\"b\":");
+        assert!(w[0].contains("line 2: a torn last line"), "{w:?}");
+    }
+}
