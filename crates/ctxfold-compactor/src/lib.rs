@@ -34,6 +34,7 @@ pub mod fork;
 pub mod journal;
 mod manual;
 mod overflow;
+pub mod replay;
 pub mod reset;
 
 use ctxfold_core::Compaction;

@@ -164,7 +164,7 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let (mut seqs, mut ranges) = (Vec::new(), Vec::new());
     let (plan, compactions, effects, after) = match &auto {
         Some(auto) => {
-            let replay = auto.replay(&log, settings)?;
+            let replay = auto.replay(&log)?;
             seqs = replay.seqs;
             ranges = replay.ranges;
             (replay.plan, replay.compactions, replay.effects, replay.log)
