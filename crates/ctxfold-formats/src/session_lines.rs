@@ -212,6 +212,68 @@ pub(crate) fn with_turns(
     out
 }
 
+/// One line to write: its JSON, and the text to write while the JSON is
+/// what it was read as.
+pub(crate) struct Out {
+    pub(crate) value: Option<Value>,
+    pub(crate) raw: Option<String>,
+}
+
+impl Out {
+    /// A line ctxfold writes from `v`.
+    pub(crate) fn json(v: Value) -> Out {
+        Out {
+            value: Some(v),
+            raw: None,
+        }
+    }
+
+    /// A line kept whole in a hint: `{"text": …}` when it was kept as
+    /// text (not JSON, or JSON ctxfold would write with other bytes), else
+    /// the JSON itself.
+    pub(crate) fn kept(v: &Value) -> Out {
+        match v.as_object() {
+            Some(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+                let raw = o.get("text").and_then(Value::as_str).unwrap_or("");
+                Out {
+                    value: serde_json::from_str(raw).ok(),
+                    raw: Some(raw.to_owned()),
+                }
+            }
+            _ => Out::json(v.clone()),
+        }
+    }
+
+    /// Its text: the bytes it was read as while its JSON is unchanged.
+    fn text(&self) -> String {
+        match (&self.value, &self.raw) {
+            (Some(v), Some(raw)) => match serde_json::from_str::<Value>(raw) {
+                Ok(read) if read == *v => raw.clone(),
+                _ => serde_json::to_string(v).unwrap_or_default(),
+            },
+            (Some(v), None) => serde_json::to_string(v).unwrap_or_default(),
+            (None, Some(raw)) => raw.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// The file's bytes: `lines` one per line, with a newline after the last
+/// unless the file read had none (`final_newline`).
+pub(crate) fn join(lines: &[Out], final_newline: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(l.text().as_bytes());
+    }
+    if !lines.is_empty() && final_newline {
+        out.push(b'\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

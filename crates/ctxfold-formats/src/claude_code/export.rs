@@ -11,27 +11,11 @@ use super::import::placeholder;
 use super::{FINAL_NEWLINE, KEY, NEW_SESSION, SIGNATURE, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
-use crate::session_lines::{fingerprint, uuid_v4};
+use crate::session_lines::{Out, fingerprint, uuid_v4};
 
 /// The hints of a record from a Claude Code line.
 pub(crate) fn hint(r: &Record) -> Option<&Object> {
     crate::session_lines::hints(r, KEY)
-}
-
-/// One line to write: its JSON, and the text to write while the JSON is
-/// what it was read as.
-struct Out {
-    value: Option<Value>,
-    raw: Option<String>,
-}
-
-impl Out {
-    fn json(v: Value) -> Out {
-        Out {
-            value: Some(v),
-            raw: None,
-        }
-    }
 }
 
 /// A message line being put together from its records.
@@ -83,41 +67,8 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
         Some(id) => renumber(lines, &id),
         None => lines,
     };
-    let mut out = Vec::new();
-    for (i, l) in lines.iter().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(text(l).as_bytes());
-    }
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
-    if !lines.is_empty() && final_newline {
-        out.push(b'\n');
-    }
-    out
-}
-
-fn text(l: &Out) -> String {
-    match (&l.value, &l.raw) {
-        (Some(v), Some(raw)) => match serde_json::from_str::<Value>(raw) {
-            Ok(read) if read == *v => raw.clone(),
-            _ => serde_json::to_string(v).unwrap_or_default(),
-        },
-        (Some(v), None) => serde_json::to_string(v).unwrap_or_default(),
-        (None, Some(raw)) => raw.clone(),
-        (None, None) => String::new(),
-    }
-}
-
-/// A line kept whole in a hint (`{"text": …}` when it was kept as text).
-fn kept_line(v: &Value) -> Out {
-    match v.as_object() {
-        Some(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => Out {
-            value: serde_json::from_str(o.get("text").and_then(Value::as_str).unwrap_or("")).ok(),
-            raw: o.get("text").and_then(Value::as_str).map(str::to_owned),
-        },
-        _ => Out::json(v.clone()),
-    }
+    crate::session_lines::join(&lines, final_newline)
 }
 
 fn lines(records: &[Record]) -> Vec<Out> {
@@ -152,7 +103,7 @@ fn lines(records: &[Record]) -> Vec<Out> {
                     continue;
                 };
                 flush(&mut group, &mut out);
-                out.extend(kept.iter().map(kept_line));
+                out.extend(kept.iter().map(Out::kept));
             }
             Body::User { .. }
             | Body::Assistant { .. }

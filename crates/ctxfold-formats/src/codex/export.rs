@@ -8,14 +8,7 @@ use serde_json::Value;
 use super::{FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
-use crate::session_lines::fingerprint;
-
-/// One line to write: its JSON, and the text to write while the JSON is
-/// what it was read as.
-struct Out {
-    value: Option<Value>,
-    raw: Option<String>,
-}
+use crate::session_lines::{Out, fingerprint};
 
 /// The rollout's bytes: every record back to its line (see the module
 /// docs); a new session when the transcript says so
@@ -59,18 +52,8 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
             }
         }
     }
-    let mut out = Vec::new();
-    for (i, l) in lines.iter().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(text(l).as_bytes());
-    }
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
-    if !lines.is_empty() && final_newline {
-        out.push(b'\n');
-    }
-    out
+    crate::session_lines::join(&lines, final_newline)
 }
 
 /// A `session_meta` line for a transcript that has none: the new
@@ -143,34 +126,6 @@ fn replace_strings(v: &mut Value, old: &str, new: &str) {
     }
 }
 
-fn text(l: &Out) -> String {
-    match (&l.value, &l.raw) {
-        (Some(v), Some(raw)) => match serde_json::from_str::<Value>(raw) {
-            Ok(read) if read == *v => raw.clone(),
-            _ => serde_json::to_string(v).unwrap_or_default(),
-        },
-        (Some(v), None) => serde_json::to_string(v).unwrap_or_default(),
-        (None, Some(raw)) => raw.clone(),
-        (None, None) => String::new(),
-    }
-}
-
-fn kept(v: &Value) -> Out {
-    match v.as_object() {
-        Some(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
-            let raw = o.get("text").and_then(Value::as_str).unwrap_or("");
-            Out {
-                value: serde_json::from_str(raw).ok(),
-                raw: Some(raw.to_owned()),
-            }
-        }
-        _ => Out {
-            value: Some(v.clone()),
-            raw: None,
-        },
-    }
-}
-
 fn record_lines(r: &Record) -> Vec<Out> {
     let h = crate::session_lines::hints(r, KEY);
     match &r.body {
@@ -184,7 +139,7 @@ fn record_lines(r: &Record) -> Vec<Out> {
         }],
         Body::Other { .. } => Vec::new(),
         Body::Compaction(_) => match h.and_then(|h| h.get("lines")) {
-            Some(Value::Array(lines)) => lines.iter().map(kept).collect(),
+            Some(Value::Array(lines)) => lines.iter().map(Out::kept).collect(),
             _ => Vec::new(),
         },
         _ => match item_line(r, h) {
