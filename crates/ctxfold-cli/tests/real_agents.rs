@@ -37,7 +37,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::agent_upstream::{AgentUpstream, Api, FINAL, Record, find_shell};
 use common::{Scratch, stderr};
@@ -45,9 +45,6 @@ use serde_json::{Value, json};
 
 /// The tests share 2 cores: one agent run at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// The longest an agent may run.
-const AGENT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Steps of the main turn, and of the turn after the undo.
 const STEPS: usize = 40;
@@ -287,13 +284,7 @@ impl AgentHome {
 }
 
 /// What one agent invocation did.
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    timed_out: bool,
-    secs: f64,
-}
+use common::agent_run::Ran;
 
 fn task(name: &str, steps: usize) -> String {
     format!(
@@ -349,36 +340,7 @@ fn run_agent(
             .env("OPENAI_API_KEY", "test");
         }
     }
-    let logs = home.work.parent().unwrap();
-    let n = std::fs::read_dir(logs).map_or(0, |d| d.count());
-    let out_path = logs.join(format!("stdout-{n}.txt"));
-    let err_path = logs.join(format!("stderr-{n}.txt"));
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path).unwrap())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} does not start: {e}", exe.display()));
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > AGENT_TIMEOUT {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    Ran {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
-        timed_out,
-        secs: start.elapsed().as_secs_f64(),
-    }
+    common::agent_run::spawn_logged(&mut cmd, exe, home.work.parent().unwrap())
 }
 
 /// The last `n` lines of a text.

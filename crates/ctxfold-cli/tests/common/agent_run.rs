@@ -149,6 +149,8 @@ pub struct Ran {
     pub stdout: String,
     pub stderr: String,
     pub timed_out: bool,
+    /// How long it ran.
+    pub secs: f64,
 }
 
 impl Ran {
@@ -208,7 +210,13 @@ pub fn run_agent(
                 .env("OPENAI_API_KEY", "test");
         }
     }
-    let logs = home.root.path();
+    spawn_logged(&mut cmd, exe, home.root.path())
+}
+
+/// Run `cmd` (the agent `exe`) with no input, its output written to
+/// numbered `stdout-N.txt` / `stderr-N.txt` in `logs`, killed after
+/// [`AGENT_TIMEOUT`].
+pub fn spawn_logged(cmd: &mut Command, exe: &Path, logs: &Path) -> Ran {
     let n = std::fs::read_dir(logs).map_or(0, |d| d.count());
     let out_path = logs.join(format!("stdout-{n}.txt"));
     let err_path = logs.join(format!("stderr-{n}.txt"));
@@ -236,6 +244,7 @@ pub fn run_agent(
         stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
         stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
         timed_out,
+        secs: start.elapsed().as_secs_f64(),
     }
 }
 
