@@ -116,5 +116,9 @@ fn source_words(s: ctxfold_core::compaction::Source) -> &'static str {
         Source::Assistant => "the assistant",
         Source::Auto => "automatic compaction",
         Source::Agent => "the agent that wrote the session",
+        Source::Provider => "the model provider, on its servers",
+        Source::Client => {
+            "the client, through ctxfold's emulation of the provider's context management"
+        }
     }
 }

@@ -214,6 +214,13 @@ pub enum Source {
     /// The agent that wrote an imported session, compacting its own
     /// history (Claude Code's `/compact`, Codex's `compacted` line).
     Agent,
+    /// The model provider, on its own servers (Anthropic's `compaction`
+    /// block, OpenAI's `compaction` item): recorded as it said, since
+    /// only it can undo it.
+    Provider,
+    /// A client asking for the providers' context management of an
+    /// upstream that has none, which ctxfold emulated (undoable).
+    Client,
 }
 
 /// Revokes or restores compactions. Undo is an append too.

@@ -349,6 +349,32 @@ fn read_block(
     Ok(idx)
 }
 
+/// The block an `anthropic_block` record keeps whole (a block this module
+/// does not map: `image`, `redacted_thinking`, `compaction`, …).
+pub fn other_block(r: &Record) -> Option<&Value> {
+    match &r.body {
+        Body::Other { kind, fields } if kind == BLOCK => fields.get("block"),
+        _ => None,
+    }
+}
+
+/// The record an assistant content block this module does not map is
+/// read into, as from a request (so an answer's block and the same block
+/// sent back read the same).
+pub fn assistant_block_record(block: &Object) -> Record {
+    let mut fields = Object::new();
+    fields.insert("role".into(), wire::role::ASSISTANT.into());
+    fields.insert("block".into(), Value::Object(block.clone()));
+    Record::new(
+        0,
+        "",
+        Body::Other {
+            kind: BLOCK.into(),
+            fields: Box::new(fields),
+        },
+    )
+}
+
 /// A text block with nothing but `type` and `text`.
 fn is_plain_text(b: &Object) -> bool {
     b.len() == 2

@@ -654,6 +654,15 @@ pub fn export_bytes(
     Ok(bytes)
 }
 
+/// The provider's compaction a record holds, kept whole as it was read:
+/// an Anthropic `compaction` block or an OpenAI Responses `compaction`
+/// item (issue 29).
+pub fn provider_compaction(r: &Record) -> Option<&Value> {
+    anthropic::other_block(r)
+        .or_else(|| responses::other_item(r))
+        .filter(|v| ctxfold_wire::context_management::is_compaction(v))
+}
+
 /// The records a chat transcript (OpenAI, Anthropic) is written from: all
 /// but an answer cut short that a later answer replaced
 /// ([`ctxfold_core::cut_short::replaced`]), and but an answer's text that

@@ -168,6 +168,15 @@ pub fn output_records(response: &Value) -> Result<Vec<Record>, String> {
     Ok(out.records)
 }
 
+/// The item a `responses_item` record keeps whole (an item type this
+/// module does not map: `compaction`, `web_search_call`, …).
+pub fn other_item(r: &Record) -> Option<&Value> {
+    match &r.body {
+        Body::Other { kind, fields } if kind == ITEM => fields.get("item"),
+        _ => None,
+    }
+}
+
 /// Read the item at `at` into records.
 pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
     let Value::Object(o) = item else {

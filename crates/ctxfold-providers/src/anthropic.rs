@@ -30,7 +30,7 @@
 //!
 //! `message_start` (the message and its first usage), `content_block_start`,
 //! `content_block_delta` (`text_delta`, `thinking_delta`, `signature_delta`,
-//! `input_json_delta`, `citations_delta`), `content_block_stop`,
+//! `input_json_delta`, `citations_delta`, `compaction_delta`), `content_block_stop`,
 //! `message_delta` (stop reason and usage, merged over the first),
 //! `message_stop`; `ping` and unknown events are skipped, an `error` event
 //! is classified like an HTTP error. The events are folded back into the
@@ -369,6 +369,15 @@ pub(crate) fn read_stream(
                         on(StreamEvent::Reasoning(piece("thinking").to_owned()));
                     }
                     Some("signature_delta") => append(b, "signature", piece("signature")),
+                    // A compaction block's summary, and its opaque part
+                    // (to be sent back verbatim), as they come.
+                    Some("compaction_delta") => {
+                        for k in ["content", "encrypted_content"] {
+                            if let Some(Value::String(p)) = delta.get(k) {
+                                append(b, k, p);
+                            }
+                        }
+                    }
                     Some("input_json_delta") => json_parts[i].push_str(piece("partial_json")),
                     Some("citations_delta") => {
                         if let (Value::Object(o), Some(c)) = (b, delta.get("citation")) {
@@ -391,6 +400,11 @@ pub(crate) fn read_stream(
                     for (k, v) in d {
                         m.insert(k.clone(), v.clone());
                     }
+                }
+                // The edits the provider applied (context management) come
+                // beside the delta, as in a whole message.
+                if let Some(cm) = data.get("context_management") {
+                    m.insert("context_management".into(), cm.clone());
                 }
                 if let Some(Value::Object(u)) = data.get("usage") {
                     let usage = m

@@ -111,6 +111,9 @@ pub struct Naming<'a> {
     /// The agent its headers name (for the session fields only that agent
     /// gives a session's meaning).
     pub agent: Option<Agent>,
+    /// The endpoint itself compacts (`/v1/responses/compact`): the
+    /// request is the provider's to manage.
+    pub compacts: bool,
 }
 
 /// A request made ready for the upstream.
@@ -168,6 +171,9 @@ pub struct AnswerSlot {
     pub shape: Shape,
     /// The request's model.
     pub model: String,
+    /// The provider manages the request's context itself (issue 29): an
+    /// overflow is not compacted and retried.
+    pub managed: bool,
 }
 
 /// Why a request could not be prepared (the server fails open on it).

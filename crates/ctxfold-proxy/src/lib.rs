@@ -6,6 +6,9 @@
 //!
 //! - [`agent`]: which agent sent a request, and the session it names.
 //! - [`config`]: the `[proxy]` section.
+//! - [`context_management`]: the providers' own context management
+//!   (compaction blocks and items, applied edits), passed through and
+//!   recorded.
 //! - [`ending`]: whether an answer reached its protocol's end, watched as
 //!   it passes; what can be read of a JSON answer cut short.
 //! - [`reconcile`]: a request's history against the stored log (pure).
@@ -26,6 +29,7 @@ pub mod agent;
 pub mod book;
 pub mod cache;
 pub mod config;
+pub mod context_management;
 pub mod ending;
 pub mod intake;
 pub mod listener;

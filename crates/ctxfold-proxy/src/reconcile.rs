@@ -102,11 +102,51 @@ fn empty(v: &serde_json::Value) -> bool {
 }
 
 /// Align `client` (a request's records) with `stored` (the log's).
+///
+/// A history the provider compacted may come back as the provider's
+/// replacement: Codex sends `/v1/responses/compact`'s output (the user
+/// messages, then the compaction item) in place of what it covers, and
+/// Anthropic's on-demand compaction puts its block first. When the whole
+/// histories do not align and the client's holds a provider compaction
+/// the log holds too, they are aligned from that compaction on; what the
+/// client sends before it stands for what the log has before it.
 pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
-    let s: Vec<usize> = (0..stored.len())
+    let whole = align_from(stored, client, 0, 0);
+    if !matches!(whole, Alignment::Diverges { .. }) {
+        return whole;
+    }
+    let Some(cj) = client
+        .iter()
+        .rposition(|r| ctxfold_formats::provider_compaction(r).is_some())
+    else {
+        return whole;
+    };
+    match stored.iter().rposition(|r| {
+        ctxfold_formats::provider_compaction(r).is_some() && same(&r.body, &client[cj].body)
+    }) {
+        // The compaction is the first pair (overlays like it are not
+        // compared), and everything after it is aligned as usual.
+        Some(si) => match align_from(stored, client, si + 1, cj + 1) {
+            Alignment::Extends { mut pairs, tail } => {
+                pairs.insert(0, (si, cj));
+                Alignment::Extends { pairs, tail }
+            }
+            Alignment::Earlier { mut pairs } => {
+                pairs.insert(0, (si, cj));
+                Alignment::Earlier { pairs }
+            }
+            diverges => diverges,
+        },
+        None => whole,
+    }
+}
+
+/// [`align`] of `stored[s0..]` and `client[c0..]`, in the slices' indices.
+fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Alignment {
+    let s: Vec<usize> = (s0..stored.len())
         .filter(|&i| compared(&stored[i]))
         .collect();
-    let c: Vec<usize> = (0..client.len())
+    let c: Vec<usize> = (c0..client.len())
         .filter(|&j| compared(&client[j]))
         .collect();
     let (mut i, mut j) = (0, 0);
@@ -133,7 +173,7 @@ pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
         }
         return Alignment::Earlier { pairs };
     }
-    let tail = pairs.last().map_or(0, |&(_, cj)| cj + 1);
+    let tail = pairs.last().map_or(c0, |&(_, cj)| cj + 1);
     Alignment::Extends { pairs, tail }
 }
 
@@ -253,5 +293,32 @@ mod tests {
             align(&stored, &compacted_by_client),
             Alignment::Diverges { at: 0 }
         );
+    }
+
+    #[test]
+    fn a_history_the_provider_replaced_goes_on_from_its_compaction() {
+        let item = |id: &str| Body::Other {
+            kind: "responses_item".into(),
+            fields: Box::new(
+                json!({"item": {"type": "compaction", "id": id, "encrypted_content": "E"}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        };
+        let stored = recs(vec![user("a"), text("b"), user("c"), item("cmp_1")]);
+        // `/v1/responses/compact`'s output (the user messages, the item),
+        // then a new message.
+        let replaced = recs(vec![user("a"), user("c"), item("cmp_1"), user("d")]);
+        assert_eq!(
+            align(&stored, &replaced),
+            Alignment::Extends {
+                pairs: vec![(3, 2)],
+                tail: 3
+            }
+        );
+        // A compaction the log does not hold: a different history.
+        let other = recs(vec![user("a"), user("c"), item("cmp_9"), user("d")]);
+        assert!(matches!(align(&stored, &other), Alignment::Diverges { .. }));
     }
 }

@@ -83,7 +83,7 @@ impl Shape {
             return responses::answer(&raw, model, ts);
         };
         ctxfold_providers::wire::parse_answer(kind, raw, model)
-            .map(|r| r.to_records(ts))
+            .map(|r| self.answer_records(&r, ts))
             .map_err(|e| e.to_string())
     }
 
@@ -150,7 +150,18 @@ impl Shape {
         } else {
             ctxfold_providers::wire::read_answer_stream(kind, reader, model)
         };
-        read.map(|r| r.to_records(ts)).map_err(|e| e.to_string())
+        read.map(|r| self.answer_records(&r, ts))
+            .map_err(|e| e.to_string())
+    }
+
+    /// An answer's records; for Anthropic, with the `compaction` blocks
+    /// and applied edits the parser leaves out (issue 29).
+    fn answer_records(self, r: &ctxfold_providers::ChatResponse, ts: &str) -> Vec<Record> {
+        let records = r.to_records(ts);
+        match self {
+            Shape::Messages => crate::context_management::with_answer_blocks(&r.raw, records, ts),
+            _ => records,
+        }
     }
 }
 
@@ -174,6 +185,11 @@ mod responses {
             return Err(format!("the upstream answered with an error: {e}"));
         }
         let mut records = ctxfold_formats::responses::output_records(raw)?;
+        if raw.get("object").and_then(Value::as_str) == Some("response.compaction") {
+            // `/v1/responses/compact`: its output repeats the input's user
+            // messages before the compaction item; only the item is new.
+            records.retain(|r| ctxfold_formats::provider_compaction(r).is_some());
+        }
         for r in &mut records {
             r.ts = ts.into();
         }

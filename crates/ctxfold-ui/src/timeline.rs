@@ -47,6 +47,8 @@ pub fn source_name(s: Source) -> &'static str {
         Source::Auto => "auto",
         Source::Assistant => "assistant",
         Source::Agent => "agent",
+        Source::Provider => "provider",
+        Source::Client => "client",
     }
 }
 

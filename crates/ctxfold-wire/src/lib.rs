@@ -17,6 +17,7 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod context_management;
 pub mod error;
 pub mod responses;
 

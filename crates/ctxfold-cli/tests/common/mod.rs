@@ -5,6 +5,8 @@ pub mod agent_run;
 pub mod agent_upstream;
 pub mod browser;
 pub mod model;
+pub mod provider;
+pub mod proxy;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

@@ -450,7 +450,8 @@ enum Act {
     Text(String),
 }
 
-fn read(stream: &TcpStream) -> Option<Seen> {
+/// One HTTP/1.1 request read from `stream` (its body by `content-length`).
+pub fn read(stream: &TcpStream) -> Option<Seen> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {

@@ -39,10 +39,19 @@ impl Book {
             .iter()
             .rev()
             .find_map(|r| reported_input(r.metadata.as_ref()?.get(USAGE)?));
+        let compacted = records
+            .iter()
+            .any(|r| ctxfold_formats::provider_compaction(r).is_some());
         // Only right after the request: another replica may have recorded
         // an answer to the same request first.
         if s.conv.append_at(stamp(&records))?.is_none() {
             return Ok(false);
+        }
+        // The provider compacted in this answer: what came before is out
+        // of its view from now on.
+        if compacted && let Some(folded) = crate::context_management::provider_folded(s.conv.log())
+        {
+            s.conv.append(vec![folded])?;
         }
         if let Some(counted) = counted
             && slot.sent > 0

@@ -101,6 +101,7 @@ impl Book {
                 sent: tokens,
                 shape,
                 model: model.to_owned(),
+                managed: false,
             }),
         })
     }

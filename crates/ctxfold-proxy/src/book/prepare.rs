@@ -15,6 +15,7 @@ use super::sent::Sent;
 use super::{
     AnswerSlot, Book, History, MAX_FORKS_TRIED, META_KEY, Naming, PrepareError, Prepared, lock,
 };
+use crate::context_management::{asks, provider_folded, provider_managed};
 use crate::reconcile::{Alignment, align};
 use crate::request;
 use crate::shape::{Shape, model};
@@ -214,8 +215,9 @@ impl Book {
         named.insert(0, id.clone());
         // Only the first are ever tried (the store has the others).
         named.truncate(MAX_FORKS_TRIED);
+        let managed = naming.compacts || provider_managed(&asks(shape, body, client), client);
         self.finish(
-            shape, &id, history, body, extras, client, sent, &model, new_turn,
+            shape, &id, history, body, extras, client, sent, &model, new_turn, managed,
         )
     }
 
@@ -233,12 +235,21 @@ impl Book {
         sent: Option<Sent>,
         model: &str,
         new_turn: bool,
+        // The provider's to manage: sent as the client sent it, never
+        // compacted on top (issue 29).
+        managed: bool,
     ) -> Result<Prepared, PrepareError> {
         let session = self.session(id)?;
         let mut s = lock(&session);
         let mut compactions = 0;
-        if history != History::Earlier && !self.compaction.observe {
+        if history != History::Earlier && !self.compaction.observe && !managed {
             compactions = self.compact(&mut s, model, body, new_turn)?;
+        }
+        if managed
+            && history != History::Earlier
+            && let Some(folded) = provider_folded(s.conv.log())
+        {
+            s.conv.append(vec![folded])?;
         }
         let stored = s.conv.log().records();
         let est = Heuristic::default();
@@ -271,7 +282,7 @@ impl Book {
             self.touch_with(&mut s, Some(fixed));
         }
         let up = |t: usize| scaled(fixed + t, s.scale);
-        let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe {
+        let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe || managed {
             (None, up(r.before), up(r.before), fixed + r.before)
         } else {
             (r.body, up(r.before), up(r.after), fixed + r.after)
@@ -282,6 +293,7 @@ impl Book {
             sent: sent_est,
             shape,
             model: model.to_owned(),
+            managed,
         });
         Ok(Prepared {
             body,

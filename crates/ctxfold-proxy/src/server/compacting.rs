@@ -47,7 +47,7 @@ pub(super) async fn compacting(
         .filter(|v| !v.is_empty())
         .map(str::to_owned);
     let agent = agent_of(&headers);
-    let prepared = prepare(&p, shape, &body, key, agent).await;
+    let prepared = prepare(&p, shape, &body, key, agent, name == "responses_compact").await;
     let (send, slot, extra) = match prepared {
         Ok(prep) => {
             p.metrics.compactions.inc_by(prep.compactions as u64);
@@ -92,7 +92,11 @@ pub(super) async fn compacting(
     // (A chunked error, as some servers send, is small too in practice.)
     let small = resp.content_length().is_none_or(|n| n <= MAX_ERROR_BYTES);
     let slot = match slot {
-        Some(slot) if matches!(status, 400 | 413) && small && !p.config.observe => slot,
+        Some(slot)
+            if matches!(status, 400 | 413) && small && !p.config.observe && !slot.managed =>
+        {
+            slot
+        }
         slot => return respond(&p, name, resp, Some(shape), slot, extra),
     };
     // Maybe "over the context window": one compaction and one retry when
@@ -166,6 +170,7 @@ async fn prepare(
     body: &Bytes,
     key: Option<String>,
     agent: Option<Agent>,
+    compacts: bool,
 ) -> Result<Prepared, String> {
     let book = p.book.clone();
     let body = body.clone();
@@ -173,6 +178,7 @@ async fn prepare(
         let naming = Naming {
             header: key.as_deref(),
             agent,
+            compacts,
         };
         book.prepare_bytes(shape, &body, &naming)
     })

@@ -45,6 +45,12 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
             "/v1/responses",
             compacting_route(Shape::Responses, "responses"),
         )
+        // The provider's own compaction (issue 29): forwarded as sent, its
+        // compaction item recorded.
+        .route(
+            "/v1/responses/compact",
+            compacting_route(Shape::Responses, "responses_compact"),
+        )
         .fallback(passthrough)
         .with_state(proxy)
         .nest("/ui", ui)
@@ -119,6 +125,7 @@ async fn count_tokens(
                 let naming = Naming {
                     header: key.as_deref(),
                     agent,
+                    compacts: false,
                 };
                 book.preview(Shape::Messages, &value, &naming)
             })

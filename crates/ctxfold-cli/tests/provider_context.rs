@@ -1,0 +1,217 @@
+//! The providers' own context management through `ctxfold proxy` in
+//! front of a provider that implements it (issue 29, item 1): the
+//! official SDKs send Anthropic's `context_management` edits, OpenAI's
+//! `context_management` compaction and `/v1/responses/compact` to a fake
+//! provider that compacts as documented (`common/provider.rs`). The
+//! provider gets the client's bytes, ctxfold does not compact on top,
+//! records the compaction blocks and items as they came, and folds what
+//! the provider no longer sees (source `provider`) while the log keeps it.
+
+// A test may panic on what it did not expect, and print.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod common;
+
+use common::provider::Provider;
+use common::proxy::Proxy;
+use common::{Scratch, stderr};
+use serde_json::{Value, json};
+
+fn records(s: &Scratch, id: &str) -> Vec<Value> {
+    s.json(&["c", "print", id]).as_array().unwrap().clone()
+}
+
+/// The records once `done` holds of them: an answer is recorded after
+/// its last byte reached the client.
+fn records_when(s: &Scratch, id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..100 {
+        let r = records(s, id);
+        if done(&r) {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!(
+        "{id}: never came to the state wanted: {:#?}",
+        records(s, id)
+    );
+}
+
+/// The blocks or items the log keeps whole of the provider's compactions.
+fn kept_compactions(recs: &[Value]) -> Vec<Value> {
+    recs.iter()
+        .filter_map(|r| r["block"].as_object().or(r["item"].as_object()))
+        .filter(|b| b["type"] == "compaction")
+        .map(|b| Value::Object(b.clone()))
+        .collect()
+}
+
+fn by_provider(recs: &[Value]) -> Vec<&Value> {
+    recs.iter()
+        .filter(|r| r["type"] == "compaction" && r["source"] == "provider")
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the OpenAI and Anthropic SDKs: run through scripts/test, which installs them"]
+fn the_providers_context_management_passes_through_and_is_recorded() {
+    let python = std::env::var("CTXFOLD_SDK_PYTHON")
+        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
+    let up = Provider::start();
+    let s = Scratch::new();
+    // A window so small that ctxfold would compact every request of its
+    // own: it must not, where the provider manages the context.
+    let p = Proxy::start(
+        &s,
+        &format!(
+            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\nwindow = 400\n[compaction.auto.rule]\nkeep_last = 1\ntool_calls = \"strip\"\n",
+            b = up.base
+        ),
+    );
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/context_management.py");
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .arg(&p.base)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        stderr(&out)
+    );
+    let runs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 5, "{runs:?}");
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+
+    for run in &runs[..4] {
+        // One conversation for the three turns, the compacted one included.
+        let ids = run["ids"].as_array().unwrap();
+        assert!(
+            ids.iter().all(|i| *i == ids[0]),
+            "{run}: {} {}",
+            s.ok(&["c", "print", ids[0].as_str().unwrap()]),
+            s.ok(&["c", "print", ids[1].as_str().unwrap()])
+        );
+        let id = ids[0].as_str().unwrap();
+        // The provider compacted at the second turn; the SDK got it.
+        let got = run["compactions"].as_array().unwrap();
+        assert_eq!(got.len(), 1, "{run}");
+        let recs = records_when(&s, id, |r| {
+            r.iter().filter(|x| x["type"] == "assistant").count() >= 3
+        });
+        // Recorded as it came (the SDK's copy is the provider's block).
+        assert_eq!(kept_compactions(&recs), got.clone(), "{run}");
+        // What came before it is folded by the provider, once.
+        let folded = by_provider(&recs);
+        assert_eq!(folded.len(), 1, "{run}: {recs:#?}");
+        let summary = folded[0]["summary"]["text"].as_str().unwrap();
+        if run["api"] == "anthropic" {
+            assert!(summary.starts_with("Summary "), "{summary}");
+            // The edits the provider applied are kept with the answer.
+            assert!(
+                recs.iter().any(
+                    |r| r["metadata"]["anthropic_context_management"]["applied_edits"][0]["type"]
+                        == "clear_thinking_20251015"
+                ),
+                "{recs:#?}"
+            );
+        } else {
+            assert!(summary.contains("encrypted"), "{summary}");
+        }
+        // ctxfold did not compact on top of the provider.
+        assert!(
+            !recs
+                .iter()
+                .any(|r| r["type"] == "compaction" && r["source"] != "provider"),
+            "{recs:#?}"
+        );
+        assert_eq!(run["texts"].as_array().unwrap().len(), 3);
+        // `c show` says who folded it.
+        let show = s.ok(&["c", "show", id]);
+        assert!(show.contains("[active, by provider]"), "{show}");
+        // The view folds it, the log keeps it; --reset brings it back.
+        let view = s.json(&["c", "print", id, "--compacted"]);
+        assert!(
+            !view.to_string().contains("Read a.rs"),
+            "the first turn is out of the provider's view: {view}"
+        );
+        assert!((records(&s, id).iter()).any(|r| {
+            r["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Read a.rs"))
+        }));
+    }
+
+    // Every request reached the provider as the client sent it: the
+    // parameters, and the compaction blocks and items sent back.
+    let reqs = up.requests();
+    for r in &reqs {
+        let b = r.json();
+        match r.path.as_str() {
+            "/v1/messages" => {
+                assert_eq!(
+                    b["context_management"]["edits"][1]["type"],
+                    "compact_20260112"
+                );
+                assert_eq!(
+                    b["context_management"]["edits"][1]["instructions"],
+                    "Keep the file names."
+                );
+            }
+            "/v1/responses" if b["context_management"].is_array() => {
+                assert_eq!(
+                    b["context_management"],
+                    json!([{"type": "compaction", "compact_threshold": 50000}])
+                );
+            }
+            _ => {}
+        }
+    }
+    let third = |path: &str, stream: bool| {
+        reqs.iter()
+            .filter(|r| r.path == path && (r.json()["stream"] == json!(true)) == stream)
+            .nth(2)
+            .unwrap()
+            .json()
+    };
+    for (path, key, stream) in [
+        ("/v1/messages", "messages", false),
+        ("/v1/messages", "messages", true),
+        ("/v1/responses", "input", false),
+        ("/v1/responses", "input", true),
+    ] {
+        let sent = third(path, stream);
+        // The whole history, the provider's compaction in it, unfolded.
+        let history = sent[key].to_string();
+        assert!(history.contains("Read a.rs"), "{history}");
+        assert!(history.contains("\"compaction\""), "{history}");
+    }
+
+    // `/v1/responses/compact`: forwarded, its compaction item recorded in
+    // the conversation, which goes on with the compacted history.
+    let run = &runs[4];
+    let ids = run["ids"].as_array().unwrap();
+    assert_eq!(ids[0], ids[1], "{run}");
+    assert_eq!(ids[0], ids[2], "the compacted history goes on: {run}");
+    assert_eq!(run["texts"][1], "response.compaction");
+    let id = ids[0].as_str().unwrap();
+    let recs = records_when(&s, id, |r| {
+        r.iter().filter(|x| x["type"] == "assistant").count() >= 2
+    });
+    assert_eq!(
+        kept_compactions(&recs),
+        run["compactions"].as_array().unwrap().clone(),
+        "{}",
+        s.ok(&["c", "print", id])
+    );
+    assert_eq!(by_provider(&recs).len(), 1, "{recs:#?}");
+    // The compact call's repeated user messages were not recorded twice.
+    let users = recs.iter().filter(|r| r["type"] == "user").count();
+    assert_eq!(users, 3, "{recs:#?}");
+    assert!(reqs.iter().any(|r| r.path == "/v1/responses/compact"));
+}

@@ -1,0 +1,104 @@
+"""The providers' own context management through `ctxfold proxy`, called
+by the official SDKs as their users call it (issue 29): Anthropic's beta
+`context_management` edits (`clear_thinking_20251015`, `compact_20260112`)
+streamed and not, OpenAI Responses' `context_management` compaction
+streamed and not, and `client.responses.compact`. Each conversation runs
+three user turns, sending back what the SDK returned (compaction blocks
+and items included). Usage: context_management.py PROXY_BASE_URL. Prints
+one JSON line per conversation: the API, whether it streamed, the
+conversation id the proxy named at each turn, the answers' texts, and the
+compaction blocks or items the SDK got."""
+
+import json
+import sys
+
+import anthropic
+import openai
+
+BASE = sys.argv[1]
+KEY = "sk-test-SECRET-0123456789abcdef"
+TASKS = ["Read a.rs", "Now b.rs", "And c.rs"]
+
+
+def tasks(tag):
+    # Each conversation opens with its own words: the proxy keys a
+    # conversation by its first message, and one that starts like another
+    # is that one's retried request.
+    return ["%s (%s)" % (TASKS[0], tag)] + TASKS[1:]
+EDITS = {"edits": [
+    {"type": "clear_thinking_20251015", "keep": "all"},
+    {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000},
+     "instructions": "Keep the file names."},
+]}
+RESPONSES_CM = [{"type": "compaction", "compact_threshold": 50000}]
+
+
+def anthropic_conversation(stream):
+    client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0)
+    messages, ids, texts, compactions = [], [], [], []
+    for task in tasks("anthropic, stream=%s" % stream):
+        messages.append({"role": "user", "content": task})
+        kwargs = dict(model="claude-sonnet-4-5", max_tokens=300, messages=messages,
+                      betas=["compact-2026-01-12", "context-management-2025-06-27"],
+                      context_management=EDITS)
+        if stream:
+            with client.beta.messages.stream(**kwargs) as s:
+                ids.append(s.response.headers["x-ctxfold-conversation"])
+                msg = s.get_final_message()
+        else:
+            raw = client.beta.messages.with_raw_response.create(**kwargs)
+            ids.append(raw.headers["x-ctxfold-conversation"])
+            msg = raw.parse()
+        blocks = [b.model_dump(exclude_none=True) for b in msg.content]
+        compactions += [b for b in blocks if b["type"] == "compaction"]
+        texts.append("".join(b.get("text", "") for b in blocks))
+        messages.append({"role": "assistant", "content": blocks})
+    return {"api": "anthropic", "stream": stream, "ids": ids, "texts": texts,
+            "compactions": compactions}
+
+
+def responses_conversation(stream):
+    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
+    items, ids, texts, compactions = [], [], [], []
+    for task in tasks("responses, stream=%s" % stream):
+        items.append({"type": "message", "role": "user", "content": task})
+        kwargs = dict(model="gpt-5.4", input=items, store=False, context_management=RESPONSES_CM)
+        if stream:
+            with client.responses.stream(**kwargs) as s:
+                ids.append(s._response.headers["x-ctxfold-conversation"])
+                resp = s.get_final_response()
+        else:
+            raw = client.responses.with_raw_response.create(**kwargs)
+            ids.append(raw.headers["x-ctxfold-conversation"])
+            resp = raw.parse()
+        out = [i.model_dump(exclude_none=True) for i in resp.output]
+        compactions += [i for i in out if i["type"] == "compaction"]
+        texts.append(resp.output_text)
+        items += out
+    return {"api": "responses", "stream": stream, "ids": ids, "texts": texts,
+            "compactions": compactions}
+
+
+def compact_endpoint():
+    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
+    items = [{"type": "message", "role": "user", "content": tasks("compact")[0]}]
+    first = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False)
+    resp = first.parse()
+    items += [i.model_dump(exclude_none=True) for i in resp.output]
+    items.append({"type": "message", "role": "user", "content": "Now b.rs"})
+    raw = client.responses.with_raw_response.compact(model="gpt-5.4", input=items)
+    compacted = raw.parse()
+    out = [i.model_dump(exclude_none=True) for i in compacted.output]
+    # As Codex does: the compacted output is the history from now on.
+    items = out + [{"type": "message", "role": "user", "content": "And c.rs"}]
+    last = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False)
+    return {"api": "compact", "stream": False,
+            "ids": [first.headers["x-ctxfold-conversation"], raw.headers.get("x-ctxfold-conversation"),
+                    last.headers["x-ctxfold-conversation"]],
+            "texts": [resp.output_text, compacted.object, last.parse().output_text],
+            "compactions": [i for i in out if i["type"] == "compaction"]}
+
+
+for run in [anthropic_conversation(False), anthropic_conversation(True),
+            responses_conversation(False), responses_conversation(True), compact_endpoint()]:
+    print(json.dumps(run))

@@ -1,0 +1,207 @@
+//! The providers' own context management (issue 29) in front of a
+//! provider that implements it: a request that asks the provider to
+//! compact, or whose history holds a compaction the provider made, is the
+//! provider's to manage. It goes upstream as the client sent it, and
+//! ctxfold does not compact on top of it; what the provider returns (its
+//! `compaction` block or item, its applied edits) is recorded as it came;
+//! and the log gets a compaction record (source `provider`) saying that
+//! everything before the provider's latest compaction is out of the
+//! provider's view. The log keeps all of it.
+
+use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
+use ctxfold_core::{Body, Log, Object, Record};
+use ctxfold_formats::provider_compaction;
+use ctxfold_wire::context_management::{Asks, applied_edits, is_compaction, is_trigger};
+use serde_json::Value;
+
+use crate::shape::Shape;
+
+/// Key, in a provider compaction record's `extra`, of the `seq` of the
+/// block or item it stands for.
+const BLOCK_SEQ: &str = "provider_compaction_seq";
+/// Metadata key of an answer's `context_management` (its applied edits),
+/// on the answer's last record.
+pub const APPLIED_EDITS: &str = "anthropic_context_management";
+
+/// What `body` (a request's keys besides its history) and `client` (its
+/// history, read) ask of the provider's context management.
+pub fn asks(shape: Shape, body: &Value, client: &[Record]) -> Asks {
+    let Some(o) = body.as_object() else {
+        return Asks::default();
+    };
+    let mut asks = match shape {
+        Shape::Messages => Asks::of_messages(o),
+        Shape::Responses => Asks::of_responses(o),
+        Shape::Chat => return Asks::default(),
+    };
+    // The head the proxy reads need not hold the input: the trigger is
+    // found among the records too.
+    asks.trigger |= client
+        .last()
+        .is_some_and(|r| ctxfold_formats::responses::other_item(r).is_some_and(is_trigger));
+    asks
+}
+
+/// Whether the provider manages the context of this request itself: it
+/// asks for a compaction, or its history holds one the provider made.
+pub fn provider_managed(asks: &Asks, client: &[Record]) -> bool {
+    asks.compaction() || client.iter().any(|r| provider_compaction(r).is_some())
+}
+
+/// The records of the blocks of an Anthropic answer (`raw`, the message
+/// as the client got it) that the answer's parser leaves out but a client
+/// sends back: its `compaction` blocks, first as the provider puts them.
+pub fn answer_blocks(raw: &Value) -> Vec<Record> {
+    let Some(Value::Array(content)) = raw.get("content") else {
+        return Vec::new();
+    };
+    content
+        .iter()
+        .filter(|b| is_compaction(b))
+        .filter_map(Value::as_object)
+        .map(ctxfold_formats::anthropic::assistant_block_record)
+        .collect()
+}
+
+/// `records` (an Anthropic answer's) with the blocks
+/// [`answer_blocks`] finds first, and the answer's applied edits on the
+/// last record.
+pub fn with_answer_blocks(raw: &Value, mut records: Vec<Record>, ts: &str) -> Vec<Record> {
+    let mut blocks = answer_blocks(raw);
+    for b in &mut blocks {
+        b.ts = ts.into();
+    }
+    if let (Some(edits), Some(last)) = (applied_edits(raw), records.last_mut()) {
+        let mut cm = Object::new();
+        cm.insert("applied_edits".into(), edits.clone());
+        last.metadata
+            .get_or_insert_default()
+            .insert(APPLIED_EDITS.into(), Value::Object(cm));
+    }
+    blocks.append(&mut records);
+    blocks
+}
+
+/// The compaction record `log` lacks for the provider's latest compaction
+/// in it: everything model-visible before that block or item, folded by
+/// the provider. `None` when there is none, it has its record already, or
+/// it folds nothing (an Anthropic block without a summary is a failed
+/// compaction, which the provider treats as nothing).
+pub fn provider_folded(log: &Log) -> Option<Record> {
+    let records = log.records();
+    let (b, block) = (records.iter().enumerate().rev())
+        .find_map(|(i, r)| provider_compaction(r).map(|v| (i, v)))?;
+    let block_seq = records[b].seq;
+    let recorded = records[b..].iter().any(|r| {
+        matches!(&r.body, Body::Compaction(c) if c.source == Source::Provider)
+            && r.extra.get(BLOCK_SEQ).and_then(Value::as_u64) == Some(block_seq)
+    });
+    if recorded {
+        return None;
+    }
+    let anthropic = ctxfold_formats::anthropic::other_block(&records[b]).is_some();
+    let text = if anthropic {
+        block.get("content").and_then(Value::as_str)?.to_owned()
+    } else {
+        let n = block
+            .get("encrypted_content")
+            .and_then(Value::as_str)
+            .map_or(0, str::len);
+        format!(
+            "[The provider compacted the conversation before this point; its compaction is encrypted ({n} characters) and only the provider can read it.]"
+        )
+    };
+    let visible = |r: &Record| r.body.is_model_visible() && provider_compaction(r).is_none();
+    let first = records[..b].iter().position(visible)?;
+    let last = records[..b].iter().rposition(visible)?;
+    let mut c = Compaction::new(log.turn_of(first), log.turn_of(last), Source::Provider);
+    c.from_seq = Some(records[first].seq);
+    c.to_seq = Some(records[last].seq);
+    c.summary = Some(Summary {
+        text,
+        provenance: Provenance::Supplied {
+            author: Source::Provider,
+        },
+    });
+    c.note = Some(
+        if anthropic {
+            "Anthropic's compaction, on its servers"
+        } else {
+            "OpenAI's compaction, on its servers"
+        }
+        .into(),
+    );
+    let mut r = Record::new(0, records[b].ts.clone(), Body::Compaction(Box::new(c)));
+    r.extra.insert(BLOCK_SEQ.into(), block_seq.into());
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(text: &str) -> Record {
+        Record::new(
+            0,
+            "",
+            Body::User {
+                content: text.into(),
+                author: None,
+            },
+        )
+    }
+
+    #[test]
+    fn the_provider_folds_what_precedes_its_latest_compaction_once() {
+        let block = json!({"type": "compaction", "content": "Summary: read a.rs."});
+        let mut records = vec![
+            Record::new(0, "", Body::TurnStart),
+            user("read a.rs"),
+            Record::new(
+                0,
+                "",
+                Body::Assistant {
+                    content: "done".into(),
+                },
+            ),
+            Record::new(0, "", Body::TurnStart),
+            user("go on"),
+        ];
+        records.extend(with_answer_blocks(
+            &json!({"content": [block.clone(), {"type": "text", "text": "ok"}],
+                    "context_management": {"applied_edits": []}}),
+            vec![Record::new(
+                0,
+                "",
+                Body::Assistant {
+                    content: "ok".into(),
+                },
+            )],
+            "t",
+        ));
+        let mut log = Log::from_records(ctxfold_core::log::renumber(records));
+        assert_eq!(provider_compaction(&log.records()[5]), Some(&block));
+        let r = provider_folded(&log).unwrap();
+        let Body::Compaction(c) = &r.body else {
+            panic!()
+        };
+        assert_eq!((c.from_seq, c.to_seq), (Some(1), Some(4)));
+        assert_eq!(c.source, Source::Provider);
+        assert_eq!(c.summary.as_ref().unwrap().text, "Summary: read a.rs.");
+        let mut r = r;
+        r.seq = log.next_seq();
+        log.push(r);
+        assert!(provider_folded(&log).is_none(), "recorded once");
+        // A failed compaction (no summary) folds nothing.
+        let failed = Log::from_records(ctxfold_core::log::renumber(vec![
+            user("x"),
+            ctxfold_formats::anthropic::assistant_block_record(
+                json!({"type": "compaction", "content": null})
+                    .as_object()
+                    .unwrap(),
+            ),
+        ]));
+        assert!(provider_folded(&failed).is_none());
+    }
+}
