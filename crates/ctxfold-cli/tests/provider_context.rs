@@ -85,7 +85,7 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(runs.len(), 5, "{runs:?}");
+    assert_eq!(runs.len(), 6, "{runs:?}");
     assert!(up.problems().is_empty(), "{:?}", up.problems());
 
     for run in &runs[..4] {
@@ -153,7 +153,7 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
     for r in &reqs {
         let b = r.json();
         match r.path.as_str() {
-            "/v1/messages" => {
+            "/v1/messages" if b["context_management"].is_object() => {
                 assert_eq!(
                     b["context_management"]["edits"][1]["type"],
                     "compact_20260112"
@@ -214,4 +214,32 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
     let users = recs.iter().filter(|r| r["type"] == "user").count();
     assert_eq!(users, 3, "{recs:#?}");
     assert!(reqs.iter().any(|r| r.path == "/v1/responses/compact"));
+
+    // Anthropic's on-demand compaction: the signed block alone, then sent
+    // back first in place of what it summarizes; the conversation goes on.
+    let run = &runs[5];
+    let ids = run["ids"].as_array().unwrap();
+    assert!(
+        ids.iter().all(|i| *i == ids[0]),
+        "{run}: {} {}",
+        s.ok(&["c", "print", ids[0].as_str().unwrap(), "--format", "json"]),
+        s.ok(&["c", "print", ids[2].as_str().unwrap(), "--format", "json"])
+    );
+    assert_eq!(run["texts"][1], "compaction");
+    let id = ids[0].as_str().unwrap();
+    let recs = records_when(&s, id, |r| {
+        r.iter()
+            .filter(|x| x["type"] == "assistant" && x["content"] != "")
+            .count()
+            >= 2
+    });
+    assert_eq!(
+        kept_compactions(&recs),
+        run["compactions"].as_array().unwrap().clone()
+    );
+    assert_eq!(by_provider(&recs).len(), 1, "{recs:#?}");
+    let users = recs.iter().filter(|r| r["type"] == "user").count();
+    assert_eq!(users, 3, "{recs:#?}");
+    let asked = (reqs.iter()).any(|r| r.json()["compaction"] == json!({"type": "summarize"}));
+    assert!(asked, "the parameter reached the provider as sent");
 }

@@ -2,7 +2,8 @@
 //! context management as they document it (issue 29), for the proxy's
 //! pass-through tests: Anthropic's `compact_20260112` edit (a
 //! `compaction` block first in the answer, streamed with
-//! `compaction_delta`) and its applied edits; OpenAI Responses'
+//! `compaction_delta`) and its applied edits, and its on-demand
+//! `compaction: {"type": "summarize"}`; OpenAI Responses'
 //! `context_management` compaction (an encrypted `compaction` item first
 //! in the output) and `POST /v1/responses/compact`. It compacts whenever
 //! asked and the request holds at least three messages after its last
@@ -135,6 +136,16 @@ fn messages(n: usize, req: &Value) -> Result<Value, String> {
         .cloned()
         .unwrap_or_default();
     let asks = |t: &str| edits.iter().any(|e| e["type"] == t);
+    if req["compaction"]["type"] == "summarize" {
+        // On demand: the summary alone, signed, and nothing sampled.
+        return Ok(
+            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+            "model": req["model"], "content": [{"type": "compaction", "signature": format!("sig-{n}"),
+            "content": format!("Summary {n}: the user asked for {after} things.")}],
+            "stop_reason": "compaction", "stop_sequence": null,
+            "usage": {"input_tokens": 100, "output_tokens": 20}}),
+        );
+    }
     let mut content = Vec::new();
     if asks("compact_20260112") && after >= 3 {
         content.push(json!({"type": "compaction",

@@ -2,7 +2,8 @@
 by the official SDKs as their users call it (issue 29): Anthropic's beta
 `context_management` edits (`clear_thinking_20251015`, `compact_20260112`)
 streamed and not, OpenAI Responses' `context_management` compaction
-streamed and not, and `client.responses.compact`. Each conversation runs
+streamed and not, its on-demand `compaction`, and
+`client.responses.compact`. Each conversation runs
 three user turns, sending back what the SDK returned (compaction blocks
 and items included). Usage: context_management.py PROXY_BASE_URL. Prints
 one JSON line per conversation: the API, whether it streamed, the
@@ -99,6 +100,32 @@ def compact_endpoint():
             "compactions": [i for i in out if i["type"] == "compaction"]}
 
 
+def anthropic_on_demand():
+    client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0)
+    betas = ["compact-2026-09-04"]
+    messages = [{"role": "user", "content": tasks("on demand")[0]}]
+    first = client.beta.messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=300, messages=messages, betas=betas)
+    msg = first.parse()
+    messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
+                 {"role": "user", "content": TASKS[1]}]
+    raw = client.beta.messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=300, messages=messages, betas=betas,
+        compaction={"type": "summarize"})
+    compacted = raw.parse()
+    blocks = [b.model_dump(exclude_none=True) for b in compacted.content]
+    # The block first, in place of what it summarizes, then the next turn.
+    messages = [{"role": "assistant", "content": blocks}, {"role": "user", "content": TASKS[2]}]
+    last = client.beta.messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=300, messages=messages, betas=betas)
+    return {"api": "on_demand", "stream": False,
+            "ids": [first.headers["x-ctxfold-conversation"], raw.headers["x-ctxfold-conversation"],
+                    last.headers["x-ctxfold-conversation"]],
+            "texts": [msg.content[0].text, compacted.stop_reason, last.parse().content[0].text],
+            "compactions": [b for b in blocks if b["type"] == "compaction"]}
+
+
 for run in [anthropic_conversation(False), anthropic_conversation(True),
-            responses_conversation(False), responses_conversation(True), compact_endpoint()]:
+            responses_conversation(False), responses_conversation(True), compact_endpoint(),
+            anthropic_on_demand()]:
     print(json.dumps(run))

@@ -6,6 +6,7 @@ use ctxfold_core::Record;
 use ctxfold_providers::response::USAGE;
 
 use super::counting::{calibrated, reported_input};
+use super::identity::compaction_key;
 use super::{AnswerSlot, Book, PrepareError, lock, stamp};
 
 impl Book {
@@ -16,7 +17,19 @@ impl Book {
         slot: &AnswerSlot,
         records: Vec<Record>,
     ) -> Result<bool, PrepareError> {
+        // A history the provider replaces with its compaction (Anthropic's
+        // block sent back first) is keyed by that compaction: it goes on
+        // in this conversation.
+        let keys: Vec<String> = (records.iter())
+            .filter_map(|r| ctxfold_formats::provider_compaction(r).map(compaction_key))
+            .collect();
         let recorded = self.append_answer(slot, records);
+        if matches!(recorded, Ok(true)) {
+            for k in keys {
+                let (ids, _) = self.slot(&k);
+                lock(&ids).insert(0, slot.conversation.clone());
+            }
+        }
         self.trim();
         recorded
     }

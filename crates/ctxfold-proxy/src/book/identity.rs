@@ -29,6 +29,14 @@ impl Book {
             if let Some(session) = agent::session_of(shape, body, naming.agent) {
                 return Ok(session.key());
             }
+            // A history that starts with the provider's compaction is that
+            // compaction's conversation, wherever its head was.
+            let first = client
+                .iter()
+                .find(|r| !matches!(r.body, Body::System { .. }));
+            if let Some(c) = first.and_then(ctxfold_formats::provider_compaction) {
+                return Ok(compaction_key(c));
+            }
             return Ok(fingerprint(shape, body, client));
         };
         // Only an exact id: a prefix lookup would read every conversation's
@@ -44,6 +52,21 @@ impl Book {
         };
         Ok(recorded.unwrap_or_else(|| format!("header:{h}")))
     }
+}
+
+/// The key of a history that starts with the provider's compaction `c`
+/// (a block or item, as recorded).
+pub(super) fn compaction_key(c: &Value) -> String {
+    // Its own fields, not the object's text: an SDK sends the block back
+    // with its keys in another order.
+    let mut h = Sha256::new();
+    for k in ["id", "content", "signature", "encrypted_content"] {
+        h.update([0]);
+        h.update(c.get(k).map(Value::to_string).unwrap_or_default());
+    }
+    let d = h.finalize();
+    let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("compaction:{hex}")
 }
 
 /// The stable head of a request: its shape, system prompt, tool names and
