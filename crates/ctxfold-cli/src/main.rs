@@ -10,7 +10,6 @@ mod commands;
 mod compacting;
 mod context;
 mod listing;
-mod outputs;
 mod progress;
 mod render;
 mod rules;

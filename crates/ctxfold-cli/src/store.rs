@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use ctxfold_core::Log;
+use ctxfold_formats::output::Protect;
 use ctxfold_store::postgres::mask_url;
 use ctxfold_store::{ConversationMeta, PgStore, Store, StoreError, Workspace};
 
@@ -16,6 +17,14 @@ use crate::settings::Settings;
 
 /// The variable that names the store when `--store` does not.
 pub const STORE_VAR: &str = "CTXFOLD_STORE";
+
+/// `base` and every workspace folder a command run here could use
+/// ([`Workspace::known_roots`]): an output written there could replace a
+/// conversation's log, so none goes there.
+pub fn protect_workspaces(base: Protect) -> anyhow::Result<Protect> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(base.and_workspaces(&Workspace::known_roots(&cwd)))
+}
 
 /// The store a command works on.
 pub struct Target {

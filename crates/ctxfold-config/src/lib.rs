@@ -40,6 +40,7 @@
 mod error;
 mod keys;
 mod layer;
+pub mod rules;
 mod schema;
 mod secret;
 mod tools;

@@ -29,7 +29,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::FormatError;
+use crate::{Format, FormatError};
 
 /// The files a JP conversation folder may hold; a JP export replaces a
 /// folder only when it holds nothing else.
@@ -106,6 +106,20 @@ impl Protect {
                 .push((folder.to_owned(), what.to_owned(), id_of(&m)));
         }
         self
+    }
+
+    /// Also refuse any output at or inside each workspace folder of
+    /// `roots` (`ctxfold_store::Workspace::known_roots`): an output there
+    /// could replace a conversation's log, `active` or `meta.json`.
+    pub fn and_workspaces(self, roots: &[PathBuf]) -> Protect {
+        roots
+            .iter()
+            .fold(self, |p, root| p.and_folder(root, WORKSPACE))
+    }
+
+    /// Also refuse any output at or inside the workspace folder `root`.
+    pub fn and_workspace(self, root: &Path) -> Protect {
+        self.and_folder(root, WORKSPACE)
     }
 
     fn refuse(&self, dest: &Path, what: &str, rule: &str) -> FormatError {
@@ -191,6 +205,46 @@ impl Protect {
             return Err(self.refuse(dest, &what, "outputs never go there"));
         }
         Ok(())
+    }
+}
+
+/// What a refusal calls a workspace folder.
+const WORKSPACE: &str = "a ctxfold workspace folder";
+
+/// The default output of a transcript compacted from `input`:
+/// `<name>.compacted<.ext>` beside it (a folder for JP), the extension the
+/// input's when the format stays, else the output format's.
+pub fn default_output(input: &Path, in_format: Format, out_format: Format) -> PathBuf {
+    let base = if in_format == Format::Jp && input.is_file() {
+        input.parent().unwrap_or(Path::new(".")).to_owned()
+    } else {
+        input.to_owned()
+    };
+    let base = base.components().as_path().to_owned();
+    let name = base
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "transcript".into());
+    let (stem, ext) = match (out_format, name.rsplit_once('.')) {
+        (Format::Jp, _) => (name.clone(), String::new()),
+        (_, Some((stem, ext))) if !base.is_dir() && out_format == in_format => {
+            (stem.to_owned(), format!(".{ext}"))
+        }
+        (Format::Ctxfold, _) => (name.clone(), ".jsonl".into()),
+        _ => (name.clone(), ".json".into()),
+    };
+    base.with_file_name(format!("{stem}.compacted{ext}"))
+}
+
+/// The bytes of an output: a file, or every file in a folder (JP); 0 where
+/// it cannot be read, since the size is only reported.
+pub fn size_of(path: &Path) -> u64 {
+    if path.is_dir() {
+        fs::read_dir(path)
+            .map(|d| d.flatten().map(|e| size_of(&e.path())).sum())
+            .unwrap_or(0)
+    } else {
+        fs::metadata(path).map_or(0, |m| m.len())
     }
 }
 

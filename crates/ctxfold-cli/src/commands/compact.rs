@@ -9,6 +9,7 @@ use ctxfold_compactor::{Conversation, Fallback};
 use ctxfold_core::kept::Kept;
 use ctxfold_core::projection::project;
 use ctxfold_core::{Compaction, Log};
+use ctxfold_formats::output::{Protect, default_output, size_of};
 use ctxfold_formats::{Format, Transcript};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -17,9 +18,9 @@ use crate::auto::Auto;
 use crate::cli::CompactFileArgs;
 use crate::compacting::run_asked;
 use crate::context::Context;
-use crate::outputs::{default_output, export_bytes, protect_workspaces, size_of};
 use crate::render::{self, Report};
 use crate::rules::{plan_context, rules_from_flags};
+use crate::store::protect_workspaces;
 use crate::timeline::{self, Timeline};
 
 /// What was folded, and where the output went: a file or folder, or
@@ -153,7 +154,7 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
             .and_then(|id| ctxfold_formats::session_path(out_format, &args.file, id))
             .unwrap_or_else(|| default_output(&args.file, in_format, out_format)),
     };
-    let protect = protect_workspaces(ctxfold_formats::output::Protect::input(&args.file))?;
+    let protect = protect_workspaces(Protect::input(&args.file))?;
     if dest != Path::new("-") {
         protect.check(&dest)?;
     }
@@ -206,7 +207,11 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
         .as_ref()
         .and_then(|id| ctxfold_formats::resume_command(out_format, &transcript, id));
     let output = if dest == Path::new("-") {
-        Output::Stdout(export_bytes(&transcript, out_format)?)
+        Output::Stdout(ctxfold_formats::export_bytes(
+            &transcript,
+            out_format,
+            Path::new("-"),
+        )?)
     } else {
         ctxfold_formats::export_protected(&transcript, out_format, &dest, &protect)?;
         Output::Written {

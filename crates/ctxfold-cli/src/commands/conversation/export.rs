@@ -1,6 +1,8 @@
 //! `conversation export`: a conversation (or the view the model gets) as
 //! a transcript, to a file or folder, or to standard output.
 
+use std::path::Path;
+
 use anyhow::bail;
 use ctxfold_formats::output::Protect;
 use ctxfold_formats::{Format, Transcript};
@@ -8,8 +10,8 @@ use serde::Serialize;
 
 use crate::cli::ExportArgs;
 use crate::context::Context;
-use crate::outputs::{export_bytes, protect_workspaces};
 use crate::render::{Raw, Report};
+use crate::store::protect_workspaces;
 
 /// Where the transcript went: a path, or standard output as it is.
 pub enum Exported {
@@ -78,7 +80,7 @@ pub fn run(ctx: &Context, args: ExportArgs) -> anyhow::Result<Exported> {
     match &args.output {
         Some(path) => {
             let base = match &target.workspace {
-                Some(ws) => Protect::none().and_folder(ws.root(), "a ctxfold workspace folder"),
+                Some(ws) => Protect::none().and_workspace(ws.root()),
                 None => Protect::none(),
             };
             let protect = protect_workspaces(base)?;
@@ -94,7 +96,7 @@ pub fn run(ctx: &Context, args: ExportArgs) -> anyhow::Result<Exported> {
             bail!("a JP conversation is a folder: name it with -o PATH")
         }
         None => Ok(Exported::Stdout(Raw {
-            stdout: export_bytes(&t, format)?,
+            stdout: ctxfold_formats::export_bytes(&t, format, Path::new("-"))?,
             stderr: String::new(),
         })),
     }
