@@ -32,45 +32,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use common::Scratch;
-use common::agent_run::{
-    Agent, AgentHome, enter_loopback_namespace, executable, jsonl_files, not_installed, run_agent,
-};
+use common::agent_run::{Agent, AgentHome, jsonl_files, run_agent, task, with_agent};
 use common::agent_upstream::{AgentUpstream, FINAL, Record};
-
-/// The tests share 2 cores: one agent at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn task(name: &str, steps: usize) -> String {
-    format!(
-        "Run the build steps the tool loop asks for and report the result. ctxfold-task={name} ctxfold-steps={steps}"
-    )
-}
-
-/// Run `scenario` for `agent` in a loopback-only namespace, or skip.
-fn with_agent(agent: Agent, scenario: fn(&Path)) {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(exe) = executable(agent) else {
-        ctxfold_testkit::needs::missing("agent-sessions test", &not_installed(agent));
-        return;
-    };
-    let outcome = std::thread::spawn(move || {
-        enter_loopback_namespace()?;
-        scenario(&exe);
-        Ok::<(), String>(())
-    })
-    .join();
-    match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => ctxfold_testkit::needs::missing(
-            "agent-sessions test",
-            &format!("no network namespace with only loopback: {e}"),
-        ),
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
 
 /// The model requests from number `after` on.
 fn model_requests(up: &AgentUpstream, after: usize) -> Vec<Record> {

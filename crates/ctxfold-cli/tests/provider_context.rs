@@ -1,11 +1,19 @@
-//! The providers' own context management through `ctxfold proxy` in
-//! front of a provider that implements it (issue 29, item 1): the
-//! official SDKs send Anthropic's `context_management` edits, OpenAI's
-//! `context_management` compaction and `/v1/responses/compact` to a fake
-//! provider that compacts as documented (`common/provider.rs`). The
-//! provider gets the client's bytes, ctxfold does not compact on top,
-//! records the compaction blocks and items as they came, and folds what
-//! the provider no longer sees (source `provider`) while the log keeps it.
+//! The providers' own context management through `ctxfold proxy` (issue
+//! 29), called by the official SDKs (`sdk/context_management.py`):
+//! Anthropic's `context_management` edits and on-demand compaction,
+//! OpenAI's `context_management` compaction and `/v1/responses/compact`.
+//!
+//! In front of a provider that implements them (a fake that compacts as
+//! documented, `common/provider.rs`): the provider gets the client's
+//! bytes, ctxfold does not compact on top, records the compaction blocks
+//! and items as they came, and folds what the provider no longer sees
+//! (source `provider`) while the log keeps it.
+//!
+//! In front of the local llama.cpp server, which implements none, with
+//! `context_management = "emulate"`: ctxfold provides them as compactions
+//! of its own (source `client`), the SDKs get answers of the documented
+//! shapes, the blocks and items sent back continue the conversation, and
+//! `--reset` brings the history back into the next request.
 
 // A test may panic on what it did not expect, and print.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
@@ -16,6 +24,33 @@ use common::provider::Provider;
 use common::proxy::Proxy;
 use common::{Scratch, stderr};
 use serde_json::{Value, json};
+
+/// Run the SDK script against the proxy at `base`, the compaction
+/// triggers at `trigger` input tokens (`extra`: the script's options):
+/// its conversations, one a line.
+fn run_sdks(base: &str, trigger: u32, extra: &[&str]) -> Vec<Value> {
+    let python = std::env::var("CTXFOLD_SDK_PYTHON")
+        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/context_management.py");
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .arg(base)
+        .arg(trigger.to_string())
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        stderr(&out)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
 
 fn records(s: &Scratch, id: &str) -> Vec<Value> {
     s.json(&["c", "print", id]).as_array().unwrap().clone()
@@ -55,8 +90,6 @@ fn by_provider(recs: &[Value]) -> Vec<&Value> {
 #[test]
 #[ignore = "needs the OpenAI and Anthropic SDKs: run through scripts/test, which installs them"]
 fn the_providers_context_management_passes_through_and_is_recorded() {
-    let python = std::env::var("CTXFOLD_SDK_PYTHON")
-        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
     let up = Provider::start();
     let s = Scratch::new();
     // A window so small that ctxfold would compact every request of its
@@ -68,23 +101,7 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
             b = up.base
         ),
     );
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/context_management.py");
-    let out = std::process::Command::new(python)
-        .arg(&script)
-        .arg(&p.base)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        stderr(&out)
-    );
-    let runs: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let runs = run_sdks(&p.base, 50_000, &[]);
     assert_eq!(runs.len(), 6, "{runs:?}");
     assert!(up.problems().is_empty(), "{:?}", up.problems());
 
@@ -242,4 +259,97 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
     assert_eq!(users, 3, "{recs:#?}");
     let asked = (reqs.iter()).any(|r| r.json()["compaction"] == json!({"type": "summarize"}));
     assert!(asked, "the parameter reached the provider as sent");
+}
+
+#[test]
+#[ignore = "needs the SDKs and the local model: run through scripts/test, which installs and starts them"]
+fn the_providers_context_management_is_emulated_for_a_local_model() {
+    let llama = std::env::var("CTXFOLD_LOCAL_MODEL_URL")
+        .expect("CTXFOLD_LOCAL_MODEL_URL: start the model with `scripts/local-model start`");
+    let s = Scratch::new();
+    let p = Proxy::start(
+        &s,
+        &format!(
+            "[proxy]\nopenai = \"{llama}\"\nanthropic = \"{llama}\"\n\
+             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n\
+             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n"
+        ),
+    );
+    // Triggers low enough for a few short turns of a small model. The
+    // Responses conversation the script streams is not streamed here:
+    // llama.cpp's Responses stream leaves out the events' `output_index`
+    // and `content_index`, without which the OpenAI SDK's stream reader
+    // fails, proxy or not (its streamed answers with a compaction are
+    // shown by the test above and `ctxfold-wire`'s).
+    let runs = run_sdks(&p.base, 60, &["plain-responses-stream"]);
+    assert_eq!(runs.len(), 6, "{runs:?}");
+    for run in &runs {
+        // The compacted history, sent back, goes on in one conversation.
+        let ids = run["ids"].as_array().unwrap();
+        assert!(ids.iter().all(|i| *i == ids[0]), "{run}");
+        let id = ids[0].as_str().unwrap();
+        // The SDK parsed a compaction of the documented shape.
+        let got = run["compactions"].as_array().unwrap();
+        assert!(!got.is_empty(), "{run}");
+        for c in got {
+            assert_eq!(c["type"], "compaction");
+            match run["api"].as_str().unwrap() {
+                "anthropic" | "on_demand" => {
+                    assert!(c["content"].as_str().is_some_and(|t| !t.is_empty()), "{c}");
+                    assert!(
+                        c["signature"].as_str().unwrap().starts_with("ctxfold:"),
+                        "{c}"
+                    );
+                }
+                _ => {
+                    // Readable, unlike the provider's.
+                    let e = c["encrypted_content"].as_str().unwrap();
+                    assert!(e.starts_with("ctxfold:") && e.len() > 30, "{c}");
+                }
+            }
+        }
+        // Each is one of ctxfold's compactions, the client's, undoable.
+        let recs = records(&s, id);
+        let by_client = recs
+            .iter()
+            .filter(|r| r["type"] == "compaction" && r["source"] == "client")
+            .count();
+        assert!(by_client > 0, "{run}: {recs:#?}");
+        assert!(by_provider(&recs).is_empty(), "{recs:#?}");
+        let show = s.ok(&["c", "show", id]);
+        assert!(show.contains("by client"), "{show}");
+    }
+    assert_eq!(runs[4]["texts"][1], "response.compaction");
+    assert_eq!(runs[5]["texts"][1], "compaction");
+
+    // `--reset` brings the history back into the next request: the local
+    // model counts more input for the same conversation.
+    let run = &runs[0];
+    let id = run["ids"][0].as_str().unwrap();
+    let mut messages = run["messages"].as_array().unwrap().clone();
+    let ask = |messages: &mut Vec<Value>, text: &str| -> u64 {
+        messages.push(json!({"role": "user", "content": text}));
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": messages});
+        let mut resp = ureq::post(format!("{}/v1/messages", p.base))
+            .header("content-type", "application/json")
+            .header("x-api-key", "sk-test")
+            .send(body.to_string())
+            .unwrap();
+        let conversation = resp.headers()["x-ctxfold-conversation"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let a: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        assert_eq!(conversation, id, "{a}");
+        messages.push(json!({"role": "assistant", "content": a["content"]}));
+        a["usage"]["input_tokens"].as_u64().unwrap()
+            + a["usage"]["cache_read_input_tokens"].as_u64().unwrap_or(0)
+    };
+    let folded = ask(&mut messages, "One more thing.");
+    s.ok(&["c", "compact", id, "--reset"]);
+    let whole = ask(&mut messages, "And another.");
+    assert!(
+        whole > folded + 20,
+        "after --reset the request holds the history again: {whole} input tokens, against {folded}"
+    );
 }

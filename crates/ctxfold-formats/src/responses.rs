@@ -177,6 +177,17 @@ pub fn other_item(r: &Record) -> Option<&Value> {
     }
 }
 
+/// Have `r` (a message record ctxfold made, such as a summary's) written
+/// as a message item that says its type (`{"type": "message", "role",
+/// "content"}`): the API takes either shape, servers that implement it
+/// strictly (llama.cpp's) only this one.
+pub fn typed_message(r: &mut Record) {
+    let mut item = wire::Message::typed();
+    item.insert("role".into(), Value::Null);
+    item.insert("content".into(), Value::Null);
+    set_meta(r, ITEM, Value::Object(item));
+}
+
 /// Read the item at `at` into records.
 pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
     let Value::Object(o) = item else {

@@ -86,6 +86,7 @@ fn compaction() -> Compaction {
         summarizers: Arc::new(|| Box::new(ctxfold_compactor::DigestOnly)),
         window: Some(160_000),
         observe: false,
+        emulate: Default::default(),
     }
 }
 

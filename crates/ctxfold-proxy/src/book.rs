@@ -48,8 +48,10 @@ mod chains;
 mod compact;
 mod counting;
 mod create;
+mod emulate;
 mod identity;
 mod index;
+mod pending;
 mod prepare;
 mod preview;
 mod readers;
@@ -71,6 +73,7 @@ use crate::cache::{Bounded, Limits};
 use crate::shape::Shape;
 
 use chains::Chains;
+pub use emulate::Emulated;
 use identity::recorded_key;
 use index::hash128;
 use readers::Kept;
@@ -101,6 +104,8 @@ pub struct Compaction {
     pub window: Option<u32>,
     /// Record only; never change a request.
     pub observe: bool,
+    /// The upstreams whose context management ctxfold emulates.
+    pub emulate: crate::config::Emulate,
 }
 
 /// What a request's headers say about its conversation.
@@ -134,6 +139,11 @@ pub struct Prepared {
     pub history: History,
     /// Where the answer is recorded, when it continues the log.
     pub answer: Option<AnswerSlot>,
+    /// The providers' context management ctxfold emulated for it (issue
+    /// 29): the body goes upstream without it
+    /// ([`strip_for_upstream`](crate::context_management::strip_for_upstream)),
+    /// and the answer says what was done.
+    pub emulated: Option<Emulated>,
 }
 
 /// How a request's history related to the stored log.
@@ -174,6 +184,8 @@ pub struct AnswerSlot {
     /// The provider manages the request's context itself (issue 29): an
     /// overflow is not compacted and retried.
     pub managed: bool,
+    /// Held while an answer that may hold a compaction is in flight.
+    pub in_flight: Option<Arc<pending::InFlight>>,
 }
 
 /// Why a request could not be prepared (the server fails open on it).
@@ -212,6 +224,8 @@ pub struct Book {
     /// What was read of each conversation head's last request, counted as
     /// twice its text (its records hold about as much again).
     readers: Mutex<Bounded<u64, Kept>>,
+    /// Answers in flight that may hold a compaction.
+    pending: Arc<pending::Pending>,
 }
 
 /// What the proxy holds in memory (`/metrics`).
@@ -278,6 +292,7 @@ impl Book {
             gone: Mutex::new(Bounded::new(limits.index, usize::MAX)),
             chains: Mutex::new(Chains::new(&limits)),
             readers: Mutex::new(Bounded::new(limits.conversations, half)),
+            pending: Arc::default(),
         })
     }
 

@@ -18,6 +18,9 @@
 //! cache_conversations = 128          # loaded logs kept, and as many readers
 //! cache_bytes = 268435456            # their text in all (half each)
 //! cache_index = 65536                # conversation keys and Responses answer ids kept
+//!
+//! [proxy.upstreams.openai]           # or .anthropic
+//! context_management = "emulate"     # the upstream lacks the providers' context management: ctxfold provides it ("pass", the default: forward it)
 //! ```
 //!
 //! Upstreams come from here only: nothing in a request can name another
@@ -44,6 +47,28 @@ pub enum OnError {
     Pass,
     /// Answer 502 with what went wrong.
     Reject,
+}
+
+/// Which upstreams lack the providers' own context management, which
+/// ctxfold then provides (`[proxy.upstreams.NAME] context_management =
+/// "emulate"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Emulate {
+    /// The OpenAI-shaped upstream (Responses' compaction).
+    pub openai: bool,
+    /// The Anthropic-shaped upstream (context editing and compaction).
+    pub anthropic: bool,
+}
+
+impl Emulate {
+    /// Whether the upstream of `shape` is emulated.
+    pub fn of(self, shape: crate::shape::Shape) -> bool {
+        match shape {
+            crate::shape::Shape::Messages => self.anthropic,
+            crate::shape::Shape::Responses => self.openai,
+            crate::shape::Shape::Chat => false,
+        }
+    }
 }
 
 /// `[proxy]`, resolved.
@@ -82,6 +107,8 @@ pub struct ProxyConfig {
     pub observe: bool,
     /// What is kept in memory of the conversations served.
     pub cache: crate::cache::Limits,
+    /// The upstreams whose context management ctxfold emulates.
+    pub emulate: Emulate,
 }
 
 impl Default for ProxyConfig {
@@ -107,6 +134,7 @@ impl Default for ProxyConfig {
             window: None,
             observe: false,
             cache: crate::cache::Limits::default(),
+            emulate: Emulate::default(),
         }
     }
 }
@@ -129,6 +157,7 @@ const KEYS: &[&str] = &[
     "cache_conversations",
     "cache_bytes",
     "cache_index",
+    "upstreams",
 ];
 
 fn url(key: &str, v: &toml::Value) -> Result<String, SectionProblem> {
@@ -151,6 +180,33 @@ fn positive(key: &str, v: &toml::Value, what: &str) -> Result<u64, SectionProble
 
 fn seconds(key: &str, v: &toml::Value) -> Result<std::time::Duration, SectionProblem> {
     positive(key, v, "a number of seconds, at least 1").map(std::time::Duration::from_secs)
+}
+
+/// `[proxy.upstreams.NAME]` (`key`): whether its context management is
+/// emulated.
+fn emulates(key: &str, v: &toml::Value) -> Result<bool, SectionProblem> {
+    let mut emulate = false;
+    for (k, v) in
+        SectionProblem::table(v, "a table (context_management = \"pass\" or \"emulate\")")?
+    {
+        let key = format!("{key}.{k}");
+        match k.as_str() {
+            "context_management" => {
+                emulate = match v.as_str() {
+                    Some("pass") => false,
+                    Some("emulate") => true,
+                    _ => {
+                        return Err(SectionProblem::invalid(
+                            &key,
+                            "\"pass\" (the upstream implements it) or \"emulate\" (ctxfold provides it)",
+                        ));
+                    }
+                }
+            }
+            _ => return Err(SectionProblem::unknown(&key, &["context_management"])),
+        }
+    }
+    Ok(emulate)
 }
 
 /// Check `[proxy]` as one config layer sets it (a `SectionCheck`).
@@ -217,6 +273,22 @@ impl ProxyConfig {
                 }
                 "cache_index" => {
                     self.cache.index = positive(k, v, "a number of entries, at least 1")? as usize;
+                }
+                "upstreams" => {
+                    for (name, u) in SectionProblem::table(
+                        v,
+                        "a table of upstreams ([proxy.upstreams.openai], [proxy.upstreams.anthropic])",
+                    )? {
+                        let key = format!("upstreams.{name}");
+                        let emulate = emulates(&key, u)?;
+                        match name.as_str() {
+                            "openai" => self.emulate.openai = emulate,
+                            "anthropic" => self.emulate.anthropic = emulate,
+                            _ => {
+                                return Err(SectionProblem::unknown(&key, &["openai", "anthropic"]));
+                            }
+                        }
+                    }
                 }
                 _ => return Err(SectionProblem::unknown(k, KEYS)),
             }
@@ -285,6 +357,22 @@ mod tests {
         }
         assert!(matches!(
             apply("upstream = \"x\""),
+            Err(SectionProblem::UnknownKey { .. })
+        ));
+        let c = apply("[upstreams.anthropic]\ncontext_management = \"emulate\"").unwrap();
+        assert_eq!(
+            c.emulate,
+            Emulate {
+                openai: false,
+                anthropic: true
+            }
+        );
+        assert!(matches!(
+            apply("[upstreams.anthropic]\ncontext_management = \"maybe\""),
+            Err(SectionProblem::Invalid { .. })
+        ));
+        assert!(matches!(
+            apply("[upstreams.gemini]\ncontext_management = \"emulate\""),
             Err(SectionProblem::UnknownKey { .. })
         ));
     }

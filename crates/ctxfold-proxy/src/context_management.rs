@@ -11,7 +11,9 @@
 use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_formats::provider_compaction;
-use ctxfold_wire::context_management::{Asks, applied_edits, is_compaction, is_trigger};
+use ctxfold_wire::context_management::{
+    Asks, COMPACTION, applied_edits, is_compaction, is_trigger,
+};
 use serde_json::Value;
 
 use crate::shape::Shape;
@@ -22,6 +24,52 @@ const BLOCK_SEQ: &str = "provider_compaction_seq";
 /// Metadata key of an answer's `context_management` (its applied edits),
 /// on the answer's last record.
 pub const APPLIED_EDITS: &str = "anthropic_context_management";
+
+/// The prefix of the `signature` of a compaction block and of the
+/// `encrypted_content` of a compaction item ctxfold emulated (its own, and
+/// readable: the conversation and the compaction's `seq`, for an item the
+/// summary too).
+pub const SIGNATURE: &str = "ctxfold:";
+
+/// Whether `c` (a compaction block or item) is one ctxfold made.
+pub fn is_emulated(c: &Value) -> bool {
+    ["signature", "encrypted_content"].iter().any(|k| {
+        c.get(*k)
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.starts_with(SIGNATURE))
+    })
+}
+
+/// `body` (a request of `shape`, its bytes) without what an upstream that
+/// lacks the providers' context management must not get: the parameters
+/// (`context_management`, Anthropic's `compaction`), compaction blocks
+/// and items and Codex's trigger (ctxfold's view holds their summary), and
+/// messages left empty by that. `None`: not a JSON object.
+pub fn strip_for_upstream(shape: Shape, body: &[u8]) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    let o = v.as_object_mut()?;
+    o.remove("context_management");
+    match shape {
+        Shape::Messages => {
+            o.remove(COMPACTION);
+            if let Some(Value::Array(msgs)) = o.get_mut("messages") {
+                for m in msgs.iter_mut() {
+                    if let Some(Value::Array(blocks)) = m.get_mut("content") {
+                        blocks.retain(|b| !is_compaction(b));
+                    }
+                }
+                msgs.retain(|m| !matches!(m.get("content"), Some(Value::Array(b)) if b.is_empty()));
+            }
+        }
+        Shape::Responses => {
+            if let Some(Value::Array(items)) = o.get_mut("input") {
+                items.retain(|i| !is_compaction(i) && !is_trigger(i));
+            }
+        }
+        Shape::Chat => {}
+    }
+    serde_json::to_vec(&v).ok()
+}
 
 /// What `body` (a request's keys besides its history) and `client` (its
 /// history, read) ask of the provider's context management.
@@ -91,6 +139,10 @@ pub fn provider_folded(log: &Log) -> Option<Record> {
     let records = log.records();
     let (b, block) = (records.iter().enumerate().rev())
         .find_map(|(i, r)| provider_compaction(r).map(|v| (i, v)))?;
+    // One ctxfold made has its own compaction record already.
+    if is_emulated(block) {
+        return None;
+    }
     let block_seq = records[b].seq;
     let recorded = records[b..].iter().any(|r| {
         matches!(&r.body, Body::Compaction(c) if c.source == Source::Provider)

@@ -10,6 +10,8 @@
 //! - `compacting`: the endpoints the proxy compacts: prepare, fail open
 //!   (or reject), and one retry after the upstream said "over the
 //!   context window".
+//! - `emulating`: the answers of the context management ctxfold emulates
+//!   for an upstream without it.
 //! - `forward`: sending a request on to the upstream, and which headers go.
 //! - `respond`: the answer streamed to the client, watched for its
 //!   protocol's end, a copy going to the recorder.
@@ -18,6 +20,7 @@
 
 mod auth;
 mod compacting;
+mod emulating;
 mod forward;
 mod record;
 mod respond;

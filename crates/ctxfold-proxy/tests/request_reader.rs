@@ -47,6 +47,7 @@ fn book(dir: &std::path::Path, summarize: bool) -> Book {
         // Small: the sequences fold as they grow.
         window: Some(1_500),
         observe: false,
+        emulate: Default::default(),
     };
     Book::open(Arc::new(ws), compaction).unwrap()
 }

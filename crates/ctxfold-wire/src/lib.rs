@@ -18,6 +18,7 @@
 pub mod anthropic;
 pub mod chat;
 pub mod context_management;
+pub mod emulated;
 pub mod error;
 pub mod responses;
 

@@ -26,6 +26,15 @@ pub struct Message {
 }
 
 impl Message {
+    /// What a message item ctxfold writes anew starts from: its `type`
+    /// (`"message"`), which the API may leave out but servers that
+    /// implement it strictly (llama.cpp's) require.
+    pub fn typed() -> Object {
+        let mut o = Object::new();
+        o.insert("type".into(), Value::String("message".into()));
+        o
+    }
+
     /// A message of `role` with text `content`.
     pub fn text(role: &str, content: impl Into<String>) -> Message {
         Message {

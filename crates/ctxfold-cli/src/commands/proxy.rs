@@ -35,6 +35,7 @@ pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
         }),
         window: config.window,
         observe: config.observe,
+        emulate: config.emulate,
     };
     if let Some(ws) = &target.workspace {
         for note in ws.clean_staging() {

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The longest an agent may run.
@@ -267,4 +268,39 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// The tests share 2 cores: one agent at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A task the scripted upstream plays: `steps` tool steps, named `name`.
+pub fn task(name: &str, steps: usize) -> String {
+    format!(
+        "Run the build steps the tool loop asks for and report the result. ctxfold-task={name} ctxfold-steps={steps}"
+    )
+}
+
+/// Run `scenario` for `agent` in a loopback-only namespace (one agent
+/// at a time), or skip: reported as skipped under a plain `cargo test`,
+/// failed under `scripts/test`.
+pub fn with_agent(agent: Agent, scenario: fn(&Path)) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(exe) = executable(agent) else {
+        ctxfold_testkit::needs::missing("real-agent test", &not_installed(agent));
+        return;
+    };
+    let outcome = std::thread::spawn(move || {
+        enter_loopback_namespace()?;
+        scenario(&exe);
+        Ok::<(), String>(())
+    })
+    .join();
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => ctxfold_testkit::needs::missing(
+            "real-agent test",
+            &format!("no network namespace with only loopback: {e}"),
+        ),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }

@@ -5,7 +5,9 @@ streamed and not, OpenAI Responses' `context_management` compaction
 streamed and not, its on-demand `compaction`, and
 `client.responses.compact`. Each conversation runs
 three user turns, sending back what the SDK returned (compaction blocks
-and items included). Usage: context_management.py PROXY_BASE_URL. Prints
+and items included). Usage: context_management.py PROXY_BASE_URL
+[TRIGGER [plain-responses-stream]] (the input tokens the compaction edits' triggers name; the
+providers' own minimum is 50,000, an emulating proxy takes any). Prints
 one JSON line per conversation: the API, whether it streamed, the
 conversation id the proxy named at each turn, the answers' texts, and the
 compaction blocks or items the SDK got."""
@@ -17,8 +19,18 @@ import anthropic
 import openai
 
 BASE = sys.argv[1]
+TRIGGER = int(sys.argv[2]) if len(sys.argv) > 2 else 50000
+# `plain-responses-stream`: the upstream's Responses stream lacks the
+# events' `output_index` and `content_index` (llama.cpp's), which the
+# OpenAI SDK's stream reader needs, with or without a proxy: that
+# conversation is not streamed.
+RESPONSES_STREAM = "plain-responses-stream" not in sys.argv[3:]
 KEY = "sk-test-SECRET-0123456789abcdef"
-TASKS = ["Read a.rs", "Now b.rs", "And c.rs"]
+# Each with the detail a real task has, so that there is something to fold.
+DETAIL = (" It holds the parser of the config files; look at how the sections are"
+          " read, which keys are checked, what happens to an unknown key, and which"
+          " errors name the file and the line. Then say what you would change first.")
+TASKS = ["Read a.rs." + DETAIL, "Now b.rs." + DETAIL, "And c.rs." + DETAIL]
 
 
 def tasks(tag):
@@ -28,10 +40,10 @@ def tasks(tag):
     return ["%s (%s)" % (TASKS[0], tag)] + TASKS[1:]
 EDITS = {"edits": [
     {"type": "clear_thinking_20251015", "keep": "all"},
-    {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000},
+    {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": TRIGGER},
      "instructions": "Keep the file names."},
 ]}
-RESPONSES_CM = [{"type": "compaction", "compact_threshold": 50000}]
+RESPONSES_CM = [{"type": "compaction", "compact_threshold": TRIGGER}]
 
 
 def anthropic_conversation(stream):
@@ -39,7 +51,7 @@ def anthropic_conversation(stream):
     messages, ids, texts, compactions = [], [], [], []
     for task in tasks("anthropic, stream=%s" % stream):
         messages.append({"role": "user", "content": task})
-        kwargs = dict(model="claude-sonnet-4-5", max_tokens=300, messages=messages,
+        kwargs = dict(model="claude-sonnet-4-5", max_tokens=120, messages=messages,
                       betas=["compact-2026-01-12", "context-management-2025-06-27"],
                       context_management=EDITS)
         if stream:
@@ -55,15 +67,16 @@ def anthropic_conversation(stream):
         texts.append("".join(b.get("text", "") for b in blocks))
         messages.append({"role": "assistant", "content": blocks})
     return {"api": "anthropic", "stream": stream, "ids": ids, "texts": texts,
-            "compactions": compactions}
+            "compactions": compactions, "messages": messages}
 
 
-def responses_conversation(stream):
+def responses_conversation(stream, tag=""):
     client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
     items, ids, texts, compactions = [], [], [], []
-    for task in tasks("responses, stream=%s" % stream):
+    for task in tasks("responses, stream=%s%s" % (stream, tag)):
         items.append({"type": "message", "role": "user", "content": task})
-        kwargs = dict(model="gpt-5.4", input=items, store=False, context_management=RESPONSES_CM)
+        kwargs = dict(model="gpt-5.4", input=items, store=False, context_management=RESPONSES_CM,
+                      max_output_tokens=120)
         if stream:
             with client.responses.stream(**kwargs) as s:
                 ids.append(s._response.headers["x-ctxfold-conversation"])
@@ -83,7 +96,8 @@ def responses_conversation(stream):
 def compact_endpoint():
     client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
     items = [{"type": "message", "role": "user", "content": tasks("compact")[0]}]
-    first = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False)
+    first = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False,
+                                                      max_output_tokens=120)
     resp = first.parse()
     items += [i.model_dump(exclude_none=True) for i in resp.output]
     items.append({"type": "message", "role": "user", "content": "Now b.rs"})
@@ -92,7 +106,8 @@ def compact_endpoint():
     out = [i.model_dump(exclude_none=True) for i in compacted.output]
     # As Codex does: the compacted output is the history from now on.
     items = out + [{"type": "message", "role": "user", "content": "And c.rs"}]
-    last = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False)
+    last = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False,
+                                                     max_output_tokens=120)
     return {"api": "compact", "stream": False,
             "ids": [first.headers["x-ctxfold-conversation"], raw.headers.get("x-ctxfold-conversation"),
                     last.headers["x-ctxfold-conversation"]],
@@ -105,19 +120,19 @@ def anthropic_on_demand():
     betas = ["compact-2026-09-04"]
     messages = [{"role": "user", "content": tasks("on demand")[0]}]
     first = client.beta.messages.with_raw_response.create(
-        model="claude-sonnet-4-5", max_tokens=300, messages=messages, betas=betas)
+        model="claude-sonnet-4-5", max_tokens=120, messages=messages, betas=betas)
     msg = first.parse()
     messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
                  {"role": "user", "content": TASKS[1]}]
     raw = client.beta.messages.with_raw_response.create(
-        model="claude-sonnet-4-5", max_tokens=300, messages=messages, betas=betas,
+        model="claude-sonnet-4-5", max_tokens=120, messages=messages, betas=betas,
         compaction={"type": "summarize"})
     compacted = raw.parse()
     blocks = [b.model_dump(exclude_none=True) for b in compacted.content]
     # The block first, in place of what it summarizes, then the next turn.
     messages = [{"role": "assistant", "content": blocks}, {"role": "user", "content": TASKS[2]}]
     last = client.beta.messages.with_raw_response.create(
-        model="claude-sonnet-4-5", max_tokens=300, messages=messages, betas=betas)
+        model="claude-sonnet-4-5", max_tokens=120, messages=messages, betas=betas)
     return {"api": "on_demand", "stream": False,
             "ids": [first.headers["x-ctxfold-conversation"], raw.headers["x-ctxfold-conversation"],
                     last.headers["x-ctxfold-conversation"]],
@@ -126,6 +141,7 @@ def anthropic_on_demand():
 
 
 for run in [anthropic_conversation(False), anthropic_conversation(True),
-            responses_conversation(False), responses_conversation(True), compact_endpoint(),
+            responses_conversation(False), responses_conversation(RESPONSES_STREAM, ", second"),
+            compact_endpoint(),
             anthropic_on_demand()]:
     print(json.dumps(run))

@@ -102,7 +102,9 @@ impl Book {
                 shape,
                 model: model.to_owned(),
                 managed: false,
+                in_flight: None,
             }),
+            emulated: None,
         })
     }
 }

@@ -144,6 +144,7 @@ impl Book {
                 sent: fixed + r.after,
                 ..slot.clone()
             }),
+            emulated: None,
         }))
     }
 }

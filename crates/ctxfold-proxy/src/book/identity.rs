@@ -54,6 +54,9 @@ impl Book {
     }
 }
 
+/// The prefix of the key of a history that starts with a compaction.
+pub(super) const COMPACTION_KEY: &str = "compaction:";
+
 /// The key of a history that starts with the provider's compaction `c`
 /// (a block or item, as recorded).
 pub(super) fn compaction_key(c: &Value) -> String {
@@ -66,7 +69,7 @@ pub(super) fn compaction_key(c: &Value) -> String {
     }
     let d = h.finalize();
     let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("compaction:{hex}")
+    format!("{COMPACTION_KEY}{hex}")
 }
 
 /// The stable head of a request: its shape, system prompt, tool names and

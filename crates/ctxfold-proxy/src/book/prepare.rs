@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::chains::chained;
 use super::counting::{fixed_tokens, scaled};
+use super::identity::COMPACTION_KEY;
 use super::readers::{Kept, head_hash};
 use super::render::render_stored;
 use super::sent::Sent;
@@ -19,6 +20,7 @@ use crate::context_management::{asks, provider_folded, provider_managed};
 use crate::reconcile::{Alignment, align};
 use crate::request;
 use crate::shape::{Shape, model};
+use ctxfold_formats::provider_compaction;
 
 impl Book {
     /// Record the history of the request body `bytes` and make the body
@@ -176,6 +178,13 @@ impl Book {
         // Held to the end: one request of a key at a time (in this
         // process; replicas sharing a store append conditionally).
         let mut named = lock(&slot);
+        if named.is_empty() && key.starts_with(COMPACTION_KEY) {
+            // The answer holding this compaction may still be being
+            // recorded (with the key that names its conversation).
+            drop(named);
+            self.pending.wait(std::time::Duration::from_secs(2));
+            named = lock(&slot);
+        }
         if named.is_empty() && (self.store.is_shared() || maybe_dropped) {
             // Another replica may have recorded this key's conversations,
             // or the index dropped the key since this process saw it.
@@ -215,9 +224,21 @@ impl Book {
         named.insert(0, id.clone());
         // Only the first are ever tried (the store has the others).
         named.truncate(MAX_FORKS_TRIED);
-        let managed = naming.compacts || provider_managed(&asks(shape, body, client), client);
+        let asks = asks(shape, body, client);
+        // The upstream lacks the providers' context management: ctxfold
+        // provides it; else a request that uses it is the provider's.
+        let emulating = self.compaction.emulate.of(shape)
+            && (naming.compacts
+                || asks.any()
+                || client.iter().any(|r| provider_compaction(r).is_some()));
+        let managed = !emulating && (naming.compacts || provider_managed(&asks, client));
+        let mode = match (emulating, managed) {
+            (true, _) => Mode::Emulate(&asks, naming.compacts),
+            (false, true) => Mode::Provider,
+            (false, false) => Mode::Ctxfold,
+        };
         self.finish(
-            shape, &id, history, body, extras, client, sent, &model, new_turn, managed,
+            shape, &id, history, body, extras, client, sent, &model, new_turn, mode,
         )
     }
 
@@ -235,15 +256,34 @@ impl Book {
         sent: Option<Sent>,
         model: &str,
         new_turn: bool,
-        // The provider's to manage: sent as the client sent it, never
-        // compacted on top (issue 29).
-        managed: bool,
+        mode: Mode<'_>,
     ) -> Result<Prepared, PrepareError> {
         let session = self.session(id)?;
         let mut s = lock(&session);
         let mut compactions = 0;
-        if history != History::Earlier && !self.compaction.observe && !managed {
-            compactions = self.compact(&mut s, model, body, new_turn)?;
+        let managed = matches!(mode, Mode::Provider);
+        // Its answer may hold a compaction that the next request starts with.
+        let compacting = match mode {
+            Mode::Emulate(asks, compacts) => compacts || asks.compaction(),
+            Mode::Provider => true,
+            Mode::Ctxfold => false,
+        };
+        let acts = history != History::Earlier && !self.compaction.observe;
+        let mut emulated = None;
+        if let (Mode::Emulate(asks, compacts), true) = (mode, acts) {
+            let before = s.conv.log().len();
+            let e = self.emulate(&mut s, shape, body, asks, compacts)?;
+            compactions += s.conv.log().records()[before..]
+                .iter()
+                .filter(|r| matches!(r.body, ctxfold_core::Body::Compaction(_)))
+                .count();
+            emulated = Some(e);
+        }
+        // ctxfold's own automatic compaction, unless the provider's (or
+        // its emulation) just compacted.
+        let compacted = emulated.as_ref().is_some_and(|e| e.compaction.is_some());
+        if acts && !managed && !compacted {
+            compactions += self.compact(&mut s, model, body, new_turn)?;
         }
         if managed
             && history != History::Earlier
@@ -271,6 +311,7 @@ impl Book {
                     compactions,
                     history,
                     answer: None,
+                    emulated,
                 });
             }
         };
@@ -294,6 +335,7 @@ impl Book {
             shape,
             model: model.to_owned(),
             managed,
+            in_flight: compacting.then(|| std::sync::Arc::new(self.pending.begin())),
         });
         Ok(Prepared {
             body,
@@ -303,6 +345,20 @@ impl Book {
             compactions,
             history,
             answer,
+            emulated,
         })
     }
+}
+
+/// Who manages a request's context.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    /// ctxfold, as for any request.
+    Ctxfold,
+    /// The provider (issue 29): sent as the client sent it, never
+    /// compacted on top.
+    Provider,
+    /// ctxfold in the provider's place, for an upstream without it: what
+    /// the request asks (and whether its endpoint compacts).
+    Emulate(&'a ctxfold_wire::context_management::Asks, bool),
 }

@@ -190,21 +190,28 @@ pub(super) fn render_stored(
                 if summarized.insert(*n)
                     && let Item::Summary { turns, text, .. } = view.items[*n]
                 {
-                    records.push(Cow::Owned(Record::new(
-                        0,
-                        "",
-                        Body::User {
-                            content: summary_preamble(turns),
-                            author: Some("ctxfold".into()),
-                        },
-                    )));
-                    records.push(Cow::Owned(Record::new(
-                        0,
-                        "",
-                        Body::Assistant {
-                            content: text.to_owned(),
-                        },
-                    )));
+                    let mut made = [
+                        Record::new(
+                            0,
+                            "",
+                            Body::User {
+                                content: summary_preamble(turns),
+                                author: Some("ctxfold".into()),
+                            },
+                        ),
+                        Record::new(
+                            0,
+                            "",
+                            Body::Assistant {
+                                content: text.to_owned(),
+                            },
+                        ),
+                    ];
+                    if shape == Shape::Responses {
+                        made.iter_mut()
+                            .for_each(ctxfold_formats::responses::typed_message);
+                    }
+                    records.extend(made.map(Cow::Owned));
                 }
                 folded(&mut records, c);
             }

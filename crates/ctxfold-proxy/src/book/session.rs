@@ -32,6 +32,11 @@ pub(super) struct Session {
 }
 
 impl Session {
+    /// The conversation's id.
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
     fn open(store: &Arc<dyn Store>, id: &str) -> Result<Session, StoreError> {
         let loaded = store.load(id)?;
         for w in &loaded.warnings {

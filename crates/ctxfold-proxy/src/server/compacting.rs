@@ -12,12 +12,14 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::auth::admitted;
+use super::emulating;
 use super::forward::forward;
 use super::respond::respond;
 use super::{CONVERSATION_HEADER, Proxy, error};
 use crate::agent::Agent;
 use crate::book::{History, Naming, Prepared};
 use crate::config::OnError;
+use crate::context_management::strip_for_upstream;
 use crate::metrics::endpoint;
 use crate::shape::Shape;
 
@@ -48,14 +50,43 @@ pub(super) async fn compacting(
         .map(str::to_owned);
     let agent = agent_of(&headers);
     let prepared = prepare(&p, shape, &body, key, agent, name == "responses_compact").await;
-    let (send, slot, extra) = match prepared {
+    let compacts = name == "responses_compact";
+    let (send, slot, extra, emulated) = match prepared {
         Ok(prep) => {
             p.metrics.compactions.inc_by(prep.compactions as u64);
             p.metrics.tokens_before.inc_by(prep.tokens_before as u64);
             p.metrics.tokens_after.inc_by(prep.tokens_after as u64);
             let extra = ctxfold_headers(&prep);
-            let send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
-            (send, prep.answer, extra)
+            let mut send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
+            if let Some(e) = &prep.emulated {
+                if e.alone {
+                    // Compacted, nothing to sample: the upstream is not asked.
+                    let resp = emulating::alone(shape, compacts, e, &body);
+                    return respond(&p, name, resp, Some(shape), prep.answer, extra);
+                }
+                // What the upstream lacks must not reach it.
+                if let Some(stripped) = strip_for_upstream(shape, &send) {
+                    send = Bytes::from(stripped);
+                }
+            }
+            (send, prep.answer, extra, prep.emulated)
+        }
+        // The request uses what the upstream lacks and ctxfold could not
+        // provide: sent on, it would fail there or silently do nothing.
+        Err(e)
+            if p.config.emulate.of(shape)
+                && (compacts || uses_context_management(shape, &body)) =>
+        {
+            p.metrics.rejected.get_or_create(&endpoint(name)).inc();
+            tracing::warn!(
+                "{name}: {e}; the request uses the providers' context management, which ctxfold emulates for this upstream: refused"
+            );
+            return error(
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "ctxfold proxy could not provide the context management this request asks for (the upstream has none): {e}"
+                ),
+            );
         }
         Err(e) => {
             // Name the agent's shape, so a failure says whose requests
@@ -70,7 +101,7 @@ pub(super) async fn compacting(
             match p.config.on_error {
                 OnError::Pass => {
                     p.metrics.fail_open.get_or_create(&endpoint(name)).inc();
-                    (body.clone(), None, HeaderMap::new())
+                    (body.clone(), None, HeaderMap::new(), None)
                 }
                 OnError::Reject => {
                     p.metrics.rejected.get_or_create(&endpoint(name)).inc();
@@ -85,6 +116,13 @@ pub(super) async fn compacting(
     let resp = match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
         Ok(resp) => resp,
         Err(r) => return r,
+    };
+    let resp = match &emulated {
+        Some(e) => match emulating::augmented(shape, e, resp).await {
+            Ok(r) => r,
+            Err(e) => return error(StatusCode::BAD_GATEWAY, &format!("ctxfold proxy: {e}")),
+        },
+        None => resp,
     };
     let status = resp.status().as_u16();
     // Only an error answer of a known, small size is read to be judged:
@@ -138,6 +176,30 @@ pub(super) async fn compacting(
     }
     let resp = reqwest::Response::from(axum::http::Response::from_parts(parts, error_body));
     respond(&p, name, resp, Some(shape), None, extra)
+}
+
+/// Whether a request body asks for the providers' context management or
+/// holds what it returned (read only when preparing it failed).
+fn uses_context_management(shape: Shape, body: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let history = match shape {
+        Shape::Messages => v.get("messages"),
+        _ => v.get("input"),
+    };
+    let holds = |v: &Value| {
+        ctxfold_wire::context_management::is_compaction(v)
+            || ctxfold_wire::context_management::is_trigger(v)
+            || v.get("content").and_then(Value::as_array).is_some_and(|b| {
+                b.iter()
+                    .any(ctxfold_wire::context_management::is_compaction)
+            })
+    };
+    crate::context_management::asks(shape, &v, &[]).any()
+        || history
+            .and_then(Value::as_array)
+            .is_some_and(|h| h.iter().any(holds))
 }
 
 /// An error answer read whole (its length is known and at most

@@ -1,0 +1,253 @@
+//! The providers' own context management for an upstream that has none
+//! (issue 29, item 2: `[proxy.upstreams.NAME] context_management =
+//! "emulate"`): each edit or compaction a request asks for, when its
+//! trigger is reached, becomes an ordinary ctxfold compaction (source
+//! `client`, undoable, listed by `c show` and the pages), planned by the
+//! same rules as `c compact`; what the provider would return is described
+//! by [`Emulated`], which the server puts into the answer.
+//!
+//! How each is mapped (and where it differs from the provider's):
+//! - `compact_20260112` (trigger default 150,000 input tokens): a summary
+//!   of every turn before the current one, by the configured summarizer
+//!   (the offline digest unless one is set), with the edit's
+//!   `instructions`; the answer starts with a `compaction` block holding
+//!   its text. `pause_after_compaction`: that block alone.
+//! - `compaction: {"type": "summarize"}`: a summary of the whole
+//!   conversation, answered alone (nothing sampled), its block signed
+//!   `ctxfold:` and the compaction's `seq`.
+//! - `clear_tool_uses_20250919` (trigger default 100,000, keep 3): the
+//!   results (with `clear_tool_inputs`, the calls' arguments too) of the
+//!   turns before the current one, and of its steps but the last `keep`,
+//!   replaced by one line; `exclude_tools` kept. The provider counts the
+//!   last `keep` tool uses across turns; ctxfold's rule counts steps of
+//!   the current turn. `clear_at_least` is not applied.
+//! - `clear_thinking_20251015` (keep 1 turn by default, or `"all"`):
+//!   reasoning of all but the last `keep` turns dropped.
+//! - Responses `context_management: [{"type": "compaction",
+//!   "compact_threshold": N}]`: as `compact_20260112`, its item first in
+//!   the output. Codex's `compaction_trigger` and `/v1/responses/compact`:
+//!   a summary of the whole input, answered with the compaction item alone
+//!   (the compact endpoint: after the input's user messages).
+//!
+//! The provider edits the prompt of each request anew; ctxfold records a
+//! compaction once, which later requests' views keep.
+
+use ctxfold_compactor::compact_with_rules;
+use ctxfold_core::bounds::Keep;
+use ctxfold_core::compaction::{ReasoningPolicy, Source, ToolOverride, ToolPolicy};
+use ctxfold_core::estimate::view_tokens;
+use ctxfold_core::planner::{PlanContext, Rule, SummaryRequest};
+use ctxfold_core::projection::project;
+use ctxfold_core::{Body, Log};
+use ctxfold_wire::context_management::{Asks, CLEAR_THINKING, CLEAR_TOOL_USES, Edit};
+use ctxfold_wire::emulated;
+use serde_json::{Value, json};
+
+use super::counting::scaled;
+use super::session::Session;
+use super::{Book, PrepareError};
+use crate::context_management::SIGNATURE;
+use crate::shape::Shape;
+
+/// What ctxfold did for a request's asks, to be said in its answer as the
+/// provider would.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Emulated {
+    /// The compaction to put first in the answer: an Anthropic block or a
+    /// Responses item, as the provider shapes it.
+    pub compaction: Option<Value>,
+    /// Answer with the compaction alone; the upstream is not asked.
+    pub alone: bool,
+    /// Anthropic's `context_management.applied_edits`.
+    pub applied_edits: Vec<Value>,
+}
+
+/// The signature of the compaction `s` just recorded: [`SIGNATURE`],
+/// the conversation and the record's `seq`.
+fn signature(s: &Session) -> String {
+    let seq = s.conv.log().next_seq().saturating_sub(1);
+    format!("{SIGNATURE}{}:{seq}", s.id())
+}
+
+impl Book {
+    /// Emulate what `asks` asks of conversation `s` (a request of `shape`
+    /// whose keys besides the history are `body`; `compacts`: sent to an
+    /// endpoint that compacts).
+    pub(super) fn emulate(
+        &self,
+        s: &mut Session,
+        shape: Shape,
+        body: &Value,
+        asks: &Asks,
+        compacts: bool,
+    ) -> Result<Emulated, PrepareError> {
+        let mut out = Emulated::default();
+        let tokens = |log: &Log, scale: f64| {
+            scaled(
+                super::counting::fixed_tokens(body) + view_tokens(&project(log)),
+                scale,
+            )
+        };
+        for edit in &asks.edits {
+            let now = tokens(s.conv.log(), s.scale);
+            match edit {
+                Edit::ClearThinking(t) => {
+                    let Some(keep) = t.keep_turns() else { continue };
+                    let rule = Rule {
+                        keep_last: Some(Keep::Count(keep as u32)),
+                        reasoning: Some(ReasoningPolicy::Strip),
+                        ..Rule::default()
+                    };
+                    let e = self.run(s, rule, Vec::new(), "clear_thinking_20251015")?;
+                    if let Some(e) = e {
+                        let after = tokens(s.conv.log(), s.scale);
+                        out.applied_edits.push(json!({"type": CLEAR_THINKING,
+                            "cleared_thinking_turns": e.0, "cleared_input_tokens": now.saturating_sub(after)}));
+                    }
+                }
+                Edit::ClearToolUses(t) => {
+                    let trigger = t.trigger.as_ref().map_or(100_000, |a| a.value) as usize;
+                    if now <= trigger {
+                        continue;
+                    }
+                    let keep = t.keep.as_ref().map_or(3, |a| a.value) as u32;
+                    let rule = Rule {
+                        keep_last: Some(Keep::Count(1)),
+                        keep_steps: Some(keep),
+                        tool_calls: Some(if t.clear_tool_inputs == Some(true) {
+                            ToolPolicy::Strip
+                        } else {
+                            ToolPolicy::StripResponses
+                        }),
+                        ..Rule::default()
+                    };
+                    let exclude = t.exclude_tools.clone().unwrap_or_default();
+                    if let Some(e) = self.run(s, rule, exclude, "clear_tool_uses_20250919")? {
+                        let after = tokens(s.conv.log(), s.scale);
+                        out.applied_edits.push(json!({"type": CLEAR_TOOL_USES,
+                            "cleared_tool_uses": e.1, "cleared_input_tokens": now.saturating_sub(after)}));
+                    }
+                }
+                Edit::Compact(c) => {
+                    let trigger = c.trigger.as_ref().map_or(150_000, |a| a.value) as usize;
+                    if now <= trigger {
+                        continue;
+                    }
+                    if let Some(text) =
+                        self.summarize(s, Some(1), c.instructions.clone(), "compact_20260112")?
+                    {
+                        out.compaction =
+                            Some(emulated::anthropic_block(Some(&text), &signature(s)));
+                        out.alone = c.pause_after_compaction == Some(true);
+                    }
+                }
+                Edit::Other(_) => {}
+            }
+        }
+        if let Some(ask) = &asks.summarize {
+            let instructions = ask
+                .get("instructions")
+                .and_then(Value::as_str)
+                .filter(|i| !i.trim().is_empty())
+                .map(str::to_owned);
+            let text = self.summarize(s, None, instructions, "compaction (summarize)")?;
+            out.compaction = Some(emulated::anthropic_block(text.as_deref(), &signature(s)));
+            out.alone = true;
+        }
+        if shape == Shape::Responses {
+            let threshold = (asks.responses.iter())
+                .filter(|e| e.get("type").and_then(Value::as_str) == Some("compaction"))
+                .find_map(|e| e.get("compact_threshold").and_then(Value::as_u64));
+            let now = tokens(s.conv.log(), s.scale);
+            let whole = compacts || asks.trigger;
+            let text = if whole {
+                Some(
+                    self.summarize(s, None, None, "compaction")?
+                        .unwrap_or_default(),
+                )
+            } else if threshold.is_some_and(|t| now > t as usize) {
+                self.summarize(s, Some(1), None, "compaction")?
+            } else {
+                None
+            };
+            if let Some(text) = text {
+                let sig = signature(s);
+                let id = format!("cmp_{}", sig.replace(':', "_"));
+                out.compaction = Some(emulated::responses_item(&id, &format!("{sig}:{text}")));
+                out.alone = whole;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Summarize conversation `s` but its last `keep_last` turns; the
+    /// summary's text, or `None` when there was nothing to fold.
+    fn summarize(
+        &self,
+        s: &mut Session,
+        keep_last: Option<u32>,
+        instructions: Option<String>,
+        what: &str,
+    ) -> Result<Option<String>, PrepareError> {
+        let rule = Rule {
+            keep_last: keep_last.map(Keep::Count),
+            summary: Some(SummaryRequest::Derive {
+                model: None,
+                instructions,
+            }),
+            ..Rule::default()
+        };
+        let before = s.conv.log().len();
+        self.run(s, rule, Vec::new(), what)?;
+        let text = s.conv.log().records()[before.min(s.conv.log().len())..]
+            .iter()
+            .rev()
+            .find_map(|r| match &r.body {
+                Body::Compaction(c) => c.summary.as_ref().map(|x| x.text.clone()),
+                _ => None,
+            });
+        Ok(text)
+    }
+
+    /// Run `rule` on `s` as the client's compaction (`what` names the
+    /// edit); `exclude`: tools left as they are. The reasoning blocks and
+    /// tool results it changes, or `None` when it recorded nothing.
+    fn run(
+        &self,
+        s: &mut Session,
+        rule: Rule,
+        exclude: Vec<String>,
+        what: &str,
+    ) -> Result<Option<(usize, usize)>, PrepareError> {
+        let mut hints = self.compaction.hints.clone();
+        for t in exclude {
+            hints.per_tool.insert(t, ToolOverride::Keep);
+        }
+        let ctx = PlanContext {
+            now: Some(jiff::Timestamp::now()),
+            hints,
+            source: Source::Client,
+            note: Some(format!("{what}, emulated by ctxfold")),
+            deferred_until_turn: None,
+        };
+        let summarizers = (self.compaction.summarizers)();
+        let run = match compact_with_rules(&mut s.conv, &[rule], &ctx, summarizers.as_ref(), false)
+        {
+            Ok(run) => run,
+            // A summary that failed or would not be smaller: nothing is
+            // compacted this time, as the provider's failed compaction
+            // (a block without a summary) changes nothing.
+            Err(ctxfold_compactor::CompactError::Summary(e)) => {
+                tracing::info!("{what}: not compacted: {e}");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if run.compactions.is_empty() {
+            return Ok(None);
+        }
+        let reasoning = run.effects.iter().map(|e| e.reasoning_stripped).sum();
+        let results = run.effects.iter().map(|e| e.stripped_results).sum();
+        Ok(Some((reasoning, results)))
+    }
+}
