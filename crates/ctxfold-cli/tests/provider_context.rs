@@ -171,13 +171,19 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
         let b = r.json();
         match r.path.as_str() {
             "/v1/messages" if b["context_management"].is_object() => {
+                // What the script sends, to the key.
                 assert_eq!(
-                    b["context_management"]["edits"][1]["type"],
-                    "compact_20260112"
-                );
-                assert_eq!(
-                    b["context_management"]["edits"][1]["instructions"],
-                    "Keep the file names."
+                    b["context_management"],
+                    json!({"edits": [
+                        {"type": "clear_thinking_20251015", "keep": "all"},
+                        {"type": "clear_tool_uses_20250919",
+                         "trigger": {"type": "input_tokens", "value": 50000},
+                         "keep": {"type": "tool_uses", "value": 2},
+                         "exclude_tools": ["web_search"], "clear_tool_inputs": false},
+                        {"type": "compact_20260112",
+                         "trigger": {"type": "input_tokens", "value": 50000},
+                         "instructions": "Keep the file names."}
+                    ]})
                 );
             }
             "/v1/responses" if b["context_management"].is_array() => {
@@ -351,5 +357,100 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     assert!(
         whole > folded + 20,
         "after --reset the request holds the history again: {whole} input tokens, against {folded}"
+    );
+}
+
+/// Anthropic's `clear_tool_uses_20250919` emulated in a tool loop (the
+/// scripted upstream of the proxy tests plays the agent, and has no
+/// context management): past its trigger, the old tool results are folded
+/// by a compaction of the client's, the upstream gets them as one line
+/// each and never the parameter, and the answer says what was cleared.
+#[test]
+fn clear_tool_uses_is_emulated_in_a_tool_loop() {
+    let up = common::upstream::Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = Proxy::start(
+        &s,
+        &format!(
+            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n\
+             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n",
+            b = up.base
+        ),
+    );
+    let cm = json!({"edits": [{"type": "clear_tool_uses_20250919",
+        "trigger": {"type": "input_tokens", "value": 1500},
+        "keep": {"type": "tool_uses", "value": 1}}]});
+    let file = "fn parse(line: &str) -> Option<Entry> { line.split_once('=').map(Entry::from) }\n"
+        .repeat(40);
+    let mut messages = vec![json!({"role": "user", "content": "Read the modules steps=5"})];
+    let mut applied = Vec::new();
+    let mut id = String::new();
+    for _ in 0..20 {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "messages": messages, "context_management": cm});
+        let mut resp = ureq::post(format!("{}/v1/messages", p.base))
+            .header("content-type", "application/json")
+            .header("x-api-key", "sk-test")
+            .send(body.to_string())
+            .unwrap();
+        id = resp.headers()["x-ctxfold-conversation"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let a: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        if let Some(e) = a["context_management"]["applied_edits"].as_array() {
+            applied.extend(e.iter().cloned());
+        }
+        messages.push(json!({"role": "assistant", "content": a["content"]}));
+        let Some(call) = a["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "tool_use")
+        else {
+            break;
+        };
+        // The scripted agent reads its progress from the path it asked for.
+        let path = call["input"]["path"].as_str().unwrap();
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": call["id"], "content": format!("// {path}\n{file}")}]}));
+    }
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    // The answers said what was cleared, as the provider's do.
+    assert!(!applied.is_empty(), "no edit applied");
+    for e in &applied {
+        assert_eq!(e["type"], "clear_tool_uses_20250919", "{e}");
+        assert!(e["cleared_tool_uses"].as_u64().unwrap() >= 1, "{e}");
+        assert!(e["cleared_input_tokens"].as_u64().unwrap() > 0, "{e}");
+    }
+    // The upstream never got the parameter, and its last request holds
+    // fewer whole results than the client sent.
+    let reqs = up.requests();
+    assert!(
+        reqs.iter()
+            .all(|r| r.json().get("context_management").is_none())
+    );
+    let last = reqs.last().unwrap().json().to_string();
+    let whole = last.matches("fn parse(line").count();
+    assert!(
+        whole < 40 * 4,
+        "{whole} lines of results went upstream whole"
+    );
+    // Each is a compaction of the client's, stripping tool results.
+    let recs = records(&s, &id);
+    let by_client: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "compaction" && r["source"] == "client")
+        .collect();
+    assert!(!by_client.is_empty(), "{recs:#?}");
+    assert!(
+        by_client
+            .iter()
+            .all(|c| c["tool_calls"] == "strip-responses"),
+        "{by_client:#?}"
+    );
+    assert_eq!(
+        recs.iter().filter(|r| r["type"] == "tool_result").count(),
+        5
     );
 }

@@ -285,7 +285,10 @@ impl ProxyConfig {
                             "openai" => self.emulate.openai = emulate,
                             "anthropic" => self.emulate.anthropic = emulate,
                             _ => {
-                                return Err(SectionProblem::unknown(&key, &["openai", "anthropic"]));
+                                return Err(SectionProblem::unknown(
+                                    &key,
+                                    &["openai", "anthropic"],
+                                ));
                             }
                         }
                     }

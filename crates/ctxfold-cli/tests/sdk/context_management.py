@@ -40,6 +40,9 @@ def tasks(tag):
     return ["%s (%s)" % (TASKS[0], tag)] + TASKS[1:]
 EDITS = {"edits": [
     {"type": "clear_thinking_20251015", "keep": "all"},
+    {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": TRIGGER},
+     "keep": {"type": "tool_uses", "value": 2}, "exclude_tools": ["web_search"],
+     "clear_tool_inputs": False},
     {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": TRIGGER},
      "instructions": "Keep the file names."},
 ]}
