@@ -454,3 +454,54 @@ fn clear_tool_uses_is_emulated_in_a_tool_loop() {
         5
     );
 }
+
+/// A request that uses the providers' context management, which ctxfold
+/// cannot read, is refused rather than sent on to an upstream that lacks
+/// it (where it would fail, or silently do nothing).
+#[test]
+fn a_request_the_emulation_cannot_serve_does_not_fail_open() {
+    let up = common::upstream::Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = Proxy::start(
+        &s,
+        &format!(
+            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n\
+             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n\
+             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n",
+            b = up.base
+        ),
+    );
+    let send = |path: &str, body: Value| {
+        let r = ureq::post(format!("{}{path}", p.base))
+            .config()
+            .http_status_as_error(false)
+            .build()
+            .header("content-type", "application/json")
+            .send(body.to_string())
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.into_body().read_to_string().unwrap())
+    };
+    // Messages ctxfold cannot read, with an edit.
+    let (status, text) = send(
+        "/v1/messages",
+        json!({"model": "m", "max_tokens": 10, "messages": "not a list",
+            "context_management": {"edits": [{"type": "compact_20260112"}]}}),
+    );
+    assert_eq!(status, 502, "{text}");
+    assert!(text.contains("context management"), "{text}");
+    // Responses input ctxfold cannot read, with Codex's trigger.
+    let (status, text) = send(
+        "/v1/responses",
+        json!({"model": "m", "input": [{"type": "message", "role": 7}, {"type": "compaction_trigger"}]}),
+    );
+    assert_eq!(status, 502, "{text}");
+    assert!(up.requests().is_empty(), "sent on: {:?}", up.requests());
+    // The same unreadable body without them still fails open, as before.
+    let (status, _) = send(
+        "/v1/messages",
+        json!({"model": "m", "messages": "not a list"}),
+    );
+    assert_eq!(status, 400, "the upstream's own answer");
+    assert_eq!(up.requests().len(), 1);
+}
