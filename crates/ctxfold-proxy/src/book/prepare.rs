@@ -270,14 +270,20 @@ impl Book {
         };
         let acts = history != History::Earlier && !self.compaction.observe;
         let mut emulated = None;
-        if let (Mode::Emulate(asks, compacts), true) = (mode, acts) {
-            let before = s.conv.log().len();
-            let e = self.emulate(&mut s, shape, body, asks, compacts)?;
-            compactions += s.conv.log().records()[before..]
-                .iter()
-                .filter(|r| matches!(r.body, ctxfold_core::Body::Compaction(_)))
-                .count();
-            emulated = Some(e);
+        if let Mode::Emulate(asks, compacts) = mode {
+            if acts {
+                let before = s.conv.log().len();
+                let e = self.emulate(&mut s, shape, body, asks, compacts)?;
+                compactions += s.conv.log().records()[before..]
+                    .iter()
+                    .filter(|r| matches!(r.body, ctxfold_core::Body::Compaction(_)))
+                    .count();
+                emulated = Some(e);
+            } else if !self.compaction.observe {
+                // A retried request: nothing new to do, but what the
+                // upstream lacks still must not reach it.
+                emulated = Some(super::Emulated::default());
+            }
         }
         // ctxfold's own automatic compaction, unless the provider's (or
         // its emulation) just compacted.

@@ -49,8 +49,9 @@ pub(super) async fn compacting(
         .filter(|v| !v.is_empty())
         .map(str::to_owned);
     let agent = agent_of(&headers);
-    let prepared = prepare(&p, shape, &body, key, agent, name == "responses_compact").await;
+    // `/v1/responses/compact`: the endpoint compacts.
     let compacts = name == "responses_compact";
+    let prepared = prepare(&p, shape, &body, key, agent, compacts).await;
     let (send, slot, extra, emulated) = match prepared {
         Ok(prep) => {
             p.metrics.compactions.inc_by(prep.compactions as u64);
@@ -161,7 +162,12 @@ pub(super) async fn compacting(
                 p.metrics.overflow_retries.inc();
                 p.metrics.compactions.inc_by(prep.compactions as u64);
                 let extra = ctxfold_headers(&prep);
-                let send = Bytes::from(prep.body.unwrap_or_default());
+                let mut send = Bytes::from(prep.body.unwrap_or_default());
+                if emulated.is_some()
+                    && let Some(stripped) = strip_for_upstream(shape, &send)
+                {
+                    send = Bytes::from(stripped);
+                }
                 return match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
                     Ok(resp) => respond(&p, name, resp, Some(shape), prep.answer, extra),
                     Err(r) => r,
