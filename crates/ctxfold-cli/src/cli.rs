@@ -1,7 +1,9 @@
 //! The command-line surface (SPEC §11), as clap definitions.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ctxfold_formats::Format;
 
@@ -41,40 +43,6 @@ pub enum OutputFormat {
     Json,
 }
 
-/// A transcript format, or `auto` to detect it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InputFormat {
-    /// Tell from the file.
-    Auto,
-    /// ctxfold's own JSONL log.
-    Ctxfold,
-    /// A JP conversation folder.
-    Jp,
-    /// OpenAI chat `messages`.
-    Openai,
-    /// Anthropic `messages`.
-    Anthropic,
-    /// A Claude Code session file.
-    ClaudeCode,
-    /// A Codex session file (rollout).
-    Codex,
-}
-
-impl InputFormat {
-    /// The format, or `None` for auto.
-    pub fn format(self) -> Option<Format> {
-        match self {
-            InputFormat::Auto => None,
-            InputFormat::Ctxfold => Some(Format::Ctxfold),
-            InputFormat::Jp => Some(Format::Jp),
-            InputFormat::Openai => Some(Format::Openai),
-            InputFormat::Anthropic => Some(Format::Anthropic),
-            InputFormat::ClaudeCode => Some(Format::ClaudeCode),
-            InputFormat::Codex => Some(Format::Codex),
-        }
-    }
-}
-
 /// A transcript format to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputTranscript {
@@ -101,6 +69,45 @@ impl From<OutputTranscript> for Format {
             OutputTranscript::Anthropic => Format::Anthropic,
             OutputTranscript::ClaudeCode => Format::ClaudeCode,
             OutputTranscript::Codex => Format::Codex,
+        }
+    }
+}
+
+/// A transcript format, or `auto` to detect it: `--input-format` takes
+/// the names `--output-format` takes, and `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Tell from the file.
+    Auto,
+    /// This one.
+    Is(OutputTranscript),
+}
+
+impl InputFormat {
+    /// The format, or `None` for auto.
+    pub fn format(self) -> Option<Format> {
+        match self {
+            InputFormat::Auto => None,
+            InputFormat::Is(f) => Some(f.into()),
+        }
+    }
+}
+
+impl ValueEnum for InputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<InputFormat>> = LazyLock::new(|| {
+            let known = OutputTranscript::value_variants().iter().copied();
+            std::iter::once(InputFormat::Auto)
+                .chain(known.map(InputFormat::Is))
+                .collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            InputFormat::Auto => Some(PossibleValue::new("auto").help("Tell from the file")),
+            InputFormat::Is(f) => f.to_possible_value(),
         }
     }
 }

@@ -54,14 +54,17 @@ pub fn rules_from_flags(flags: &RuleFlags, settings: &Settings) -> anyhow::Resul
         (None, false) => None,
     };
     let mut asked = Asked {
-        from,
-        to,
-        keep_first,
-        keep_last,
-        keep_steps: flags.keep_steps,
-        reasoning: flags.reasoning.then_some(ReasoningPolicy::Strip),
-        tool_calls,
-        summary,
+        rule: Rule {
+            from,
+            to,
+            keep_first,
+            keep_last,
+            keep_steps: flags.keep_steps,
+            reasoning: flags.reasoning.then_some(ReasoningPolicy::Strip),
+            tool_calls,
+            summary,
+            ..Rule::default()
+        },
         model: flags.model.clone(),
         ..Asked::default()
     };

@@ -22,15 +22,8 @@ pub fn unpaired_lines(
     let mut calls = HashSet::new();
     let mut results = HashSet::new();
     for r in records {
-        match &r.body {
-            Body::ToolCall { id, .. } => {
-                calls.insert(id.as_str());
-            }
-            Body::ToolResult { id, .. } => {
-                results.insert(id.as_str());
-            }
-            _ => {}
-        }
+        calls.extend(r.body.call_id());
+        results.extend(r.body.result_id());
     }
     view.dropped
         .iter()

@@ -3,32 +3,17 @@
 //! make of their flags, for any shell that asks the same. The asked values
 //! come in parsed; the words of the refusals are the caller's.
 
-use ctxfold_core::bounds::{Bound, Keep};
-use ctxfold_core::compaction::{ReasoningPolicy, ToolPolicy};
 use ctxfold_core::planner::{Rule, SummaryRequest};
 
-/// What a command asks for, parsed: the parts of one rule (range, keeps,
-/// policies), the rules of `-k` specs, and whether the configured rules
-/// are asked for too (a bare `-k`).
+/// What a command asks for, parsed: one rule of a range, keeps and
+/// policies, the rules of `-k` specs, and whether the configured rules are
+/// asked for too (a bare `-k`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Asked {
-    /// Start bound.
-    pub from: Option<Bound>,
-    /// End bound.
-    pub to: Option<Bound>,
-    /// Turns kept at the start.
-    pub keep_first: Option<Keep>,
-    /// Turns kept at the end.
-    pub keep_last: Option<Keep>,
-    /// Steps kept of the kept turns; also set on the configured rules when
-    /// they are what applies.
-    pub keep_steps: Option<u32>,
-    /// Reasoning policy.
-    pub reasoning: Option<ReasoningPolicy>,
-    /// Tool-call policy.
-    pub tool_calls: Option<ToolPolicy>,
-    /// The summary.
-    pub summary: Option<SummaryRequest>,
+    /// The range, keeps and policies asked for, each `None` unless asked:
+    /// what is not is filled in (see [`merge`]). Its `keep_steps` is also
+    /// set on the configured rules when they are what applies.
+    pub rule: Rule,
     /// The summarizer of every rule that summarizes, configured ones
     /// included.
     pub model: Option<String>,
@@ -56,27 +41,15 @@ pub struct NothingSummarizes;
 /// - [`Asked::configured`], or nothing at all, adds the configured rules.
 pub fn merge(asked: &Asked, configured: &[Rule]) -> Result<Vec<Rule>, NothingSummarizes> {
     let mut rules = Vec::new();
-    let has_range = asked.from.is_some()
-        || asked.to.is_some()
-        || asked.keep_first.is_some()
-        || asked.keep_last.is_some();
-    let has_policy =
-        asked.reasoning.is_some() || asked.tool_calls.is_some() || asked.summary.is_some();
-    if has_policy || has_range {
+    let given = &asked.rule;
+    let has_range = given.from.is_some()
+        || given.to.is_some()
+        || given.keep_first.is_some()
+        || given.keep_last.is_some();
+    if given.has_policy() || has_range {
         let builtin = Rule::builtin();
-        let mut rule = Rule {
-            from: asked.from,
-            to: asked.to,
-            keep_first: asked.keep_first,
-            keep_last: asked.keep_last,
-            keep_steps: asked.keep_steps,
-            ..Rule::default()
-        };
-        if has_policy {
-            rule.reasoning = asked.reasoning;
-            rule.tool_calls = asked.tool_calls;
-            rule.summary = asked.summary.clone();
-        } else {
+        let mut rule = given.clone();
+        if !given.has_policy() {
             rule.reasoning = builtin.reasoning;
             rule.tool_calls = builtin.tool_calls;
         }
@@ -85,7 +58,7 @@ pub fn merge(asked: &Asked, configured: &[Rule]) -> Result<Vec<Rule>, NothingSum
             let rules = || configured.iter();
             rule.keep_first = rules().find_map(|r| r.keep_first).or(builtin.keep_first);
             rule.keep_last = rules().find_map(|r| r.keep_last).or(builtin.keep_last);
-            rule.keep_steps = asked
+            rule.keep_steps = given
                 .keep_steps
                 .or(rules().find_map(|r| r.keep_steps))
                 .or(builtin.keep_steps);
@@ -95,8 +68,8 @@ pub fn merge(asked: &Asked, configured: &[Rule]) -> Result<Vec<Rule>, NothingSum
     rules.extend(asked.specs.iter().cloned());
     if asked.configured || rules.is_empty() {
         rules.extend(configured.iter().cloned().map(|mut r| {
-            if asked.keep_steps.is_some() {
-                r.keep_steps = asked.keep_steps;
+            if given.keep_steps.is_some() {
+                r.keep_steps = given.keep_steps;
             }
             r
         }));
@@ -118,6 +91,9 @@ pub fn merge(asked: &Asked, configured: &[Rule]) -> Result<Vec<Rule>, NothingSum
 
 #[cfg(test)]
 mod tests {
+    use ctxfold_core::bounds::Keep;
+    use ctxfold_core::compaction::ReasoningPolicy;
+
     use super::*;
 
     #[test]
@@ -127,7 +103,10 @@ mod tests {
             ..Rule::default()
         }];
         let asked = Asked {
-            reasoning: Some(ReasoningPolicy::Strip),
+            rule: Rule {
+                reasoning: Some(ReasoningPolicy::Strip),
+                ..Rule::default()
+            },
             ..Asked::default()
         };
         let rules = merge(&asked, &configured).unwrap();

@@ -358,6 +358,20 @@ fn int<T: TryFrom<i64>>(
     }
 }
 
+/// A whole number >= 1 that fits `T` (a count of something that must be
+/// there at all).
+pub(crate) fn positive<T: TryFrom<i64>>(
+    v: &Value,
+    key: &str,
+    ctx: &Ctx,
+    expected: &str,
+) -> Result<T, ConfigError> {
+    match v {
+        Value::Integer(0) => Err(ctx.invalid(key, v, expected)),
+        _ => int(v, key, ctx, i64::MAX, expected),
+    }
+}
+
 /// One rule: a `[[compaction.rules]]` entry or `[compaction.auto.rule]`.
 fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
     let t = table(
@@ -376,12 +390,7 @@ fn parse_rule(v: &Value, key: &str, ctx: &Ctx) -> Result<Rule, ConfigError> {
             "keep_last" => rule.keep_last = Some(keep(v, &key, ctx)?),
             "keep_steps" => {
                 let expected = "a whole number of steps >= 1";
-                rule.keep_steps = Some(match v {
-                    Value::Integer(i) if *i >= 1 => {
-                        u32::try_from(*i).map_err(|_| ctx.invalid(&key, v, expected))?
-                    }
-                    _ => return Err(ctx.invalid(&key, v, expected)),
-                });
+                rule.keep_steps = Some(positive(v, &key, ctx, expected)?);
             }
             "reasoning" => {
                 rule.reasoning = Some(match v.as_str() {

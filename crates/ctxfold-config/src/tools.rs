@@ -16,7 +16,7 @@ use toml::{Table, Value};
 
 use crate::error::ConfigError;
 use crate::keys::join;
-use crate::schema::{Ctx, Parsed, table};
+use crate::schema::{Ctx, Parsed, positive, table};
 
 /// How long a tool may run when its table does not say (`timeout`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -159,12 +159,7 @@ pub(crate) fn parse_tools(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), 
                 "timeout" => p.timeout = Some(timeout(v, &key, ctx)?),
                 "max_output_bytes" => {
                     let expected = "a whole number of bytes >= 1";
-                    p.max_output_bytes = Some(match v {
-                        Value::Integer(i) if *i >= 1 => {
-                            usize::try_from(*i).map_err(|_| ctx.invalid(&key, v, expected))?
-                        }
-                        _ => return Err(ctx.invalid(&key, v, expected)),
-                    });
+                    p.max_output_bytes = Some(positive(v, &key, ctx, expected)?);
                 }
                 _ => return Err(ctx.unknown(&key, k, TOOL_KEYS)),
             }

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
+use crate::json_text::JsonText;
 use crate::log::Log;
 use crate::projection::{Item, View, strip_arguments, summary_preamble};
 use crate::record::Body;
@@ -224,10 +225,7 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
                 name, arguments, ..
             } => {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
-                let mut args = Vec::new();
-                let value = arguments.value();
-                strings(&value, &mut args);
-                out.extend(args.into_iter().map(|c| Cow::Owned(c.into_owned())));
+                out.extend(argument_strings(arguments));
                 out
             }
             _ => Vec::new(),
@@ -240,11 +238,7 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
                 name, arguments, ..
             } => {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
-                let stripped = strip_arguments(arguments);
-                let mut shown = Vec::new();
-                let value = stripped.value();
-                strings(&value, &mut shown);
-                out.extend(shown.into_iter().map(|c| Cow::Owned(c.into_owned())));
+                out.extend(argument_strings(&strip_arguments(arguments)));
                 out
             }
             _ => Vec::new(),
@@ -253,6 +247,18 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
         Item::Clipped { .. } => item.clipped_text().map(Cow::Owned).into_iter().collect(),
         Item::Summary { .. } | Item::Preamble => Vec::new(),
     }
+}
+
+/// The strings of a call's arguments, owned: they are parsed for the
+/// asking, so none can borrow from the record.
+fn argument_strings<'a>(arguments: &JsonText) -> Vec<Cow<'a, str>> {
+    let value = arguments.value();
+    let mut found = Vec::new();
+    strings(&value, &mut found);
+    found
+        .into_iter()
+        .map(|c| Cow::Owned(c.into_owned()))
+        .collect()
 }
 
 fn strings<'v>(v: &'v Value, out: &mut Vec<Cow<'v, str>>) {

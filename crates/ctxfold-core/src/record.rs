@@ -240,17 +240,10 @@ impl Body {
         }
     }
 
-    /// Whether the model sees this event (before any compaction).
+    /// Whether the model sees this event (before any compaction): the
+    /// model's own output, the user's messages and the tools' results.
     pub fn is_model_visible(&self) -> bool {
-        matches!(
-            self,
-            Body::User { .. }
-                | Body::Assistant { .. }
-                | Body::Reasoning { .. }
-                | Body::ToolCall { .. }
-                | Body::ToolResult { .. }
-                | Body::Structured { .. }
-        )
+        self.is_assistant_side() || matches!(self, Body::User { .. } | Body::ToolResult { .. })
     }
 
     /// Whether this is output of a model call (the content of a step).
@@ -262,6 +255,22 @@ impl Body {
                 | Body::ToolCall { .. }
                 | Body::Structured { .. }
         )
+    }
+
+    /// The id of a tool call.
+    pub fn call_id(&self) -> Option<&str> {
+        match self {
+            Body::ToolCall { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The id of the call a tool result answers.
+    pub fn result_id(&self) -> Option<&str> {
+        match self {
+            Body::ToolResult { id, .. } => Some(id),
+            _ => None,
+        }
     }
 }
 

@@ -104,13 +104,7 @@ pub fn tail_cuts(log: &Log, tokens: impl Fn(&Record) -> usize) -> Vec<(usize, us
     // One pass from the end (linear, not a pair check per cut): results
     // kept whose call lies before the cut so far. A result whose call is
     // nowhere in the log cannot be separated from it.
-    let calls: HashSet<&str> = records
-        .iter()
-        .filter_map(|r| match &r.body {
-            Body::ToolCall { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let calls: HashSet<&str> = records.iter().filter_map(|r| r.body.call_id()).collect();
     let mut waiting: HashSet<&str> = HashSet::new();
     let mut scanned = records.len();
     for turn in (0..log.turn_count() as u32).rev() {
@@ -215,10 +209,7 @@ pub fn holds_open_call(log: &Log, lo: usize, hi: usize) -> bool {
     let records = log.records();
     let answered: std::collections::HashSet<&str> = records[turn.start..]
         .iter()
-        .filter_map(|r| match &r.body {
-            Body::ToolResult { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
+        .filter_map(|r| r.body.result_id())
         .collect();
     (lo.max(turn.start)..=hi).any(|i| {
         matches!(&records[i].body, Body::ToolCall { id, .. } if !answered.contains(id.as_str()))
@@ -231,17 +222,11 @@ pub fn cut_keeps_pairs(log: &Log, cut: usize) -> bool {
     let records = log.records();
     let before: std::collections::HashSet<&str> = records[..cut.min(records.len())]
         .iter()
-        .filter_map(|r| match &r.body {
-            Body::ToolCall { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
+        .filter_map(|r| r.body.call_id())
         .collect();
     let answered_before: std::collections::HashSet<&str> = records[..cut.min(records.len())]
         .iter()
-        .filter_map(|r| match &r.body {
-            Body::ToolResult { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
+        .filter_map(|r| r.body.result_id())
         .collect();
     records[cut.min(records.len())..]
         .iter()

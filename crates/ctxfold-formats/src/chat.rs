@@ -120,18 +120,22 @@ pub(crate) fn kept_body(o: &Object, placeholders: &[&str]) -> Option<Object> {
     if o.keys().all(|k| placeholders.contains(&k.as_str())) {
         return None;
     }
-    Some(
-        o.iter()
-            .map(|(k, v)| {
-                let v = if placeholders.contains(&k.as_str()) {
-                    Value::Null
-                } else {
-                    v.clone()
-                };
-                (k.clone(), v)
-            })
-            .collect(),
-    )
+    Some(with_nulls(o, placeholders))
+}
+
+/// `o` with the values of `keys` set to `null`, every key in its place:
+/// what a format keeps of an object whose other parts it rebuilds.
+pub(crate) fn with_nulls(o: &Object, keys: &[&str]) -> Object {
+    o.iter()
+        .map(|(k, v)| {
+            let v = if keys.contains(&k.as_str()) {
+                Value::Null
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
+        .collect()
 }
 
 /// A request body: the kept keys in order with `fills` at their
@@ -237,12 +241,58 @@ pub(crate) fn set_meta(r: &mut Record, key: &str, v: Value) {
 /// The text parts (`{"type": "text", "text": …}`) of a content array,
 /// joined with "\n".
 pub(crate) fn text_parts(parts: &[Value]) -> String {
+    text_of(parts, &["text"])
+}
+
+/// The texts of the parts of a content array whose `type` is one of
+/// `types`, joined with "\n" (what every format makes of a content
+/// array's text).
+pub(crate) fn text_of(parts: &[Value], types: &[&str]) -> String {
     parts
         .iter()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter(|p| {
+            p.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| types.contains(&t))
+        })
         .filter_map(|p| p.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The metadata keys a format marks a tool call's `arguments` with where
+/// they were not written as ctxfold writes them, so export gives them back.
+pub(crate) struct ArgumentKeys {
+    /// Their text, when the JSON string parses but is written otherwise.
+    pub(crate) text: &'static str,
+    /// `true`: the string is not JSON, kept as the string.
+    pub(crate) raw: &'static str,
+    /// `true`: the object itself, not a JSON string (some logs write it).
+    pub(crate) object: &'static str,
+}
+
+/// A tool call's `arguments`: a JSON string, parsed, or an object as it
+/// is, with the mark (`keys`) that gives them back as they were written,
+/// if any is needed. `None` when they are neither a string nor an object.
+pub(crate) fn read_arguments(
+    v: &Value,
+    keys: &ArgumentKeys,
+) -> Option<(Value, Option<(&'static str, Value)>)> {
+    match v {
+        Value::String(text) => Some(match serde_json::from_str::<Value>(text) {
+            Ok(parsed) => {
+                let same = serde_json::to_string(&parsed).ok().as_deref() == Some(text.as_str());
+                let mark = (!same).then(|| (keys.text, Value::String(text.clone())));
+                (parsed, mark)
+            }
+            Err(_) => (
+                Value::String(text.clone()),
+                Some((keys.raw, Value::Bool(true))),
+            ),
+        }),
+        Value::Object(_) => Some((v.clone(), Some((keys.object, Value::Bool(true))))),
+        _ => None,
+    }
 }
 
 /// Message `i` as an object and its role, or an error naming the index and

@@ -73,11 +73,18 @@ use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{
-    Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
-    meta, set_meta, text_parts,
+    ArgumentKeys, Records, build_request, describe, keep_message_keys, leftovers, message_and_role,
+    message_keys, meta, read_arguments, set_meta, text_parts,
 };
 use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
+
+/// How a call's `arguments` not written as ctxfold writes them are marked.
+const ARGUMENT_KEYS: ArgumentKeys = ArgumentKeys {
+    text: "openai_arguments_text",
+    raw: "openai_raw_arguments",
+    object: "openai_arguments_object",
+};
 
 pub(crate) const PREFIX: &str = "openai";
 /// The kind of an `Other` record holding a message of a role this module
@@ -287,36 +294,20 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
         return Err(format!("{at}.function: missing `name` (a string)"));
     };
     let mut meta = Object::new();
-    let arguments = match f.get("arguments") {
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(v) => {
-                if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
-                    meta.insert("openai_arguments_text".into(), Value::String(text.clone()));
-                }
-                v
-            }
-            Err(_) => {
-                meta.insert("openai_raw_arguments".into(), Value::Bool(true));
-                Value::String(text.clone())
-            }
-        },
-        // Not what the API sends, but some logs write the object itself.
-        Some(v @ Value::Object(_)) => {
-            meta.insert("openai_arguments_object".into(), Value::Bool(true));
-            v.clone()
-        }
-        None => {
-            return Err(format!(
-                "{at}.function: missing `arguments` (a JSON string)"
-            ));
-        }
-        Some(other) => {
-            return Err(format!(
-                "{at}.function.arguments: expected a JSON string (or an object), found {}",
-                describe(other)
-            ));
-        }
+    let Some(given) = f.get("arguments") else {
+        return Err(format!(
+            "{at}.function: missing `arguments` (a JSON string)"
+        ));
     };
+    let Some((arguments, mark)) = read_arguments(given, &ARGUMENT_KEYS) else {
+        return Err(format!(
+            "{at}.function.arguments: expected a JSON string (or an object), found {}",
+            describe(given)
+        ));
+    };
+    if let Some((k, v)) = mark {
+        meta.insert(k.into(), v);
+    }
     let mut call_fields = leftovers(c, &["id", "type", "function"]);
     match c.get("type") {
         Some(Value::String(t)) if t == "function" => {}
@@ -452,8 +443,7 @@ fn assistant_message(group: &[&Record]) -> Value {
 }
 
 fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> ToolCall {
-    let args = if meta(r, "openai_arguments_object") == Some(&Value::Bool(true))
-        && arguments.is_object()
+    let args = if meta(r, ARGUMENT_KEYS.object) == Some(&Value::Bool(true)) && arguments.is_object()
     {
         arguments.clone()
     } else {
@@ -477,12 +467,12 @@ fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> ToolCall {
 /// The `function.arguments` text of a call: the original text when import
 /// kept it and it still says the same, else the compact JSON.
 fn arguments_text(r: &Record, arguments: &Value) -> String {
-    if meta(r, "openai_raw_arguments") == Some(&Value::Bool(true))
+    if meta(r, ARGUMENT_KEYS.raw) == Some(&Value::Bool(true))
         && let Value::String(s) = arguments
     {
         return s.clone();
     }
-    if let Some(Value::String(t)) = meta(r, "openai_arguments_text")
+    if let Some(Value::String(t)) = meta(r, ARGUMENT_KEYS.text)
         && serde_json::from_str::<Value>(t).ok().as_ref() == Some(arguments)
     {
         return t.clone();

@@ -71,7 +71,10 @@ use ctxfold_wire::responses::{self as wire, Item};
 use serde_json::Value;
 
 use crate::Transcript;
-use crate::chat::{Records, build_request, describe, kept_body, meta, set_meta};
+use crate::chat::{
+    ArgumentKeys, Records, build_request, describe, kept_body, meta, read_arguments, set_meta,
+    text_of, with_nulls,
+};
 use crate::message_reader::{MessageReader, Wire};
 use crate::pairing::{export_id, pair};
 
@@ -85,6 +88,11 @@ const STRING_INPUT: &str = "responses_string_input";
 const RAW_ARGUMENTS: &str = "responses_raw_arguments";
 const ARGUMENTS_TEXT: &str = "responses_arguments_text";
 const ARGUMENTS_OBJECT: &str = "responses_arguments_object";
+const ARGUMENT_KEYS: ArgumentKeys = ArgumentKeys {
+    text: ARGUMENTS_TEXT,
+    raw: RAW_ARGUMENTS,
+    object: ARGUMENTS_OBJECT,
+};
 const ROLES: &str = "expected system, developer, user or assistant";
 
 /// Read a Responses API request body. The error says what was expected and
@@ -257,24 +265,12 @@ fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
         });
         return Ok(());
     }
-    let (text, holes): (String, &[&str]) = match o.get("content") {
-        Some(Value::String(s)) => (s.clone(), &["content"]),
-        Some(Value::Array(parts)) => {
-            check_parts(&format!("{at}.content"), parts)?;
-            (parts_text(parts), &[])
-        }
-        Some(other) => {
-            return Err(format!(
-                "{at}.content: expected a string or an array of content parts, found {}",
-                describe(other)
-            ));
-        }
-        None => {
-            return Err(format!(
-                "{at}: a message needs `content` (a string or an array of content parts)"
-            ));
-        }
+    let Some((text, string)) = content_text(o, at, "content")? else {
+        return Err(format!(
+            "{at}: a message needs `content` (a string or an array of content parts)"
+        ));
     };
+    let holes: &[&str] = if string { &["content"] } else { &[] };
     let body = match role {
         "user" => {
             out.open_turn();
@@ -326,36 +322,16 @@ fn read_call(out: &mut Records, at: &str, o: &Object, custom: bool) -> Result<()
         );
         return Ok(());
     }
-    let mut flags = Vec::new();
-    let arguments = match o.get("arguments") {
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(v) => {
-                if serde_json::to_string(&v).ok().as_deref() != Some(text.as_str()) {
-                    flags.push((ARGUMENTS_TEXT, Value::String(text.clone())));
-                }
-                v
-            }
-            Err(_) => {
-                flags.push((RAW_ARGUMENTS, Value::Bool(true)));
-                Value::String(text.clone())
-            }
-        },
-        // Not what the API sends, but logs may write the object itself.
-        Some(v @ Value::Object(_)) => {
-            flags.push((ARGUMENTS_OBJECT, Value::Bool(true)));
-            v.clone()
-        }
-        None => {
-            return Err(format!(
-                "{at}: a `function_call` item needs `arguments` (a JSON string)"
-            ));
-        }
-        Some(other) => {
-            return Err(format!(
-                "{at}.arguments: expected a JSON string, found {}",
-                describe(other)
-            ));
-        }
+    let Some(given) = o.get("arguments") else {
+        return Err(format!(
+            "{at}: a `function_call` item needs `arguments` (a JSON string)"
+        ));
+    };
+    let Some((arguments, mark)) = read_arguments(given, &ARGUMENT_KEYS) else {
+        return Err(format!(
+            "{at}.arguments: expected a JSON string, found {}",
+            describe(given)
+        ));
     };
     let idx = out.push(Body::ToolCall {
         id,
@@ -363,7 +339,7 @@ fn read_call(out: &mut Records, at: &str, o: &Object, custom: bool) -> Result<()
         arguments: arguments.into(),
     });
     let r = &mut out.records[idx];
-    for (k, v) in flags {
+    if let Some((k, v)) = mark {
         set_meta(r, k, v);
     }
     keep_item(r, o, &["call_id", "name", "arguments"], &call_default());
@@ -376,23 +352,15 @@ fn read_output(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
             "{at}: a `function_call_output` item needs a `call_id` string"
         ));
     };
-    let (content, holes): (String, &[&str]) = match o.get("output") {
-        Some(Value::String(s)) => (s.clone(), &["call_id", "output"]),
-        Some(Value::Array(parts)) => {
-            check_parts(&format!("{at}.output"), parts)?;
-            (parts_text(parts), &["call_id"])
-        }
-        Some(other) => {
-            return Err(format!(
-                "{at}.output: expected a string or an array of content parts, found {}",
-                describe(other)
-            ));
-        }
-        None => {
-            return Err(format!(
-                "{at}: a `function_call_output` item needs an `output` (a string or an array of content parts)"
-            ));
-        }
+    let Some((content, string)) = content_text(o, at, "output")? else {
+        return Err(format!(
+            "{at}: a `function_call_output` item needs an `output` (a string or an array of content parts)"
+        ));
+    };
+    let holes: &[&str] = if string {
+        &["call_id", "output"]
+    } else {
+        &["call_id"]
     };
     let idx = out.push(Body::ToolResult {
         id: id.clone(),
@@ -401,6 +369,24 @@ fn read_output(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
     });
     keep_item(&mut out.records[idx], o, holes, &output_default());
     Ok(())
+}
+
+/// The text of `o`'s `key`, a string or an array of content parts, and
+/// whether it was the string (export writes that back from the text
+/// alone); `None` when `o` has no `key`.
+fn content_text(o: &Object, at: &str, key: &str) -> Result<Option<(String, bool)>, String> {
+    match o.get(key) {
+        Some(Value::String(s)) => Ok(Some((s.clone(), true))),
+        Some(Value::Array(parts)) => {
+            check_parts(&format!("{at}.{key}"), parts)?;
+            Ok(Some((parts_text(parts), false)))
+        }
+        Some(other) => Err(format!(
+            "{at}.{key}: expected a string or an array of content parts, found {}",
+            describe(other)
+        )),
+        None => Ok(None),
+    }
 }
 
 /// Every part of a content array is an object with a `type` string.
@@ -422,17 +408,7 @@ fn check_parts(at: &str, parts: &[Value]) -> Result<(), String> {
 /// The text of a content array: its `input_text` and `output_text` parts
 /// joined with "\n", as OpenAI chat joins its text parts.
 fn parts_text(parts: &[Value]) -> String {
-    parts
-        .iter()
-        .filter(|p| {
-            matches!(
-                p.get("type").and_then(Value::as_str),
-                Some("input_text" | "output_text")
-            )
-        })
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
+    text_of(parts, &["input_text", "output_text"])
 }
 
 /// The text of a reasoning item: its summary, or the raw reasoning text
@@ -458,17 +434,7 @@ fn reasoning_text(o: &Object) -> String {
 /// Keep item `o` on `r` with `holes` set to `null`, unless that is
 /// `default` exactly (key order included), which export writes anyway.
 fn keep_item(r: &mut Record, o: &Object, holes: &[&str], default: &Object) {
-    let kept: Object = o
-        .iter()
-        .map(|(k, v)| {
-            let v = if holes.contains(&k.as_str()) {
-                Value::Null
-            } else {
-                v.clone()
-            };
-            (k.clone(), v)
-        })
-        .collect();
+    let kept = with_nulls(o, holes);
     let same = kept.len() == default.len()
         && kept
             .iter()

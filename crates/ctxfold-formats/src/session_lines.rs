@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
@@ -30,6 +31,64 @@ impl Line {
             Some(v) => serde_json::to_string(v).is_ok_and(|s| s == self.text),
             None => false,
         }
+    }
+
+    /// The line's `timestamp`, `""` when it has none.
+    pub fn ts(&self) -> String {
+        self.value
+            .as_ref()
+            .and_then(|v| v.get("timestamp"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    /// The hints of a record made from the line: the line as `envelope`
+    /// (what the record does not hold of it), and its text when the JSON
+    /// would be written with other bytes.
+    pub fn hints(&self, envelope: Value) -> Object {
+        let mut h = Object::new();
+        h.insert("line".into(), envelope);
+        if !self.writes_back() {
+            h.insert("raw".into(), Value::String(self.text.clone()));
+        }
+        h
+    }
+
+    /// The record of the agent's own compaction the line holds: `text`
+    /// its summary, as the agent wrote it, and `note` whose it is. Its
+    /// range is set once every record has its `seq`.
+    pub fn agent_compaction(&self, text: String, note: &str) -> Record {
+        let mut c = Compaction::new(0, 0, Source::Agent);
+        c.summary = Some(Summary {
+            text,
+            provenance: Provenance::Supplied {
+                author: Source::Agent,
+            },
+        });
+        c.note = Some(note.into());
+        Record::new(0, self.ts(), Body::Compaction(Box::new(c)))
+    }
+
+    /// The line kept whole, as a record of kind `key`: its JSON, and its
+    /// text when that would be written otherwise (its text alone when it
+    /// is not JSON).
+    pub fn opaque(&self, key: &str) -> Record {
+        let mut fields = Object::new();
+        if let Some(v) = &self.value {
+            fields.insert("line".into(), v.clone());
+        }
+        if !self.writes_back() {
+            fields.insert("text".into(), Value::String(self.text.clone()));
+        }
+        Record::new(
+            0,
+            self.ts(),
+            Body::Other {
+                kind: key.into(),
+                fields: Box::new(fields),
+            },
+        )
     }
 }
 

@@ -228,13 +228,7 @@ fn unanswered(log: &Log) -> Vec<(String, &'static str)> {
         return Vec::new();
     };
     let records = &log.records()[range];
-    let answered: HashSet<&str> = records
-        .iter()
-        .filter_map(|r| match &r.body {
-            Body::ToolResult { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let answered: HashSet<&str> = records.iter().filter_map(|r| r.body.result_id()).collect();
     // The assistant's compactions after the last result belong to the
     // first unanswered `compact` call: calls run, and record, in order.
     let tail = records

@@ -46,10 +46,10 @@ use ctxfold_wire::anthropic::{
 };
 use serde_json::{Map, Value};
 
-use crate::error::{self, ErrorContext, ProviderError};
+use crate::error::{self, ProviderError};
 use crate::request::{ChatRequest, Part, Role, apply_extra};
 use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
-use crate::sse::{SseError, SseReader};
+use crate::stream::Stream;
 
 /// `max_tokens` when neither the request nor the provider's config sets it.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -260,30 +260,15 @@ fn append(block: &mut Value, key: &str, piece: &str) {
 /// the blocks that completed (`content_block_stop`) instead of failing, so
 /// a thinking block is kept only with its signature and a tool call only
 /// with all of its input.
-pub(crate) fn read_stream(
-    reader: impl BufRead,
-    on: &mut dyn FnMut(StreamEvent),
-    ctx: &ErrorContext<'_>,
-    io_error: &dyn Fn(std::io::Error) -> ProviderError,
-    cut_short: bool,
-) -> Result<Value, ProviderError> {
-    let mut sse = SseReader::new(reader);
+pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, ProviderError> {
     let mut message: Option<Map<String, Value>> = None;
     let mut blocks: Vec<Option<Value>> = Vec::new();
     let mut json_parts: Vec<String> = Vec::new();
     let mut closed: Vec<bool> = Vec::new();
     let mut stopped = false;
     while !stopped {
-        let ev = match sse.next_event() {
-            Ok(Some(ev)) => ev,
-            Ok(None) => break,
-            Err(_) if cut_short => break,
-            Err(SseError::Io(e)) => return Err(io_error(e)),
-            Err(SseError::Malformed { line, detail }) => {
-                return Err(malformed(format!(
-                    "Anthropic-style stream, line {line}: {detail}"
-                )));
-            }
+        let Some(ev) = s.next("Anthropic-style")? else {
+            break;
         };
         let at = format!(
             "Anthropic-style stream, `{}` event ending on line {}",
@@ -291,7 +276,7 @@ pub(crate) fn read_stream(
             ev.line
         );
         // The last event of a stream cut short may be incomplete.
-        if cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
+        if s.cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
             break;
         }
         let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
@@ -329,7 +314,7 @@ pub(crate) fn read_stream(
                     closed.resize(i + 1, false);
                 }
                 match b.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => on(StreamEvent::ToolCall {
+                    Some("tool_use") => (s.on)(StreamEvent::ToolCall {
                         id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
                         name: b
                             .get("name")
@@ -341,7 +326,7 @@ pub(crate) fn read_stream(
                         if let Some(t) = b.get("text").and_then(Value::as_str)
                             && !t.is_empty()
                         {
-                            on(StreamEvent::Text(t.to_owned()));
+                            (s.on)(StreamEvent::Text(t.to_owned()));
                         }
                     }
                     _ => {}
@@ -362,11 +347,11 @@ pub(crate) fn read_stream(
                 match delta.get("type").and_then(Value::as_str) {
                     Some("text_delta") => {
                         append(b, "text", piece("text"));
-                        on(StreamEvent::Text(piece("text").to_owned()));
+                        (s.on)(StreamEvent::Text(piece("text").to_owned()));
                     }
                     Some("thinking_delta") => {
                         append(b, "thinking", piece("thinking"));
-                        on(StreamEvent::Reasoning(piece("thinking").to_owned()));
+                        (s.on)(StreamEvent::Reasoning(piece("thinking").to_owned()));
                     }
                     Some("signature_delta") => append(b, "signature", piece("signature")),
                     // A compaction block's summary, and its opaque part
@@ -423,11 +408,11 @@ pub(crate) fn read_stream(
                     *c = true;
                 }
             }
-            event::ERROR if !cut_short => return Err(error::in_body(&data, ctx)),
+            event::ERROR if !s.cut_short => return Err(error::in_body(&data, s.ctx)),
             _ => {} // ping, and events yet unknown
         }
     }
-    if cut_short && !stopped {
+    if s.cut_short && !stopped {
         for (b, done) in blocks.iter_mut().zip(&closed) {
             if !done {
                 *b = None;

@@ -47,6 +47,7 @@ pub mod redact;
 pub mod request;
 pub mod response;
 pub mod sse;
+mod stream;
 pub mod summarizer;
 pub mod wire;
 

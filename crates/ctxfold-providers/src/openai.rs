@@ -45,10 +45,10 @@ use ctxfold_wire::chat::{
 };
 use serde_json::{Map, Value};
 
-use crate::error::{self, ErrorContext, ProviderError};
+use crate::error::{self, ProviderError};
 use crate::request::{ChatRequest, Part, Role, apply_extra};
 use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
-use crate::sse::{SseError, SseReader};
+use crate::stream::Stream;
 
 /// OpenAI's reasoning models, which take `max_completion_tokens` only.
 fn is_reasoning_model(model: &str) -> bool {
@@ -247,11 +247,10 @@ pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderE
         .get("finish_reason")
         .and_then(Value::as_str)
         .map(StopReason::parse);
-    let usage = Usage::from_raw(raw.get("usage"), &["prompt_tokens"], "completion_tokens");
     Ok(ChatResponse {
         model: model.to_owned(),
         parts,
-        usage,
+        usage: Usage::from_raw(raw.get("usage"), &["prompt_tokens"], "completion_tokens"),
         stop_reason,
         raw,
     })
@@ -271,14 +270,7 @@ struct CallAcc {
 /// `cut_short`: the stream is known to have broken off; what arrived is
 /// read as far as it goes (the text and reasoning received; tool calls,
 /// whose end the format does not mark, are left out) instead of failing.
-pub(crate) fn read_stream(
-    reader: impl BufRead,
-    on: &mut dyn FnMut(StreamEvent),
-    ctx: &ErrorContext<'_>,
-    io_error: &dyn Fn(std::io::Error) -> ProviderError,
-    cut_short: bool,
-) -> Result<Value, ProviderError> {
-    let mut sse = SseReader::new(reader);
+pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, ProviderError> {
     let mut top = Map::new();
     let mut content = String::new();
     let mut reasoning = String::new();
@@ -287,24 +279,13 @@ pub(crate) fn read_stream(
     let mut finish: Option<Value> = None;
     let mut usage: Option<Value> = None;
     let mut done = false;
-    loop {
-        let ev = match sse.next_event() {
-            Ok(Some(ev)) => ev,
-            Ok(None) => break,
-            Err(_) if cut_short => break,
-            Err(SseError::Io(e)) => return Err(io_error(e)),
-            Err(SseError::Malformed { line, detail }) => {
-                return Err(malformed(format!(
-                    "OpenAI-style stream, line {line}: {detail}"
-                )));
-            }
-        };
+    while let Some(ev) = s.next("OpenAI-style")? {
         if ev.data.trim() == "[DONE]" {
             done = true;
             break;
         }
         // The last event of a stream cut short may be incomplete.
-        if cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
+        if s.cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
             break;
         }
         let chunk: Value = serde_json::from_str(&ev.data).map_err(|e| {
@@ -322,7 +303,7 @@ pub(crate) fn read_stream(
             )));
         };
         if chunk.contains_key("error") {
-            return Err(error::in_body(&Value::Object(chunk), ctx));
+            return Err(error::in_body(&Value::Object(chunk), s.ctx));
         }
         for (k, v) in &chunk {
             match k.as_str() {
@@ -349,7 +330,7 @@ pub(crate) fn read_stream(
                     && !t.is_empty()
                 {
                     content.push_str(t);
-                    on(StreamEvent::Text(t.to_owned()));
+                    (s.on)(StreamEvent::Text(t.to_owned()));
                 }
                 for key in ["reasoning_content", "reasoning"] {
                     if let Some(r) = delta.get(key).and_then(Value::as_str)
@@ -357,7 +338,7 @@ pub(crate) fn read_stream(
                     {
                         reasoning_key = key;
                         reasoning.push_str(r);
-                        on(StreamEvent::Reasoning(r.to_owned()));
+                        (s.on)(StreamEvent::Reasoning(r.to_owned()));
                         break;
                     }
                 }
@@ -388,7 +369,7 @@ pub(crate) fn read_stream(
                             && !name.is_empty()
                         {
                             acc.name = name.to_owned();
-                            on(StreamEvent::ToolCall {
+                            (s.on)(StreamEvent::ToolCall {
                                 id: acc.id.clone(),
                                 name: acc.name.clone(),
                             });
@@ -407,7 +388,7 @@ pub(crate) fn read_stream(
             }
         }
     }
-    if cut_short && !done && finish.is_none() {
+    if s.cut_short && !done && finish.is_none() {
         calls.clear();
     } else if !done && finish.is_none() {
         return Err(malformed(

@@ -47,6 +47,7 @@ use crate::openai;
 use crate::redact::{Secrets, is_credential_header};
 use crate::request::ChatRequest;
 use crate::response::{ChatResponse, StreamEvent};
+use crate::stream::Stream;
 
 /// A configured provider.
 #[derive(Debug, Clone)]
@@ -254,10 +255,7 @@ impl Provider {
             }
             return Ok(response);
         }
-        let raw = match kind {
-            ProviderKind::OpenAi => openai::read_stream(reader, on, &ctx, &io_error, false)?,
-            ProviderKind::Anthropic => anthropic::read_stream(reader, on, &ctx, &io_error, false)?,
-        };
+        let raw = Stream::new(reader, on, &ctx, &io_error, false).read(kind)?;
         parse(raw)
     }
 

@@ -56,66 +56,35 @@ impl Secrets {
     }
 
     /// `e` with every secret in its text redacted.
-    pub(crate) fn error(&self, e: ProviderError) -> ProviderError {
+    pub(crate) fn error(&self, mut e: ProviderError) -> ProviderError {
         if self.0.is_empty() {
             return e;
         }
-        let t = |s: String| self.text(&s);
+        let t = |s: &mut String| *s = self.text(s);
         use ProviderError as E;
-        match e {
-            E::UnknownProvider { name, known } => E::UnknownProvider {
-                name: t(name),
-                known,
-            },
-            E::BadModelName { name, known } => E::BadModelName {
-                name: t(name),
-                known,
-            },
-            E::Config { provider, message } => E::Config {
-                provider,
-                message: t(message),
-            },
-            E::MissingKey { provider, var } => E::MissingKey { provider, var },
-            E::Unreachable { url, source } => E::Unreachable {
-                url: t(url),
-                source: io::Error::new(source.kind(), self.text(&source.to_string())),
-            },
-            E::Timeout { url, after } => E::Timeout { url: t(url), after },
-            E::Auth {
-                status,
-                key_var,
-                message,
-            } => E::Auth {
-                status,
-                key_var,
-                message: t(message),
-            },
-            E::UnknownModel { model, message } => E::UnknownModel {
-                model: t(model),
-                message: t(message),
-            },
-            E::ContextOverflow { message } => E::ContextOverflow {
-                message: t(message),
-            },
-            E::RateLimited { attempts, message } => E::RateLimited {
-                attempts,
-                message: t(message),
-            },
-            E::Server {
-                status,
-                attempts,
-                message,
-            } => E::Server {
-                status,
-                attempts,
-                message: t(message),
-            },
-            E::Rejected { status, message } => E::Rejected {
-                status,
-                message: t(message),
-            },
-            E::Malformed { detail } => E::Malformed { detail: t(detail) },
+        // Every variant named: a new one must say which of its fields hold
+        // text that may quote a key.
+        match &mut e {
+            E::UnknownProvider { name, .. } | E::BadModelName { name, .. } => t(name),
+            E::Config { message, .. }
+            | E::Auth { message, .. }
+            | E::ContextOverflow { message }
+            | E::RateLimited { message, .. }
+            | E::Server { message, .. }
+            | E::Rejected { message, .. }
+            | E::Malformed { detail: message } => t(message),
+            E::UnknownModel { model, message } => {
+                t(model);
+                t(message);
+            }
+            E::Unreachable { url, source } => {
+                t(url);
+                *source = io::Error::new(source.kind(), self.text(&source.to_string()));
+            }
+            E::Timeout { url, .. } => t(url),
+            E::MissingKey { .. } => {}
         }
+        e
     }
 }
 

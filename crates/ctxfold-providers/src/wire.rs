@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::error::{self, ErrorContext, ProviderError};
 use crate::model::ProviderKind;
 use crate::response::ChatResponse;
+use crate::stream::Stream;
 use crate::{anthropic, openai};
 
 fn ctx(model: &str) -> ErrorContext<'_> {
@@ -34,15 +35,14 @@ pub fn parse_answer(
 }
 
 /// A streamed answer of `kind` (server-sent events), read to its end.
-pub fn read_answer_stream(
-    kind: ProviderKind,
-    reader: impl BufRead,
-    model: &str,
-) -> Result<ChatResponse, ProviderError> {
-    read_stream(kind, reader, model, false)
-}
-
-fn read_stream(
+///
+/// `cut_short`: the stream is known to have broken off; what completed of
+/// it is read instead of failing: for Anthropic the content blocks that
+/// were closed (a thinking block with its signature, a tool call with all
+/// of its input), for OpenAI chat the text and reasoning that arrived (a
+/// tool call's end is not marked, so none is kept). It may be empty, with
+/// no usage or stop reason.
+pub fn read_stream(
     kind: ProviderKind,
     reader: impl BufRead,
     model: &str,
@@ -53,12 +53,7 @@ fn read_stream(
         detail: format!("the stream broke off: {e}"),
     };
     let mut ignore = |_| {};
-    let raw = match kind {
-        ProviderKind::OpenAi => openai::read_stream(reader, &mut ignore, &c, &io_error, cut_short)?,
-        ProviderKind::Anthropic => {
-            anthropic::read_stream(reader, &mut ignore, &c, &io_error, cut_short)?
-        }
-    };
+    let raw = Stream::new(reader, &mut ignore, &c, &io_error, cut_short).read(kind)?;
     parse_answer(kind, raw, model)
 }
 
@@ -67,19 +62,6 @@ fn read_stream(
 pub fn is_context_overflow(status: u16, body: &[u8]) -> bool {
     status == 413
         || (status >= 400 && error::is_overflow(&error::details(&String::from_utf8_lossy(body))))
-}
-
-/// What completed of a streamed answer that broke off: for Anthropic the
-/// content blocks that were closed (a thinking block with its signature,
-/// a tool call with all of its input), for OpenAI chat the text and
-/// reasoning that arrived (a tool call's end is not marked, so none is
-/// kept). May be empty; there is no usage or stop reason.
-pub fn read_cut_stream(
-    kind: ProviderKind,
-    reader: impl BufRead,
-    model: &str,
-) -> Result<ChatResponse, ProviderError> {
-    read_stream(kind, reader, model, true)
 }
 
 #[cfg(test)]
@@ -105,12 +87,12 @@ mod tests {
             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"a\"}}\n\n",
             "event: content_block_delta\ndata: {\"type\":\"content_blo",
         );
-        let strict = read_answer_stream(ProviderKind::Anthropic, stream.as_bytes(), "c");
+        let strict = read_stream(ProviderKind::Anthropic, stream.as_bytes(), "c", false);
         assert!(
             strict.is_err(),
             "a stream without message_stop is not whole"
         );
-        let r = read_cut_stream(ProviderKind::Anthropic, stream.as_bytes(), "c").unwrap();
+        let r = read_stream(ProviderKind::Anthropic, stream.as_bytes(), "c", true).unwrap();
         assert_eq!(
             r.parts,
             vec![
@@ -134,8 +116,8 @@ mod tests {
             "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"t\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]}}]}\n\n",
             "data: {\"id\":\"c\",\"cho",
         );
-        assert!(read_answer_stream(ProviderKind::OpenAi, stream.as_bytes(), "m").is_err());
-        let r = read_cut_stream(ProviderKind::OpenAi, stream.as_bytes(), "m").unwrap();
+        assert!(read_stream(ProviderKind::OpenAi, stream.as_bytes(), "m", false).is_err());
+        let r = read_stream(ProviderKind::OpenAi, stream.as_bytes(), "m", true).unwrap();
         assert_eq!(r.parts, vec![Part::Text("Let me look.".into())]);
     }
 
@@ -147,7 +129,7 @@ mod tests {
             "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
             "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half\"}}\n\n",
         );
-        let r = read_cut_stream(ProviderKind::Anthropic, stream.as_bytes(), "c").unwrap();
+        let r = read_stream(ProviderKind::Anthropic, stream.as_bytes(), "c", true).unwrap();
         assert!(r.parts.is_empty(), "{:?}", r.parts);
     }
 }

@@ -98,7 +98,7 @@ impl Shape {
     }
 
     /// The records of what completed of a streamed answer that broke off
-    /// (see [`ctxfold_providers::wire::read_cut_stream`]; for responses,
+    /// (see [`ctxfold_providers::wire::read_stream`]; for responses,
     /// the output items that were done), stamped `ts`.
     pub fn cut_answer(
         self,
@@ -145,12 +145,8 @@ impl Shape {
         let Some(kind) = self.kind() else {
             return responses::streamed(reader, model, ts, cut_short);
         };
-        let read = if cut_short {
-            ctxfold_providers::wire::read_cut_stream(kind, reader, model)
-        } else {
-            ctxfold_providers::wire::read_answer_stream(kind, reader, model)
-        };
-        read.map(|r| self.answer_records(&r, ts))
+        ctxfold_providers::wire::read_stream(kind, reader, model, cut_short)
+            .map(|r| self.answer_records(&r, ts))
             .map_err(|e| e.to_string())
     }
 

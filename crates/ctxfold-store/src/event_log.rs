@@ -105,13 +105,8 @@ impl EventLog {
     /// (`conversation rm`), it must not write.
     pub(crate) fn lock(&self, exclusive: bool) -> Result<Option<Lock>, StoreError> {
         let path = self.dir.join(LOCK_FILE);
-        let f = match open_or_create(&path) {
+        let f = match self.open_lock_file(&path)? {
             Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound && !self.dir.is_dir() => {
-                return Err(StoreError::Vanished {
-                    dir: self.dir.clone(),
-                });
-            }
             Err(_) if !exclusive => return Ok(None),
             Err(e) => return Err(StoreError::io(&path, e)),
         };
@@ -121,6 +116,19 @@ impl EventLog {
             self.check_still_here(&f, &path)?;
         }
         Ok(Some(Lock(f)))
+    }
+
+    /// The lock file at `path`, opened (created when missing): the folder
+    /// gone is `Vanished`, any other failure left to the caller to judge.
+    fn open_lock_file(&self, path: &Path) -> Result<std::io::Result<File>, StoreError> {
+        match open_or_create(path) {
+            Err(e) if e.kind() == ErrorKind::NotFound && !self.dir.is_dir() => {
+                Err(StoreError::Vanished {
+                    dir: self.dir.clone(),
+                })
+            }
+            other => Ok(other),
+        }
     }
 
     /// Whether `locked` (opened from `path`) is still the file at `path`.
@@ -156,15 +164,9 @@ impl EventLog {
 
     fn try_named_lock(&self, name: &str) -> Result<Option<CompactionLock>, StoreError> {
         let path = self.dir.join(name);
-        let f = match open_or_create(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound && !self.dir.is_dir() => {
-                return Err(StoreError::Vanished {
-                    dir: self.dir.clone(),
-                });
-            }
-            Err(e) => return Err(StoreError::io(&path, e)),
-        };
+        let f = self
+            .open_lock_file(&path)?
+            .map_err(|e| StoreError::io(&path, e))?;
         match f.try_lock() {
             Ok(()) => Ok(Some(CompactionLock(Lock(f)))),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -221,12 +223,7 @@ impl EventLog {
     /// `len` bytes unterminated. Caller holds the exclusive lock.
     fn set_aside_torn_tail(&self, offset: u64, len: u64) -> Result<Option<TornTail>, StoreError> {
         let path = self.path();
-        let mut f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
-        let size = f.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        let (mut f, size) = open_sized(&path, OpenOptions::new().read(true).write(true))?;
         if size != offset + len {
             return Ok(None);
         }
@@ -239,12 +236,7 @@ impl EventLog {
         }
         let side = self.dir.join(TORN_FILE);
         let existed = side.exists();
-        let mut s = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&side)
-            .map_err(|e| StoreError::io(&side, e))?;
-        let before = s.metadata().map_err(|e| StoreError::io(&side, e))?.len();
+        let (mut s, before) = open_sized(&side, OpenOptions::new().create(true).append(true))?;
         tail.push(b'\n');
         if let Err(e) = s.write_all(&tail).and_then(|_| s.sync_data()) {
             // A partial copy would run into the next attempt's: take it
@@ -334,12 +326,7 @@ impl EventLog {
         if expected.is_some_and(|e| e != next) {
             return Ok(Err(next));
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
-        let start = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        let (file, start) = open_sized(&path, OpenOptions::new().create(true).append(true))?;
         let mut w = BufWriter::with_capacity(64 * 1024, file);
         let mut seq = next;
         let written = (|| {
@@ -452,6 +439,14 @@ fn after(path: &Path, seq: u64) -> Result<u64, StoreError> {
             seq,
         }),
     }
+}
+
+/// `path` opened with `options`, and its size then: what a writer checks
+/// before it appends or cuts.
+fn open_sized(path: &Path, options: &OpenOptions) -> Result<(File, u64), StoreError> {
+    let f = options.open(path).map_err(|e| StoreError::io(path, e))?;
+    let size = f.metadata().map_err(|e| StoreError::io(path, e))?.len();
+    Ok((f, size))
 }
 
 /// Open `path` read-only, or create it when missing.

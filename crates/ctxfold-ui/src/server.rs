@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{Form, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -106,11 +107,56 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// A browser that passed the checks, and its session.
+/// A browser that passed the checks, and its session: a handler that
+/// takes one answers only past [`Ui::gate`].
 struct Visitor {
     session: String,
     /// Whether the session cookie must be set on the answer.
     new_session: bool,
+}
+
+/// The conversation id an address names, and the browser that asks for
+/// it, past the checks.
+struct Visit {
+    id: String,
+    visitor: Visitor,
+}
+
+/// The conversation id an address names, asked for by a browser that
+/// passed the checks; else the checks' answer, or the page that there is
+/// no such conversation when the id cannot be one.
+struct Named(String);
+
+impl FromRequestParts<Arc<Ui>> for Visitor {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, ui: &Arc<Ui>) -> Result<Visitor, Response> {
+        ui.gate(&parts.headers, &parts.uri)
+    }
+}
+
+impl FromRequestParts<Arc<Ui>> for Visit {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, ui: &Arc<Ui>) -> Result<Visit, Response> {
+        let Path(id) = Path::<String>::from_request_parts(parts, ui)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let visitor = Visitor::from_request_parts(parts, ui).await?;
+        Ok(Visit { id, visitor })
+    }
+}
+
+impl FromRequestParts<Arc<Ui>> for Named {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, ui: &Arc<Ui>) -> Result<Named, Response> {
+        let Visit { id, .. } = Visit::from_request_parts(parts, ui).await?;
+        if !plausible_id(&id) {
+            return Err(no_such(ui, &id));
+        }
+        Ok(Named(id))
+    }
 }
 
 fn header_str(headers: &HeaderMap, name: impl axum::http::header::AsHeaderName) -> Option<&str> {
@@ -131,16 +177,6 @@ impl Ui {
             base: self.base.clone(),
             csrf: self.guard.csrf(session),
         }
-    }
-
-    /// [`gate`](Ui::gate) for an address that names conversation `id`,
-    /// and the page that there is none when `id` cannot be one.
-    fn gate_id(&self, headers: &HeaderMap, uri: &Uri, id: &str) -> Result<Visitor, Response> {
-        let visitor = self.gate(headers, uri)?;
-        if !plausible_id(id) {
-            return Err(no_such(self, id));
-        }
-        Ok(visitor)
     }
 
     /// The token and loopback checks; `?token=` sets the cookie and sends
@@ -332,11 +368,7 @@ fn no_such(ui: &Ui, id: &str) -> Response {
     )
 }
 
-async fn list(State(ui): State<Arc<Ui>>, headers: HeaderMap, uri: Uri) -> Response {
-    let visitor = match ui.gate(&headers, &uri) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+async fn list(State(ui): State<Arc<Ui>>, visitor: Visitor, uri: Uri) -> Response {
     let q = query(&uri).remove("q").unwrap_or_default();
     let ctx = ui.ctx(&visitor.session);
     let u = Arc::clone(&ui);
@@ -368,16 +400,7 @@ fn number(ui: &Ui, q: &HashMap<String, String>, key: &str) -> Result<Option<u32>
     }
 }
 
-async fn conversation(
-    State(ui): State<Arc<Ui>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let visitor = match ui.gate(&headers, &uri) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+async fn conversation(State(ui): State<Arc<Ui>>, visit: Visit, uri: Uri) -> Response {
     let q = query(&uri);
     let parsed = (|| -> Result<Options, Response> {
         let selected = number(&ui, &q, "c")?.map(|n| n as usize);
@@ -395,38 +418,45 @@ async fn conversation(
     })();
     let opts = match parsed {
         Ok(o) => o,
-        Err(r) => return finish(&visitor, r),
+        Err(r) => return finish(&visit.visitor, r),
     };
+    conversation_page(&ui, visit, move |_, ctx, meta, log| {
+        Ok(html(conversation::render(ctx, meta, log, &opts)))
+    })
+    .await
+}
+
+/// The page of the conversation `visit` names, made by `render` from its
+/// metadata and log on the blocking pool; the page that there is none when
+/// the id cannot be one.
+async fn conversation_page(
+    ui: &Arc<Ui>,
+    Visit { id, visitor }: Visit,
+    render: impl FnOnce(&Ui, &Ctx, &ConversationMeta, &Log) -> Result<Response, Response>
+    + Send
+    + 'static,
+) -> Response {
     if !plausible_id(&id) {
-        return finish(&visitor, no_such(&ui, &id));
+        return finish(&visitor, no_such(ui, &id));
     }
     let ctx = ui.ctx(&visitor.session);
-    let u = Arc::clone(&ui);
+    let u = Arc::clone(ui);
     let r = page(move || {
         let (meta, log) = open(&u, &id)?;
-        Ok(html(conversation::render(&ctx, &meta, &log, &opts)))
+        render(&u, &ctx, &meta, &log)
     })
     .await;
     finish(&visitor, r)
 }
 
-async fn confirm(
-    State(ui): State<Arc<Ui>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    let visitor = match ui.gate(&headers, &uri) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
+async fn confirm(State(ui): State<Arc<Ui>>, visit: Visit, uri: Uri) -> Response {
     let q = query(&uri);
     let (n, restore) = match (number(&ui, &q, "n"), number(&ui, &q, "restore")) {
         (Ok(Some(n)), Ok(r)) => (n as usize, r.unwrap_or(0) == 1),
-        (Err(r), _) | (_, Err(r)) => return finish(&visitor, r),
+        (Err(r), _) | (_, Err(r)) => return finish(&visit.visitor, r),
         (Ok(None), _) => {
             return finish(
-                &visitor,
+                &visit.visitor,
                 ui.fail(
                     StatusCode::BAD_REQUEST,
                     "Bad address",
@@ -435,37 +465,29 @@ async fn confirm(
             );
         }
     };
-    if !plausible_id(&id) {
-        return finish(&visitor, no_such(&ui, &id));
-    }
-    let ctx = ui.ctx(&visitor.session);
-    let u = Arc::clone(&ui);
-    let r = page(move || {
-        let (meta, log) = open(&u, &id)?;
-        match conversation::confirm(&ctx, &meta, &log, n, restore) {
+    let shown = visit.id.clone();
+    conversation_page(
+        &ui,
+        visit,
+        move |u, ctx, meta, log| match conversation::confirm(ctx, meta, log, n, restore) {
             Some(page) => Ok(html(page)),
             None => Err(u.fail(
                 StatusCode::NOT_FOUND,
                 "No such compaction",
-                &format!("Conversation {id} has no compaction {n}."),
+                &format!("Conversation {shown} has no compaction {n}."),
             )),
-        }
-    })
-    .await;
-    finish(&visitor, r)
+        },
+    )
+    .await
 }
 
 async fn reset(
     State(ui): State<Arc<Ui>>,
     Path(id): Path<String>,
+    visitor: Visitor,
     headers: HeaderMap,
-    uri: Uri,
     form: Result<Form<HashMap<String, String>>, axum::extract::rejection::FormRejection>,
 ) -> Response {
-    let visitor = match ui.gate(&headers, &uri) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
     let Ok(Form(form)) = form else {
         return ui.fail(
             StatusCode::BAD_REQUEST,
@@ -545,15 +567,7 @@ async fn reset(
 
 /// The token curve of a conversation, as an SVG picture. Its address
 /// carries the log's `seq` it was asked for, so the browser may keep it.
-async fn curve(
-    State(ui): State<Arc<Ui>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    if let Err(r) = ui.gate_id(&headers, &uri, &id) {
-        return r;
-    }
+async fn curve(State(ui): State<Arc<Ui>>, Named(id): Named, uri: Uri) -> Response {
     let versioned = uri.query().is_some_and(|q| q.contains("seq="));
     let u = Arc::clone(&ui);
     page(move || {
@@ -582,15 +596,7 @@ async fn curve(
 
 /// Server-sent events for an open conversation page: `changed` with the
 /// log's next `seq` whenever it differs from the one the page has.
-async fn events(
-    State(ui): State<Arc<Ui>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    if let Err(r) = ui.gate_id(&headers, &uri, &id) {
-        return r;
-    }
+async fn events(State(ui): State<Arc<Ui>>, Named(id): Named, uri: Uri) -> Response {
     let q = query(&uri);
     let seen: u64 = q.get("seq").and_then(|s| s.parse().ok()).unwrap_or(0);
     let closing = ui.closing.subscribe();
@@ -625,10 +631,7 @@ async fn events(
         .into_response()
 }
 
-async fn not_found(State(ui): State<Arc<Ui>>, headers: HeaderMap, uri: Uri) -> Response {
-    if let Err(r) = ui.gate(&headers, &uri) {
-        return r;
-    }
+async fn not_found(State(ui): State<Arc<Ui>>, _: Visitor, uri: Uri) -> Response {
     ui.fail(
         StatusCode::NOT_FOUND,
         "Not found",

@@ -43,17 +43,8 @@ pub struct Request {
     pub extra: Object,
 }
 
-/// A message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    /// Its role (see [`role`]).
-    pub role: String,
-    /// Its content.
-    pub content: Content,
-    /// Every other key.
-    #[serde(flatten)]
-    pub extra: Object,
-}
+/// A message: its role (see [`role`]), its content, every other key.
+pub type Message = crate::RoleMessage<Content>;
 
 impl Message {
     /// A message of `role` holding `content`, with the other keys `keys`
@@ -178,16 +169,6 @@ impl IntoValue for Request {
         if self.stream {
             o.insert("stream".into(), Value::Bool(true));
         }
-        put_extra(&mut o, self.extra);
-        Value::Object(o)
-    }
-}
-
-impl IntoValue for Message {
-    fn into_value(self) -> Value {
-        let mut o = Object::new();
-        o.insert("role".into(), Value::String(self.role));
-        o.insert("content".into(), self.content.into_value());
         put_extra(&mut o, self.extra);
         Value::Object(o)
     }

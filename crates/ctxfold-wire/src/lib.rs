@@ -22,11 +22,35 @@ pub mod emulated;
 pub mod error;
 pub mod responses;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 pub use serde_json::{Map, Value};
 
 /// A JSON object, in the order its keys were read.
 pub type Object = Map<String, Value>;
+
+/// A message as Anthropic Messages and OpenAI Responses both write it: a
+/// role, its content (each API's own: [`anthropic::Message`],
+/// [`responses::Message`]), and every other key.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RoleMessage<C> {
+    /// Its role (see each API's `role`).
+    pub role: String,
+    /// Its content.
+    pub content: C,
+    /// Every other key.
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+impl<C: IntoValue> IntoValue for RoleMessage<C> {
+    fn into_value(self) -> Value {
+        let mut o = Object::new();
+        o.insert("role".into(), Value::String(self.role));
+        o.insert("content".into(), self.content.into_value());
+        put_extra(&mut o, self.extra);
+        Value::Object(o)
+    }
+}
 
 /// `t` as a JSON value.
 pub fn value<T: Serialize>(t: &T) -> Value {

@@ -13,17 +13,9 @@ use serde_json::Value;
 use crate::{Object, tagged};
 
 /// A message item without a `type` (the shape the API's own examples
-/// use): a role and its content.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Message {
-    /// `system`, `developer`, `user` or `assistant`.
-    pub role: String,
-    /// Its content.
-    pub content: Content,
-    /// Every other key (`id`, `status`, …).
-    #[serde(flatten)]
-    pub extra: Object,
-}
+/// use): a role (`system`, `developer`, `user` or `assistant`), its
+/// content, and every other key (`id`, `status`, …).
+pub type Message = crate::RoleMessage<Content>;
 
 impl Message {
     /// What a message item ctxfold writes anew starts from: its `type`

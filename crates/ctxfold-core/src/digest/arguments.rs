@@ -248,39 +248,39 @@ pub(super) fn walk_strings<'v>(
     class: KeyClass,
     f: &mut dyn FnMut(KeyClass, &'v str),
 ) {
-    match v {
-        Value::String(s) => f(class, s),
-        Value::Array(items) => {
-            for item in items {
-                walk_strings(item, class, f);
-            }
+    let under = |class: KeyClass, k: &str| {
+        if class == KeyClass::Path {
+            class
+        } else {
+            classify(k)
         }
-        Value::Object(map) => {
-            for (k, item) in map {
-                let inner = if class == KeyClass::Path {
-                    class
-                } else {
-                    classify(k)
-                };
-                walk_strings(item, inner, f);
-            }
-        }
-        _ => {}
-    }
+    };
+    walk(v, class, &under, f);
 }
 
 /// Call `f` with every string in `v` and the key it sits under.
 pub(super) fn walk_keyed<'v>(v: &'v Value, key: &'v str, f: &mut dyn FnMut(&'v str, &'v str)) {
+    walk(v, key, &|_, k| k, f);
+}
+
+/// Call `f` with every string in `v` and what it sits under: `at` for `v`
+/// itself and its array items, `under(at, key)` inside an object's key.
+fn walk<'v, A: Copy>(
+    v: &'v Value,
+    at: A,
+    under: &dyn Fn(A, &'v str) -> A,
+    f: &mut dyn FnMut(A, &'v str),
+) {
     match v {
-        Value::String(s) => f(key, s),
+        Value::String(s) => f(at, s),
         Value::Array(items) => {
             for item in items {
-                walk_keyed(item, key, f);
+                walk(item, at, under, f);
             }
         }
         Value::Object(map) => {
             for (k, item) in map {
-                walk_keyed(item, k, f);
+                walk(item, under(at, k), under, f);
             }
         }
         _ => {}

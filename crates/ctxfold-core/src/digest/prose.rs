@@ -43,16 +43,7 @@ pub(super) fn is_fence(line: &str) -> bool {
 /// Call `f` with every prose sentence of `text`: code blocks, headings and
 /// table rows are skipped, list and quote markers stripped.
 pub(super) fn for_each_sentence<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
-    let mut in_code = false;
-    for line in text.lines() {
-        if is_fence(line) {
-            in_code = !in_code;
-            continue;
-        }
-        let t = line.trim();
-        if in_code || t.is_empty() || t.starts_with('#') || t.starts_with('|') {
-            continue;
-        }
+    for t in prose_lines(text, |_| false).flatten() {
         split_sentences(strip_marker(t), &mut f);
     }
 }
@@ -102,23 +93,16 @@ pub(super) fn without_code(text: &str) -> String {
 pub(super) fn paragraphs(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
-    let mut in_code = false;
     let mut flush = |current: &mut String| {
         if !current.is_empty() {
             out.push(std::mem::take(current));
         }
     };
-    for line in text.lines() {
-        if is_fence(line) {
-            in_code = !in_code;
+    for line in prose_lines(text, |_| false) {
+        let Some(t) = line else {
             flush(&mut current);
             continue;
-        }
-        let t = line.trim();
-        if in_code || t.is_empty() || t.starts_with('#') || t.starts_with('|') {
-            flush(&mut current);
-            continue;
-        }
+        };
         if !current.is_empty() {
             current.push(' ');
         }
@@ -126,6 +110,23 @@ pub(super) fn paragraphs(text: &str) -> Vec<String> {
     }
     flush(&mut current);
     out
+}
+
+/// The lines of `text`, trimmed, with `None` for each that ends a
+/// paragraph: a code fence and the lines of a code block, a blank line, a
+/// heading, a table row, and a line `breaks` says ends one.
+fn prose_lines(text: &str, breaks: impl Fn(&str) -> bool) -> impl Iterator<Item = Option<&str>> {
+    let mut in_code = false;
+    text.lines().map(move |line| {
+        if is_fence(line) {
+            in_code = !in_code;
+            return None;
+        }
+        let t = line.trim();
+        let prose =
+            !(in_code || t.is_empty() || t.starts_with('#') || t.starts_with('|') || breaks(t));
+        prose.then_some(t)
+    })
 }
 
 /// Items (already formatted) as a comma-separated list, at most `cap` of
@@ -154,25 +155,17 @@ pub(super) fn capped_list<S: AsRef<str>>(
 /// starts a new paragraph.
 pub(super) fn for_each_user_sentence(text: &str, mut f: impl FnMut(&str)) {
     let mut paragraph = String::new();
-    let mut in_code = false;
     let mut flush = |paragraph: &mut String| {
         if !paragraph.is_empty() {
             split_sentences(paragraph, &mut f);
             paragraph.clear();
         }
     };
-    for line in text.lines() {
-        if is_fence(line) {
-            in_code = !in_code;
+    for line in prose_lines(text, |t| t.starts_with('>')) {
+        let Some(t) = line else {
             flush(&mut paragraph);
             continue;
-        }
-        let t = line.trim();
-        if in_code || t.is_empty() || t.starts_with('#') || t.starts_with('|') || t.starts_with('>')
-        {
-            flush(&mut paragraph);
-            continue;
-        }
+        };
         let item = strip_marker(t);
         if item.len() != t.len() {
             flush(&mut paragraph);

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
@@ -52,7 +51,7 @@ fn from_lines(
     let mut iter = lines.into_iter().peekable();
     while let Some(line) = iter.next() {
         let Some(Value::Object(obj)) = &line.value else {
-            records.push(opaque(&line));
+            records.push(line.opaque(KEY));
             continue;
         };
         remember_session(&mut t, obj);
@@ -74,7 +73,7 @@ fn from_lines(
         }
         match message_records(&line, obj) {
             Some(recs) => records.extend(recs),
-            None => records.push(opaque(&line)),
+            None => records.push(line.opaque(KEY)),
         }
     }
     super::set_extra(&mut t.extras, FINAL_NEWLINE, Value::Bool(final_newline));
@@ -134,48 +133,6 @@ fn is_compact_summary(line: &Line) -> bool {
         == Some(true)
 }
 
-/// A line kept whole: its JSON (and its text when that would be written
-/// otherwise), or its text alone when it is not JSON.
-pub(crate) fn opaque(line: &Line) -> Record {
-    let mut fields = Object::new();
-    match &line.value {
-        Some(v) => {
-            fields.insert("line".into(), v.clone());
-            if !line.writes_back() {
-                fields.insert("text".into(), Value::String(line.text.clone()));
-            }
-        }
-        None => {
-            fields.insert("text".into(), Value::String(line.text.clone()));
-        }
-    }
-    let ts = line
-        .value
-        .as_ref()
-        .and_then(|v| v.get("timestamp"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    Record::new(
-        0,
-        ts,
-        Body::Other {
-            kind: KEY.into(),
-            fields: Box::new(fields),
-        },
-    )
-}
-
-/// The hints object of a record made from `line`.
-fn line_hints(line: &Line, envelope: Value) -> Object {
-    let mut h = Object::new();
-    h.insert("line".into(), envelope);
-    if !line.writes_back() {
-        h.insert("raw".into(), Value::String(line.text.clone()));
-    }
-    h
-}
-
 /// The boundary and its summary line as one compaction record; its range
 /// is set once every record has its `seq` ([`set_ranges`]).
 fn boundary(line: &Line, summary: Option<&Line>) -> Record {
@@ -199,22 +156,7 @@ fn boundary(line: &Line, summary: Option<&Line>) -> Record {
     {
         h.insert("preserved_head".into(), head.clone());
     }
-    let mut c = Compaction::new(0, 0, Source::Agent);
-    c.summary = Some(Summary {
-        text,
-        provenance: Provenance::Supplied {
-            author: Source::Agent,
-        },
-    });
-    c.note = Some("Claude Code's own compaction".into());
-    let ts = line
-        .value
-        .as_ref()
-        .and_then(|v| v.get("timestamp"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let mut r = Record::new(0, ts, Body::Compaction(Box::new(c)));
+    let mut r = line.agent_compaction(text, "Claude Code's own compaction");
     r.extra.insert(KEY.into(), Value::Object(h));
     r
 }
@@ -236,18 +178,9 @@ fn line_value(line: &Line) -> Value {
 fn message_text(message: &Value) -> String {
     match message.get("content") {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => text_of_blocks(blocks),
+        Some(Value::Array(blocks)) => crate::chat::text_parts(blocks),
         _ => String::new(),
     }
-}
-
-fn text_of_blocks(blocks: &[Value]) -> String {
-    blocks
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Every agent compaction covers the records before it, up to the first
@@ -384,16 +317,12 @@ fn message_records(line: &Line, obj: &Object) -> Option<Vec<Record>> {
     };
     let message = obj.get("message")?.as_object()?;
     let content = message.get("content")?;
-    let ts = obj
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let ts = line.ts();
     let mut envelope = obj.clone();
     if let Some(Value::Object(m)) = envelope.get_mut("message") {
         m.insert("content".into(), Value::Null);
     }
-    let mut first = line_hints(line, Value::Object(envelope));
+    let mut first = line.hints(Value::Object(envelope));
     match content {
         Value::String(s) => {
             first.insert("string".into(), Value::Bool(true));
@@ -503,7 +432,7 @@ fn block_record(b: &Value, assistant: bool, ts: &str, h: &mut Object) -> Record 
                     c.clone()
                 }
                 Some(Value::Array(parts)) => {
-                    let t = text_of_blocks(parts);
+                    let t = crate::chat::text_parts(parts);
                     h.insert("blocks".into(), Value::Bool(true));
                     t
                 }

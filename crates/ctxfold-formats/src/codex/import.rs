@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::json_text::JsonText;
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
@@ -48,7 +47,7 @@ fn from_lines(lines: Vec<Line>, final_newline: bool, mut warnings: Vec<String>) 
     let mut records = Vec::with_capacity(lines.len());
     for line in &lines {
         let Some(Value::Object(obj)) = &line.value else {
-            records.push(opaque(line));
+            records.push(line.opaque(KEY));
             continue;
         };
         let ty = obj.get("type").and_then(Value::as_str).unwrap_or("");
@@ -72,7 +71,7 @@ fn from_lines(lines: Vec<Line>, final_newline: bool, mut warnings: Vec<String>) 
             ("response_item", _) => item_record(line, obj),
             _ => None,
         };
-        records.push(rec.unwrap_or_else(|| opaque(line)));
+        records.push(rec.unwrap_or_else(|| line.opaque(KEY)));
     }
     extras.insert(FINAL_NEWLINE.into(), Value::Bool(final_newline));
     t.extras.insert(KEY.into(), Value::Object(extras));
@@ -90,43 +89,6 @@ fn from_lines(lines: Vec<Line>, final_newline: bool, mut warnings: Vec<String>) 
     t.records = records;
     t.warnings = warnings;
     t
-}
-
-fn ts_of(line: &Line) -> String {
-    line.value
-        .as_ref()
-        .and_then(|v| v.get("timestamp"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned()
-}
-
-/// A line kept whole (see [`crate::claude_code`]'s, the same shape).
-fn opaque(line: &Line) -> Record {
-    let mut fields = Object::new();
-    if let Some(v) = &line.value {
-        fields.insert("line".into(), v.clone());
-    }
-    if !line.writes_back() {
-        fields.insert("text".into(), Value::String(line.text.clone()));
-    }
-    Record::new(
-        0,
-        ts_of(line),
-        Body::Other {
-            kind: KEY.into(),
-            fields: Box::new(fields),
-        },
-    )
-}
-
-fn hints(line: &Line, envelope: Value) -> Object {
-    let mut h = Object::new();
-    h.insert("line".into(), envelope);
-    if !line.writes_back() {
-        h.insert("raw".into(), Value::String(line.text.clone()));
-    }
-    h
 }
 
 /// A `compacted` line or a `compaction` item as a compaction record; its
@@ -147,15 +109,7 @@ fn compaction(line: &Line, payload: Option<&Object>, encrypted: bool) -> Record 
             .unwrap_or("")
             .to_owned()
     };
-    let mut c = Compaction::new(0, 0, Source::Agent);
-    c.summary = Some(Summary {
-        text,
-        provenance: Provenance::Supplied {
-            author: Source::Agent,
-        },
-    });
-    c.note = Some("Codex's own compaction".into());
-    let mut r = Record::new(0, ts_of(line), Body::Compaction(Box::new(c)));
+    let mut r = line.agent_compaction(text, "Codex's own compaction");
     let mut h = Object::new();
     let kept = match (&line.value, line.writes_back()) {
         (Some(v), true) => v.clone(),
@@ -207,17 +161,7 @@ fn set_ranges(records: &mut [Record]) {
 /// The text parts of a content array (`input_text`, `output_text`,
 /// `text`), joined with "\n".
 fn text_parts(parts: &[Value]) -> String {
-    parts
-        .iter()
-        .filter(|p| {
-            matches!(
-                p.get("type").and_then(Value::as_str),
-                Some("input_text" | "output_text" | "text")
-            )
-        })
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n")
+    crate::chat::text_of(parts, &["input_text", "output_text", "text"])
 }
 
 /// A `response_item` line as its record, or `None` when ctxfold keeps it
@@ -362,10 +306,10 @@ fn item_record(line: &Line, obj: &Object) -> Option<Record> {
         }
         _ => return None,
     };
-    for (k, v) in hints(line, Value::Object(env)) {
+    for (k, v) in line.hints(Value::Object(env)) {
         h.insert(k, v);
     }
-    let mut r = Record::new(0, ts_of(line), body);
+    let mut r = Record::new(0, line.ts(), body);
     r.extra.insert(KEY.into(), Value::Object(h));
     Some(r)
 }

@@ -72,46 +72,39 @@ fn pointer_push(base: &str, key: &str) -> String {
 
 /// Decode every string in `v` in place, noting non-standard encodings.
 pub(super) fn decode_tree(v: &mut Value, pointer: &str, hints: &mut Object) {
-    match v {
-        Value::String(s) => {
-            let (text, enc) = decode(s);
-            if enc != Encoding::Standard {
-                hints.insert(pointer.to_owned(), Value::String(enc.name().into()));
-            }
-            *s = text;
+    each_string(v, pointer, &mut |s, at| {
+        let (text, enc) = decode(s);
+        if enc != Encoding::Standard {
+            hints.insert(at.to_owned(), Value::String(enc.name().into()));
         }
-        Value::Array(items) => {
-            for (i, item) in items.iter_mut().enumerate() {
-                decode_tree(item, &format!("{pointer}/{i}"), hints);
-            }
-        }
-        Value::Object(map) => {
-            for (k, item) in map.iter_mut() {
-                decode_tree(item, &pointer_push(pointer, k), hints);
-            }
-        }
-        _ => {}
-    }
+        *s = text;
+    });
 }
 
 /// Encode every string in `v` in place, as the hints say.
 pub(super) fn encode_tree(v: &mut Value, pointer: &str, hints: Option<&Object>) {
+    each_string(v, pointer, &mut |s, at| {
+        let enc = hints
+            .and_then(|h| h.get(at))
+            .and_then(Value::as_str)
+            .map_or(Encoding::Standard, Encoding::from_name);
+        *s = enc.encode(s);
+    });
+}
+
+/// Call `f` with every string in `v` and its JSON pointer (`pointer`
+/// being `v`'s): the hints name a field by its pointer.
+fn each_string(v: &mut Value, pointer: &str, f: &mut dyn FnMut(&mut String, &str)) {
     match v {
-        Value::String(s) => {
-            let enc = hints
-                .and_then(|h| h.get(pointer))
-                .and_then(Value::as_str)
-                .map_or(Encoding::Standard, Encoding::from_name);
-            *s = enc.encode(s);
-        }
+        Value::String(s) => f(s, pointer),
         Value::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
-                encode_tree(item, &format!("{pointer}/{i}"), hints);
+                each_string(item, &format!("{pointer}/{i}"), f);
             }
         }
         Value::Object(map) => {
             for (k, item) in map.iter_mut() {
-                encode_tree(item, &pointer_push(pointer, k), hints);
+                each_string(item, &pointer_push(pointer, k), f);
             }
         }
         _ => {}

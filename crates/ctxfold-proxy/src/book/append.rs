@@ -7,7 +7,7 @@
 use ctxfold_core::{Body, Record};
 use serde_json::Value;
 
-use super::{Book, History, MAX_FORKS_TRIED, META_KEY, PrepareError, lock, stamp};
+use super::{Book, History, META_KEY, PrepareError, stamp};
 use crate::reconcile::{Alignment, align};
 use crate::shape::Shape;
 
@@ -71,20 +71,7 @@ impl Book {
         ids: &[String],
         from: &mut Option<String>,
     ) -> Result<Option<(String, History, bool)>, PrepareError> {
-        for id in ids.iter().take(MAX_FORKS_TRIED) {
-            let session = match self.session(id) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.forget(id, e)?;
-                    continue;
-                }
-            };
-            let mut s = lock(&session);
-            if let Err(e) = s.refresh() {
-                drop(s);
-                self.forget(id, e)?;
-                continue;
-            }
+        self.first_readable(ids, |id, s| {
             from.get_or_insert_with(|| id.clone());
             for _ in 0..APPEND_TRIES {
                 match align(s.conv.log().records(), client) {
@@ -94,7 +81,7 @@ impl Book {
                         let user = new.iter().any(|r| matches!(r.body, Body::User { .. }));
                         if s.conv.append_at(new)?.is_some() {
                             if added > 0 {
-                                self.touch(&mut s);
+                                self.touch(s);
                             }
                             return Ok(Some((id.clone(), History::Continued { added }, user)));
                         }
@@ -108,7 +95,7 @@ impl Book {
                     Alignment::Diverges { .. } => break,
                 }
             }
-        }
-        Ok(None)
+            Ok(None)
+        })
     }
 }

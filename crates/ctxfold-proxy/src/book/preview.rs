@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::render::render_stored;
-use super::{Book, MAX_FORKS_TRIED, META_KEY, Naming, PrepareError, lock};
+use super::{Book, META_KEY, Naming, PrepareError, lock};
 use crate::reconcile::{Alignment, align};
 use crate::shape::Shape;
 
@@ -38,27 +38,13 @@ impl Book {
         let gone = lock(&self.gone);
         ids.retain(|id| gone.peek(id).is_none());
         drop(gone);
-        for id in ids.iter().take(MAX_FORKS_TRIED) {
-            // One that is no longer there is forgotten, as in prepare.
-            let session = match self.session(id) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.forget(id, e)?;
-                    continue;
-                }
-            };
-            let mut s = lock(&session);
-            if let Err(e) = s.refresh() {
-                drop(s);
-                self.forget(id, e)?;
-                continue;
-            }
+        let body = self.first_readable(&ids, |_, s| {
             let stored = s.conv.log().records();
             let pairs = match align(stored, &client) {
                 // What is new in the request is not in the log: it goes as
                 // sent, after the view of what is.
                 Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
-                Alignment::Diverges { .. } => continue,
+                Alignment::Diverges { .. } => return Ok(None),
             };
             let r = render_stored(
                 shape,
@@ -68,8 +54,8 @@ impl Book {
                 &transcript.extras,
                 None,
             );
-            return Ok(r.body);
-        }
-        Ok(None)
+            Ok(Some(r.body))
+        })?;
+        Ok(body.flatten())
     }
 }

@@ -10,7 +10,7 @@ use ctxfold_compactor::{Conversation, InStore};
 use ctxfold_core::Log;
 use ctxfold_store::{Store, StoreError};
 
-use super::{Book, META_KEY, lock};
+use super::{Book, MAX_FORKS_TRIED, META_KEY, PrepareError, lock};
 use crate::cache::record_bytes;
 
 /// A conversation the proxy has read: its log as of this process's last
@@ -114,6 +114,35 @@ impl Book {
         }
         sessions.put(id.to_owned(), s.clone(), bytes, in_use);
         Ok(s)
+    }
+
+    /// The first answer `f` gives of the conversations `ids` (the first
+    /// [`MAX_FORKS_TRIED`] of them), each read up to date and locked: one
+    /// that can no longer be read is forgotten and passed over.
+    pub(super) fn first_readable<T>(
+        &self,
+        ids: &[String],
+        mut f: impl FnMut(&String, &mut Session) -> Result<Option<T>, PrepareError>,
+    ) -> Result<Option<T>, PrepareError> {
+        for id in ids.iter().take(MAX_FORKS_TRIED) {
+            let session = match self.session(id) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.forget(id, e)?;
+                    continue;
+                }
+            };
+            let mut s = lock(&session);
+            if let Err(e) = s.refresh() {
+                drop(s);
+                self.forget(id, e)?;
+                continue;
+            }
+            if let Some(answer) = f(id, &mut s)? {
+                return Ok(Some(answer));
+            }
+        }
+        Ok(None)
     }
 
     /// Count the loaded logs again (they grow as requests append) and drop

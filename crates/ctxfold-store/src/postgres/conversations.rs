@@ -102,14 +102,7 @@ impl PgStore {
     /// The metadata of conversation `id` (exactly that id; not one in the
     /// trash).
     pub fn read_meta(&self, id: &str) -> Result<ConversationMeta, StoreError> {
-        let mut conn = self.conn()?;
-        let row = conn
-            .query_opt(
-                "SELECT id, meta FROM ctxfold_conversations WHERE id = $1 AND trashed_at IS NULL",
-                &[&id],
-            )
-            .map_err(|e| self.db(format!("read conversation `{id}`"), e))?
-            .ok_or_else(|| self.no_conversation(id))?;
+        let row = self.conversation_row(id, "id, meta")?;
         let (id, text) = self.id_and_meta(&row)?;
         self.parse_meta(&id, &text)
     }

@@ -41,14 +41,7 @@ impl PgStore {
 
     /// The `seq` the next record appended to conversation `id` gets.
     pub fn next_seq(&self, id: &str) -> Result<u64, StoreError> {
-        let mut conn = self.conn()?;
-        let row = conn
-            .query_opt(
-                "SELECT next_seq FROM ctxfold_conversations WHERE id = $1 AND trashed_at IS NULL",
-                &[&id],
-            )
-            .map_err(|e| self.db(format!("read conversation `{id}`"), e))?
-            .ok_or_else(|| self.no_conversation(id))?;
+        let row = self.conversation_row(id, "next_seq")?;
         let next: i64 = row
             .try_get(0)
             .map_err(|e| self.db(format!("read conversation `{id}`"), e))?;

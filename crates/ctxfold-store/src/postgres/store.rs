@@ -213,6 +213,22 @@ impl PgStore {
         }
     }
 
+    /// The `columns` of conversation `id`'s row (exactly that id; not one
+    /// in the trash), or that there is no such conversation.
+    pub(super) fn conversation_row(
+        &self,
+        id: &str,
+        columns: &str,
+    ) -> Result<::postgres::Row, StoreError> {
+        let sql = format!(
+            "SELECT {columns} FROM ctxfold_conversations WHERE id = $1 AND trashed_at IS NULL"
+        );
+        self.conn()?
+            .query_opt(&sql, &[&id])
+            .map_err(|e| self.db(format!("read conversation `{id}`"), e))?
+            .ok_or_else(|| self.no_conversation(id))
+    }
+
     pub(super) fn no_conversation(&self, id: &str) -> StoreError {
         StoreError::NoConversation {
             id: id.to_owned(),
