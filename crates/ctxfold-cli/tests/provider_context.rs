@@ -288,45 +288,7 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     // fails, proxy or not (its streamed answers with a compaction are
     // shown by the test above and `ctxfold-wire`'s).
     let runs = run_sdks(&p.base, 60, &["plain-responses-stream"]);
-    assert_eq!(runs.len(), 6, "{runs:?}");
-    for run in &runs {
-        // The compacted history, sent back, goes on in one conversation.
-        let ids = run["ids"].as_array().unwrap();
-        assert!(ids.iter().all(|i| *i == ids[0]), "{run}");
-        let id = ids[0].as_str().unwrap();
-        // The SDK parsed a compaction of the documented shape.
-        let got = run["compactions"].as_array().unwrap();
-        assert!(!got.is_empty(), "{run}");
-        for c in got {
-            assert_eq!(c["type"], "compaction");
-            match run["api"].as_str().unwrap() {
-                "anthropic" | "on_demand" => {
-                    assert!(c["content"].as_str().is_some_and(|t| !t.is_empty()), "{c}");
-                    assert!(
-                        c["signature"].as_str().unwrap().starts_with("ctxfold:"),
-                        "{c}"
-                    );
-                }
-                _ => {
-                    // Readable, unlike the provider's.
-                    let e = c["encrypted_content"].as_str().unwrap();
-                    assert!(e.starts_with("ctxfold:") && e.len() > 30, "{c}");
-                }
-            }
-        }
-        // Each is one of ctxfold's compactions, the client's, undoable.
-        let recs = records(&s, id);
-        let by_client = recs
-            .iter()
-            .filter(|r| r["type"] == "compaction" && r["source"] == "client")
-            .count();
-        assert!(by_client > 0, "{run}: {recs:#?}");
-        assert!(by_provider(&recs).is_empty(), "{recs:#?}");
-        let show = s.ok(&["c", "show", id]);
-        assert!(show.contains("by client"), "{show}");
-    }
-    assert_eq!(runs[4]["texts"][1], "response.compaction");
-    assert_eq!(runs[5]["texts"][1], "compaction");
+    check_emulated(&s, &runs);
 
     // `--reset` brings the history back into the next request: the local
     // model counts more input for the same conversation.
@@ -364,7 +326,8 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
 /// scripted upstream of the proxy tests plays the agent, and has no
 /// context management): past its trigger, the old tool results are folded
 /// by a compaction of the client's, the upstream gets them as one line
-/// each and never the parameter, and the answer says what was cleared.
+/// each and never the parameter, and the answer says what was cleared;
+/// with a `clear_at_least` it cannot reach, nothing is cleared.
 #[test]
 fn clear_tool_uses_is_emulated_in_a_tool_loop() {
     let up = common::upstream::Upstream::start(1_000_000);
@@ -377,44 +340,20 @@ fn clear_tool_uses_is_emulated_in_a_tool_loop() {
             b = up.base
         ),
     );
-    let cm = json!({"edits": [{"type": "clear_tool_uses_20250919",
-        "trigger": {"type": "input_tokens", "value": 1500},
-        "keep": {"type": "tool_uses", "value": 1}}]});
-    let file = "fn parse(line: &str) -> Option<Entry> { line.split_once('=').map(Entry::from) }\n"
-        .repeat(40);
-    let mut messages = vec![json!({"role": "user", "content": "Read the modules steps=5"})];
-    let mut applied = Vec::new();
-    let mut id = String::new();
-    for _ in 0..20 {
-        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
-            "messages": messages, "context_management": cm});
-        let mut resp = ureq::post(format!("{}/v1/messages", p.base))
-            .header("content-type", "application/json")
-            .header("x-api-key", "sk-test")
-            .send(body.to_string())
-            .unwrap();
-        id = resp.headers()["x-ctxfold-conversation"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let a: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
-        if let Some(e) = a["context_management"]["applied_edits"].as_array() {
-            applied.extend(e.iter().cloned());
-        }
-        messages.push(json!({"role": "assistant", "content": a["content"]}));
-        let Some(call) = a["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["type"] == "tool_use")
-        else {
-            break;
-        };
-        // The scripted agent reads its progress from the path it asked for.
-        let path = call["input"]["path"].as_str().unwrap();
-        messages.push(json!({"role": "user", "content": [{"type": "tool_result",
-            "tool_use_id": call["id"], "content": format!("// {path}\n{file}")}]}));
-    }
+    let edit = |least: u64| {
+        json!({"edits": [{"type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": 1500},
+            "keep": {"type": "tool_uses", "value": 1},
+            "clear_at_least": {"type": "input_tokens", "value": least}}]})
+    };
+    // More than all of it at least: the provider would clear nothing.
+    let (applied, id) = tool_loop(&p.base, &edit(10_000_000), "Read the modules steps=5");
+    assert!(applied.is_empty(), "{applied:?}");
+    assert!(
+        !records(&s, &id).iter().any(|r| r["type"] == "compaction"),
+        "cleared less than clear_at_least"
+    );
+    let (applied, id) = tool_loop(&p.base, &edit(100), "Read the tests steps=5");
     assert!(up.problems().is_empty(), "{:?}", up.problems());
     // The answers said what was cleared, as the provider's do.
     assert!(!applied.is_empty(), "no edit applied");
@@ -504,4 +443,121 @@ fn a_request_the_emulation_cannot_serve_does_not_fail_open() {
     );
     assert_eq!(status, 400, "the upstream's own answer");
     assert_eq!(up.requests().len(), 1);
+}
+
+/// The scripted agent's tool loop through the proxy at `base`, every
+/// request with `cm` as its `context_management`, from the user's `task`:
+/// the edits the answers said were applied, and the conversation.
+fn tool_loop(base: &str, cm: &Value, task: &str) -> (Vec<Value>, String) {
+    let file = "fn parse(line: &str) -> Option<Entry> { line.split_once('=').map(Entry::from) }\n"
+        .repeat(40);
+    let mut messages = vec![json!({"role": "user", "content": task})];
+    let mut applied = Vec::new();
+    let mut id = String::new();
+    for _ in 0..20 {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+            "messages": messages, "context_management": cm});
+        let mut resp = ureq::post(format!("{base}/v1/messages"))
+            .header("content-type", "application/json")
+            .header("x-api-key", "sk-test")
+            .send(body.to_string())
+            .unwrap();
+        id = resp.headers()["x-ctxfold-conversation"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let a: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        if let Some(e) = a["context_management"]["applied_edits"].as_array() {
+            applied.extend(e.iter().cloned());
+        }
+        messages.push(json!({"role": "assistant", "content": a["content"]}));
+        let Some(call) = a["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "tool_use")
+        else {
+            break;
+        };
+        // The scripted agent reads its progress from the path it asked for.
+        let path = call["input"]["path"].as_str().unwrap();
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": call["id"], "content": format!("// {path}\n{file}")}]}));
+    }
+    (applied, id)
+}
+
+/// What every emulated run of the SDK script shows: each conversation went
+/// on in one conversation, the SDK parsed compactions of the documented
+/// shapes (readable, signed `ctxfold:`), and each is a compaction of the
+/// client's in the log, listed by `c show`.
+fn check_emulated(s: &Scratch, runs: &[Value]) {
+    assert_eq!(runs.len(), 6, "{runs:?}");
+    for run in runs {
+        // The compacted history, sent back, goes on in one conversation.
+        let ids = run["ids"].as_array().unwrap();
+        assert!(ids.iter().all(|i| *i == ids[0]), "{run}");
+        let id = ids[0].as_str().unwrap();
+        // The SDK parsed a compaction of the documented shape.
+        let got = run["compactions"].as_array().unwrap();
+        assert!(!got.is_empty(), "{run}");
+        for c in got {
+            assert_eq!(c["type"], "compaction");
+            match run["api"].as_str().unwrap() {
+                "anthropic" | "on_demand" => {
+                    assert!(c["content"].as_str().is_some_and(|t| !t.is_empty()), "{c}");
+                    assert!(
+                        c["signature"].as_str().unwrap().starts_with("ctxfold:"),
+                        "{c}"
+                    );
+                }
+                _ => {
+                    // Readable, unlike the provider's.
+                    let e = c["encrypted_content"].as_str().unwrap();
+                    assert!(e.starts_with("ctxfold:") && e.len() > 30, "{c}");
+                }
+            }
+        }
+        // Each is one of ctxfold's compactions, the client's, undoable.
+        let recs = records(s, id);
+        let by_client = recs
+            .iter()
+            .filter(|r| r["type"] == "compaction" && r["source"] == "client")
+            .count();
+        assert!(by_client > 0, "{run}: {recs:#?}");
+        assert!(by_provider(&recs).is_empty(), "{recs:#?}");
+        let show = s.ok(&["c", "show", id]);
+        assert!(show.contains("by client"), "{show}");
+    }
+    assert_eq!(runs[4]["texts"][1], "response.compaction");
+    assert_eq!(runs[5]["texts"][1], "compaction");
+}
+
+/// The emulated answers, streamed too, as the official SDKs read them: in
+/// front of the scripted upstream of the proxy tests, whose streams carry
+/// every event's indices (llama.cpp's Responses stream does not).
+#[test]
+#[ignore = "needs the OpenAI and Anthropic SDKs: run through scripts/test, which installs them"]
+fn the_emulated_answers_stream_as_the_sdks_read_them() {
+    let up = common::upstream::Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = Proxy::start(
+        &s,
+        &format!(
+            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n\
+             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n\
+             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n",
+            b = up.base
+        ),
+    );
+    let runs = run_sdks(&p.base, 60, &[]);
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    check_emulated(&s, &runs);
+    assert_eq!(runs[3]["stream"], true);
+    // Nothing of the context management reached the upstream.
+    for r in up.requests() {
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains("context_management"), "{}", r.path);
+        assert!(!body.contains("\"compaction\""), "{}", r.path);
+    }
 }

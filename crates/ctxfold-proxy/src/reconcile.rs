@@ -173,7 +173,20 @@ fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Ali
         }
         return Alignment::Earlier { pairs };
     }
-    let tail = pairs.last().map_or(c0, |&(_, cj)| cj + 1);
+    let (mut k, mut tail) = pairs.last().map_or((s0, c0), |&(si, cj)| (si + 1, cj + 1));
+    // System messages the log holds after the last pair (they are not
+    // compared), which the client sends again next, are not new: the log
+    // has them when the request's answer is not recorded yet.
+    while tail < client.len() && matches!(client[tail].body, Body::System { .. }) {
+        let Some(next) = (k..stored.len()).find(|&i| matches!(stored[i].body, Body::System { .. }))
+        else {
+            break;
+        };
+        if stored[next].body != client[tail].body {
+            break;
+        }
+        (k, tail) = (next + 1, tail + 1);
+    }
     Alignment::Extends { pairs, tail }
 }
 
@@ -320,5 +333,38 @@ mod tests {
         // A compaction the log does not hold: a different history.
         let other = recs(vec![user("a"), user("c"), item("cmp_9"), user("d")]);
         assert!(matches!(align(&stored, &other), Alignment::Diverges { .. }));
+    }
+
+    #[test]
+    fn a_system_message_the_log_has_after_its_last_pair_is_not_new_again() {
+        let sys = || Body::System {
+            content: "Be concise.".into(),
+        };
+        // The answer to the request that brought the system message is not
+        // recorded yet when the next request comes.
+        let stored = recs(vec![user("a"), sys()]);
+        let client = recs(vec![user("a"), sys(), text("b"), user("c")]);
+        assert_eq!(
+            align(&stored, &client),
+            Alignment::Extends {
+                pairs: vec![(0, 0)],
+                tail: 2
+            }
+        );
+        // A system message the log does not have is new.
+        let other = recs(vec![
+            user("a"),
+            Body::System {
+                content: "Be verbose.".into(),
+            },
+            user("c"),
+        ]);
+        assert_eq!(
+            align(&stored, &other),
+            Alignment::Extends {
+                pairs: vec![(0, 0)],
+                tail: 1
+            }
+        );
     }
 }

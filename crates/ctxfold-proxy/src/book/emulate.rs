@@ -18,9 +18,10 @@
 //! - `clear_tool_uses_20250919` (trigger default 100,000, keep 3): the
 //!   results (with `clear_tool_inputs`, the calls' arguments too) of the
 //!   turns before the current one, and of its steps but the last `keep`,
-//!   replaced by one line; `exclude_tools` kept. The provider counts the
+//!   replaced by one line; `exclude_tools` kept; not applied when it would
+//!   clear fewer than `clear_at_least` tokens. The provider counts the
 //!   last `keep` tool uses across turns; ctxfold's rule counts steps of
-//!   the current turn. `clear_at_least` is not applied.
+//!   the current turn.
 //! - `clear_thinking_20251015` (keep 1 turn by default, or `"all"`):
 //!   reasoning of all but the last `keep` turns dropped.
 //! - Responses `context_management: [{"type": "compaction",
@@ -122,6 +123,14 @@ impl Book {
                         ..Rule::default()
                     };
                     let exclude = t.exclude_tools.clone().unwrap_or_default();
+                    // The provider does not clear when it cannot clear at
+                    // least this many tokens.
+                    if let Some(least) = &t.clear_at_least {
+                        let would = self.dry_run(s, rule.clone(), exclude.clone(), body)?;
+                        if now.saturating_sub(would) < least.value as usize {
+                            continue;
+                        }
+                    }
                     if let Some(e) = self.run(s, rule, exclude, "clear_tool_uses_20250919")? {
                         let after = tokens(s.conv.log(), s.scale);
                         out.applied_edits.push(json!({"type": CLEAR_TOOL_USES,
@@ -209,6 +218,49 @@ impl Book {
         Ok(text)
     }
 
+    /// The tokens of the request (its keys besides the history: `body`)
+    /// were `rule` run on `s`, recording nothing.
+    fn dry_run(
+        &self,
+        s: &mut Session,
+        rule: Rule,
+        exclude: Vec<String>,
+        body: &Value,
+    ) -> Result<usize, PrepareError> {
+        let ctx = self.plan_context(exclude, "dry run");
+        let summarizers = (self.compaction.summarizers)();
+        let run = compact_with_rules(&mut s.conv, &[rule], &ctx, summarizers.as_ref(), true)?;
+        let mut log = s.conv.log().clone();
+        for c in run.compactions {
+            let seq = log.next_seq();
+            log.push(ctxfold_core::Record::new(
+                seq,
+                "",
+                Body::Compaction(Box::new(c)),
+            ));
+        }
+        Ok(scaled(
+            super::counting::fixed_tokens(body) + view_tokens(&project(&log)),
+            s.scale,
+        ))
+    }
+
+    /// How the client's compactions are planned: as the client's, the
+    /// tools of `exclude` left as they are, the note naming `what`.
+    fn plan_context(&self, exclude: Vec<String>, what: &str) -> PlanContext {
+        let mut hints = self.compaction.hints.clone();
+        for t in exclude {
+            hints.per_tool.insert(t, ToolOverride::Keep);
+        }
+        PlanContext {
+            now: Some(jiff::Timestamp::now()),
+            hints,
+            source: Source::Client,
+            note: Some(format!("{what}, emulated by ctxfold")),
+            deferred_until_turn: None,
+        }
+    }
+
     /// Run `rule` on `s` as the client's compaction (`what` names the
     /// edit); `exclude`: tools left as they are. The reasoning blocks and
     /// tool results it changes, or `None` when it recorded nothing.
@@ -219,17 +271,7 @@ impl Book {
         exclude: Vec<String>,
         what: &str,
     ) -> Result<Option<(usize, usize)>, PrepareError> {
-        let mut hints = self.compaction.hints.clone();
-        for t in exclude {
-            hints.per_tool.insert(t, ToolOverride::Keep);
-        }
-        let ctx = PlanContext {
-            now: Some(jiff::Timestamp::now()),
-            hints,
-            source: Source::Client,
-            note: Some(format!("{what}, emulated by ctxfold")),
-            deferred_until_turn: None,
-        };
+        let ctx = self.plan_context(exclude, what);
         let summarizers = (self.compaction.summarizers)();
         let run = match compact_with_rules(&mut s.conv, &[rule], &ctx, summarizers.as_ref(), false)
         {
