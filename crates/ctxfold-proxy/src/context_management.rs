@@ -92,8 +92,10 @@ pub fn asks(shape: Shape, body: &Value, client: &[Record]) -> Asks {
 
 /// Whether the provider manages the context of this request itself: it
 /// asks for a compaction, or its history holds one the provider made.
-pub fn provider_managed(asks: &Asks, client: &[Record]) -> bool {
-    asks.compaction() || client.iter().any(|r| provider_compaction(r).is_some())
+pub fn provider_managed(shape: Shape, asks: &Asks, client: &[Record]) -> bool {
+    // Chat completions have none: their histories are not read for it.
+    shape != Shape::Chat
+        && (asks.compaction() || client.iter().any(|r| provider_compaction(r).is_some()))
 }
 
 /// The records of the blocks of an Anthropic answer (`raw`, the message

@@ -231,7 +231,7 @@ impl Book {
             && (naming.compacts
                 || asks.any()
                 || client.iter().any(|r| provider_compaction(r).is_some()));
-        let managed = !emulating && (naming.compacts || provider_managed(&asks, client));
+        let managed = !emulating && (naming.compacts || provider_managed(shape, &asks, client));
         let mode = match (emulating, managed) {
             (true, _) => Mode::Emulate(&asks, naming.compacts),
             (false, true) => Mode::Provider,
