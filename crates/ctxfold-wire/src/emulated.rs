@@ -17,6 +17,17 @@ pub fn anthropic_block(text: Option<&str>, signature: &str) -> Value {
     json!({"type": COMPACTION, "content": text, "signature": signature})
 }
 
+/// One of Anthropic's `applied_edits`: the edit `kind`, how many of what
+/// it clears (`cleared_tool_uses`, `cleared_thinking_turns`: `what`) and
+/// the input tokens it cleared.
+pub fn applied_edit(kind: &str, what: &str, cleared: usize, tokens: usize) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert("type".into(), kind.into());
+    o.insert(what.into(), cleared.into());
+    o.insert("cleared_input_tokens".into(), tokens.into());
+    Value::Object(o)
+}
+
 /// OpenAI's compaction item.
 pub fn responses_item(id: &str, encrypted_content: &str) -> Value {
     json!({"type": COMPACTION, "id": id, "encrypted_content": encrypted_content})

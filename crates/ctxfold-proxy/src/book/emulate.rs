@@ -42,7 +42,7 @@ use ctxfold_core::projection::project;
 use ctxfold_core::{Body, Log};
 use ctxfold_wire::context_management::{Asks, CLEAR_THINKING, CLEAR_TOOL_USES, Edit};
 use ctxfold_wire::emulated;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::counting::scaled;
 use super::session::Session;
@@ -70,6 +70,15 @@ fn signature(s: &Session) -> String {
     format!("{SIGNATURE}{}:{seq}", s.id())
 }
 
+/// The input tokens of a request (its keys besides the history: `body`)
+/// whose history is `log`'s view, as the upstream counts (`scale`).
+fn request_tokens(log: &Log, body: &Value, scale: f64) -> usize {
+    scaled(
+        super::counting::fixed_tokens(body) + view_tokens(&project(log)),
+        scale,
+    )
+}
+
 impl Book {
     /// Emulate what `asks` asks of conversation `s` (a request of `shape`
     /// whose keys besides the history are `body`; `compacts`: sent to an
@@ -83,11 +92,11 @@ impl Book {
         compacts: bool,
     ) -> Result<Emulated, PrepareError> {
         let mut out = Emulated::default();
-        let tokens = |log: &Log, scale: f64| {
-            scaled(
-                super::counting::fixed_tokens(body) + view_tokens(&project(log)),
-                scale,
-            )
+        let tokens = |log: &Log, scale: f64| request_tokens(log, body, scale);
+        // What an edit that folded something says in the answer.
+        let applied = |kind: &str, what: &str, cleared: usize, before: usize, s: &Session| {
+            let after = tokens(s.conv.log(), s.scale);
+            emulated::applied_edit(kind, what, cleared, before.saturating_sub(after))
         };
         for edit in &asks.edits {
             let now = tokens(s.conv.log(), s.scale);
@@ -99,11 +108,9 @@ impl Book {
                         reasoning: Some(ReasoningPolicy::Strip),
                         ..Rule::default()
                     };
-                    let e = self.run(s, rule, Vec::new(), "clear_thinking_20251015")?;
-                    if let Some(e) = e {
-                        let after = tokens(s.conv.log(), s.scale);
-                        out.applied_edits.push(json!({"type": CLEAR_THINKING,
-                            "cleared_thinking_turns": e.0, "cleared_input_tokens": now.saturating_sub(after)}));
+                    if let Some(e) = self.run(s, rule, Vec::new(), CLEAR_THINKING)? {
+                        let edit = applied(CLEAR_THINKING, "cleared_thinking_turns", e.0, now, s);
+                        out.applied_edits.push(edit);
                     }
                 }
                 Edit::ClearToolUses(t) => {
@@ -131,10 +138,9 @@ impl Book {
                             continue;
                         }
                     }
-                    if let Some(e) = self.run(s, rule, exclude, "clear_tool_uses_20250919")? {
-                        let after = tokens(s.conv.log(), s.scale);
-                        out.applied_edits.push(json!({"type": CLEAR_TOOL_USES,
-                            "cleared_tool_uses": e.1, "cleared_input_tokens": now.saturating_sub(after)}));
+                    if let Some(e) = self.run(s, rule, exclude, CLEAR_TOOL_USES)? {
+                        let edit = applied(CLEAR_TOOL_USES, "cleared_tool_uses", e.1, now, s);
+                        out.applied_edits.push(edit);
                     }
                 }
                 Edit::Compact(c) => {
@@ -239,10 +245,7 @@ impl Book {
                 Body::Compaction(Box::new(c)),
             ));
         }
-        Ok(scaled(
-            super::counting::fixed_tokens(body) + view_tokens(&project(&log)),
-            s.scale,
-        ))
+        Ok(request_tokens(&log, body, s.scale))
     }
 
     /// How the client's compactions are planned: as the client's, the
