@@ -79,6 +79,16 @@ fn claude_code_at_a_60000_token_window() {
     run(Agent::Claude, 60_000);
 }
 
+/// Claude Code sends `context_management` (`clear_thinking_20251015`) on
+/// every request: in front of an upstream without it (a local model, a
+/// gateway to another provider), the proxy emulates it, so the same
+/// checks hold and the upstream never gets the parameter (issue 29).
+#[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
+fn claude_code_through_a_proxy_emulating_context_management() {
+    run_with(Agent::Claude, 40_000, true);
+}
+
 #[test]
 #[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn codex_at_a_30000_token_window() {
@@ -125,6 +135,12 @@ fn executable(agent: Agent) -> Option<PathBuf> {
 }
 
 fn run(agent: Agent, window: usize) {
+    run_with(agent, window, false);
+}
+
+/// [`run`], the proxy emulating the providers' context management when
+/// `emulate`.
+fn run_with(agent: Agent, window: usize, emulate: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(exe) = executable(agent) else {
         skip(&format!(
@@ -141,7 +157,7 @@ fn run(agent: Agent, window: usize) {
     // starts (the upstream's threads, the proxy, the agent) inherits it.
     let outcome = std::thread::spawn(move || {
         enter_loopback_namespace()?;
-        scenario(agent, &exe, window);
+        scenario(agent, &exe, window, emulate);
         Ok::<(), String>(())
     })
     .join();
@@ -203,11 +219,17 @@ impl Proxy {
     }
 }
 
-fn start_proxy(s: &Scratch, up: &AgentUpstream, window: usize) -> Proxy {
-    let config = format!(
+fn start_proxy(s: &Scratch, up: &AgentUpstream, window: usize, emulate: bool) -> Proxy {
+    let mut config = format!(
         "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\nwindow = {window}\n",
         b = up.base
     );
+    if emulate {
+        config.push_str(
+            "[proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n\
+             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n",
+        );
+    }
     std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
     let mut child = s
         .command()
@@ -514,7 +536,7 @@ fn conversations(s: &Scratch) -> Vec<Value> {
     s.json(&["c", "ls"]).as_array().cloned().unwrap_or_default()
 }
 
-fn scenario(agent: Agent, exe: &Path, window: usize) {
+fn scenario(agent: Agent, exe: &Path, window: usize, emulate: bool) {
     let label = format!("{}-{window}", agent.name());
     let mut failures: Vec<String> = Vec::new();
     let mut fail = |m: String| {
@@ -523,7 +545,7 @@ fn scenario(agent: Agent, exe: &Path, window: usize) {
     };
     let up = AgentUpstream::start(Some(window));
     let s = Scratch::new();
-    let proxy = start_proxy(&s, &up, window);
+    let proxy = start_proxy(&s, &up, window, emulate);
     let home = AgentHome::new(agent, &proxy.base);
 
     // The main turn: 40 steps.
@@ -678,6 +700,30 @@ fn scenario(agent: Agent, exe: &Path, window: usize) {
         true,
     );
     let all = up.records();
+    // Claude Code asked for it (what it sent is recorded as sent).
+    // Claude Code asked for it on its requests, and ctxfold served it.
+    let metrics = proxy_metrics(&proxy);
+    let emulated: f64 = (metrics.as_object().into_iter().flatten())
+        .filter(|(k, _)| {
+            k.starts_with("ctxfold_proxy_context_management_total") && k.contains("emulated")
+        })
+        .filter_map(|(_, v)| v.as_f64())
+        .sum();
+    if emulate && emulated < 1.0 {
+        fail(format!(
+            "no request's context management was emulated: {metrics}"
+        ));
+    }
+    if emulate
+        && let Some(r) = all
+            .iter()
+            .find(|r| String::from_utf8_lossy(&r.body).contains("\"context_management\""))
+    {
+        fail(format!(
+            "request {} reached the upstream with context_management, which it lacks",
+            r.n
+        ));
+    }
     let after = &all[main_end..];
     eprintln!(
         "[{label}] the resumed session exited {:?} after {:.0}s; {} requests upstream",

@@ -65,6 +65,9 @@ pub struct Metrics {
     /// Requests retried after the upstream said they were over the
     /// context window and ctxfold compacted them.
     pub overflow_retries: Counter,
+    /// Requests that use the providers' context management, by who
+    /// served it (status `provider`: passed through; `emulated`: ctxfold).
+    pub context_management: Family<Outcome, Counter>,
     /// Entries each cache holds (set when `/metrics` is read).
     pub cache_entries: Family<Cache, Gauge>,
     /// Bytes the conversation caches hold, as counted against
@@ -86,6 +89,7 @@ impl Default for Metrics {
             upstream_errors: Family::default(),
             answers: Family::default(),
             overflow_retries: Counter::default(),
+            context_management: Family::default(),
             cache_entries: Family::default(),
             cache_bytes: Family::default(),
             registry: Registry::default(),
@@ -133,6 +137,11 @@ impl Default for Metrics {
                 "answers",
                 "Answers recorded (status recorded) or not (skipped, unreadable)",
                 answers
+            ),
+            (
+                "context_management",
+                "Requests using the providers' context management, passed through (provider) or emulated",
+                context_management
             ),
             (
                 "overflow_retries",

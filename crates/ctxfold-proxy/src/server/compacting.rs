@@ -58,6 +58,17 @@ pub(super) async fn compacting(
             p.metrics.tokens_before.inc_by(prep.tokens_before as u64);
             p.metrics.tokens_after.inc_by(prep.tokens_after as u64);
             let extra = ctxfold_headers(&prep);
+            let served = match (&prep.emulated, &prep.answer) {
+                (Some(_), _) => Some("emulated"),
+                (None, Some(slot)) if slot.managed => Some("provider"),
+                _ => None,
+            };
+            if let Some(by) = served {
+                p.metrics
+                    .context_management
+                    .get_or_create(&crate::metrics::outcome(name, by))
+                    .inc();
+            }
             let mut send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
             if let Some(e) = &prep.emulated {
                 if e.alone {
