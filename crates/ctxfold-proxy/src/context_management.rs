@@ -7,6 +7,12 @@
 //! and the log gets a compaction record (source `provider`) saying that
 //! everything before the provider's latest compaction is out of the
 //! provider's view. The log keeps all of it.
+//!
+//! What the emulation for an upstream without it (`book/emulate.rs`,
+//! `server/emulating.rs`) shares with that lives here too: what is
+//! stripped from the body that goes to such an upstream, and how a block
+//! or item ctxfold made is told from the provider's (its `ctxfold:`
+//! signature).
 
 use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::{Body, Log, Object, Record};
