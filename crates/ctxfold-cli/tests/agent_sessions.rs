@@ -34,7 +34,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::Scratch;
-use common::agent_run::{Agent, AgentHome, jsonl_files, run_agent, task, with_agent};
+use common::agent_run::{
+    Agent, AgentHome, CODEX_CLASSIC, codex_session_runs, jsonl_files, run_agent, task, with_agent,
+};
 use common::agent_upstream::{AgentUpstream, FINAL, Record};
 
 /// The model requests from number `after` on.
@@ -252,19 +254,7 @@ fn codex_session_compacted_and_resumed() {
             &up.base,
             "model_auto_compact_token_limit = 40000\n",
         );
-        let classic = ["-m", "gpt-5.5"];
-        let runs: [(Vec<&str>, String); 3] = [
-            (vec![], task("thinkalpha", 3)),
-            (
-                [&["resume", "--last"][..], &classic].concat(),
-                task("beta", 2),
-            ),
-            (
-                [&["resume", "--last"][..], &classic].concat(),
-                task("gamma", 1),
-            ),
-        ];
-        for (args, prompt) in &runs {
+        for (args, prompt) in &codex_session_runs() {
             let ran = run_agent(Agent::Codex, exe, &home, &up.base, args, prompt);
             assert!(ran.ok(), "codex {args:?} {prompt}: {}", ran.describe());
             assert!(ran.stdout.contains(FINAL), "{}", ran.describe());
@@ -291,7 +281,7 @@ fn codex_session_compacted_and_resumed() {
         );
         let (out, id) = compact_session(&s, file, &["--keep-last", "1"]);
         let n = up.len();
-        let args = [&["resume", id.as_str()][..], &classic].concat();
+        let args = [&["resume", id.as_str()][..], &CODEX_CLASSIC].concat();
         let ran = run_agent(Agent::Codex, exe, &home, &up.base, &args, &task("delta", 1));
         assert!(ran.ok(), "codex exec resume {id}: {}", ran.describe());
         assert!(

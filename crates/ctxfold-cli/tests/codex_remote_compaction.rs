@@ -18,7 +18,7 @@
 mod common;
 
 use common::Scratch;
-use common::agent_run::{Agent, AgentHome, jsonl_files, run_agent, task, with_agent};
+use common::agent_run::{Agent, AgentHome, codex_session_runs, jsonl_files, run_agent, with_agent};
 use common::agent_upstream::{AgentUpstream, FINAL};
 use common::proxy::Proxy;
 
@@ -48,19 +48,7 @@ fn codex_compacts_remotely_through_the_emulating_proxy() {
             text.replace("name = \"ctxfold\"", "name = \"azure\""),
         )
         .unwrap();
-        let classic = ["-m", "gpt-5.5"];
-        let runs: [(Vec<&str>, String); 3] = [
-            (vec![], task("thinkalpha", 3)),
-            (
-                [&["resume", "--last"][..], &classic].concat(),
-                task("beta", 2),
-            ),
-            (
-                [&["resume", "--last"][..], &classic].concat(),
-                task("gamma", 1),
-            ),
-        ];
-        for (args, prompt) in &runs {
+        for (args, prompt) in &codex_session_runs() {
             let ran = run_agent(Agent::Codex, exe, &home, &p.base, args, prompt);
             assert!(ran.ok(), "codex {args:?} {prompt}: {}", ran.describe());
             assert!(ran.stdout.contains(FINAL), "{}", ran.describe());

@@ -52,6 +52,19 @@ fn run_sdks(base: &str, trigger: u32, extra: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// A proxy in front of `upstream`, emulating the providers' context
+/// management for both its APIs.
+fn emulating_proxy(s: &Scratch, upstream: &str) -> Proxy {
+    Proxy::start(
+        s,
+        &format!(
+            "[proxy]\nopenai = \"{upstream}\"\nanthropic = \"{upstream}\"\n\
+             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n\
+             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n"
+        ),
+    )
+}
+
 fn records(s: &Scratch, id: &str) -> Vec<Value> {
     s.json(&["c", "print", id]).as_array().unwrap().clone()
 }
@@ -273,14 +286,7 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     let llama = std::env::var("CTXFOLD_LOCAL_MODEL_URL")
         .expect("CTXFOLD_LOCAL_MODEL_URL: start the model with `scripts/local-model start`");
     let s = Scratch::new();
-    let p = Proxy::start(
-        &s,
-        &format!(
-            "[proxy]\nopenai = \"{llama}\"\nanthropic = \"{llama}\"\n\
-             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n\
-             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n"
-        ),
-    );
+    let p = emulating_proxy(&s, &llama);
     // Triggers low enough for a few short turns of a small model. The
     // Responses conversation the script streams is not streamed here:
     // llama.cpp's Responses stream leaves out the events' `output_index`
@@ -332,14 +338,7 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
 fn clear_tool_uses_is_emulated_in_a_tool_loop() {
     let up = common::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
-    let p = Proxy::start(
-        &s,
-        &format!(
-            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n\
-             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n",
-            b = up.base
-        ),
-    );
+    let p = emulating_proxy(&s, &up.base);
     let edit = |least: u64| {
         json!({"edits": [{"type": "clear_tool_uses_20250919",
             "trigger": {"type": "input_tokens", "value": 1500},
@@ -401,15 +400,7 @@ fn clear_tool_uses_is_emulated_in_a_tool_loop() {
 fn a_request_the_emulation_cannot_serve_does_not_fail_open() {
     let up = common::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
-    let p = Proxy::start(
-        &s,
-        &format!(
-            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n\
-             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n\
-             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n",
-            b = up.base
-        ),
-    );
+    let p = emulating_proxy(&s, &up.base);
     let send = |path: &str, body: Value| {
         let r = ureq::post(format!("{}{path}", p.base))
             .config()
@@ -541,15 +532,7 @@ fn check_emulated(s: &Scratch, runs: &[Value]) {
 fn the_emulated_answers_stream_as_the_sdks_read_them() {
     let up = common::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
-    let p = Proxy::start(
-        &s,
-        &format!(
-            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n\
-             [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n\
-             [proxy.upstreams.anthropic]\ncontext_management = \"emulate\"\n",
-            b = up.base
-        ),
-    );
+    let p = emulating_proxy(&s, &up.base);
     let runs = run_sdks(&p.base, 60, &[]);
     assert!(up.problems().is_empty(), "{:?}", up.problems());
     check_emulated(&s, &runs);

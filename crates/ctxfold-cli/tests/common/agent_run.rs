@@ -304,3 +304,19 @@ pub fn with_agent(agent: Agent, scenario: fn(&Path)) {
         Err(panic) => std::panic::resume_unwind(panic),
     }
 }
+
+/// Codex's model with the classic top-level tools (`-m`).
+pub const CODEX_CLASSIC: [&str; 2] = ["-m", "gpt-5.5"];
+
+/// The Codex session of the tests, past a 40,000-token
+/// `model_auto_compact_token_limit`: `thinkalpha` (3 steps, reasoned first,
+/// the default model's code mode), then `beta` (2) and `gamma` (1)
+/// resumed with the classic tools. Each run's arguments and prompt.
+pub fn codex_session_runs() -> [(Vec<&'static str>, String); 3] {
+    let resume = || [&["resume", "--last"][..], &CODEX_CLASSIC].concat();
+    [
+        (vec![], task("thinkalpha", 3)),
+        (resume(), task("beta", 2)),
+        (resume(), task("gamma", 1)),
+    ]
+}

@@ -70,6 +70,16 @@ fn signature(s: &Session) -> String {
     format!("{SIGNATURE}{}:{seq}", s.id())
 }
 
+/// Whether `tokens` are past an edit's `trigger` (input tokens; `default`
+/// when the edit names none).
+fn past(
+    trigger: Option<&ctxfold_wire::context_management::Amount>,
+    default: u64,
+    tokens: usize,
+) -> bool {
+    tokens > trigger.map_or(default, |a| a.value) as usize
+}
+
 /// The input tokens of a request (its keys besides the history: `body`)
 /// whose history is `log`'s view, as the upstream counts (`scale`).
 fn request_tokens(log: &Log, body: &Value, scale: f64) -> usize {
@@ -114,8 +124,7 @@ impl Book {
                     }
                 }
                 Edit::ClearToolUses(t) => {
-                    let trigger = t.trigger.as_ref().map_or(100_000, |a| a.value) as usize;
-                    if now <= trigger {
+                    if !past(t.trigger.as_ref(), 100_000, now) {
                         continue;
                     }
                     let keep = t.keep.as_ref().map_or(3, |a| a.value) as u32;
@@ -144,8 +153,7 @@ impl Book {
                     }
                 }
                 Edit::Compact(c) => {
-                    let trigger = c.trigger.as_ref().map_or(150_000, |a| a.value) as usize;
-                    if now <= trigger {
+                    if !past(c.trigger.as_ref(), 150_000, now) {
                         continue;
                     }
                     if let Some(text) =
