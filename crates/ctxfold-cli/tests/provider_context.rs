@@ -27,8 +27,9 @@ use serde_json::{Value, json};
 
 /// Run the SDK script against the proxy at `base`, the compaction
 /// triggers at `trigger` input tokens (`extra`: the script's options):
-/// its conversations, one a line.
-fn run_sdks(base: &str, trigger: u32, extra: &[&str]) -> Vec<Value> {
+/// its conversations, one a line, and every request body the SDKs sent,
+/// as they sent it.
+fn run_sdks(base: &str, trigger: u32, extra: &[&str]) -> (Vec<Value>, Vec<String>) {
     let python = std::env::var("CTXFOLD_SDK_PYTHON")
         .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
     let script =
@@ -45,11 +46,18 @@ fn run_sdks(base: &str, trigger: u32, extra: &[&str]) -> Vec<Value> {
         "the SDK script failed: {}",
         stderr(&out)
     );
-    String::from_utf8(out.stdout)
+    let mut runs: Vec<Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+        .collect();
+    let sent = runs.pop().unwrap()["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap().to_owned())
+        .collect();
+    (runs, sent)
 }
 
 /// A proxy in front of `upstream`, emulating the providers' context
@@ -114,7 +122,7 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
             b = up.base
         ),
     );
-    let runs = run_sdks(&p.base, 50_000, &[]);
+    let (runs, sent) = run_sdks(&p.base, 50_000, &[]);
     assert_eq!(runs.len(), 6, "{runs:?}");
     assert!(up.problems().is_empty(), "{:?}", up.problems());
 
@@ -177,9 +185,26 @@ fn the_providers_context_management_passes_through_and_is_recorded() {
         }));
     }
 
-    // Every request reached the provider as the client sent it: the
-    // parameters, and the compaction blocks and items sent back.
+    // Every request the provider manages reached it as the client sent
+    // it, byte for byte: the parameters, and the compaction blocks and
+    // items sent back.
     let reqs = up.requests();
+    let mut managed = 0;
+    for r in &reqs {
+        let text = String::from_utf8(r.body.clone()).unwrap();
+        if text.contains("\"context_management\"")
+            || text.contains("\"compaction\"")
+            || r.path.ends_with("/compact")
+        {
+            managed += 1;
+            assert!(
+                sent.contains(&text),
+                "{} reached the provider changed: {text}",
+                r.path
+            );
+        }
+    }
+    assert!(managed >= 14, "{managed} requests the provider manages");
     for r in &reqs {
         let b = r.json();
         match r.path.as_str() {
@@ -293,7 +318,7 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     // and `content_index`, without which the OpenAI SDK's stream reader
     // fails, proxy or not (its streamed answers with a compaction are
     // shown by the test above and `ctxfold-wire`'s).
-    let runs = run_sdks(&p.base, 60, &["plain-responses-stream"]);
+    let (runs, _) = run_sdks(&p.base, 60, &["plain-responses-stream"]);
     check_emulated(&s, &runs);
 
     // `--reset` brings the history back into the next request: the local
@@ -533,7 +558,7 @@ fn the_emulated_answers_stream_as_the_sdks_read_them() {
     let up = common::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = emulating_proxy(&s, &up.base);
-    let runs = run_sdks(&p.base, 60, &[]);
+    let (runs, _) = run_sdks(&p.base, 60, &[]);
     assert!(up.problems().is_empty(), "{:?}", up.problems());
     check_emulated(&s, &runs);
     assert_eq!(runs[3]["stream"], true);

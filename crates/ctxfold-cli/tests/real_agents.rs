@@ -37,7 +37,6 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use common::agent_upstream::{AgentUpstream, Api, FINAL, Record, find_shell};
 use common::{Scratch, stderr};
@@ -168,37 +167,6 @@ fn run_with(agent: Agent, window: usize, emulate: bool) {
     }
 }
 
-/// `unshare(CLONE_NEWNET)` for this thread, then `ip link set lo up`.
-#[allow(unsafe_code)] // the one system call std has no wrapper for
-fn enter_loopback_namespace() -> Result<(), String> {
-    // SAFETY: unshare takes no pointers; it changes this thread's
-    // namespaces only.
-    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-    if rc != 0 {
-        return Err(format!(
-            "unshare(CLONE_NEWNET): {} (needs root)",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let out = Command::new("ip")
-        .args(["link", "set", "lo", "up"])
-        .output()
-        .map_err(|e| format!("ip link set lo up: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("ip link set lo up: {}", stderr(&out)));
-    }
-    // Nothing but loopback: a connection anywhere else must fail at once.
-    if std::net::TcpStream::connect_timeout(
-        &"10.255.255.1:80".parse().unwrap(),
-        Duration::from_millis(300),
-    )
-    .is_ok()
-    {
-        return Err("the namespace reaches beyond loopback".into());
-    }
-    Ok(())
-}
-
 /// A running proxy; killed when dropped.
 struct Proxy {
     child: Child,
@@ -306,7 +274,7 @@ impl AgentHome {
 }
 
 /// What one agent invocation did.
-use common::agent_run::Ran;
+use common::agent_run::{Ran, enter_loopback_namespace};
 
 fn task(name: &str, steps: usize) -> String {
     format!(

@@ -16,9 +16,14 @@ import json
 import sys
 
 import anthropic
+import httpx2
 import openai
 
 BASE = sys.argv[1]
+# The request bodies the SDKs sent, as sent: the test compares them with
+# what reached the upstream, byte for byte.
+SENT = []
+HTTP = httpx2.Client(event_hooks={"request": [lambda r: SENT.append(r.read().decode())]})
 TRIGGER = int(sys.argv[2]) if len(sys.argv) > 2 else 50000
 # `plain-responses-stream`: the upstream's Responses stream lacks the
 # events' `output_index` and `content_index` (llama.cpp's), which the
@@ -50,7 +55,7 @@ RESPONSES_CM = [{"type": "compaction", "compact_threshold": TRIGGER}]
 
 
 def anthropic_conversation(stream):
-    client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0)
+    client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0, http_client=HTTP)
     messages, ids, texts, compactions = [], [], [], []
     for task in tasks("anthropic, stream=%s" % stream):
         messages.append({"role": "user", "content": task})
@@ -74,7 +79,7 @@ def anthropic_conversation(stream):
 
 
 def responses_conversation(stream, tag=""):
-    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
+    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0, http_client=HTTP)
     items, ids, texts, compactions = [], [], [], []
     for task in tasks("responses, stream=%s%s" % (stream, tag)):
         items.append({"type": "message", "role": "user", "content": task})
@@ -97,7 +102,7 @@ def responses_conversation(stream, tag=""):
 
 
 def compact_endpoint():
-    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0)
+    client = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0, http_client=HTTP)
     items = [{"type": "message", "role": "user", "content": tasks("compact")[0]}]
     first = client.responses.with_raw_response.create(model="gpt-5.4", input=items, store=False,
                                                       max_output_tokens=120)
@@ -119,7 +124,7 @@ def compact_endpoint():
 
 
 def anthropic_on_demand():
-    client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0)
+    client = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0, http_client=HTTP)
     betas = ["compact-2026-09-04"]
     messages = [{"role": "user", "content": tasks("on demand")[0]}]
     first = client.beta.messages.with_raw_response.create(
@@ -148,3 +153,4 @@ for run in [anthropic_conversation(False), anthropic_conversation(True),
             compact_endpoint(),
             anthropic_on_demand()]:
     print(json.dumps(run))
+print(json.dumps({"sent": SENT}))
