@@ -294,6 +294,15 @@ impl Book {
                 tracing::info!("{what}: not compacted: {e}");
                 return Ok(None);
             }
+            // Another process (`c compact`, a replica) is compacting this
+            // conversation: the request goes on without this edit rather
+            // than being refused.
+            Err(ctxfold_compactor::CompactError::Busy) => {
+                tracing::info!(
+                    "{what}: not compacted now: the conversation is being compacted elsewhere"
+                );
+                return Ok(None);
+            }
             Err(e) => return Err(e.into()),
         };
         if run.compactions.is_empty() {
