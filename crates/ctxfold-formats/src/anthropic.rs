@@ -77,13 +77,13 @@ use ctxfold_wire::anthropic::{
 };
 use serde_json::Value;
 
-use crate::Transcript;
 use crate::chat::{
     Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
     meta, set_meta, text_parts,
 };
 use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
+use crate::{Exported, Transcript};
 
 pub(crate) const PREFIX: &str = "anthropic";
 const SIGNATURE: &str = "anthropic_thinking_signature";
@@ -408,10 +408,29 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
         )),
     };
 
+    let messages = messages(records)
+        .into_iter()
+        .map(IntoValue::into_value)
+        .collect();
+
+    let kept = extras.get(PREFIX).and_then(Value::as_object);
+    build_request(
+        kept,
+        vec![
+            ("system", system),
+            ("messages", Some(Value::Array(messages))),
+        ],
+    )
+}
+
+/// The messages of `records`, typed: [`to_json`]'s `messages` (its
+/// `system` apart), which a caller writing JSON text serializes straight
+/// to it.
+pub fn messages<R: Borrow<Record>>(records: &[R]) -> Vec<Exported<Message>> {
     // Runs of blocks of one role, and messages that stand on their own.
     enum Entry<'a> {
         Run(&'a str, Vec<Block>, &'a Record),
-        Own(Value),
+        Own(Exported<Message>),
     }
     let mut grouped: Vec<Entry> = Vec::new();
     for r in records.iter().map(Borrow::borrow) {
@@ -427,7 +446,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
             _ => grouped.push(Entry::Run(role, vec![block], r)),
         }
     }
-    let messages = grouped
+    grouped
         .into_iter()
         .map(|entry| {
             let (role, mut blocks, first) = match entry {
@@ -451,18 +470,9 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                 }
                 None => Content::Blocks(blocks),
             };
-            Message::new(role, content, message_keys(first, PREFIX)).into_value()
+            Exported::Built(Message::new(role, content, message_keys(first, PREFIX)))
         })
-        .collect();
-
-    let kept = extras.get(PREFIX).and_then(Value::as_object);
-    build_request(
-        kept,
-        vec![
-            ("system", system),
-            ("messages", Some(Value::Array(messages))),
-        ],
-    )
+        .collect()
 }
 
 /// The text of a text block with nothing but `type` and `text`.
@@ -482,18 +492,24 @@ fn kept_blocks(blocks: &[Value]) -> Content {
 /// The message a record is written as on its own, if it is one: a
 /// `system` message read from `messages` (its blocks while their text is
 /// unchanged), or a message of a role this module does not know.
-fn own_message(r: &Record) -> Option<Value> {
+fn own_message(r: &Record) -> Option<Exported<Message>> {
     match &r.body {
         Body::System { content } if is_system_message(r) => {
             let content = match meta(r, "anthropic_system") {
                 Some(Value::Array(blocks)) if text_parts(blocks) == *content => kept_blocks(blocks),
                 _ => Content::Text(content.clone()),
             };
-            Some(Message::new(wire::role::SYSTEM, content, message_keys(r, PREFIX)).into_value())
+            Some(Exported::Built(Message::new(
+                wire::role::SYSTEM,
+                content,
+                message_keys(r, PREFIX),
+            )))
         }
-        Body::Other { kind, fields } if kind == MESSAGE => {
-            fields.get("message").filter(|m| m.is_object()).cloned()
-        }
+        Body::Other { kind, fields } if kind == MESSAGE => fields
+            .get("message")
+            .filter(|m| m.is_object())
+            .cloned()
+            .map(Exported::Kept),
         _ => None,
     }
 }

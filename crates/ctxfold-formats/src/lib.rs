@@ -35,6 +35,28 @@ mod pairing;
 pub mod responses;
 mod session_lines;
 
+/// One message as an export writes it: built from its records (`M`, the
+/// wire crate's message of the format), or a message ctxfold keeps whole
+/// (one it could not read). Serializes as the message itself, so a caller
+/// writing JSON text writes it without building JSON values.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Exported<M> {
+    /// Built from the records.
+    Built(M),
+    /// Kept as it was sent.
+    Kept(Value),
+}
+
+impl<M: ctxfold_wire::IntoValue> ctxfold_wire::IntoValue for Exported<M> {
+    fn into_value(self) -> Value {
+        match self {
+            Exported::Built(m) => m.into_value(),
+            Exported::Kept(v) => v,
+        }
+    }
+}
+
 /// A transcript format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

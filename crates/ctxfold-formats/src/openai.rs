@@ -66,18 +66,18 @@
 
 use std::borrow::Borrow;
 
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Body, JsonText, Object, Record};
 use ctxfold_wire::IntoValue;
 use ctxfold_wire::chat::{self, Message, ToolCall, role};
 use serde_json::Value;
 
-use crate::Transcript;
 use crate::chat::{
     ArgumentKeys, Records, build_request, describe, keep_message_keys, leftovers, message_and_role,
     message_keys, meta, read_arguments, set_meta, text_parts,
 };
 use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
+use crate::{Exported, Transcript};
 
 /// How a call's `arguments` not written as ctxfold writes them are marked.
 const ARGUMENT_KEYS: ArgumentKeys = ArgumentKeys {
@@ -336,11 +336,23 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
 
 /// Write records as OpenAI chat messages.
 pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
+    let messages = messages(records)
+        .into_iter()
+        .map(IntoValue::into_value)
+        .collect();
+    let kept = extras.get(PREFIX).and_then(Value::as_object);
+    build_request(kept, vec![("messages", Some(Value::Array(messages)))])
+}
+
+/// The chat messages of `records`, typed: [`to_json`]'s `messages`, which
+/// a caller writing JSON text serializes straight to it (no JSON values
+/// built on the way).
+pub fn messages<R: Borrow<Record>>(records: &[R]) -> Vec<Exported<Message>> {
     let mut messages = Vec::new();
     let mut group: Vec<&Record> = Vec::new();
-    let flush = |group: &mut Vec<&Record>, messages: &mut Vec<Value>| {
+    let flush = |group: &mut Vec<&Record>, messages: &mut Vec<Exported<Message>>| {
         if !group.is_empty() {
-            messages.push(assistant_message(group));
+            messages.push(Exported::Built(assistant_message(group)));
             group.clear();
         }
     };
@@ -363,7 +375,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                     content: content_of(&[r], content, Value::String(content.clone())),
                     ..Message::default()
                 };
-                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
+                messages.push(Exported::Built(msg.with_extra(message_keys(r, PREFIX))));
             }
             Body::User { content, .. } => {
                 flush(&mut group, &mut messages);
@@ -372,7 +384,7 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                     content: content_of(&[r], content, Value::String(content.clone())),
                     ..Message::default()
                 };
-                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
+                messages.push(Exported::Built(msg.with_extra(message_keys(r, PREFIX))));
             }
             Body::ToolResult { id, content, .. } => {
                 flush(&mut group, &mut messages);
@@ -382,13 +394,13 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
                     content: content_of(&[r], content, Value::String(content.clone())),
                     ..Message::default()
                 };
-                messages.push(msg.with_extra(message_keys(r, PREFIX)).into_value());
+                messages.push(Exported::Built(msg.with_extra(message_keys(r, PREFIX))));
             }
             Body::TurnStart => flush(&mut group, &mut messages),
             Body::Other { kind, fields } if kind == MESSAGE => {
                 if let Some(m) = fields.get("message").filter(|m| m.is_object()) {
                     flush(&mut group, &mut messages);
-                    messages.push(m.clone());
+                    messages.push(Exported::Kept(m.clone()));
                 }
             }
             // Overlays and other records are not messages.
@@ -396,12 +408,11 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
         }
     }
     flush(&mut group, &mut messages);
-    let kept = extras.get(PREFIX).and_then(Value::as_object);
-    build_request(kept, vec![("messages", Some(Value::Array(messages)))])
+    messages
 }
 
 /// One assistant message from the records of one step.
-fn assistant_message(group: &[&Record]) -> Value {
+fn assistant_message(group: &[&Record]) -> Message {
     let mut texts = Vec::new();
     let mut reasoning = Vec::new();
     let mut calls = Vec::new();
@@ -416,7 +427,7 @@ fn assistant_message(group: &[&Record]) -> Value {
                 id,
                 name,
                 arguments,
-            } => calls.push(tool_call(r, id, name, &arguments.value())),
+            } => calls.push(tool_call(r, id, name, arguments)),
             _ => {}
         }
     }
@@ -439,13 +450,14 @@ fn assistant_message(group: &[&Record]) -> Value {
         .first()
         .map(|first| message_keys(first, PREFIX))
         .unwrap_or_default();
-    msg.with_extra(keys).into_value()
+    msg.with_extra(keys)
 }
 
-fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> ToolCall {
-    let args = if meta(r, ARGUMENT_KEYS.object) == Some(&Value::Bool(true)) && arguments.is_object()
+fn tool_call(r: &Record, id: &str, name: &str, arguments: &JsonText) -> ToolCall {
+    let args = if meta(r, ARGUMENT_KEYS.object) == Some(&Value::Bool(true))
+        && arguments.text().starts_with('{')
     {
-        arguments.clone()
+        arguments.value()
     } else {
         Value::String(arguments_text(r, arguments))
     };
@@ -465,19 +477,20 @@ fn tool_call(r: &Record, id: &str, name: &str, arguments: &Value) -> ToolCall {
 }
 
 /// The `function.arguments` text of a call: the original text when import
-/// kept it and it still says the same, else the compact JSON.
-fn arguments_text(r: &Record, arguments: &Value) -> String {
+/// kept it and it still says the same, else the compact JSON (the text
+/// the record holds: no parsing for the common call).
+fn arguments_text(r: &Record, arguments: &JsonText) -> String {
     if meta(r, ARGUMENT_KEYS.raw) == Some(&Value::Bool(true))
-        && let Value::String(s) = arguments
+        && let Value::String(s) = arguments.value()
     {
-        return s.clone();
+        return s;
     }
     if let Some(Value::String(t)) = meta(r, ARGUMENT_KEYS.text)
-        && serde_json::from_str::<Value>(t).ok().as_ref() == Some(arguments)
+        && serde_json::from_str::<Value>(t).ok() == Some(arguments.value())
     {
         return t.clone();
     }
-    serde_json::to_string(arguments).unwrap_or_default()
+    arguments.text().to_owned()
 }
 
 /// A message's `content`: the original content import kept (on the first

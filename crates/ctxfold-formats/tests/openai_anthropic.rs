@@ -1098,3 +1098,44 @@ fn messages_of_roles_a_format_does_not_know_are_kept_whole() {
         Body::Other { kind, fields } if kind == "openai_message" && fields["message"] == legacy)));
     assert_eq!(openai::to_json(&t.records, &t.extras), body);
 }
+
+/// The typed messages the proxy serializes straight to text are the JSON
+/// values the export writes, byte for byte: on the examples (odd
+/// arguments, developer parts, system blocks, kept content) and on every
+/// corpus conversation, as read from JP and once written in the format
+/// and read back (so the records carry what that import keeps).
+#[test]
+fn typed_messages_write_what_the_export_writes() {
+    let corpus = ctxfold_testkit::corpus::conversations();
+    assert!(!corpus.is_empty(), "the corpus is read");
+    for (format, examples) in [
+        (Format::Openai, OPENAI_EXAMPLES),
+        (Format::Anthropic, ANTHROPIC_EXAMPLES),
+    ] {
+        let mut transcripts: Vec<(String, Transcript)> = examples
+            .iter()
+            .map(|name| (name.to_string(), import(&example(name), None).unwrap()))
+            .collect();
+        let out = TempDir::new().unwrap();
+        for (n, dir) in corpus.iter().enumerate() {
+            let jp = import(dir, None).unwrap();
+            let (path, _) = export_value(&jp, format, &out, &format!("{n}.json"));
+            transcripts.push((dir.display().to_string(), jp));
+            transcripts.push((path.display().to_string(), import(&path, None).unwrap()));
+        }
+        for (name, t) in &transcripts {
+            let (typed, values) = match format {
+                Format::Openai => (
+                    serde_json::to_string(&openai::messages(&t.records)).unwrap(),
+                    openai::to_json(&t.records, &t.extras)["messages"].to_string(),
+                ),
+                _ => (
+                    serde_json::to_string(&anthropic::messages(&t.records)).unwrap(),
+                    anthropic::to_json(&t.records, &t.extras)["messages"].to_string(),
+                ),
+            };
+            assert!(typed.len() > 2, "{name}: messages written");
+            assert_eq!(typed, values, "{format:?} {name}");
+        }
+    }
+}

@@ -76,6 +76,44 @@ impl Shape {
         }
     }
 
+    /// The messages of `records` appended to `out`, a JSON array being
+    /// written (a comma first unless `out` is just its `[`): the
+    /// `messages` of [`Shape::write`]. Chat and Messages messages are
+    /// serialized straight from their typed form, without building JSON
+    /// values (Responses items are written over the objects they came
+    /// from, so they go through values).
+    pub(crate) fn write_messages<R: std::borrow::Borrow<Record>>(
+        self,
+        records: &[R],
+        out: &mut Vec<u8>,
+    ) -> Option<()> {
+        fn put(out: &mut Vec<u8>, m: &impl serde::Serialize) -> Option<()> {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            serde_json::to_writer(out, m).ok()
+        }
+        match self {
+            Shape::Chat => {
+                for m in ctxfold_formats::openai::messages(records) {
+                    put(out, &m)?;
+                }
+            }
+            Shape::Messages => {
+                for m in ctxfold_formats::anthropic::messages(records) {
+                    put(out, &m)?;
+                }
+            }
+            Shape::Responses => {
+                let v = self.write(records, &Object::new());
+                for m in v.get(self.wire().messages_key())?.as_array()? {
+                    put(out, m)?;
+                }
+            }
+        }
+        Some(())
+    }
+
     /// The records of a whole answer body, stamped `ts` (the usage the
     /// upstream reported on the last one, as the agent host records it).
     pub fn answer(self, raw: Value, model: &str, ts: &str) -> Result<Vec<Record>, String> {

@@ -101,14 +101,7 @@ pub(super) fn write_with_sent(
         if run.is_empty() {
             return Some(());
         }
-        let v = shape.write(&run, &Object::new());
-        for m in v.get(key)?.as_array()? {
-            if messages.len() > 1 {
-                messages.push(b',');
-            }
-            serde_json::to_writer(&mut *messages, m).ok()?;
-        }
-        Some(())
+        shape.write_messages(&run, messages)
     };
     let mut p = 0;
     while p < records.len() {
