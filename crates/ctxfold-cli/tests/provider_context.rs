@@ -321,35 +321,68 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     let (runs, _) = run_sdks(&p.base, 60, &["plain-responses-stream"]);
     check_emulated(&s, &runs);
 
-    // `--reset` brings the history back into the next request: the local
-    // model counts more input for the same conversation.
+    // `--reset` brings the history back into the next request. Before
+    // it the proxy sends less than the client's history (its estimate
+    // says so); after it, all of it: the local model counts exactly what
+    // it counts for the same messages sent to it straight, without the
+    // compaction blocks (which the proxy strips for an upstream without
+    // them). The model's short answers make the summary about as long as
+    // what it folds, so the counts before and after are not compared.
     let run = &runs[0];
     let id = run["ids"][0].as_str().unwrap();
     let mut messages = run["messages"].as_array().unwrap().clone();
-    let ask = |messages: &mut Vec<Value>, text: &str| -> u64 {
-        messages.push(json!({"role": "user", "content": text}));
+    let input = |a: &Value| {
+        a["usage"]["input_tokens"].as_u64().unwrap()
+            + a["usage"]["cache_read_input_tokens"].as_u64().unwrap_or(0)
+    };
+    let send = |base: &str, messages: &[Value]| {
         let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": messages});
-        let mut resp = ureq::post(format!("{}/v1/messages", p.base))
+        let mut resp = ureq::post(format!("{base}/v1/messages"))
             .header("content-type", "application/json")
             .header("x-api-key", "sk-test")
             .send(body.to_string())
             .unwrap();
-        let conversation = resp.headers()["x-ctxfold-conversation"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let said = (
+            header("x-ctxfold-conversation"),
+            header("x-ctxfold-tokens-before").map(|t| t.parse::<u64>().unwrap()),
+            header("x-ctxfold-tokens-after").map(|t| t.parse::<u64>().unwrap()),
+        );
         let a: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
-        assert_eq!(conversation, id, "{a}");
-        messages.push(json!({"role": "assistant", "content": a["content"]}));
-        a["usage"]["input_tokens"].as_u64().unwrap()
-            + a["usage"]["cache_read_input_tokens"].as_u64().unwrap_or(0)
+        (a, said)
     };
-    let folded = ask(&mut messages, "One more thing.");
-    s.ok(&["c", "compact", id, "--reset"]);
-    let whole = ask(&mut messages, "And another.");
+    let mut ask = |text: &str| {
+        messages.push(json!({"role": "user", "content": text}));
+        let (a, (conversation, before, after)) = send(&p.base, &messages);
+        assert_eq!(conversation.as_deref(), Some(id), "{a}");
+        let sent = messages.clone();
+        messages.push(json!({"role": "assistant", "content": a["content"]}));
+        (input(&a), before.unwrap(), after.unwrap(), sent)
+    };
+    let (_, before, after, _) = ask("One more thing.");
     assert!(
-        whole > folded + 20,
-        "after --reset the request holds the history again: {whole} input tokens, against {folded}"
+        after < before,
+        "a compaction is in force: ~{after} of ~{before} tokens sent"
+    );
+    s.ok(&["c", "compact", id, "--reset"]);
+    let (whole, before, after, sent) = ask("And another.");
+    assert_eq!(after, before, "after --reset nothing is folded");
+    let mut plain = sent;
+    for m in &mut plain {
+        if let Some(Value::Array(blocks)) = m.get_mut("content") {
+            blocks.retain(|b| b["type"] != "compaction");
+        }
+    }
+    plain.retain(|m| !matches!(&m["content"], Value::Array(b) if b.is_empty()));
+    let (direct, _) = send(&llama, &plain);
+    assert_eq!(
+        whole,
+        input(&direct),
+        "after --reset the model gets the whole history, as it would without the proxy"
     );
 }
 
