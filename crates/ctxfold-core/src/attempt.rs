@@ -45,15 +45,14 @@ pub struct Started {
 }
 
 /// What a `compaction_finished` record says.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finished {
     /// `seq` of the `compaction_started` it closes.
     pub started: u64,
     /// `seq` of the compaction record, when one was appended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<u64>,
     /// Why it failed, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

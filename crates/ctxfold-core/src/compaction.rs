@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::record::{Object, RecordError};
 
 /// A compaction: which events it covers and what it does to them.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compaction {
     /// First covered turn, 0-based (people see and type it 1-based).
@@ -21,20 +22,15 @@ pub struct Compaction {
     /// Last covered turn, 0-based, inclusive.
     pub to_turn: u32,
     /// First covered record, resolved at creation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_seq: Option<u64>,
     /// Last covered record, inclusive, resolved at creation. May end inside
     /// a turn at a step boundary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_seq: Option<u64>,
     /// Text that replaces every model-visible event in the range.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
     /// What happens to reasoning in the range.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningPolicy>,
     /// What happens to tool calls and results in the range.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<ToolPolicy>,
     /// Per-tool policies that win over `tool_calls`, baked from config at
     /// creation.
@@ -44,24 +40,19 @@ pub struct Compaction {
     #[serde(default)]
     pub source: Source,
     /// One sentence on why (at most [`NOTE_MAX_CHARS`] characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Takes effect only once the log's highest turn index reaches this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deferred_until_turn: Option<u32>,
     /// An automatic firing's budget, sizes and escalation steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Firing>,
     /// Tool results and user messages in the range longer than this many
     /// characters are shown as their head and tail with a note saying how
     /// much was left out (the record itself is untouched).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clip_chars: Option<u32>,
     /// At most this many diagnostics a result stripped by this compaction
     /// keeps in its one line, the rest counted (default
     /// [`KEEP_DIAGNOSTICS`](crate::projection::KEEP_DIAGNOSTICS)); baked
     /// from the rule at creation, so the projection needs no config.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_diagnostics: Option<u32>,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]

@@ -86,6 +86,7 @@ impl DiagnosticKind {
 }
 
 /// One diagnostic found in tool output.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// What it says.
@@ -97,7 +98,6 @@ pub struct Diagnostic {
     #[serde(skip)]
     pub line: String,
     /// Where, when the output says (`src/x.rs:3:5`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }
 

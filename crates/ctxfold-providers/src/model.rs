@@ -199,45 +199,35 @@ pub fn builtin(name: &str) -> Option<ProviderConfig> {
 /// A provider's entry in config: every field optional, laid over the
 /// built-in provider of the same name (or required, for `kind` and
 /// `base_url`, when there is none). See the module docs for the keys.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProviderSettings {
     /// See [`ProviderConfig::kind`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ProviderKind>,
     /// See [`ProviderConfig::base_url`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
     /// See [`ProviderConfig::api_key_env`]. An empty string removes a
     /// built-in variable (a local server that needs no key).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// See [`ProviderConfig::timeout`], in seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<f64>,
     /// See [`ProviderConfig::connect_timeout`], in seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_timeout_secs: Option<f64>,
     /// See [`ProviderConfig::max_retries`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
     /// See [`ProviderConfig::retry_base_delay`], in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_base_delay_ms: Option<u64>,
     /// See [`ProviderConfig::retry_max_delay`], in seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_max_delay_secs: Option<f64>,
     /// See [`ProviderConfig::headers`]; merged over the built-in ones.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// See [`ProviderConfig::max_tokens`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// See [`ProviderConfig::context_window_from`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window_from: Option<WindowSource>,
     /// See [`ProviderConfig::context_window`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u32>,
 }
 

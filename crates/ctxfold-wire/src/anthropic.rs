@@ -20,15 +20,14 @@ pub mod role {
 }
 
 /// A request body.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
     /// The model.
     pub model: String,
     /// The output limit (required by the API).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// The system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<Content>,
     /// The conversation.
     pub messages: Vec<Message>,
@@ -243,13 +242,13 @@ pub struct Text {
 }
 
 /// A `thinking` block.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Thinking {
     /// The reasoning.
     pub thinking: String,
     /// Its signature: the API refuses thinking sent back without it, or
     /// changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     /// Every other key.
     #[serde(flatten)]
@@ -281,15 +280,14 @@ pub struct ToolUse {
 }
 
 /// A `tool_result` block.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The call it answers.
     pub tool_use_id: String,
     /// The result: a string or blocks (`None`: no `content` key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Content>,
     /// Whether the tool failed (`None`: no `is_error` key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     /// Every other key.
     #[serde(flatten)]
@@ -307,6 +305,7 @@ pub struct Image {
 }
 
 /// A tool the model may call.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Tool {
     /// A server tool's or a versioned tool's type (`web_search_20250305`,
@@ -316,10 +315,8 @@ pub struct Tool {
     /// Its name.
     pub name: String,
     /// What it does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of its input.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
     /// Every other key (`cache_control`, a server tool's settings, …).
     #[serde(flatten)]
@@ -507,13 +504,13 @@ pub struct Indexed {
 }
 
 /// `message_delta`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MessageDelta {
     /// Keys of the message that changed (`stop_reason`, …).
     #[serde(default)]
     pub delta: Object,
     /// Usage keys that changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Object>,
     /// Every other key.
     #[serde(flatten)]

@@ -23,6 +23,7 @@ pub mod role {
 }
 
 /// A request body.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Request {
     /// The model.
@@ -33,17 +34,14 @@ pub struct Request {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
     /// The output limit (most models).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// The output limit (OpenAI's reasoning models, which refuse
     /// `max_tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<u32>,
     /// Whether the answer is streamed.
     #[serde(default)]
     pub stream: bool,
     /// What a stream reports besides the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
     /// Every other key.
     #[serde(flatten)]
@@ -61,28 +59,21 @@ pub struct StreamOptions {
 }
 
 /// A message, of any role.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Message {
     /// Its role (see [`role`]).
     pub role: String,
     /// The call a `tool` message answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// Its content: `None` when the key is missing.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present")]
     pub content: Option<Content>,
     /// An assistant's reasoning (DeepSeek, vLLM, llama.cpp).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
     /// An assistant's reasoning, as OpenRouter and newer vLLM name it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// An assistant's tool calls (`None` when the key is missing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// Every other key (`name`, `refusal`, …).
     #[serde(flatten)]
@@ -217,15 +208,14 @@ impl Tool {
 }
 
 /// A function tool's definition.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FunctionDef {
     /// Its name.
     pub name: String,
     /// What it does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of its arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
     /// Every other key.
     #[serde(flatten)]
@@ -263,6 +253,7 @@ pub struct Named {
 
 /// A whole answer, as a non-streamed call gives it (or rebuilt from a
 /// stream's chunks: their other keys first, in the order they came).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Completion {
     /// Every other key (`id`, `model`, `created`, …).
@@ -273,7 +264,6 @@ pub struct Completion {
     /// The answers; ctxfold reads the first.
     pub choices: Vec<Choice>,
     /// Tokens used, as sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
 }
 

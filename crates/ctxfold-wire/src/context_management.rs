@@ -65,22 +65,18 @@ pub struct Amount {
 /// results of all but the last `keep` tool uses are cleared (their inputs
 /// too with `clear_tool_inputs`), at least `clear_at_least` tokens, never
 /// those of `exclude_tools`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClearToolUses {
     /// Default 100,000 input tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<Amount>,
     /// Default 3 tool uses.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep: Option<Amount>,
     /// The least to clear once triggered, in input tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear_at_least: Option<Amount>,
     /// Tools whose uses are never cleared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_tools: Option<Vec<String>>,
     /// Clear the calls' inputs too (`true`), or only their results.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clear_tool_inputs: Option<bool>,
     /// Other keys, as sent.
     #[serde(flatten)]
@@ -89,10 +85,10 @@ pub struct ClearToolUses {
 
 /// `clear_thinking_20251015`: the thinking of all but the last `keep`
 /// assistant turns is cleared; `keep: "all"` keeps it all.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClearThinking {
     /// `{"type": "thinking_turns", "value": N}` or `"all"`; default 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep: Option<Value>,
     /// Other keys, as sent.
     #[serde(flatten)]
@@ -113,17 +109,15 @@ impl ClearThinking {
 
 /// `compact_20260112`: when the input is over `trigger`, the conversation
 /// is summarized into a `compaction` block that replaces what it covers.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Compact {
     /// Default 150,000 input tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<Amount>,
     /// Answer with the compaction block alone (`stop_reason:
     /// "compaction"`), the client continuing after it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_after_compaction: Option<bool>,
     /// Instructions for the summary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// Other keys, as sent.
     #[serde(flatten)]

@@ -136,22 +136,19 @@ pub struct Reasoning {
 
 /// A response object: a whole answer, or the `response` of a stream's
 /// `response.completed` event.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Response {
     /// Its id (a later request names it in `previous_response_id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The model that answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The output items.
     #[serde(default)]
     pub output: Vec<Value>,
     /// Tokens used, as sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
     /// What went wrong, when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
     /// Every other key.
     #[serde(flatten)]

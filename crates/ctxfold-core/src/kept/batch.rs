@@ -258,41 +258,33 @@ impl Occurrences {
                 o.raw[i + 1] = crate::estimate::record_tokens(&log.records()[i]);
                 let f = record_facts(log, i);
                 for path in f.files {
-                    let next = o.file_names.len() as u32;
-                    let key = *file_keys.entry(path).or_insert_with_key(|p| {
+                    let key = intern(&mut file_keys, path, |p| {
                         file_checks.push(finder.whole(p, path_char));
                         o.file_names.push(p.clone());
-                        next
                     });
                     o.files.push((i, key));
                 }
                 let mut texts_here: Vec<u32> = Vec::new();
                 for d in f.diagnostics {
-                    let next = o.diag_texts.len() as u32;
-                    let text_key = *text_keys.entry(d.text.clone()).or_insert_with_key(|t| {
+                    let text_key = intern(&mut text_keys, d.text.clone(), |t| {
                         o.diag_texts.push(t.clone());
-                        next
                     });
                     // A range keeps the first diagnostic of each text.
                     if texts_here.contains(&text_key) {
                         continue;
                     }
                     texts_here.push(text_key);
-                    let next = diag_list.len() as u32;
                     let id = (d.text.clone(), d.line.clone(), d.location.clone());
-                    let check = *diag_keys.entry(id).or_insert_with(|| {
+                    let check = intern(&mut diag_keys, id, |_| {
                         diag_checks.push(finder.diagnostic(&d));
                         diag_list.push(d);
-                        next
                     });
                     o.diags.push((i, check, text_key));
                 }
                 if let Some(r) = f.request {
-                    let next = o.request_texts.len() as u32;
-                    let key = *request_keys.entry(r).or_insert_with_key(|r| {
+                    let key = intern(&mut request_keys, r, |r| {
                         request_checks.push(finder.whole(r, word_char));
                         o.request_texts.push(r.clone());
-                        next
                     });
                     o.requests.push((i, key));
                 }
@@ -724,6 +716,21 @@ fn could_occur(needle: &str, words: &HashSet<&str>) -> bool {
         || runs[1..runs.len() - 1]
             .iter()
             .all(|w| w.is_empty() || words.contains(w))
+}
+
+/// The number of `key` in `keys`, numbered in the order keys are first
+/// seen; `first` is called with a key seen for the first time (to push
+/// what goes with its number).
+fn intern<K: std::hash::Hash + Eq>(
+    keys: &mut HashMap<K, u32>,
+    key: K,
+    first: impl FnOnce(&K),
+) -> u32 {
+    let next = keys.len() as u32;
+    *keys.entry(key).or_insert_with_key(|k| {
+        first(k);
+        next
+    })
 }
 
 #[cfg(test)]

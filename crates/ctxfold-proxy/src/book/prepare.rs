@@ -33,9 +33,7 @@ impl Book {
         bytes: &[u8],
         naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
-        let prepared = self.prepare_split(shape, bytes, naming);
-        self.trim();
-        prepared
+        self.trimmed(|| self.prepare_split(shape, bytes, naming))
     }
 
     fn prepare_split(
@@ -136,7 +134,16 @@ impl Book {
         body: &Value,
         naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
-        let prepared = self.prepare_parsed(shape, body, naming);
+        self.trimmed(|| self.prepare_parsed(shape, body, naming))
+    }
+
+    /// `prepare`, then the loaded logs trimmed to their bounds, once the
+    /// request no longer holds its conversation (see `trim`).
+    fn trimmed(
+        &self,
+        prepare: impl FnOnce() -> Result<Prepared, PrepareError>,
+    ) -> Result<Prepared, PrepareError> {
+        let prepared = prepare();
         self.trim();
         prepared
     }

@@ -20,38 +20,38 @@ use crate::book::Naming;
 use crate::metrics::endpoint;
 use crate::shape::Shape;
 
+/// The paths the proxy compacts, with what it reads there and the name
+/// its metrics give them. Other methods on these paths (OpenAI's stored
+/// completions are `GET /v1/chat/completions`) pass through like any
+/// other path.
+const COMPACTING: [(&str, Shape, &str); 4] = [
+    ("/v1/chat/completions", Shape::Chat, "chat_completions"),
+    ("/v1/messages", Shape::Messages, "messages"),
+    ("/v1/responses", Shape::Responses, "responses"),
+    // The provider's own compaction (issue 29): forwarded as sent, its
+    // compaction item recorded.
+    (
+        "/v1/responses/compact",
+        Shape::Responses,
+        "responses_compact",
+    ),
+];
+
 /// The routes, over `proxy`; the browser pages under `/ui`.
 pub fn router(proxy: Arc<Proxy>) -> Router {
     let body_timeout = proxy.config.body_timeout;
     let ui = ctxfold_ui::router(Arc::clone(&proxy.ui));
-    Router::new()
+    let mut api = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
-        // Other methods on these paths (OpenAI's stored completions are
-        // `GET /v1/chat/completions`) pass through like any other path.
-        .route(
-            "/v1/chat/completions",
-            compacting_route(Shape::Chat, "chat_completions"),
-        )
-        .route(
-            "/v1/messages",
-            compacting_route(Shape::Messages, "messages"),
-        )
         .route(
             "/v1/messages/count_tokens",
             post(count_tokens).fallback(passthrough),
-        )
-        .route(
-            "/v1/responses",
-            compacting_route(Shape::Responses, "responses"),
-        )
-        // The provider's own compaction (issue 29): forwarded as sent, its
-        // compaction item recorded.
-        .route(
-            "/v1/responses/compact",
-            compacting_route(Shape::Responses, "responses_compact"),
-        )
-        .fallback(passthrough)
+        );
+    for (path, shape, name) in COMPACTING {
+        api = api.route(path, compacting_route(shape, name));
+    }
+    api.fallback(passthrough)
         .with_state(proxy)
         .nest("/ui", ui)
         // The pages' home is `/ui`; `/ui/` (as people type it) goes there.
