@@ -43,33 +43,26 @@ pub enum OutputFormat {
     Json,
 }
 
-/// A transcript format to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputTranscript {
-    /// ctxfold's own JSONL log.
-    Ctxfold,
-    /// A JP conversation folder.
-    Jp,
-    /// OpenAI chat `messages`.
-    Openai,
-    /// Anthropic `messages`.
-    Anthropic,
-    /// A Claude Code session file.
-    ClaudeCode,
-    /// A Codex session file (rollout).
-    Codex,
-}
+/// A transcript format to write: the formats' own list, named and
+/// described by `ctxfold-formats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputTranscript(pub Format);
 
 impl From<OutputTranscript> for Format {
     fn from(f: OutputTranscript) -> Format {
-        match f {
-            OutputTranscript::Ctxfold => Format::Ctxfold,
-            OutputTranscript::Jp => Format::Jp,
-            OutputTranscript::Openai => Format::Openai,
-            OutputTranscript::Anthropic => Format::Anthropic,
-            OutputTranscript::ClaudeCode => Format::ClaudeCode,
-            OutputTranscript::Codex => Format::Codex,
-        }
+        f.0
+    }
+}
+
+impl ValueEnum for OutputTranscript {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<[OutputTranscript; Format::ALL.len()]> =
+            LazyLock::new(|| Format::ALL.map(OutputTranscript));
+        &*ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.summary()))
     }
 }
 
@@ -500,7 +493,7 @@ pub struct ExportArgs {
     /// The conversation (default: the active one).
     pub id: Option<String>,
     /// The transcript format to write.
-    #[arg(long, value_enum, default_value_t = OutputTranscript::Ctxfold)]
+    #[arg(long, value_enum, default_value_t = OutputTranscript(Format::Ctxfold))]
     pub output_format: OutputTranscript,
     /// Where to write (a folder for jp); standard output if omitted.
     #[arg(short, long)]

@@ -97,6 +97,18 @@ impl Format {
         }
     }
 
+    /// What the format is, in a few words, for help texts.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Format::Ctxfold => "ctxfold's own JSONL log",
+            Format::Jp => "A JP conversation folder",
+            Format::Openai => "OpenAI chat `messages`",
+            Format::Anthropic => "Anthropic `messages`",
+            Format::ClaudeCode => "A Claude Code session file",
+            Format::Codex => "A Codex session file (rollout)",
+        }
+    }
+
     /// Whether the format is an agent's own session file, which a
     /// compacted view is written to as a new session ([`new_session`]).
     pub fn is_agent_session(self) -> bool {

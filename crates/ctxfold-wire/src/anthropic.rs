@@ -8,16 +8,7 @@ use serde_json::Value;
 
 use crate::{IntoValue, Object, put, put_extra, tagged};
 
-/// The roles a message may have.
-pub mod role {
-    /// `user` (tool results included).
-    pub const USER: &str = "user";
-    /// `assistant`.
-    pub const ASSISTANT: &str = "assistant";
-    /// `system`: not the API's, but Claude Code sends one among the
-    /// messages.
-    pub const SYSTEM: &str = "system";
-}
+pub use crate::role;
 
 /// A request body.
 #[serde_with::skip_serializing_none]

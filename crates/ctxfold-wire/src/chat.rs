@@ -8,19 +8,7 @@ use serde_json::Value;
 
 use crate::{IntoValue, Object, present, put, put_extra};
 
-/// The roles a message may have.
-pub mod role {
-    /// `system`.
-    pub const SYSTEM: &str = "system";
-    /// `developer` (OpenAI's newer name for system).
-    pub const DEVELOPER: &str = "developer";
-    /// `user`.
-    pub const USER: &str = "user";
-    /// `assistant`.
-    pub const ASSISTANT: &str = "assistant";
-    /// `tool`: a tool's result.
-    pub const TOOL: &str = "tool";
-}
+pub use crate::role;
 
 /// A request body.
 #[serde_with::skip_serializing_none]

@@ -22,6 +22,22 @@ pub mod emulated;
 pub mod error;
 pub mod responses;
 
+/// The roles a message may have, in the three APIs (`chat::role` and
+/// `anthropic::role` are this module).
+pub mod role {
+    /// `system`: chat's; not Messages' (its system prompt is the body's
+    /// `system`), but Claude Code sends one among the messages.
+    pub const SYSTEM: &str = "system";
+    /// `developer`: OpenAI's newer name for system.
+    pub const DEVELOPER: &str = "developer";
+    /// `user` (in Messages, tool results too).
+    pub const USER: &str = "user";
+    /// `assistant`.
+    pub const ASSISTANT: &str = "assistant";
+    /// `tool`: a tool's result, in chat.
+    pub const TOOL: &str = "tool";
+}
+
 use serde::{Deserialize, Serialize};
 pub use serde_json::{Map, Value};
 
