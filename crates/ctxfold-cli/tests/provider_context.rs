@@ -386,6 +386,76 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     );
 }
 
+/// A history the provider replaced with its compaction goes on in its
+/// conversation after the proxy is started again: the conversation's
+/// metadata keeps the key of its latest provider compaction (the index in
+/// memory is gone with the process), and the compaction read back from
+/// the log is not folded a second time. Anthropic's on-demand compaction,
+/// sent as a client would (the block first, then the next turn).
+#[test]
+fn a_compacted_history_goes_on_in_its_conversation_after_a_restart() {
+    let up = Provider::start();
+    let s = Scratch::new();
+    let config = format!(
+        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n",
+        b = up.base
+    );
+    let send = |base: &str, body: Value| -> (String, Value) {
+        let mut resp = ureq::post(format!("{base}/v1/messages"))
+            .header("content-type", "application/json")
+            .header("x-api-key", "sk-test")
+            .header("anthropic-beta", "compact-2026-09-04")
+            .send(body.to_string())
+            .unwrap();
+        let id = resp.headers()["x-ctxfold-conversation"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let a: Value = serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        (id, a)
+    };
+    let ask = |text: &str| json!({"role": "user", "content": text});
+    let mut messages = vec![ask("Rename the parser's entry type.")];
+    let proxy = Proxy::start(&s, &config);
+    let (id, first) = send(
+        &proxy.base,
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": messages}),
+    );
+    messages.push(json!({"role": "assistant", "content": first["content"]}));
+    messages.push(ask("Now update its callers."));
+    let (same, compacted) = send(
+        &proxy.base,
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": messages,
+               "compaction": {"type": "summarize"}}),
+    );
+    assert_eq!(same, id);
+    assert_eq!(compacted["stop_reason"], "compaction", "{compacted}");
+    records_when(&s, &id, |r| !by_provider(r).is_empty());
+    drop(proxy);
+
+    let proxy = Proxy::start(&s, &config);
+    let next = vec![
+        json!({"role": "assistant", "content": compacted["content"]}),
+        ask("And run the tests."),
+    ];
+    let (after, answer) = send(
+        &proxy.base,
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": next}),
+    );
+    assert_eq!(after, id, "the restarted proxy went on elsewhere: {answer}");
+    let recs = records_when(&s, &id, |r| {
+        r.iter().filter(|r| r["type"] == "user").count() == 3
+    });
+    assert_eq!(by_provider(&recs).len(), 1, "{recs:#?}");
+    let listed = s.json(&["c", "ls"]);
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(1),
+        "one conversation: {listed}"
+    );
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
 /// Anthropic's `clear_tool_uses_20250919` emulated in a tool loop (the
 /// scripted upstream of the proxy tests plays the agent, and has no
 /// context management): past its trigger, the old tool results are folded

@@ -152,9 +152,13 @@ pub fn provider_folded(log: &Log) -> Option<Record> {
         return None;
     }
     let block_seq = records[b].seq;
+    // The block's seq is one of the compaction's own fields (a record read
+    // back from the log has it there); one recorded before kept it on the
+    // record.
     let recorded = records[b..].iter().any(|r| {
-        matches!(&r.body, Body::Compaction(c) if c.source == Source::Provider)
-            && r.extra.get(BLOCK_SEQ).and_then(Value::as_u64) == Some(block_seq)
+        matches!(&r.body, Body::Compaction(c) if c.source == Source::Provider
+            && c.extra.get(BLOCK_SEQ).or_else(|| r.extra.get(BLOCK_SEQ))
+                .and_then(Value::as_u64) == Some(block_seq))
     });
     if recorded {
         return None;
@@ -191,9 +195,12 @@ pub fn provider_folded(log: &Log) -> Option<Record> {
         }
         .into(),
     );
-    let mut r = Record::new(0, records[b].ts.clone(), Body::Compaction(Box::new(c)));
-    r.extra.insert(BLOCK_SEQ.into(), block_seq.into());
-    Some(r)
+    c.extra.insert(BLOCK_SEQ.into(), block_seq.into());
+    Some(Record::new(
+        0,
+        records[b].ts.clone(),
+        Body::Compaction(Box::new(c)),
+    ))
 }
 
 #[cfg(test)]
@@ -251,8 +258,11 @@ mod tests {
         assert_eq!(c.summary.as_ref().unwrap().text, "Summary: read a.rs.");
         let mut r = r;
         r.seq = log.next_seq();
+        // As another process (or this one, started again) reads it back.
+        let line = r.to_json_line();
+        let (r, _) = Record::from_json_line(&line).unwrap();
         log.push(r);
-        assert!(provider_folded(&log).is_none(), "recorded once");
+        assert!(provider_folded(&log).is_none(), "recorded once: {line}");
         // A failed compaction (no summary) folds nothing.
         let failed = Log::from_records(ctxfold_core::log::renumber(vec![
             user("x"),

@@ -6,8 +6,10 @@ use ctxfold_core::Record;
 use ctxfold_providers::response::USAGE;
 
 use super::counting::{calibrated, reported_input};
-use super::identity::compaction_key;
-use super::{AnswerSlot, Book, PrepareError, lock, stamp};
+use serde_json::Value;
+
+use super::identity::{COMPACTION_META, compaction_key};
+use super::{AnswerSlot, Book, META_KEY, PrepareError, lock, stamp};
 
 impl Book {
     /// Record an answer where `slot` says, if the log is still as its
@@ -25,6 +27,9 @@ impl Book {
             .collect();
         let recorded = self.append_answer(slot, records);
         if matches!(recorded, Ok(true)) {
+            if let Some(latest) = keys.last() {
+                self.remember_compaction(&slot.conversation, latest);
+            }
             for k in keys {
                 let (ids, _) = self.slot(&k);
                 lock(&ids).insert(0, slot.conversation.clone());
@@ -32,6 +37,29 @@ impl Book {
         }
         self.trim();
         recorded
+    }
+
+    /// Keep the key of the conversation's latest provider compaction in
+    /// its metadata ([`COMPACTION_META`]), so a proxy started again (or
+    /// another replica) finds the conversation a history starting with
+    /// that compaction goes on in. A failure is only logged: the index in
+    /// memory has it for this process.
+    fn remember_compaction(&self, id: &str, key: &str) {
+        let written = self.store.read_meta(id).and_then(|mut m| {
+            let entry = m
+                .extras
+                .entry(META_KEY.to_owned())
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Value::Object(o) = entry {
+                o.insert(COMPACTION_META.into(), Value::String(key.to_owned()));
+            }
+            self.store.write_meta(&m)
+        });
+        if let Err(e) = written {
+            tracing::warn!(
+                "conversation {id}: its provider compaction not kept in its metadata: {e}"
+            );
+        }
     }
 
     fn append_answer(&self, slot: &AnswerSlot, records: Vec<Record>) -> Result<bool, PrepareError> {

@@ -57,6 +57,10 @@ impl Book {
 /// The prefix of the key of a history that starts with a compaction.
 pub(super) const COMPACTION_KEY: &str = "compaction:";
 
+/// Where a conversation's metadata (under [`META_KEY`]) keeps the key of
+/// its latest provider compaction.
+pub(super) const COMPACTION_META: &str = "compaction";
+
 /// The key of a history that starts with the provider's compaction `c`
 /// (a block or item, as recorded).
 pub(super) fn compaction_key(c: &Value) -> String {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::chains::chained;
 use super::counting::{fixed_tokens, scaled};
-use super::identity::COMPACTION_KEY;
+use super::identity::{COMPACTION_KEY, COMPACTION_META};
 use super::readers::{Kept, head_hash};
 use super::render::render_stored;
 use super::sent::Sent;
@@ -191,6 +191,15 @@ impl Book {
             drop(named);
             self.pending.wait(std::time::Duration::from_secs(2));
             named = lock(&slot);
+            if named.is_empty() {
+                // Recorded before this process started (or by another
+                // replica): the conversation's metadata keeps its latest.
+                let found = self.store.find_by_extra(
+                    &format!("/{META_KEY}/{COMPACTION_META}"),
+                    &Value::String(key.clone()),
+                )?;
+                named.extend(found.into_iter().rev().map(|m| m.id));
+            }
         }
         if named.is_empty() && (self.store.is_shared() || maybe_dropped) {
             // Another replica may have recorded this key's conversations,
