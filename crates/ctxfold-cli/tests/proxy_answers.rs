@@ -16,34 +16,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::Arc;
-
 use common::Scratch;
+use common::proxy::{Options, Proxy};
 use common::upstream::Upstream;
 use serde_json::{Value, json};
-
-/// A running proxy; killed when dropped.
-struct Proxy {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-    /// What it wrote on standard error, line by line.
-    log: Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        // A failing test shows what the proxy said.
-        if std::thread::panicking() {
-            let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-            eprintln!("proxy {} said:\n{}", self.base, log.join("\n"));
-        }
-    }
-}
 
 /// Start the proxy in front of `up`, with `extra` in its `[proxy]`.
 fn proxy(s: &Scratch, up: &Upstream, extra: &str) -> Proxy {
@@ -51,34 +27,7 @@ fn proxy(s: &Scratch, up: &Upstream, extra: &str) -> Proxy {
         "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
         b = up.base
     );
-    std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
-    let mut child = s
-        .command()
-        .args(["proxy", "--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("ctxfold proxy listening on ")
-        .unwrap_or_else(|| panic!("the proxy did not start: {line:?}"))
-        .to_owned();
-    // Keep reading its log so it never blocks on a full pipe.
-    let err = child.stderr.take().unwrap();
-    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let lines = log.clone();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            lines.lock().unwrap().push(l);
-        }
-    });
-    Proxy { child, base, log }
+    Proxy::start_with(s, &config, Options::default())
 }
 
 fn agent() -> ureq::Agent {

@@ -19,81 +19,28 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Scratch;
+use common::proxy::{Options, Proxy};
 use common::upstream::Upstream;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "0123456789abcdef-guard";
 
-/// A running proxy; killed when dropped (its log shown when a test fails).
-struct Proxy {
-    child: Child,
-    /// `127.0.0.1:PORT`.
-    addr: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-            eprintln!("proxy {} said:\n{}", self.addr, log.join("\n"));
-        }
-    }
-}
-
-impl Proxy {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-}
-
 /// Start the proxy on `listen` (port 0) with `[proxy]` config `extra` over
 /// the fake upstream `up`.
 fn proxy_on(s: &Scratch, up: &Upstream, extra: &str, listen: &str) -> Proxy {
-    std::fs::write(
-        s.path().join(".ctxfold/config.toml"),
-        format!(
-            "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
-            b = up.base
-        ),
-    )
-    .unwrap();
-    let mut child = s
-        .command()
-        .args(["proxy", "--listen", listen])
-        .env("RUST_LOG", "debug")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let bound = line
-        .trim()
-        .strip_prefix("ctxfold proxy listening on http://")
-        .unwrap_or_else(|| panic!("the proxy did not start: {line:?}"))
-        .to_owned();
-    // On every address (0.0.0.0) it is reached on loopback.
-    let port = bound.rsplit_once(':').unwrap().1;
-    let addr = format!("127.0.0.1:{port}");
-    let err = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let lines = log.clone();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            lines.lock().unwrap().push(l);
-        }
-    });
-    Proxy { child, addr, log }
+    let config = format!(
+        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
+        b = up.base
+    );
+    let options = Options {
+        listen,
+        level: "debug",
+        ..Options::default()
+    };
+    Proxy::start_with(s, &config, options)
 }
 
 fn proxy(s: &Scratch, up: &Upstream, extra: &str) -> Proxy {
@@ -161,7 +108,7 @@ fn without_a_token_what_a_web_page_can_send_is_refused() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = proxy(&s, &up, "");
-    let a = p.addr.as_str();
+    let a = p.addr();
     let port = a.rsplit_once(':').unwrap().1;
     let evil = format!("Host: evil.example:{port}");
     let body = chat_body("hello steps=0");
@@ -277,7 +224,7 @@ fn with_a_token_everything_but_healthz_needs_it() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = proxy_on(&s, &up, &format!("token = \"{TOKEN}\""), "0.0.0.0:0");
-    let a = p.addr.as_str();
+    let a = p.addr();
     let tok = format!("x-ctxfold-token: {TOKEN}");
     let json = "Content-Type: application/json";
     let body = chat_body("hi steps=0");
@@ -431,7 +378,7 @@ fn slow_heads_bodies_and_idle_connections_are_closed() {
                 "header_timeout_secs = 2\nbody_timeout_secs = 2\nidle_timeout_secs = 2\n{extra}"
             ),
         );
-        let a = p.addr.as_str();
+        let a = p.addr();
         let connect = || TcpStream::connect(a).unwrap();
         let head1 = connect();
         trickle(
@@ -583,10 +530,10 @@ fn an_oversized_body_gets_a_readable_413() {
     }
     // A body within the limit still goes through on the same proxy.
     let r = raw(
-        &p.addr,
+        p.addr(),
         &format!(
             "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json",
-            p.addr
+            p.addr()
         ),
         chat_body("small steps=0").as_bytes(),
     );
@@ -606,7 +553,7 @@ fn connections_past_the_cap_wait_their_turn() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = proxy(&s, &up, "max_connections = 1\nidle_timeout_secs = 600");
-    let a = p.addr.as_str();
+    let a = p.addr();
     let first = TcpStream::connect(a).unwrap();
     // The first is served, and kept open.
     let mut w = first.try_clone().unwrap();
@@ -647,7 +594,7 @@ fn open_slow_connections_do_not_hold_up_shutdown() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
     let mut p = proxy(&s, &up, "");
-    let a = p.addr.clone();
+    let a = p.addr().to_owned();
     let idle = TcpStream::connect(&a).unwrap();
     let slow = TcpStream::connect(&a).unwrap();
     trickle(&slow, "GET /metrics HTTP/1.1\r\nX-Padding: ");

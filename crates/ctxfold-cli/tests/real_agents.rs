@@ -33,12 +33,12 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
+use std::sync::Mutex;
 
 use common::agent_upstream::{AgentUpstream, Api, FINAL, Record, find_shell};
+use common::proxy::Proxy;
 use common::{Scratch, stderr};
 use serde_json::{Value, json};
 
@@ -167,26 +167,6 @@ fn run_with(agent: Agent, window: usize, emulate: bool) {
     }
 }
 
-/// A running proxy; killed when dropped.
-struct Proxy {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proxy {
-    fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
 fn start_proxy(s: &Scratch, up: &AgentUpstream, window: usize, emulate: bool) -> Proxy {
     let mut config = format!(
         "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\nwindow = {window}\n",
@@ -198,36 +178,7 @@ fn start_proxy(s: &Scratch, up: &AgentUpstream, window: usize, emulate: bool) ->
              [proxy.upstreams.openai]\ncontext_management = \"emulate\"\n",
         );
     }
-    std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
-    let mut child = s
-        .command()
-        .args(["proxy", "--listen", "127.0.0.1:0"])
-        .env(
-            "RUST_LOG",
-            std::env::var("PROXY_LOG").unwrap_or("info".into()),
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("ctxfold proxy listening on ")
-        .unwrap_or_else(|| panic!("the proxy did not start: {line:?}"))
-        .to_owned();
-    let err = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let lines = log.clone();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            lines.lock().unwrap_or_else(|e| e.into_inner()).push(l);
-        }
-    });
-    Proxy { child, base, log }
+    Proxy::start(s, &config)
 }
 
 /// The folders one agent session lives in: HOME (and CODEX_HOME) and its
@@ -577,7 +528,7 @@ fn scenario(agent: Agent, exe: &Path, window: usize, emulate: bool) {
     let main = figures(&main_records);
     let firings = autos.len();
     // The proxy's own account: its warnings, and its counters.
-    let proxy_log = proxy.log();
+    let proxy_log = proxy.logged();
     let warnings: Vec<&String> = proxy_log
         .iter()
         .filter(|l| l.contains("WARN") || l.contains("ERROR"))
