@@ -4,10 +4,9 @@
 
 use ctxfold_core::Record;
 use ctxfold_providers::response::USAGE;
-
-use super::counting::{calibrated, reported_input};
 use serde_json::Value;
 
+use super::counting::{calibrated, reported_input};
 use super::identity::{COMPACTION_META, compaction_key};
 use super::{AnswerSlot, Book, META_KEY, PrepareError, lock, stamp};
 
@@ -25,11 +24,8 @@ impl Book {
         let keys: Vec<String> = (records.iter())
             .filter_map(|r| ctxfold_formats::provider_compaction(r).map(compaction_key))
             .collect();
-        let recorded = self.append_answer(slot, records);
+        let recorded = self.append_answer(slot, records, keys.last());
         if matches!(recorded, Ok(true)) {
-            if let Some(latest) = keys.last() {
-                self.remember_compaction(&slot.conversation, latest);
-            }
             for k in keys {
                 let (ids, _) = self.slot(&k);
                 lock(&ids).insert(0, slot.conversation.clone());
@@ -43,7 +39,9 @@ impl Book {
     /// its metadata ([`COMPACTION_META`]), so a proxy started again (or
     /// another replica) finds the conversation a history starting with
     /// that compaction goes on in. A failure is only logged: the index in
-    /// memory has it for this process.
+    /// memory has it for this process. Called with the conversation's
+    /// session held, as [`touch`](Self::touch) is, so neither write
+    /// undoes the other.
     fn remember_compaction(&self, id: &str, key: &str) {
         let written = self.store.read_meta(id).and_then(|mut m| {
             let entry = m
@@ -62,7 +60,12 @@ impl Book {
         }
     }
 
-    fn append_answer(&self, slot: &AnswerSlot, records: Vec<Record>) -> Result<bool, PrepareError> {
+    fn append_answer(
+        &self,
+        slot: &AnswerSlot,
+        records: Vec<Record>,
+        compaction: Option<&String>,
+    ) -> Result<bool, PrepareError> {
         let session = self.session(&slot.conversation)?;
         let mut s = lock(&session);
         s.refresh()?;
@@ -104,6 +107,9 @@ impl Book {
         }
         // After the chain index: a chained request may follow at once.
         self.touch(&mut s);
+        if let Some(key) = compaction {
+            self.remember_compaction(&slot.conversation, key);
+        }
         Ok(true)
     }
 }
