@@ -152,13 +152,11 @@ pub fn provider_folded(log: &Log) -> Option<Record> {
         return None;
     }
     let block_seq = records[b].seq;
-    // The block's seq is one of the compaction's own fields (a record read
-    // back from the log has it there); one recorded before kept it on the
-    // record.
+    // The block's seq is one of the compaction's own fields: a record read
+    // back from the log has it there, whichever version wrote it.
     let recorded = records[b..].iter().any(|r| {
         matches!(&r.body, Body::Compaction(c) if c.source == Source::Provider
-            && c.extra.get(BLOCK_SEQ).or_else(|| r.extra.get(BLOCK_SEQ))
-                .and_then(Value::as_u64) == Some(block_seq))
+            && c.extra.get(BLOCK_SEQ).and_then(Value::as_u64) == Some(block_seq))
     });
     if recorded {
         return None;
