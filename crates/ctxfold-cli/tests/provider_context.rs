@@ -431,6 +431,24 @@ fn a_compacted_history_goes_on_in_its_conversation_after_a_restart() {
     assert_eq!(same, id);
     assert_eq!(compacted["stop_reason"], "compaction", "{compacted}");
     records_when(&s, &id, |r| !by_provider(r).is_empty());
+    // Killed once the answer and what it keeps are written.
+    let meta = s
+        .path()
+        .join(format!(".ctxfold/conversations/{id}/meta.json"));
+    let keeps = || {
+        let text = std::fs::read_to_string(&meta).unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap_or_default();
+        v["extras"]["proxy"]["compaction"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("compaction:"))
+    };
+    for _ in 0..100 {
+        if keeps() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(keeps(), "{}", std::fs::read_to_string(&meta).unwrap());
     drop(proxy);
 
     let proxy = Proxy::start(&s, &config);
