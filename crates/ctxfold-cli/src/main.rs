@@ -22,6 +22,13 @@ mod transcript;
 
 use std::process::ExitCode;
 
+// mimalloc gives freed memory back: with glibc's allocator a long-running
+// proxy's resident memory grew with its traffic and varied twofold from
+// run to run (docs/PERFORMANCE.md, "The allocator"); loading large logs
+// is faster too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 
 use cli::{Cli, Command, ConfigCommand, ConversationCommand, StoreCommand};
