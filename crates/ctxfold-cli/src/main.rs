@@ -22,17 +22,17 @@ mod transcript;
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
+use cli::{Cli, Command, ConfigCommand, ConversationCommand, StoreCommand};
+use context::Context;
+
 // mimalloc gives freed memory back: with glibc's allocator a long-running
 // proxy's resident memory grew with its traffic and varied twofold from
 // run to run (docs/PERFORMANCE.md, "The allocator"); loading large logs
 // is faster too.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-use clap::Parser;
-
-use cli::{Cli, Command, ConfigCommand, ConversationCommand, StoreCommand};
-use context::Context;
 
 fn main() -> ExitCode {
     #[cfg(unix)]

@@ -22,6 +22,9 @@ pub mod emulated;
 pub mod error;
 pub mod responses;
 
+use serde::{Deserialize, Serialize};
+pub use serde_json::{Map, Value};
+
 /// The roles a message may have, in the three APIs (`chat::role` and
 /// `anthropic::role` are this module).
 pub mod role {
@@ -37,9 +40,6 @@ pub mod role {
     /// `tool`: a tool's result, in chat.
     pub const TOOL: &str = "tool";
 }
-
-use serde::{Deserialize, Serialize};
-pub use serde_json::{Map, Value};
 
 /// A JSON object, in the order its keys were read.
 pub type Object = Map<String, Value>;
