@@ -19,56 +19,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-
 use common::browser::browser;
 use common::model::{Say, events, model, workspace};
+use common::proxy::{Options, Proxy};
 use common::upstream::Upstream;
 use common::{Scratch, corpus_conversations, stderr};
 use serde_json::{Value, json};
 
-/// A running server (`ctxfold ui` or `ctxfold proxy`), stopped on drop.
-struct Server {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Start `ctxfold ARGS --listen 127.0.0.1:0` in `s` and read the address it
-/// prints (`… listening on http://ADDR[/]`).
-fn serve(s: &Scratch, args: &[&str]) -> Server {
-    let mut child = s
-        .command()
-        .args(args)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_once(" listening on ")
-        .map(|(_, a)| a.trim().trim_end_matches('/').to_owned())
-        .unwrap_or_else(|| panic!("{args:?} did not start: {line:?}"));
-    // Drain its log so it never blocks on a full pipe.
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("server: {l}");
-        }
-    });
-    Server { child, base }
+/// Start `ctxfold ARGS --listen 127.0.0.1:0` in `s` (`ui` or `proxy`).
+fn serve(s: &Scratch, args: &[&str]) -> Proxy {
+    Proxy::serve(s, args, Options::default())
 }
 
 fn agent() -> ureq::Agent {

@@ -1,6 +1,6 @@
-//! `ctxfold proxy` run as a process in a scratch workspace, on a free
-//! port, killed when dropped (its log shown when a test fails): the one
-//! runner every proxy test starts it with.
+//! `ctxfold proxy` (or `ctxfold ui`) run as a process in a scratch
+//! workspace, on a free port, killed when dropped (its log shown when a
+//! test fails): the one runner every test that serves starts it with.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
@@ -57,9 +57,17 @@ impl Proxy {
     /// [`Proxy::start`] with `options`.
     pub fn start_with(s: &Scratch, config: &str, options: Options) -> Proxy {
         std::fs::write(s.path().join(".ctxfold/config.toml"), config).unwrap();
+        Proxy::serve(s, &["proxy"], options)
+    }
+
+    /// Start `ctxfold COMMAND --listen ADDR ARGS` (the proxy, or `ui`) in
+    /// `s` and read the address it prints (`… listening on
+    /// http://ADDR[/]`).
+    pub fn serve(s: &Scratch, command: &[&str], options: Options) -> Proxy {
         let mut child = s
             .command()
-            .args(["proxy", "--listen", options.listen])
+            .args(command)
+            .args(["--listen", options.listen])
             .args(options.args)
             .env("RUST_LOG", options.level)
             .stdout(Stdio::piped())
@@ -70,16 +78,13 @@ impl Proxy {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let Some(bound) = line
-            .trim()
-            .strip_prefix("ctxfold proxy listening on http://")
-        else {
+        let Some((_, bound)) = line.trim().split_once(" listening on http://") else {
             let mut said = String::new();
             let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said);
-            panic!("the proxy did not start: {line:?} {said}");
+            panic!("{command:?} did not start: {line:?} {said}");
         };
         // On every address (0.0.0.0) it is reached on loopback.
-        let port = bound.rsplit_once(':').unwrap().1;
+        let port = bound.trim_end_matches('/').rsplit_once(':').unwrap().1;
         let base = format!("http://127.0.0.1:{port}");
         // Keep reading its log so it never blocks on a full pipe.
         let err = child.stderr.take().unwrap();
