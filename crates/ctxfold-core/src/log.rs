@@ -99,23 +99,31 @@ impl Log {
         Self::default()
     }
 
-    /// Index `records`, which must be in append order.
+    /// Index `records`, which must be in append order. The vector is kept
+    /// as it is: a million records are over 100 MB, and moving them into
+    /// a new one costs as much as a fifth of loading them.
     pub fn from_records(records: Vec<Record>) -> Self {
         let mut log = Log {
-            records: Vec::with_capacity(records.len()),
             turn_of: Vec::with_capacity(records.len()),
             scans: Vec::with_capacity(records.len()),
             ..Log::default()
         };
-        for r in records {
-            log.push(r);
+        for (idx, r) in records.iter().enumerate() {
+            log.index(idx, r);
         }
+        log.records = records;
         log
     }
 
     /// Append one record, updating the index in constant time.
     pub fn push(&mut self, record: Record) {
-        let idx = self.records.len();
+        self.index(self.records.len(), &record);
+        self.records.push(record);
+    }
+
+    /// Index the record that is (or is about to be) at `idx`, the next
+    /// place after those indexed so far.
+    fn index(&mut self, idx: usize, record: &Record) {
         if is_conversation_event(&record.body) {
             if !self.any_turn {
                 // The first conversation event opens turn 0, which also
@@ -130,7 +138,6 @@ impl Log {
         self.turn_of
             .push(self.turn_starts.len().saturating_sub(1) as u32);
         self.scans.push(ScanCell::default());
-        self.records.push(record);
     }
 
     /// What the diagnostics recognizer finds in the tool result at `idx`
@@ -446,6 +453,14 @@ impl LineReader {
             line: lines,
             offset,
         }
+    }
+
+    /// The same reader with room for `records` records made at once (a
+    /// part whose lines are counted), so its records are not copied as
+    /// they grow.
+    pub fn with_capacity(mut self, records: usize) -> Self {
+        self.out.records.reserve(records);
+        self
     }
 
     /// Read the next line, with its newline if it has one (only the last
