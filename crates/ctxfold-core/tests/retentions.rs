@@ -225,3 +225,51 @@ proptest! {
         prop_assert_eq!(r.union(&ranges), union_reference(&log, &ranges));
     }
 }
+
+/// A log long enough that its facts are read in parallel parts and in more
+/// than one chunk (`kept/batch.rs` reads 16,384 records at a time, split
+/// between the cores): the reports are still the one-range-at-a-time ones.
+#[test]
+fn a_log_read_in_parallel_parts_reports_what_each_range_alone_does() {
+    // A fixed pseudo-random walk over every kind of step (an LCG: the
+    // same log on every run).
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |m: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % m
+    };
+    let steps: Vec<Step> = (0..28_000)
+        .map(|_| match next(13) {
+            0..=2 => Step::User(next(WORDS.len())),
+            3..=5 => Step::Call(next(PATHS.len()), next(RESULTS.len()), next(2) == 0),
+            6..=7 => Step::Say(next(WORDS.len()), next(RESULTS.len())),
+            8 => Step::Think,
+            9..=10 => Step::Fold(next(8) as u32, next(8) as u32, next(5), next(WORDS.len())),
+            _ => Step::Turn,
+        })
+        .collect();
+    let log = build(&steps);
+    let n = log.len();
+    // Three chunks, the last long enough to be read in parts too.
+    assert!(n > 2 * (1 << 14) + 1024, "{n} records: too few");
+    let ranges = [
+        (0, n - 1),
+        (1_000, 17_000),
+        (16_000, 16_500),
+        (n / 2, n - 1),
+        (5, 5),
+    ];
+    let view = project(&log);
+    let text = view_text(&view);
+    let one_by_one: Vec<Kept> = ranges
+        .iter()
+        .map(|&r| retention(&log, r, &view, &text))
+        .collect();
+    assert_eq!(Retentions::new(&log, &view).of(&ranges, true), one_by_one);
+    assert!(
+        one_by_one[0].diagnostics.total > 0 && one_by_one[0].files.total > 0,
+        "the log holds facts to compare"
+    );
+}

@@ -253,41 +253,39 @@ impl Occurrences {
             requests_lost: vec![],
             raw: vec![0; log.len() + 1],
         };
-        for &(lo, hi) in covered {
-            for i in lo..=hi {
-                o.raw[i + 1] = crate::estimate::record_tokens(&log.records()[i]);
-                let f = record_facts(log, i);
-                for path in f.files {
-                    let key = intern(&mut file_keys, path, |p| {
-                        file_checks.push(finder.whole(p, path_char));
-                        o.file_names.push(p.clone());
-                    });
-                    o.files.push((i, key));
+        let covered_records = covered.iter().flat_map(|&(lo, hi)| lo..=hi);
+        for (i, tokens, f) in read_facts(log, covered_records) {
+            o.raw[i + 1] = tokens;
+            for path in f.files {
+                let key = intern(&mut file_keys, path, |p| {
+                    file_checks.push(finder.whole(p, path_char));
+                    o.file_names.push(p.clone());
+                });
+                o.files.push((i, key));
+            }
+            let mut texts_here: Vec<u32> = Vec::new();
+            for d in f.diagnostics {
+                let text_key = intern(&mut text_keys, d.text.clone(), |t| {
+                    o.diag_texts.push(t.clone());
+                });
+                // A range keeps the first diagnostic of each text.
+                if texts_here.contains(&text_key) {
+                    continue;
                 }
-                let mut texts_here: Vec<u32> = Vec::new();
-                for d in f.diagnostics {
-                    let text_key = intern(&mut text_keys, d.text.clone(), |t| {
-                        o.diag_texts.push(t.clone());
-                    });
-                    // A range keeps the first diagnostic of each text.
-                    if texts_here.contains(&text_key) {
-                        continue;
-                    }
-                    texts_here.push(text_key);
-                    let id = (d.text.clone(), d.line.clone(), d.location.clone());
-                    let check = intern(&mut diag_keys, id, |_| {
-                        diag_checks.push(finder.diagnostic(&d));
-                        diag_list.push(d);
-                    });
-                    o.diags.push((i, check, text_key));
-                }
-                if let Some(r) = f.request {
-                    let key = intern(&mut request_keys, r, |r| {
-                        request_checks.push(finder.whole(r, word_char));
-                        o.request_texts.push(r.clone());
-                    });
-                    o.requests.push((i, key));
-                }
+                texts_here.push(text_key);
+                let id = (d.text.clone(), d.line.clone(), d.location.clone());
+                let check = intern(&mut diag_keys, id, |_| {
+                    diag_checks.push(finder.diagnostic(&d));
+                    diag_list.push(d);
+                });
+                o.diags.push((i, check, text_key));
+            }
+            if let Some(r) = f.request {
+                let key = intern(&mut request_keys, r, |r| {
+                    request_checks.push(finder.whole(r, word_char));
+                    o.request_texts.push(r.clone());
+                });
+                o.requests.push((i, key));
             }
         }
         for i in 1..o.raw.len() {
@@ -716,6 +714,49 @@ fn could_occur(needle: &str, words: &HashSet<&str>) -> bool {
         || runs[1..runs.len() - 1]
             .iter()
             .all(|w| w.is_empty() || words.contains(w))
+}
+
+/// Records read at a time: the facts of this many are held at once.
+const CHUNK: usize = 1 << 14;
+
+/// Each record's tokens and facts, in order. Reading them (the diagnostics
+/// recognizer over every tool result, the paths in every call's arguments,
+/// the token estimate) is most of the cost of a report over a long log, and
+/// each record is read alone, so a chunk at a time is read on every core;
+/// the result is the same as reading them one after another.
+fn read_facts(
+    log: &Log,
+    records: impl Iterator<Item = usize>,
+) -> impl Iterator<Item = (usize, usize, super::RecordFacts)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let mut records = records.peekable();
+    std::iter::from_fn(move || {
+        records.peek()?;
+        let chunk: Vec<usize> = records.by_ref().take(CHUNK).collect();
+        let read = |i: usize| {
+            (
+                i,
+                crate::estimate::record_tokens(&log.records()[i]),
+                record_facts(log, i),
+            )
+        };
+        if threads == 1 || chunk.len() < 1024 {
+            return Some(chunk.into_iter().map(read).collect::<Vec<_>>());
+        }
+        let per = chunk.len().div_ceil(threads);
+        let parts: Vec<Vec<_>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .chunks(per)
+                .map(|part| s.spawn(move || part.iter().map(|&i| read(i)).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        Some(parts.into_iter().flatten().collect())
+    })
+    .flatten()
 }
 
 /// The number of `key` in `keys`, numbered in the order keys are first
