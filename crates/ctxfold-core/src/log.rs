@@ -457,9 +457,10 @@ impl LineReader {
 
     /// The same reader with room for `records` records made at once (a
     /// part whose lines are counted), so its records are not copied as
-    /// they grow.
+    /// they grow. Room the allocator refuses is not made: the records then
+    /// grow as they come.
     pub fn with_capacity(mut self, records: usize) -> Self {
-        self.out.records.reserve(records);
+        let _ = self.out.records.try_reserve(records);
         self
     }
 
