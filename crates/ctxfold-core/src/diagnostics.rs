@@ -23,7 +23,7 @@
 use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::text::literal_pattern;
@@ -40,7 +40,7 @@ pub const DIAGNOSTIC_CHARS: usize = 240;
 pub const VALUE_CHARS: usize = 60;
 
 /// What a diagnostic says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DiagnosticKind {
     /// A compiler or tool error.
@@ -570,6 +570,12 @@ impl ScanCell {
     pub(crate) fn get_or_scan(&self, content: &str, is_error: bool) -> &ResultScan {
         self.0
             .get_or_init(|| Box::new(ResultScan::new(content, is_error)))
+    }
+
+    /// Keep `scan`, made elsewhere of this cell's record, unless one is
+    /// made already.
+    pub(crate) fn fill(&self, scan: ResultScan) {
+        let _ = self.0.set(Box::new(scan));
     }
 
     /// The scan, if one was made.

@@ -154,6 +154,28 @@ impl Log {
         }
     }
 
+    /// Keep `scans` as what [`result_scan`](Log::result_scan) gives for
+    /// the tool results at their indices, instead of reading those results
+    /// again: scans made of these very records by the same recognizer (a
+    /// store's snapshot of the log keeps them; see `ctxfold-store`). An
+    /// index that is not a tool result, or whose scan is made already,
+    /// is passed over.
+    pub fn with_result_scans(self, scans: impl IntoIterator<Item = (usize, ResultScan)>) -> Self {
+        for (idx, scan) in scans {
+            if let (
+                Some(cell),
+                Some(Record {
+                    body: Body::ToolResult { .. },
+                    ..
+                }),
+            ) = (self.scans.get(idx), self.records.get(idx))
+            {
+                cell.fill(scan);
+            }
+        }
+        self
+    }
+
     /// The cache cells, parallel to [`records`](Log::records): a view
     /// item that stands for a tool result carries its record's.
     pub(crate) fn scans(&self) -> &[ScanCell] {
@@ -394,6 +416,10 @@ pub struct ReadLines {
     pub first_bad: Option<LineNote>,
     /// An unterminated last line that is not a record.
     pub torn: Option<TornLine>,
+    /// Lines read, the blank ones and a torn last line included; a reader
+    /// started part way in (see [`LineReader::after`]) counts the lines
+    /// before it too.
+    pub lines: usize,
 }
 
 impl ReadLines {
@@ -410,6 +436,7 @@ impl ReadLines {
         if next.torn.is_some() {
             self.torn = next.torn;
         }
+        self.lines = self.lines.max(next.lines);
     }
 }
 
@@ -520,6 +547,7 @@ impl LineReader {
     /// What was read.
     pub fn finish(mut self) -> ReadLines {
         self.out.records.shrink_to_fit();
+        self.out.lines = self.line;
         self.out
     }
 }
