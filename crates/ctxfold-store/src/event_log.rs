@@ -21,9 +21,12 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use ctxfold_core::Record;
+use ctxfold_core::diagnostics::ResultScan;
+use ctxfold_core::log::LineNote;
+use ctxfold_core::{Log, ReadLines, Record};
 
 use crate::StoreError;
+pub use crate::snapshot::{SNAPSHOT_FILE, SNAPSHOT_FROM};
 
 /// File name of the log inside a conversation folder.
 pub const EVENTS_FILE: &str = "events.jsonl";
@@ -37,6 +40,8 @@ const TURN_LOCK_FILE: &str = "turn.lock";
 #[derive(Debug, Clone)]
 pub struct EventLog {
     dir: PathBuf,
+    /// Loads that read this many bytes of JSON or more keep a snapshot.
+    snapshot_from: u64,
 }
 
 /// What loading a log found.
@@ -49,6 +54,20 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// The torn tail that was set aside, if any.
     pub torn: Option<TornTail>,
+    /// Bytes at the log's start whose records came from its snapshot
+    /// rather than from reading their lines (0: none).
+    pub from_snapshot: u64,
+    /// What the diagnostics recognizer found in tool results, by index in
+    /// `records`, as the snapshot kept it (see [`Loaded::into_log`]).
+    pub result_scans: Vec<(usize, ResultScan)>,
+}
+
+impl Loaded {
+    /// The records as a [`Log`], with the scans of their tool results that
+    /// the snapshot kept, so they are not read again.
+    pub fn into_log(self) -> Log {
+        Log::from_records(self.records).with_result_scans(self.result_scans)
+    }
 }
 
 /// An incomplete last line that a load moved to the side file.
@@ -86,7 +105,19 @@ impl Drop for Lock {
 impl EventLog {
     /// The log in conversation folder `dir` (which need not exist yet).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        EventLog { dir: dir.into() }
+        EventLog {
+            dir: dir.into(),
+            snapshot_from: SNAPSHOT_FROM,
+        }
+    }
+
+    /// The same log, keeping a snapshot of its records once a load reads
+    /// `bytes` bytes of JSON or more (by default [`SNAPSHOT_FROM`]; a log
+    /// under that size loads fast enough without one). `u64::MAX` keeps
+    /// none.
+    pub fn snapshot_from(mut self, bytes: u64) -> Self {
+        self.snapshot_from = bytes;
+        self
     }
 
     /// Path of `events.jsonl`.
@@ -183,12 +214,24 @@ impl EventLog {
         let path = self.path();
         let scan = {
             let _guard = self.lock(false)?;
-            scan(&path)?
+            scan(&self.dir, &path, self.snapshot_from)?
         };
+        // Outside the lock: writers need not wait for it, and what it
+        // covers stays as it was read (only a torn tail is ever cut).
+        if let Some((covered, lines)) = scan.snapshot_due {
+            // A cache: a folder it cannot be written to loads as before.
+            if let Err(e) =
+                crate::snapshot::write(&self.dir, &path, covered, lines, &scan.records, &scan.notes)
+            {
+                tracing::debug!(dir = %self.dir.display(), error = %e, "no snapshot written");
+            }
+        }
         let mut loaded = Loaded {
             records: scan.records,
             warnings: scan.warnings,
             torn: None,
+            from_snapshot: scan.from_snapshot,
+            result_scans: scan.result_scans,
         };
         if let Some((line, offset, len)) = scan.torn {
             let what = format!(
@@ -531,12 +574,22 @@ struct Scan {
     warnings: Vec<String>,
     /// Line, offset and length of an incomplete last line.
     torn: Option<(usize, u64, u64)>,
+    /// The notes on the lines read, for a snapshot.
+    notes: Vec<LineNote>,
+    /// Bytes and lines a snapshot of these records would cover, when one
+    /// should be written.
+    snapshot_due: Option<(u64, usize)>,
+    /// Bytes whose records came from the snapshot.
+    from_snapshot: u64,
+    /// The scans the snapshot kept.
+    result_scans: Vec<(usize, ResultScan)>,
 }
 
 /// Read the log with the one line policy of
-/// [`ctxfold_core::log::LineReader`], on every core.
-fn scan(path: &Path) -> Result<Scan, StoreError> {
-    let file = match File::open(path) {
+/// [`ctxfold_core::log::LineReader`], on every core; through its snapshot
+/// (`crate::snapshot`) where one covers its start.
+fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError> {
+    let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => {
             // Gone with its folder (removed meanwhile) is not "empty".
@@ -549,16 +602,50 @@ fn scan(path: &Path) -> Result<Scan, StoreError> {
                 records: Vec::new(),
                 warnings: Vec::new(),
                 torn: None,
+                notes: Vec::new(),
+                snapshot_due: None,
+                from_snapshot: 0,
+                result_scans: Vec::new(),
             });
         }
         Err(e) => return Err(StoreError::io(path, e)),
     };
     let size = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
-    let read =
-        crate::parallel_lines::read_lines(file, size).map_err(|e| StoreError::io(path, e))?;
+    let restored = (size >= snapshot_from)
+        .then(|| crate::snapshot::restore(dir, path, size))
+        .flatten();
+    let mut result_scans = Vec::new();
+    let (read, from) = match restored {
+        Some(r) => {
+            result_scans = r.scans;
+            file.seek(SeekFrom::Start(r.covered))
+                .map_err(|e| StoreError::io(path, e))?;
+            let tail =
+                crate::parallel_lines::read_lines_after(file, size - r.covered, r.lines, r.covered)
+                    .map_err(|e| StoreError::io(path, e))?;
+            let mut read = ReadLines {
+                records: r.records,
+                notes: r.notes,
+                lines: r.lines,
+                ..ReadLines::default()
+            };
+            read.join(tail);
+            (read, r.covered)
+        }
+        None => (
+            crate::parallel_lines::read_lines(file, size).map_err(|e| StoreError::io(path, e))?,
+            0,
+        ),
+    };
+    // What was read whole lines up to: a torn tail is left out, and so is
+    // a last record without its newline (the next append writes one
+    // before its own records).
+    let end = read.torn.map_or(size, |t| t.offset);
+    let lines = read.torn.map_or(read.lines, |t| t.line - 1);
+    let snapshot_due = (end.saturating_sub(from) >= snapshot_from).then_some((end, lines));
     let warnings = read
         .notes
-        .into_iter()
+        .iter()
         .map(|n| {
             let kept = if n.skipped {
                 "; the line stays in the file"
@@ -572,5 +659,9 @@ fn scan(path: &Path) -> Result<Scan, StoreError> {
         records: read.records,
         warnings,
         torn: read.torn.map(|t| (t.line, t.offset, t.len)),
+        notes: read.notes,
+        snapshot_due,
+        from_snapshot: from,
+        result_scans,
     })
 }

@@ -11,6 +11,7 @@ pub mod event_log;
 pub mod meta;
 mod parallel_lines;
 pub mod postgres;
+mod snapshot;
 pub mod store;
 pub mod workspace;
 

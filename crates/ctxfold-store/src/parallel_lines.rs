@@ -39,19 +39,32 @@ struct Job {
 /// Read every line of `input` (of about `size` bytes) with the one line
 /// policy of [`LineReader`].
 pub(crate) fn read_lines(input: impl Read, size: u64) -> std::io::Result<ReadLines> {
-    read_lines_from(input, size, PARALLEL_FROM)
+    read_lines_from(input, size, PARALLEL_FROM, (0, 0))
+}
+
+/// [`read_lines`] for the rest of a log, `input` starting after `lines`
+/// lines of `offset` bytes (what a snapshot covered): line numbers and
+/// offsets are the whole log's.
+pub(crate) fn read_lines_after(
+    input: impl Read,
+    size: u64,
+    lines: usize,
+    offset: u64,
+) -> std::io::Result<ReadLines> {
+    read_lines_from(input, size, PARALLEL_FROM, (lines, offset))
 }
 
 /// [`read_lines`], in parts from `parallel_from` bytes on (the tests read
-/// small logs in parts).
+/// small logs in parts), `input` starting after `start`'s lines and bytes.
 fn read_lines_from(
     mut input: impl Read,
     size: u64,
     parallel_from: u64,
+    start: (usize, u64),
 ) -> std::io::Result<ReadLines> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     if threads == 1 || size < parallel_from {
-        return read_on_this_thread(input);
+        return read_on_this_thread(input, start);
     }
     let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
     let queue = Mutex::new(queue);
@@ -131,7 +144,7 @@ fn read_lines_from(
         };
         drop(spare);
         let fresh = || spares.try_recv().unwrap_or_default();
-        let sent = split_into_blocks(&mut input, fresh, |job| {
+        let sent = split_into_blocks(&mut input, start, fresh, |job| {
             // Join what is done while reading on, so parts do not pile up.
             while let Ok((i, bytes, part)) = done.try_recv() {
                 take(i, bytes, part, &mut all);
@@ -155,9 +168,12 @@ fn read_lines_from(
 
 /// One line at a time, through a buffer: no more of the file in memory
 /// than its longest line.
-fn read_on_this_thread(input: impl Read) -> std::io::Result<ReadLines> {
+fn read_on_this_thread(
+    input: impl Read,
+    (lines, offset): (usize, u64),
+) -> std::io::Result<ReadLines> {
     let mut input = std::io::BufReader::with_capacity(1 << 20, input);
-    let mut reader = LineReader::new();
+    let mut reader = LineReader::after(lines, offset);
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -180,10 +196,11 @@ fn parse(mut reader: LineReader, bytes: &[u8]) -> ReadLines {
 /// Returns how many blocks were sent.
 fn split_into_blocks(
     input: &mut impl Read,
+    (mut lines_before, mut offset): (usize, u64),
     mut fresh: impl FnMut() -> Vec<u8>,
     mut send: impl FnMut(Job) -> bool,
 ) -> std::io::Result<usize> {
-    let (mut index, mut lines_before, mut offset) = (0, 0, 0u64);
+    let mut index = 0;
     let mut carry: Vec<u8> = Vec::new();
     loop {
         // A line longer than a block grows in `carry` itself; otherwise
@@ -288,7 +305,7 @@ mod tests {
             // About 12 MiB: a dozen blocks.
             let bytes = log(60_000, ending);
             let one = parse(LineReader::new(), &bytes);
-            let parts = read_lines_from(&bytes[..], bytes.len() as u64, 0).unwrap();
+            let parts = read_lines_from(&bytes[..], bytes.len() as u64, 0, (0, 0)).unwrap();
             assert_eq!(summary(&parts), summary(&one), "ending {ending:?}");
             assert_eq!(parts.records, one.records);
         }
@@ -304,7 +321,7 @@ mod tests {
         bytes.extend_from_slice(long.as_bytes());
         bytes.extend_from_slice(&log(100, ""));
         let one = parse(LineReader::new(), &bytes);
-        let parts = read_lines_from(&bytes[..], bytes.len() as u64, 0).unwrap();
+        let parts = read_lines_from(&bytes[..], bytes.len() as u64, 0, (0, 0)).unwrap();
         assert_eq!(summary(&parts), summary(&one));
         assert_eq!(parts.records.len(), one.records.len());
     }

@@ -196,7 +196,7 @@ impl PgStore {
         Ok(Loaded {
             records: read.records,
             warnings,
-            torn: None,
+            ..Loaded::default()
         })
     }
 

@@ -1,0 +1,637 @@
+//! A long log's records kept beside it in a binary form
+//! (`events.snapshot`), so that loading it again reads the JSON of the
+//! lines written since, not of every line (issue 26: `conversation show`
+//! and the pages on a million events).
+//!
+//! - A snapshot covers the log's first `covered` bytes, whole lines, and
+//!   says so with their CRC-32: it is used only when the log still starts
+//!   with exactly those bytes (checked on another core while the records
+//!   are decoded), else ignored. It is a cache: the log stays the one
+//!   truth, and a snapshot that is missing, stale, from another version or
+//!   corrupt costs one full read of the log, never a wrong record.
+//! - It holds what reading those lines gave: the records and the notes on
+//!   lines kept verbatim or skipped, with their line numbers, so a load
+//!   through it reports what a full read does.
+//! - It is written after a load that read at least [`SNAPSHOT_FROM`] bytes
+//!   of JSON (a log under that size loads fast enough without one), to a
+//!   temporary file renamed into place; a folder that is read-only or full
+//!   keeps no snapshot, and loads as before.
+//! - The common records are encoded field by field ([`postcard`]); the
+//!   others (compactions, resets, records with unknown fields) as their
+//!   JSON line, which reads back to the same record.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use ctxfold_core::diagnostics::{Diagnostic, DiagnosticKind, ResultScan};
+use ctxfold_core::log::LineNote;
+use ctxfold_core::{Body, JsonText, Record};
+use serde::{Deserialize, Serialize};
+
+/// File name of the snapshot inside a conversation folder.
+pub const SNAPSHOT_FILE: &str = "events.snapshot";
+
+/// A load that parsed at least this many bytes of JSON writes a snapshot.
+pub const SNAPSHOT_FROM: u64 = 32 << 20;
+
+/// What the file starts with; the number after it changes with the
+/// encoding (an older or newer snapshot is ignored).
+const MAGIC: &[u8; 12] = b"ctxfold-sn\x00\x02";
+
+/// Records in one encoded chunk: chunks are decoded on every core.
+const CHUNK: usize = 8192;
+
+/// What a snapshot says of the log it covers.
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    /// Bytes of the log covered, up to a line end.
+    covered: u64,
+    /// Lines in them.
+    lines: u64,
+    /// CRC-32 of those bytes.
+    crc: u32,
+    /// Records in the snapshot.
+    records: u64,
+    /// Notes on the covered lines, as reading them gave.
+    notes: Vec<Note>,
+    /// The program that scanned the tool results (see [`scanner`]): their
+    /// scans are used only by the same one.
+    scanner: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Note {
+    line: u64,
+    message: String,
+    skipped: bool,
+}
+
+/// One record. `ts` and `metadata` are text: the timestamp as written, the
+/// metadata as its JSON.
+#[derive(Serialize, Deserialize)]
+struct Entry<'a> {
+    seq: u64,
+    #[serde(borrow)]
+    ts: Cow<'a, str>,
+    #[serde(borrow)]
+    metadata: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    body: EntryBody<'a>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum EntryBody<'a> {
+    TurnStart,
+    User {
+        content: &'a str,
+        author: Option<&'a str>,
+    },
+    Assistant(&'a str),
+    Reasoning(&'a str),
+    System(&'a str),
+    ToolCall {
+        id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    ToolResult {
+        id: &'a str,
+        content: &'a str,
+        is_error: bool,
+        #[serde(borrow)]
+        scan: Option<Scan<'a>>,
+    },
+    Structured(&'a str),
+    /// Any other record, as its JSON line (its own `seq`, `ts` and
+    /// `metadata` included).
+    Line(Cow<'a, str>),
+}
+
+/// What the diagnostics recognizer found in a tool result
+/// ([`ResultScan`]).
+#[derive(Serialize, Deserialize)]
+struct Scan<'a> {
+    chars: u64,
+    #[serde(borrow)]
+    diagnostics: Vec<Found<'a>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Found<'a> {
+    kind: DiagnosticKind,
+    text: &'a str,
+    line: &'a str,
+    location: Option<&'a str>,
+}
+
+impl<'a> Scan<'a> {
+    fn of(scan: &'a ResultScan) -> Self {
+        Scan {
+            chars: scan.chars as u64,
+            diagnostics: scan
+                .diagnostics
+                .iter()
+                .map(|d| Found {
+                    kind: d.kind,
+                    text: &d.text,
+                    line: &d.line,
+                    location: d.location.as_deref(),
+                })
+                .collect(),
+        }
+    }
+
+    fn result_scan(&self) -> ResultScan {
+        ResultScan {
+            chars: self.chars as usize,
+            diagnostics: self
+                .diagnostics
+                .iter()
+                .map(|d| Diagnostic {
+                    kind: d.kind,
+                    text: d.text.to_owned(),
+                    line: d.line.to_owned(),
+                    location: d.location.map(str::to_owned),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Who scans the tool results: the running program, by its path, size and
+/// time of change. Scans kept by another build (an upgrade, whose
+/// recognizer may find other diagnostics) are made again; the records are
+/// used whatever the build.
+fn scanner() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let meta = std::fs::metadata(&exe).ok()?;
+    let changed = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(format!(
+        "{} {} {}",
+        exe.display(),
+        meta.len(),
+        changed.as_nanos()
+    ))
+}
+
+/// What a load through a snapshot read from it.
+pub(crate) struct Restored {
+    /// The covered part of the log, as a reader of its lines would give
+    /// it: the next line is `lines + 1`, at byte `covered`.
+    pub covered: u64,
+    pub lines: usize,
+    pub records: Vec<Record>,
+    pub notes: Vec<LineNote>,
+    /// The tool results' scans, by index, when this program made them.
+    pub scans: Vec<(usize, ResultScan)>,
+}
+
+/// The records of `dir`'s snapshot, if it covers the start of `log` (of
+/// `size` bytes) as it is now. `None` whenever it cannot be used.
+pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
+    let mut file = BufReader::with_capacity(1 << 20, File::open(dir.join(SNAPSHOT_FILE)).ok()?);
+    let mut magic = [0u8; MAGIC.len()];
+    file.read_exact(&mut magic).ok()?;
+    if &magic != MAGIC {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    if !read_frame(&mut file, &mut bytes).ok()? {
+        return None;
+    }
+    let header: Header = postcard::from_bytes(&bytes).ok()?;
+    if header.covered > size {
+        return None;
+    }
+    let (covered, expected) = (header.covered, header.crc);
+    let scans = header.scanner.is_some() && header.scanner == scanner();
+    // The log's prefix is checked while the records are decoded.
+    let (crc, decoded) = std::thread::scope(|s| {
+        let crc = s.spawn(move || prefix(log, covered).map(|(crc, _)| crc));
+        let decoded = decode_all(&mut file, header.records, scans);
+        (crc.join().ok().flatten(), decoded)
+    });
+    if crc != Some(expected) {
+        return None;
+    }
+    let Part { records, scans } = decoded?;
+    if records.len() as u64 != header.records {
+        return None;
+    }
+    Some(Restored {
+        covered,
+        lines: usize::try_from(header.lines).ok()?,
+        records,
+        scans,
+        notes: header
+            .notes
+            .into_iter()
+            .map(|n| LineNote {
+                line: n.line as usize,
+                message: n.message,
+                skipped: n.skipped,
+            })
+            .collect(),
+    })
+}
+
+/// Write a snapshot of `records`, what reading the first `covered` bytes
+/// (`lines` lines) of `log` gave, with the `notes` on them. Written to a
+/// temporary file in `dir` and renamed over the old one; on any failure
+/// nothing is left behind but the old snapshot (or none).
+pub(crate) fn write(
+    dir: &Path,
+    log: &Path,
+    covered: u64,
+    lines: usize,
+    records: &[Record],
+    notes: &[LineNote],
+) -> std::io::Result<()> {
+    let (crc, last) = prefix(log, covered)
+        .ok_or_else(|| std::io::Error::other("the log is shorter than what was read"))?;
+    // A last record without its newline gets one before the next append's
+    // records: the snapshot ends where a line ends.
+    if last.is_some_and(|b| b != b'\n') {
+        return Err(std::io::Error::other("the log does not end with a newline"));
+    }
+    let header = Header {
+        covered,
+        lines: lines as u64,
+        crc,
+        records: records.len() as u64,
+        notes: notes
+            .iter()
+            .map(|n| Note {
+                line: n.line as u64,
+                message: n.message.clone(),
+                skipped: n.skipped,
+            })
+            .collect(),
+        scanner: scanner(),
+    };
+    let with_scans = header.scanner.is_some();
+    let temp = tempfile::Builder::new()
+        .prefix(".events.snapshot.")
+        .tempfile_in(dir)?;
+    let mut w = BufWriter::with_capacity(1 << 20, temp.as_file());
+    w.write_all(MAGIC)?;
+    write_frame(&mut w, &postcard::to_allocvec(&header).map_err(invalid)?)?;
+    // Chunks encoded (their tool results scanned) on every core, a round
+    // of one chunk per thread at a time, written in order.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let chunks: Vec<&[Record]> = records.chunks(CHUNK).collect();
+    for round in chunks.chunks(threads) {
+        let encoded: Vec<std::io::Result<Vec<u8>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = round
+                .iter()
+                .map(|chunk| s.spawn(move || encode_chunk(chunk, with_scans)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        for bytes in encoded {
+            write_frame(&mut w, &bytes?)?;
+        }
+    }
+    w.flush()?;
+    drop(w);
+    temp.persist(dir.join(SNAPSHOT_FILE)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// One chunk's records encoded, with their tool results' scans when
+/// `with_scans`.
+fn encode_chunk(chunk: &[Record], with_scans: bool) -> std::io::Result<Vec<u8>> {
+    let scans: Vec<Option<ResultScan>> = chunk
+        .iter()
+        .map(|r| match &r.body {
+            Body::ToolResult {
+                content, is_error, ..
+            } if with_scans => Some(ResultScan::new(content, *is_error)),
+            _ => None,
+        })
+        .collect();
+    let entries: Vec<Entry<'_>> = chunk
+        .iter()
+        .zip(&scans)
+        .map(|(r, scan)| entry(r, scan.as_ref()))
+        .collect();
+    postcard::to_allocvec(&entries).map_err(invalid)
+}
+
+fn invalid(e: postcard::Error) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e)
+}
+
+/// A frame: its length and the CRC-32 of its bytes (4 bytes each,
+/// little-endian), then its bytes: a snapshot changed on disk reads as
+/// corrupt, never as other records.
+fn write_frame(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(bytes.len()).map_err(|_| std::io::Error::other("frame too long"))?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(&crc32fast::hash(bytes).to_le_bytes())?;
+    w.write_all(bytes)
+}
+
+/// The next frame, read into `bytes` (whose room is reused); `false` at
+/// the end of the file; an error if it is cut short or its bytes are not
+/// what was written.
+fn read_frame(r: &mut impl Read, bytes: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut head = [0u8; 8];
+    match r.read_exact(&mut head[..1]) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    r.read_exact(&mut head[1..])?;
+    let [a, b, c, d, e, f, g, h] = head;
+    let len = u32::from_le_bytes([a, b, c, d]) as usize;
+    let crc = u32::from_le_bytes([e, f, g, h]);
+    bytes.clear();
+    // Room made once (a frame is a few MiB), within what the file holds:
+    // a corrupt length must not ask for gigabytes at once.
+    let _ = bytes.try_reserve_exact(len.min(64 << 20));
+    (&mut *r).take(len as u64).read_to_end(bytes)?;
+    if bytes.len() != len || crc32fast::hash(bytes) != crc {
+        return Err(std::io::ErrorKind::InvalidData.into());
+    }
+    Ok(true)
+}
+
+/// CRC-32 of the first `len` bytes of `path`, and the last of them; `None`
+/// if it has fewer.
+fn prefix(path: &Path, len: u64) -> Option<(u32, Option<u8>)> {
+    let mut f = File::open(path).ok()?.take(len);
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut read, mut last) = (0u64, None);
+    loop {
+        let n = f.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        last = Some(buf[n - 1]);
+        read += n as u64;
+    }
+    (read == len).then(|| (hasher.finalize(), last))
+}
+
+/// Records decoded, and their tool results' scans by index.
+#[derive(Default)]
+struct Part {
+    records: Vec<Record>,
+    scans: Vec<(usize, ResultScan)>,
+}
+
+/// Every chunk of the file decoded, on every core, in order (with the
+/// scans when `scans`). `None` if a chunk does not decode.
+fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let (jobs, queue) = mpsc::sync_channel::<(usize, Vec<u8>)>(threads);
+    let queue = Mutex::new(queue);
+    let (parts, done) = mpsc::channel::<(usize, Option<Part>)>();
+    // Frames decoded come back to be read into again: fresh memory for
+    // each was a third of the load in page faults.
+    let (spare, spares) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (queue, parts, spare) = (&queue, parts.clone(), spare.clone());
+            s.spawn(move || {
+                loop {
+                    let job = match queue.lock() {
+                        Ok(q) => q.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((index, bytes)) = job else { return };
+                    let part = decode_chunk(&bytes, scans);
+                    let _ = spare.send(bytes);
+                    if parts.send((index, part)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((parts, spare));
+        // Joined in order as they come (while the file is read on), each
+        // part freed once joined: the records are held once, not twice.
+        let mut all = Part::default();
+        let mut failed = all
+            .records
+            .try_reserve(usize::try_from(expected).unwrap_or(usize::MAX))
+            .is_err();
+        let mut pending = std::collections::BTreeMap::new();
+        let (mut sent, mut next) = (0, 0);
+        let mut take = |(index, part): (usize, Option<Part>), failed: &mut bool| {
+            match part {
+                Some(part) => {
+                    pending.insert(index, part);
+                }
+                None => *failed = true,
+            }
+            while let Some(part) = pending.remove(&next) {
+                let before = all.records.len();
+                all.records.extend(part.records);
+                all.scans
+                    .extend(part.scans.into_iter().map(|(i, scan)| (before + i, scan)));
+                next += 1;
+            }
+        };
+        while !failed {
+            while let Ok(part) = done.try_recv() {
+                take(part, &mut failed);
+            }
+            let mut bytes = spares.try_recv().unwrap_or_default();
+            match read_frame(file, &mut bytes) {
+                Ok(true) => {
+                    failed |= jobs.send((sent, bytes)).is_err();
+                    sent += 1;
+                }
+                Ok(false) => break,
+                Err(_) => failed = true,
+            }
+        }
+        // Workers stop once the queue is empty and closed.
+        drop(jobs);
+        for part in done {
+            take(part, &mut failed);
+        }
+        (!failed && next == sent).then_some(all)
+    })
+}
+
+fn decode_chunk(bytes: &[u8], with_scans: bool) -> Option<Part> {
+    let entries: Vec<Entry<'_>> = postcard::from_bytes(bytes).ok()?;
+    let mut part = Part {
+        records: Vec::with_capacity(entries.len()),
+        scans: Vec::new(),
+    };
+    for (i, e) in entries.into_iter().enumerate() {
+        if let (true, EntryBody::ToolResult { scan: Some(s), .. }) = (with_scans, &e.body) {
+            part.scans.push((i, s.result_scan()));
+        }
+        part.records.push(record(e)?);
+    }
+    Some(part)
+}
+
+/// How `r` is kept (a tool result with its `scan`).
+fn entry<'a>(r: &'a Record, scan: Option<&'a ResultScan>) -> Entry<'a> {
+    let line = || Entry {
+        seq: r.seq,
+        ts: Cow::Borrowed(""),
+        metadata: None,
+        body: EntryBody::Line(Cow::Owned(r.to_json_line())),
+    };
+    if !r.extra.is_empty() {
+        return line();
+    }
+    let body = match &r.body {
+        Body::TurnStart => EntryBody::TurnStart,
+        Body::User { content, author } => EntryBody::User {
+            content,
+            author: author.as_deref(),
+        },
+        Body::Assistant { content } => EntryBody::Assistant(content),
+        Body::Reasoning { content } => EntryBody::Reasoning(content),
+        Body::System { content } => EntryBody::System(content),
+        Body::ToolCall {
+            id,
+            name,
+            arguments,
+        } => EntryBody::ToolCall {
+            id,
+            name,
+            arguments: arguments.text(),
+        },
+        Body::ToolResult {
+            id,
+            content,
+            is_error,
+        } => EntryBody::ToolResult {
+            id,
+            content,
+            is_error: *is_error,
+            scan: scan.map(Scan::of),
+        },
+        Body::Structured { data } => EntryBody::Structured(data.text()),
+        Body::Compaction(_) | Body::CompactionReset(_) | Body::Other { .. } => return line(),
+    };
+    let metadata = match &r.metadata {
+        None => None,
+        Some(m) => match serde_json::to_string(m) {
+            Ok(text) => Some(Cow::Owned(text)),
+            Err(_) => return line(),
+        },
+    };
+    Entry {
+        seq: r.seq,
+        ts: r.ts.text(),
+        metadata,
+        body,
+    }
+}
+
+/// The record `e` keeps; `None` if it does not read as one.
+fn record(e: Entry<'_>) -> Option<Record> {
+    let body = match e.body {
+        EntryBody::Line(line) => return Record::from_json_line(&line).ok().map(|(r, _)| r),
+        EntryBody::TurnStart => Body::TurnStart,
+        EntryBody::User { content, author } => Body::User {
+            content: content.to_owned(),
+            author: author.map(str::to_owned),
+        },
+        EntryBody::Assistant(content) => Body::Assistant {
+            content: content.to_owned(),
+        },
+        EntryBody::Reasoning(content) => Body::Reasoning {
+            content: content.to_owned(),
+        },
+        EntryBody::System(content) => Body::System {
+            content: content.to_owned(),
+        },
+        EntryBody::ToolCall {
+            id,
+            name,
+            arguments,
+        } => Body::ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: JsonText::parse(arguments)?,
+        },
+        EntryBody::ToolResult {
+            id,
+            content,
+            is_error,
+            ..
+        } => Body::ToolResult {
+            id: id.to_owned(),
+            content: content.to_owned(),
+            is_error,
+        },
+        EntryBody::Structured(data) => Body::Structured {
+            data: JsonText::parse(data)?,
+        },
+    };
+    let mut r = Record::new(e.seq, e.ts.as_ref(), body);
+    if let Some(m) = e.metadata {
+        r.metadata = Some(Box::new(serde_json::from_str(&m).ok()?));
+    }
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A snapshot whose scans another program made: its records are used,
+    /// its scans are not.
+    #[test]
+    fn scans_of_another_build_are_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("events.jsonl");
+        let line = r#"{"seq":0,"ts":"t","type":"tool_result","id":"a","content":"error: boom","is_error":true}"#;
+        std::fs::write(&log, format!("{line}\n")).unwrap();
+        let (record, _) = Record::from_json_line(line).unwrap();
+        let size = std::fs::metadata(&log).unwrap().len();
+        write(
+            dir.path(),
+            &log,
+            size,
+            1,
+            std::slice::from_ref(&record),
+            &[],
+        )
+        .unwrap();
+        let restored = restore(dir.path(), &log, size).unwrap();
+        assert_eq!(restored.records, [record.clone()]);
+        assert_eq!(restored.scans.len(), 1);
+        assert!(!restored.scans[0].1.diagnostics.is_empty());
+
+        // The same file with another scanner in its header.
+        let path = dir.path().join(SNAPSHOT_FILE);
+        let bytes = std::fs::read(&path).unwrap();
+        let mut r = &bytes[MAGIC.len()..];
+        let mut frame = Vec::new();
+        assert!(read_frame(&mut r, &mut frame).unwrap());
+        let mut header: Header = postcard::from_bytes(&frame).unwrap();
+        header.scanner = Some("another build".into());
+        let mut out = MAGIC.to_vec();
+        write_frame(&mut out, &postcard::to_allocvec(&header).unwrap()).unwrap();
+        out.extend_from_slice(r);
+        std::fs::write(&path, out).unwrap();
+        let restored = restore(dir.path(), &log, size).unwrap();
+        assert_eq!(restored.records, [record]);
+        assert!(restored.scans.is_empty());
+    }
+}

@@ -1,0 +1,322 @@
+//! A long log loaded through its snapshot (`events.snapshot`): the same
+//! records and warnings as reading every line, after appends, bad lines
+//! and a torn tail; a snapshot that no longer matches the log, or is
+//! corrupt, is not used; a read-only or full folder loads without one.
+
+// A test or bench may panic on what it did not expect, and print: the
+// workspace's unwrap, expect and print lints are for the library code.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+use std::io::Write;
+use std::path::Path;
+
+use ctxfold_core::diagnostics::ResultScan;
+use ctxfold_core::{Body, Record};
+use ctxfold_store::{EventLog, Loaded};
+
+const SNAPSHOT: &str = ctxfold_store::event_log::SNAPSHOT_FILE;
+
+/// Loads from this size keep a snapshot here: logs of a few MiB test what
+/// the default (`SNAPSHOT_FROM`, 32 MiB) does at a size a debug build
+/// reads quickly.
+const FROM: u64 = 1 << 20;
+
+fn event_log(dir: &Path) -> EventLog {
+    EventLog::new(dir).snapshot_from(FROM)
+}
+
+/// One line of every kind a log holds, `i` making each different; about
+/// 1.4 KB a turn.
+fn turn(i: usize, out: &mut String) {
+    let mut big = "cargo test output line\n".repeat(30 + i % 7);
+    if i.is_multiple_of(3) {
+        big.push_str(&format!(
+            "error[E0432]: unresolved import `crate::M{i}`\n --> src/m{i}.rs:3:5\nthread 'tests::t{i}' panicked at src/m{i}.rs:9:5:\nassertion `left == right` failed\n  left: {i}\n right: 1\n"
+        ));
+    }
+    let ts = format!(
+        "2026-12-05T10:{:02}:{:02}.{:03}Z",
+        i / 60 % 60,
+        i % 60,
+        i % 1000
+    );
+    let lines = [
+        format!(r#"{{"seq":0,"ts":"{ts}","type":"turn_start"}}"#),
+        format!(
+            r#"{{"seq":0,"ts":"{ts}","type":"user","content":"fix test {i} — naïve ✓ \"quoted\"","author":"ci"}}"#
+        ),
+        format!(
+            r#"{{"seq":0,"ts":"{ts}","type":"reasoning","content":"think {i}","metadata":{{"signature":"sig{i}","n":[1,2.5,null]}}}}"#
+        ),
+        format!(
+            r#"{{"seq":0,"ts":"{ts}","type":"tool_call","id":"c{i}","name":"run","arguments":{{"path":"src/m{i}.rs","args":["-q"],"deep":{{"x":{i}}}}}}}"#
+        ),
+        format!(
+            r#"{{"seq":0,"ts":"{ts}","type":"tool_result","id":"c{i}","content":{},"is_error":{}}}"#,
+            serde_json::to_string(&big).unwrap(),
+            i.is_multiple_of(5)
+        ),
+        format!(
+            r#"{{"seq":0,"ts":"not a timestamp {i}","type":"assistant","content":"done {i}","future_field":{{"a":1}}}}"#
+        ),
+        format!(
+            r#"{{"seq":0,"ts":"{ts}","type":"structured","data":{{"answer":{i},"list":[true,false]}}}}"#
+        ),
+        format!(r#"{{"seq":0,"ts":"{ts}","type":"config_delta","model":"m{i}"}}"#),
+    ];
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    if i.is_multiple_of(997) {
+        out.push_str("{\"seq\":0,\"ts\":\"t\",\"type\":\"system\",\"content\":\"be brief\"}\n");
+        out.push_str("not a record at all\n\n");
+        out.push_str(&format!(
+            "{{\"seq\":0,\"ts\":\"{ts}\",\"type\":\"compaction\",\"from_turn\":0,\"to_turn\":{},\"source\":\"user\",\"summary\":{{\"text\":\"s\",\"provenance\":{{\"summarizer\":\"digest\"}}}}}}\n",
+            i / 2
+        ));
+    }
+}
+
+/// A log of at least `bytes` bytes (over the size from which loads write
+/// a snapshot).
+fn write_log(path: &Path, from: usize, bytes: usize) -> usize {
+    let mut s = String::new();
+    let mut i = from;
+    while s.len() < bytes {
+        turn(i, &mut s);
+        i += 1;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(s.as_bytes()).unwrap();
+    i
+}
+
+/// What a load gives without a snapshot: every line read.
+fn full_read(log: &EventLog, dir: &Path) -> Loaded {
+    let saved = dir.join("saved.snapshot");
+    let had = std::fs::rename(dir.join(SNAPSHOT), &saved).is_ok();
+    let loaded = log.load().unwrap();
+    let _ = std::fs::remove_file(dir.join(SNAPSHOT));
+    if had {
+        std::fs::rename(&saved, dir.join(SNAPSHOT)).unwrap();
+    }
+    loaded
+}
+
+fn assert_same(a: &Loaded, b: &Loaded, what: &str) {
+    assert_eq!(a.records.len(), b.records.len(), "{what}: record count");
+    for (x, y) in a.records.iter().zip(&b.records) {
+        assert_eq!(x, y, "{what}: record {}", x.seq);
+        assert_eq!(x.to_json_line(), y.to_json_line(), "{what}");
+    }
+    assert_eq!(a.warnings, b.warnings, "{what}: warnings");
+    assert_eq!(a.torn, b.torn, "{what}: torn tail");
+}
+
+fn snapshot_covers(dir: &Path) -> bool {
+    dir.join(SNAPSHOT).is_file()
+}
+
+/// Files in `dir` besides the log, its lock and snapshot: no temporary
+/// file left behind.
+fn others(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !["events.jsonl", "lock", SNAPSHOT, "events.jsonl.torn"].contains(&n.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_long_log_loads_the_same_through_its_snapshot_as_it_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = event_log(dir.path());
+    let next = write_log(&log.path(), 0, 3 << 20);
+
+    // The first load reads every line and writes the snapshot.
+    let first = log.load().unwrap();
+    assert!(
+        snapshot_covers(dir.path()),
+        "no snapshot after a 3 MiB load"
+    );
+    assert!(!first.warnings.is_empty(), "the bad lines are reported");
+    // Every line was a record but the bad ones, each in order.
+    assert!(first.records.len() > 5_000);
+    assert_eq!(first.from_snapshot, 0);
+    let again = log.load().unwrap();
+    assert_eq!(
+        again.from_snapshot,
+        std::fs::metadata(log.path()).unwrap().len()
+    );
+    assert_same(&again, &first, "through the snapshot");
+    // The tool results' scans come with it (this test binary made them),
+    // each what the recognizer finds in the record.
+    assert!(first.result_scans.is_empty());
+    let results = again
+        .records
+        .iter()
+        .filter(|r| matches!(r.body, Body::ToolResult { .. }))
+        .count();
+    assert_eq!(again.result_scans.len(), results);
+    let mut diagnostics = 0;
+    for (i, scan) in &again.result_scans {
+        let Body::ToolResult {
+            content, is_error, ..
+        } = &again.records[*i].body
+        else {
+            panic!("scan of record {i}, not a tool result");
+        };
+        assert_eq!(scan, &ResultScan::new(content, *is_error), "record {i}");
+        diagnostics += scan.diagnostics.len();
+    }
+    assert!(diagnostics > 1000, "the test's results hold diagnostics");
+    assert_eq!(others(dir.path()), Vec::<String>::new());
+
+    // Records appended by the store, and lines written by hand, after it.
+    let appended: Vec<Record> = first.records[..50].to_vec();
+    log.append(appended).unwrap();
+    write_log(&log.path(), next, (FROM + 1000) as usize);
+    let grown = log.load().unwrap();
+    assert_eq!(
+        grown.from_snapshot, again.from_snapshot,
+        "the snapshot, then the lines after it"
+    );
+    assert_same(&grown, &full_read(&log, dir.path()), "after appends");
+    assert!(grown.records.len() > first.records.len() + 50);
+
+    // A torn tail after what the snapshot covers: set aside as before.
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(log.path())
+            .unwrap();
+        f.write_all(b"{\"seq\":1,\"ts\":\"t\",\"type\":\"us")
+            .unwrap();
+    }
+    let torn = log.load().unwrap();
+    assert!(torn.torn.is_some(), "the torn tail is found");
+    assert_eq!(torn.records, grown.records, "records with a torn tail");
+    assert_eq!(
+        torn.warnings.len(),
+        grown.warnings.len() + 1,
+        "{:?}",
+        torn.warnings.last()
+    );
+    assert_same(
+        &log.load().unwrap(),
+        &grown,
+        "once the torn tail is set aside",
+    );
+    assert!(dir.path().join("events.jsonl.torn").is_file());
+}
+
+#[test]
+fn a_snapshot_that_does_not_match_the_log_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = event_log(dir.path());
+    write_log(&log.path(), 0, 2 << 20);
+    log.load().unwrap();
+    let snapshot = std::fs::read(dir.path().join(SNAPSHOT)).unwrap();
+
+    // The log changed inside what the snapshot covers, its length kept.
+    let mut bytes = std::fs::read(log.path()).unwrap();
+    let at = memchr_find(&bytes, b"fix test 123 ").unwrap();
+    bytes[at..at + 3].copy_from_slice(b"FIX");
+    std::fs::write(log.path(), &bytes).unwrap();
+    let loaded = log.load().unwrap();
+    assert_eq!(loaded.from_snapshot, 0, "a changed log is read whole");
+    assert!(
+        loaded
+            .records
+            .iter()
+            .any(|r| r.to_json_line().contains("FIX test 123 ")),
+        "the changed line is read, not the snapshot's"
+    );
+    assert_same(&loaded, &full_read(&log, dir.path()), "changed log");
+
+    // Snapshots cut short, with a byte changed, or of another length.
+    let snap = dir.path().join(SNAPSHOT);
+    let reference = full_read(&log, dir.path());
+    let mut flipped = snapshot.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x5a;
+    for (what, bad) in [
+        ("cut short", snapshot[..snapshot.len() / 3].to_vec()),
+        ("a byte changed", flipped),
+        ("header only", snapshot[..40.min(snapshot.len())].to_vec()),
+        ("empty", Vec::new()),
+        ("not a snapshot", b"{\"hello\": 1}\n".repeat(1000)),
+    ] {
+        std::fs::write(&snap, &bad).unwrap();
+        let loaded = log.load().unwrap();
+        assert_eq!(loaded.from_snapshot, 0, "{what}: not used");
+        assert_same(&loaded, &reference, what);
+    }
+
+    // Another conversation's snapshot.
+    let other = tempfile::tempdir().unwrap();
+    let other_log = event_log(other.path());
+    write_log(&other_log.path(), 50_000, 2 << 20);
+    other_log.load().unwrap();
+    std::fs::copy(other.path().join(SNAPSHOT), &snap).unwrap();
+    let loaded = log.load().unwrap();
+    assert_eq!(loaded.from_snapshot, 0, "another log's snapshot: not used");
+    assert_same(&loaded, &reference, "another log's snapshot");
+    // The load that found it stale wrote this log's own again.
+    assert!(log.load().unwrap().from_snapshot > 0);
+}
+
+fn memchr_find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[test]
+fn a_read_only_folder_loads_without_writing_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = event_log(dir.path());
+    write_log(&log.path(), 0, 2 << 20);
+    // The lock file is made by the first writer, as a workspace has it.
+    log.append([]).unwrap();
+    let reference = full_read(&log, dir.path());
+    let _ro = ctxfold_testkit::faults::ReadOnly::new(dir.path());
+    let loaded = log.load().unwrap();
+    assert_same(&loaded, &reference, "read-only");
+    assert!(!snapshot_covers(dir.path()));
+    assert_eq!(others(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_full_disk_loads_without_a_snapshot_and_leaves_nothing_behind() {
+    let root = tempfile::tempdir().unwrap();
+    let mount = root.path().join("disk");
+    std::fs::create_dir(&mount).unwrap();
+    // Room for the log, not for its snapshot beside it.
+    let Some(_disk) = ctxfold_testkit::faults::Tmpfs::mount(&mount, 3 << 20) else {
+        eprintln!("skipped: no tmpfs can be mounted here");
+        return;
+    };
+    let log = event_log(&mount);
+    write_log(&log.path(), 0, 2 << 20);
+    log.append([]).unwrap();
+    let loaded = log.load().unwrap();
+    assert!(!snapshot_covers(&mount), "no room for a snapshot");
+    assert_eq!(
+        others(&mount),
+        Vec::<String>::new(),
+        "no temporary file left"
+    );
+    assert!(loaded.records.len() > 5_000);
+    assert_same(&log.load().unwrap(), &loaded, "a second load");
+}
