@@ -57,7 +57,7 @@ impl Target {
     pub fn load(&self, id: &str) -> anyhow::Result<Log> {
         let loaded = self.store.load(id)?;
         render::warn_all(&loaded.warnings);
-        Ok(Log::from_records(loaded.records))
+        Ok(loaded.into_log())
     }
 
     /// Load a conversation's log for a command that reads it and then

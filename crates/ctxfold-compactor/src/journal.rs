@@ -59,7 +59,7 @@ impl Journal for EventLog {
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
-        Ok(Some(Log::from_records(loaded.records)))
+        Ok(Some(loaded.into_log()))
     }
 }
 
@@ -137,6 +137,6 @@ impl Journal for InStore {
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
-        Ok(Some(Log::from_records(loaded.records)))
+        Ok(Some(loaded.into_log()))
     }
 }

@@ -141,16 +141,14 @@ pub fn reset(
             None => return Err(ResetError::Busy(id.to_owned())),
         }
     };
-    let loaded = store.load(id)?;
-    let log = Log::from_records(loaded.records);
+    let mut loaded = store.load(id)?;
+    let warnings = std::mem::take(&mut loaded.warnings);
+    let log = loaded.into_log();
     let reset = plan_reset(&log, restore, which, &ctxfold_store::now())?;
     if !dry_run && let Some(r) = &reset.record {
         store.append(id, vec![r.clone()])?;
     }
-    Ok(ResetDone {
-        reset,
-        warnings: loaded.warnings,
-    })
+    Ok(ResetDone { reset, warnings })
 }
 
 #[cfg(test)]

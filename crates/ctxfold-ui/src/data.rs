@@ -147,7 +147,7 @@ impl FigureCache {
             return Ok(f.clone());
         }
         let loaded = store.load(id)?;
-        let log = Log::from_records(loaded.records);
+        let log = loaded.into_log();
         let f = Figures::of(&log);
         self.lock()
             .insert(id.to_owned(), (log.next_seq(), f.clone()));

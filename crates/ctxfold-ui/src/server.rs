@@ -316,7 +316,7 @@ fn open(ui: &Ui, id: &str) -> Result<(ConversationMeta, Log), Response> {
         .read_meta(id)
         .map_err(|e| store_error(ui, &e, id))?;
     let loaded = ui.store.load(id).map_err(|e| store_error(ui, &e, id))?;
-    Ok((meta, Log::from_records(loaded.records)))
+    Ok((meta, loaded.into_log()))
 }
 
 /// A page made on the blocking pool by `f`, or the page that says why

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ctxfold_compactor::{Conversation, InStore};
-use ctxfold_core::Log;
 use ctxfold_store::{Store, StoreError};
 
 use super::{Book, MAX_FORKS_TRIED, META_KEY, PrepareError, lock};
@@ -44,7 +43,7 @@ impl Session {
         }
         let journal = InStore::new(store.clone(), id);
         Ok(Session {
-            conv: Conversation::owning(Log::from_records(loaded.records), Box::new(journal)),
+            conv: Conversation::owning(loaded.into_log(), Box::new(journal)),
             store: store.clone(),
             id: id.to_owned(),
             scale: 1.0,
