@@ -2,8 +2,9 @@
 //! other site's page, decided by the pages' own guard.
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use ctxfold_ui::security::Site;
 
 use super::{Proxy, TOKEN_HEADER, error};
 
@@ -12,14 +13,9 @@ use super::{Proxy, TOKEN_HEADER, error};
 /// pages' own guard decides (`ctxfold_ui::security`).
 #[allow(clippy::result_large_err)]
 pub(super) fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response> {
-    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let token = headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok());
     p.ui.guard()
-        .api_allowed(
-            h(header::HOST.as_str()),
-            h(TOKEN_HEADER),
-            h("sec-fetch-site"),
-            h(header::ORIGIN.as_str()),
-        )
+        .api_allowed(Site::of(headers), token)
         .map_err(|why| {
             let status = if p.config.token.is_some() {
                 StatusCode::UNAUTHORIZED
