@@ -1,7 +1,10 @@
 //! Who may use the API: the proxy's token, or a loopback `Host` and no
 //! other site's page, decided by the pages' own guard.
 
-use axum::body::{Body, Bytes};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use ctxfold_ui::security::Site;
@@ -26,17 +29,21 @@ pub(super) fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response>
         })
 }
 
-/// A request to an endpoint that reads its body: allowed
-/// ([`authorized`]), and its body read within the proxy's limits
-/// (`crate::intake`), or the answer that says why not.
-#[allow(clippy::result_large_err)]
-pub(super) async fn admitted(
-    p: &Proxy,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Bytes, Response> {
-    authorized(p, headers)?;
-    crate::intake::read(&p.config, headers, body)
-        .await
-        .map_err(|refused| error(refused.status, &refused.message))
+/// The body of a request to an endpoint that reads it, as its handler
+/// takes it: the request allowed ([`authorized`]), and its body read
+/// within the proxy's limits (`crate::intake`); else the answer that says
+/// why not.
+pub(super) struct Admitted(pub Bytes);
+
+impl FromRequest<Arc<Proxy>> for Admitted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, p: &Arc<Proxy>) -> Result<Admitted, Response> {
+        let (parts, body) = req.into_parts();
+        authorized(p, &parts.headers)?;
+        crate::intake::read(&p.config, &parts.headers, body)
+            .await
+            .map(Admitted)
+            .map_err(|refused| error(refused.status, &refused.message))
+    }
 }
