@@ -26,7 +26,7 @@ use ctxfold_core::projection::project;
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log};
 use ctxfold_providers::model::{ProviderConfig, ProviderKind};
-use ctxfold_providers::{Provider, RequestOptions, request_from_view};
+use ctxfold_providers::{ChatRequest, Provider, request_from_view};
 use ctxfold_store::EventLog;
 use ctxfold_tokens::Heuristic;
 
@@ -100,9 +100,9 @@ fn send_with(
         let req = request_from_view(
             log,
             &project(log),
-            &RequestOptions {
+            &ChatRequest {
                 model: "m".into(),
-                ..RequestOptions::default()
+                ..ChatRequest::default()
             },
         );
         provider.chat(&req, None).map(|r| r.text())

@@ -26,7 +26,7 @@ use ctxfold_core::planner::ToolHints;
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_host::request_cache::RequestCache;
-use ctxfold_providers::RequestOptions;
+use ctxfold_providers::ChatRequest;
 use ctxfold_tokens::Heuristic;
 use serde_json::json;
 
@@ -70,9 +70,9 @@ fn one_step(bencher: divan::Bencher, events: usize) {
         Box::new(Heuristic::default()),
         Box::new(DigestOnly),
     );
-    let opts = RequestOptions {
+    let opts = ChatRequest {
         model: "m".into(),
-        ..RequestOptions::default()
+        ..ChatRequest::default()
     };
     let ctx = Context::new(Moment::BeforeStep, Some(u32::MAX));
     let conv = RefCell::new(Conversation::new(log_of(events), &Memory));

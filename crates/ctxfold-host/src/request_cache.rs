@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use ctxfold_core::projection::{Inactive, project};
 use ctxfold_core::{Body, Log};
-use ctxfold_providers::{ChatRequest, Part, RequestOptions, push_body, request_from_view};
+use ctxfold_providers::{ChatRequest, Part, push_body, request_from_view};
 
 /// The last request and what it was built from.
 #[derive(Debug, Default, Clone)]
@@ -30,7 +30,8 @@ pub struct RequestCache {
 struct Built {
     /// Records accounted for.
     len: usize,
-    opts: RequestOptions,
+    /// What the request was built on (see [`request_from_view`]).
+    base: ChatRequest,
     req: ChatRequest,
     /// No compaction can reach records appended later.
     extendable: bool,
@@ -42,12 +43,12 @@ impl RequestCache {
         RequestCache::default()
     }
 
-    /// The request for `log`'s view with `opts`.
-    pub fn request(&mut self, log: &Log, opts: &RequestOptions) -> ChatRequest {
+    /// The request for `log`'s view on `base` (see [`request_from_view`]).
+    pub fn request(&mut self, log: &Log, base: &ChatRequest) -> ChatRequest {
         if let Some(b) = &mut self.built
             && b.extendable
             && b.len <= log.len()
-            && &b.opts == opts
+            && &b.base == base
             && !b.req.messages.is_empty()
             && extend(&mut b.req, log, b.len)
         {
@@ -56,7 +57,7 @@ impl RequestCache {
         }
         self.projections += 1;
         let view = project(log);
-        let req = request_from_view(log, &view, opts);
+        let req = request_from_view(log, &view, base);
         let last_turn = (log.turn_count() as u32).saturating_sub(1);
         let last_seq = log.records().last().map_or(0, |r| r.seq);
         // A range still open at the end (bounded by turn, or by a seq the
@@ -73,7 +74,7 @@ impl RequestCache {
                 .any(|&(_, why)| matches!(why, Inactive::Deferred | Inactive::OutOfBounds));
         self.built = Some(Built {
             len: log.len(),
-            opts: opts.clone(),
+            base: base.clone(),
             req: req.clone(),
             extendable,
         });

@@ -28,7 +28,7 @@ use ctxfold_compactor::{
 };
 use ctxfold_core::{Body, Compaction, Log, Record};
 use ctxfold_providers::response::StreamEvent;
-use ctxfold_providers::{Provider, ProviderError, RequestOptions, ToolSpec};
+use ctxfold_providers::{ChatRequest, Provider, ProviderError, ToolSpec};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde::Serialize;
 
@@ -341,9 +341,10 @@ impl Host {
             } else {
                 None
             };
-            let opts = RequestOptions {
+            let base = ChatRequest {
                 model: self.model.clone(),
                 system: self.system.clone(),
+                messages: Vec::new(),
                 tools: specs.clone(),
                 max_tokens: self.max_tokens,
                 extra: force.map(|t| self.tool_choice(t)).unwrap_or_default(),
@@ -354,7 +355,7 @@ impl Host {
                 conv,
                 &ctx,
                 |log: &Log| {
-                    let req = requests.request(log, &opts);
+                    let req = requests.request(log, &base);
                     let mut on = |e: StreamEvent| match e {
                         StreamEvent::Text(t) => ui.text(&t),
                         StreamEvent::Reasoning(t) => ui.reasoning(&t),

@@ -19,7 +19,7 @@ use ctxfold_core::compaction::{
 use ctxfold_core::projection::project;
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_host::request_cache::RequestCache;
-use ctxfold_providers::{RequestOptions, request_from_view};
+use ctxfold_providers::{ChatRequest, request_from_view};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -180,7 +180,7 @@ proptest! {
 
     #[test]
     fn extending_equals_projecting_from_scratch(adds in prop::collection::vec(add(), 1..60)) {
-        let opts = RequestOptions { model: "m".into(), system: Some("sys".into()), ..RequestOptions::default() };
+        let opts = ChatRequest { model: "m".into(), system: Some("sys".into()), ..ChatRequest::default() };
         let mut log = Log::new();
         let mut cache = RequestCache::new();
         let mut n = 0;
@@ -210,9 +210,9 @@ proptest! {
 /// Ordinary steps never project again.
 #[test]
 fn ordinary_steps_extend_without_projecting() {
-    let opts = RequestOptions {
+    let opts = ChatRequest {
         model: "m".into(),
-        ..RequestOptions::default()
+        ..ChatRequest::default()
     };
     let mut log = Log::new();
     let mut cache = RequestCache::new();

@@ -20,7 +20,7 @@ use ctxfold_core::compaction::{Compaction, ReasoningPolicy, Source, ToolPolicy};
 use ctxfold_core::estimate::raw_tokens;
 use ctxfold_core::projection::project;
 use ctxfold_core::{Body, Log, Record};
-use ctxfold_providers::{RequestOptions, anthropic, openai, request_from_view};
+use ctxfold_providers::{ChatRequest, anthropic, openai, request_from_view};
 use serde_json::json;
 
 fn main() {
@@ -101,13 +101,11 @@ fn conversation() -> &'static Log {
     })
 }
 
-fn options() -> RequestOptions {
-    RequestOptions {
-        model: "model".into(),
+fn options() -> ChatRequest {
+    ChatRequest {
         system: Some("You are a careful coding assistant.".into()),
-        tools: Vec::new(),
         max_tokens: Some(4096),
-        extra: Default::default(),
+        ..ChatRequest::new("model")
     }
 }
 

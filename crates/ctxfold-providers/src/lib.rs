@@ -23,14 +23,13 @@
 //!
 //! ```no_run
 //! use ctxfold_core::{Log, projection::project};
-//! use ctxfold_providers::{Providers, RequestOptions, StreamEvent, request_from_view};
+//! use ctxfold_providers::{ChatRequest, Providers, StreamEvent, request_from_view};
 //!
 //! # fn run(log: &Log) -> Result<(), ctxfold_providers::ProviderError> {
 //! let providers = Providers::builtin();
 //! let (provider, model) = providers.resolve("anthropic/claude-sonnet-4-5")?;
 //! let view = project(log);
-//! let opts = RequestOptions { model, ..RequestOptions::default() };
-//! let request = request_from_view(log, &view, &opts);
+//! let request = request_from_view(log, &view, &ChatRequest::new(model));
 //! let mut print = |e: StreamEvent| if let StreamEvent::Text(t) = e { print!("{t}") };
 //! let response = provider.chat(&request, Some(&mut print))?;
 //! let records = response.to_records("2026-01-01T00:00:00Z"); // to append to the log
@@ -56,8 +55,6 @@ pub use model::{
     ModelName, ProviderConfig, ProviderKind, ProviderSettings, Providers, WindowSource,
 };
 pub use provider::Provider;
-pub use request::{
-    ChatRequest, Message, Part, RequestOptions, Role, ToolSpec, push_body, request_from_view,
-};
+pub use request::{ChatRequest, Message, Part, Role, ToolSpec, push_body, request_from_view};
 pub use response::{ChatResponse, StopReason, StreamEvent, Usage};
 pub use summarizer::ModelSummarizer;

@@ -8,7 +8,7 @@
 //!
 //! | view item | message part |
 //! | --- | --- |
-//! | system event | the system text (joined with "\n\n", after [`RequestOptions::system`]) |
+//! | system event | the system text (joined with "\n\n", after the base request's own) |
 //! | user | user text |
 //! | assistant | assistant text |
 //! | structured answer | assistant text: its JSON |
@@ -187,32 +187,16 @@ impl ChatRequest {
     }
 }
 
-/// What a request built from a view gets besides the view.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RequestOptions {
-    /// The model, as the provider names it.
-    pub model: String,
-    /// The system prompt, put before any system event of the log.
-    pub system: Option<String>,
-    /// See [`ChatRequest::tools`].
-    pub tools: Vec<ToolSpec>,
-    /// See [`ChatRequest::max_tokens`].
-    pub max_tokens: Option<u32>,
-    /// See [`ChatRequest::extra`].
-    pub extra: Object,
-}
-
-/// The request for the projected `view` of `log` (see the module docs).
-pub fn request_from_view(log: &Log, view: &View<'_>, opts: &RequestOptions) -> ChatRequest {
+/// The request for the projected `view` of `log` (see the module docs):
+/// `base` (what a request gets besides the view: the model, the system
+/// prompt, put before any system event of the log, the tools, the limit
+/// and the extra keys) with the view's messages after its own.
+pub fn request_from_view(log: &Log, view: &View<'_>, base: &ChatRequest) -> ChatRequest {
     let mut req = ChatRequest {
-        model: opts.model.clone(),
         system: None,
-        messages: Vec::new(),
-        tools: opts.tools.clone(),
-        max_tokens: opts.max_tokens,
-        extra: opts.extra.clone(),
+        ..base.clone()
     };
-    if let Some(s) = &opts.system {
+    if let Some(s) = &base.system {
         req.push_system(s);
     }
     let mut signatures = Signatures::new(log, view);

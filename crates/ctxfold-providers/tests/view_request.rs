@@ -19,9 +19,7 @@ use ctxfold_core::compaction::{
 };
 use ctxfold_core::projection::{PREAMBLE, project, summary_preamble};
 use ctxfold_core::{Body, Log, Object, Record};
-use ctxfold_providers::{
-    ChatRequest, Part, RequestOptions, Role, anthropic, openai, request_from_view,
-};
+use ctxfold_providers::{ChatRequest, Part, Role, anthropic, openai, request_from_view};
 use serde_json::{Value, json};
 
 fn signed(text: &str, sig: &str) -> Record {
@@ -115,9 +113,9 @@ fn log_of(records: Vec<Record>) -> Log {
 
 fn build(log: &Log) -> ChatRequest {
     let view = project(log);
-    let opts = RequestOptions {
+    let opts = ChatRequest {
         model: "claude-sonnet-4-5".into(),
-        ..RequestOptions::default()
+        ..ChatRequest::default()
     };
     request_from_view(log, &view, &opts)
 }
@@ -440,11 +438,11 @@ fn a_view_starting_with_the_assistant_opens_with_the_preamble_and_system_prompts
         }),
     ]);
     let view = project(&log);
-    let opts = RequestOptions {
+    let opts = ChatRequest {
         model: "m".into(),
         system: Some("Host prompt.".into()),
         max_tokens: Some(99),
-        ..RequestOptions::default()
+        ..ChatRequest::default()
     };
     let req = request_from_view(&log, &view, &opts);
     assert_eq!(

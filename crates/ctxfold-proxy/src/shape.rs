@@ -125,26 +125,23 @@ impl Shape {
             .map_err(|e| e.to_string())
     }
 
-    /// The records of a streamed answer, read to its end, stamped `ts`.
+    /// The records of a streamed answer, stamped `ts`: read to its end,
+    /// or, `cut_short`, what completed of one that broke off (see
+    /// [`ctxfold_providers::wire::read_stream`]; for responses, the output
+    /// items that were done).
     pub fn streamed_answer(
         self,
         reader: impl BufRead,
         model: &str,
         ts: &str,
+        cut_short: bool,
     ) -> Result<Vec<Record>, String> {
-        self.stream(reader, model, ts, false)
-    }
-
-    /// The records of what completed of a streamed answer that broke off
-    /// (see [`ctxfold_providers::wire::read_stream`]; for responses,
-    /// the output items that were done), stamped `ts`.
-    pub fn cut_answer(
-        self,
-        reader: impl BufRead,
-        model: &str,
-        ts: &str,
-    ) -> Result<Vec<Record>, String> {
-        self.stream(reader, model, ts, true)
+        let Some(kind) = self.kind() else {
+            return responses::streamed(reader, model, ts, cut_short);
+        };
+        ctxfold_providers::wire::read_stream(kind, reader, model, cut_short)
+            .map(|r| self.answer_records(&r, ts))
+            .map_err(|e| e.to_string())
     }
 
     /// The records of what is readable of a whole (non-streamed) answer
@@ -171,21 +168,6 @@ impl Shape {
             ));
         }
         records
-    }
-
-    fn stream(
-        self,
-        reader: impl BufRead,
-        model: &str,
-        ts: &str,
-        cut_short: bool,
-    ) -> Result<Vec<Record>, String> {
-        let Some(kind) = self.kind() else {
-            return responses::streamed(reader, model, ts, cut_short);
-        };
-        ctxfold_providers::wire::read_stream(kind, reader, model, cut_short)
-            .map(|r| self.answer_records(&r, ts))
-            .map_err(|e| e.to_string())
     }
 
     /// An answer's records; for Anthropic, with the `compaction` blocks

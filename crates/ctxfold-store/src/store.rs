@@ -20,18 +20,11 @@ use serde_json::Value;
 use crate::event_log::{CompactionLock, EventLog, Loaded};
 use crate::meta::{self, ConversationMeta, ImportSource};
 use crate::postgres::{PgLock, PgStore};
-use crate::workspace::{self, Conversation, Workspace};
+use crate::workspace::{self, Conversation, Listing, Workspace};
 use crate::{StoreError, now};
 
-/// What [`Store::list`] found.
-#[derive(Debug, Default)]
-pub struct StoreListing {
-    /// The conversations whose metadata could be read, oldest first.
-    pub conversations: Vec<ConversationMeta>,
-    /// Conversations whose metadata could not be read, by id: one broken
-    /// conversation hides no other.
-    pub broken: Vec<BrokenMeta>,
-}
+/// What [`Store::list`] found: the conversations' metadata.
+pub type StoreListing = Listing<ConversationMeta, BrokenMeta>;
 
 /// A conversation whose metadata could not be read.
 #[derive(Debug)]

@@ -36,14 +36,29 @@ pub const WORKSPACE_DIR: &str = ".ctxfold";
 /// Folder inside `conversations/` where conversations are created.
 pub const STAGING_DIR: &str = ".staging";
 
-/// What [`Workspace::list`] found.
-#[derive(Debug, Default)]
-pub struct Listing {
-    /// The conversations that could be read, oldest first.
-    pub conversations: Vec<Conversation>,
-    /// Conversation folders that could not be read (a corrupt or missing
-    /// `meta.json`), by id.
-    pub broken: Vec<Broken>,
+/// What a listing of conversations found: [`Workspace::list`] the
+/// conversations with their folders (the defaults), [`Store::list`] their
+/// metadata ([`StoreListing`]).
+///
+/// [`Store::list`]: crate::Store::list
+/// [`StoreListing`]: crate::StoreListing
+#[derive(Debug)]
+pub struct Listing<C = Conversation, B = Broken> {
+    /// The conversations whose metadata could be read, oldest first.
+    pub conversations: Vec<C>,
+    /// The conversations whose metadata could not be read (a corrupt or
+    /// missing `meta.json`), by id: one broken conversation hides no
+    /// other.
+    pub broken: Vec<B>,
+}
+
+impl<C, B> Default for Listing<C, B> {
+    fn default() -> Self {
+        Listing {
+            conversations: Vec::new(),
+            broken: Vec::new(),
+        }
+    }
 }
 
 /// A conversation folder whose metadata could not be read.

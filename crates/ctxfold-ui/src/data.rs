@@ -174,46 +174,38 @@ pub struct Row {
     pub title: Option<String>,
     /// Where it came from.
     pub origin: Origin,
-    /// Its turns.
-    pub turns: usize,
-    /// Raw tokens.
-    pub raw: usize,
-    /// Tokens in the model's view.
-    pub view: usize,
+    /// What its log gives: turns, raw tokens, tokens in the model's view,
+    /// compaction records.
+    pub figures: Figures,
     /// The system prompt and tools every request carries besides the
     /// view, where the proxy or `query` recorded them.
     pub fixed: Option<usize>,
     /// The window the view is measured against, when known.
     pub window: Option<u32>,
-    /// Compaction records (in force or not).
-    pub compactions: usize,
     /// When it was last active.
     pub last_activity: Option<jiff::Timestamp>,
 }
 
 impl Row {
     /// A row for `meta`'s conversation, whose log gave `figures`.
-    pub fn new(meta: &ConversationMeta, figures: &Figures, configured_window: Option<u32>) -> Row {
+    pub fn new(meta: &ConversationMeta, figures: Figures, configured_window: Option<u32>) -> Row {
         Row {
             id: meta.id.clone(),
             title: meta.title.clone(),
             origin: origin(meta),
-            turns: figures.turns,
-            raw: figures.raw,
-            view: figures.view,
-            fixed: meta.fixed_tokens(),
-            window: window(meta, configured_window),
-            compactions: figures.compactions,
             last_activity: figures
                 .last_record
                 .or_else(|| timestamp(&meta.last_used_at)),
+            figures,
+            fixed: meta.fixed_tokens(),
+            window: window(meta, configured_window),
         }
     }
 
     /// The share of the window a request uses (the view and the fixed
     /// part), when the window is known.
     pub fn share(&self) -> Option<f64> {
-        let request = self.view + self.fixed.unwrap_or(0);
+        let request = self.figures.view + self.fixed.unwrap_or(0);
         self.window.map(|w| request as f64 / f64::from(w.max(1)))
     }
 }
@@ -239,7 +231,7 @@ pub fn rows(
     let mut rows = Vec::new();
     for meta in &listing.conversations {
         match cache.get(store, &meta.id) {
-            Ok(f) => rows.push(Row::new(meta, &f, configured_window)),
+            Ok(f) => rows.push(Row::new(meta, f, configured_window)),
             Err(e) => broken.push((meta.id.clone(), e.to_string())),
         }
     }
@@ -295,7 +287,7 @@ mod tests {
         ws.append(&a.id, turn(3)).unwrap();
         let (rows2, _) = rows(&ws, None, &cache).unwrap();
         assert_eq!(rows2[0].id, a.id);
-        assert_eq!(rows2[0].turns, 2);
+        assert_eq!(rows2[0].figures.turns, 2);
         assert_eq!(cache.lock()[&a.id].0, 4);
         // What a fresh count gives.
         let fresh = Figures::of(&Log::from_records(ws.load(&a.id).unwrap().records));

@@ -47,14 +47,14 @@ pub fn render(ctx: &Ctx, rows: &[Row], broken: &[(String, String)], q: &str) -> 
                                 (r.title.as_deref().unwrap_or("(untitled)"))
                             } br; small.id { (r.id) } }
                             td { span class=(format!("origin {}", r.origin.name())) { (r.origin.name()) } }
-                            td.num { (r.turns) }
-                            td.num { (tokens(r.raw)) }
-                            td.num { (tokens(r.view)) }
+                            td.num { (r.figures.turns) }
+                            td.num { (tokens(r.figures.raw)) }
+                            td.num { (tokens(r.figures.view)) }
                             td.num { @match r.share() {
                                 Some(s) => span title=(format!("of {} tokens", tokens(r.window.unwrap_or_default() as usize))) { (percent(s)) },
                                 None => span.muted title="the model's window is not known" { "—" },
                             } }
-                            td.num { (r.compactions) }
+                            td.num { (r.figures.compactions) }
                             td { (when(r.last_activity)) }
                         }
                     }

@@ -17,6 +17,7 @@
 //!   the form carries the token derived from the browser's session cookie
 //!   and a secret of this process.
 
+use axum::http::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 
 /// The cookie that carries the token's proof.
@@ -25,6 +26,31 @@ pub const AUTH_COOKIE: &str = "ctxfold_ui_auth";
 pub const SESSION_COOKIE: &str = "ctxfold_ui_session";
 /// The header the proxy's clients send the token in.
 pub const TOKEN_HEADER: &str = "x-ctxfold-token";
+
+/// Where a request says it comes from: its `Host`, and what a browser
+/// adds (`Sec-Fetch-Site`, `Origin`; clients that are not browsers send
+/// neither).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Site<'a> {
+    /// `Host`.
+    pub host: Option<&'a str>,
+    /// `Sec-Fetch-Site`.
+    pub fetch_site: Option<&'a str>,
+    /// `Origin`.
+    pub origin: Option<&'a str>,
+}
+
+impl<'a> Site<'a> {
+    /// What a request's `headers` say.
+    pub fn of(headers: &'a HeaderMap) -> Site<'a> {
+        let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        Site {
+            host: h(header::HOST.as_str()),
+            fetch_site: h("sec-fetch-site"),
+            origin: h(header::ORIGIN.as_str()),
+        }
+    }
+}
 
 /// The checks, with what they need.
 #[derive(Clone)]
@@ -132,12 +158,10 @@ impl Guard {
     /// first, which the proxy never grants.
     pub fn api_allowed(
         &self,
-        host: Option<&str>,
+        site: Site<'_>,
         token_header: Option<&str>,
-        fetch_site: Option<&str>,
-        origin: Option<&str>,
     ) -> Result<(), &'static str> {
-        if !self.allows(host, token_header, None) {
+        if !self.allows(site.host, token_header, None) {
             return Err(if self.has_token() {
                 "send the proxy's token in x-ctxfold-token"
             } else {
@@ -147,7 +171,7 @@ impl Guard {
         if self.has_token() {
             return Ok(());
         }
-        same_origin(fetch_site, origin, host)
+        same_origin(site)
     }
 
     /// The form token of session `session`.
@@ -159,13 +183,11 @@ impl Guard {
     /// browser's word, and carrying the form token of its session.
     pub fn form_allowed(
         &self,
-        fetch_site: Option<&str>,
-        origin: Option<&str>,
-        host: Option<&str>,
+        site: Site<'_>,
         session: Option<&str>,
         form_token: Option<&str>,
     ) -> Result<(), &'static str> {
-        same_origin(fetch_site, origin, host)?;
+        same_origin(site)?;
         match (session, form_token) {
             (Some(s), Some(t)) if same(self.csrf(s).as_bytes(), t.as_bytes()) => Ok(()),
             _ => {
@@ -178,19 +200,15 @@ impl Guard {
 /// Whether a browser says the request comes from this server's own pages
 /// (`Sec-Fetch-Site`), or, from older browsers, an `Origin` that, when
 /// sent, is this `Host`. Clients that are not browsers send neither.
-pub fn same_origin(
-    fetch_site: Option<&str>,
-    origin: Option<&str>,
-    host: Option<&str>,
-) -> Result<(), &'static str> {
-    match fetch_site {
+pub fn same_origin(site: Site<'_>) -> Result<(), &'static str> {
+    match site.fetch_site {
         Some("same-origin") | Some("none") => Ok(()),
         Some(_) => Err("a request a browser sent from another site is refused"),
-        None => match origin {
+        None => match site.origin {
             None => Ok(()),
             Some(o) => {
                 let o = o.strip_prefix("http://").or(o.strip_prefix("https://"));
-                if o.is_some() && o == host {
+                if o.is_some() && o == site.host {
                     Ok(())
                 } else {
                     Err("a request from another origin is refused")
@@ -227,39 +245,50 @@ mod tests {
 
     #[test]
     fn the_api_without_a_token_is_for_loopback_and_not_for_other_sites() {
+        let site = |host, fetch_site, origin| Site {
+            host,
+            fetch_site,
+            origin,
+        };
         let g = Guard::new(None);
         let local = Some("127.0.0.1:7440");
-        assert!(g.api_allowed(local, None, None, None).is_ok());
+        assert!(g.api_allowed(site(local, None, None), None).is_ok());
         assert!(
-            g.api_allowed(Some("localhost:7440"), None, Some("none"), None)
+            g.api_allowed(site(Some("localhost:7440"), Some("none"), None), None)
                 .is_ok()
         );
         assert!(
-            g.api_allowed(Some("evil.example:7440"), None, None, None)
+            g.api_allowed(site(Some("evil.example:7440"), None, None), None)
                 .is_err()
         );
-        assert!(g.api_allowed(None, None, None, None).is_err());
+        assert!(g.api_allowed(site(None, None, None), None).is_err());
         assert!(
-            g.api_allowed(local, None, Some("cross-site"), None)
-                .is_err()
-        );
-        assert!(g.api_allowed(local, None, Some("same-site"), None).is_err());
-        assert!(
-            g.api_allowed(local, None, None, Some("http://evil.example"))
+            g.api_allowed(site(local, Some("cross-site"), None), None)
                 .is_err()
         );
         assert!(
-            g.api_allowed(local, None, None, Some("http://127.0.0.1:7440"))
+            g.api_allowed(site(local, Some("same-site"), None), None)
+                .is_err()
+        );
+        assert!(
+            g.api_allowed(site(local, None, Some("http://evil.example")), None)
+                .is_err()
+        );
+        assert!(
+            g.api_allowed(site(local, None, Some("http://127.0.0.1:7440")), None)
                 .is_ok()
         );
         let t = Guard::new(Some("0123456789abcdef".into()));
         assert!(
-            t.api_allowed(Some("evil.example"), Some("0123456789abcdef"), None, None)
-                .is_ok()
+            t.api_allowed(
+                site(Some("evil.example"), None, None),
+                Some("0123456789abcdef")
+            )
+            .is_ok()
         );
-        assert!(t.api_allowed(local, None, None, None).is_err());
+        assert!(t.api_allowed(site(local, None, None), None).is_err());
         assert!(
-            t.api_allowed(local, Some("0123456789abcdeX"), None, None)
+            t.api_allowed(site(local, None, None), Some("0123456789abcdeX"))
                 .is_err()
         );
     }
@@ -303,8 +332,17 @@ mod tests {
     fn forms_need_same_origin_and_their_session_token() {
         let g = Guard::new(None);
         let t = g.csrf("s1");
-        let ok = |site, origin, session, token| {
-            g.form_allowed(site, origin, Some("127.0.0.1:5"), session, token)
+        let ok = |fetch_site, origin, session, token| {
+            let host = Some("127.0.0.1:5");
+            g.form_allowed(
+                Site {
+                    host,
+                    fetch_site,
+                    origin,
+                },
+                session,
+                token,
+            )
         };
         assert!(ok(Some("same-origin"), None, Some("s1"), Some(&t)).is_ok());
         assert!(ok(None, Some("http://127.0.0.1:5"), Some("s1"), Some(&t)).is_ok());

@@ -25,7 +25,7 @@ use maud::Markup;
 
 use crate::conversation::{self, Options};
 use crate::html::{CSS, Ctx, JS, error_page};
-use crate::security::{self, AUTH_COOKIE, Guard, SESSION_COOKIE, TOKEN_HEADER};
+use crate::security::{self, AUTH_COOKIE, Guard, SESSION_COOKIE, Site, TOKEN_HEADER};
 
 /// How often an open page's stream asks the store whether the log grew
 /// (one `next_seq`: a file's size or one indexed row).
@@ -497,9 +497,7 @@ async fn reset(
     };
     // Cross-site checks first: nothing another site sends gets further.
     let checked = ui.guard.form_allowed(
-        header_str(&headers, "sec-fetch-site"),
-        header_str(&headers, header::ORIGIN),
-        header_str(&headers, header::HOST),
+        Site::of(&headers),
         (!visitor.new_session).then_some(visitor.session.as_str()),
         form.get("csrf").map(String::as_str),
     );

@@ -1,9 +1,13 @@
 //! Who may use the API: the proxy's token, or a loopback `Host` and no
 //! other site's page, decided by the pages' own guard.
 
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, StatusCode, header};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use ctxfold_ui::security::Site;
 
 use super::{Proxy, TOKEN_HEADER, error};
 
@@ -12,14 +16,9 @@ use super::{Proxy, TOKEN_HEADER, error};
 /// pages' own guard decides (`ctxfold_ui::security`).
 #[allow(clippy::result_large_err)]
 pub(super) fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response> {
-    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let token = headers.get(TOKEN_HEADER).and_then(|v| v.to_str().ok());
     p.ui.guard()
-        .api_allowed(
-            h(header::HOST.as_str()),
-            h(TOKEN_HEADER),
-            h("sec-fetch-site"),
-            h(header::ORIGIN.as_str()),
-        )
+        .api_allowed(Site::of(headers), token)
         .map_err(|why| {
             let status = if p.config.token.is_some() {
                 StatusCode::UNAUTHORIZED
@@ -30,17 +29,21 @@ pub(super) fn authorized(p: &Proxy, headers: &HeaderMap) -> Result<(), Response>
         })
 }
 
-/// A request to an endpoint that reads its body: allowed
-/// ([`authorized`]), and its body read within the proxy's limits
-/// (`crate::intake`), or the answer that says why not.
-#[allow(clippy::result_large_err)]
-pub(super) async fn admitted(
-    p: &Proxy,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Bytes, Response> {
-    authorized(p, headers)?;
-    crate::intake::read(&p.config, headers, body)
-        .await
-        .map_err(|refused| error(refused.status, &refused.message))
+/// The body of a request to an endpoint that reads it, as its handler
+/// takes it: the request allowed ([`authorized`]), and its body read
+/// within the proxy's limits (`crate::intake`); else the answer that says
+/// why not.
+pub(super) struct Admitted(pub Bytes);
+
+impl FromRequest<Arc<Proxy>> for Admitted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, p: &Arc<Proxy>) -> Result<Admitted, Response> {
+        let (parts, body) = req.into_parts();
+        authorized(p, &parts.headers)?;
+        crate::intake::read(&p.config, &parts.headers, body)
+            .await
+            .map(Admitted)
+            .map_err(|refused| error(refused.status, &refused.message))
+    }
 }

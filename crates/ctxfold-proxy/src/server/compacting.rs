@@ -6,12 +6,11 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::auth::admitted;
 use super::emulating;
 use super::forward::forward;
 use super::respond::respond;
@@ -33,21 +32,13 @@ pub(super) async fn compacting(
     name: &'static str,
     uri: Uri,
     headers: HeaderMap,
-    body: Body,
+    body: Bytes,
 ) -> Response {
-    let body = match admitted(&p, &headers, body).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
     let base = match shape {
         Shape::Chat | Shape::Responses => p.config.openai.clone(),
         Shape::Messages => p.config.anthropic.clone(),
     };
-    let key = headers
-        .get(CONVERSATION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned);
+    let key = conversation_key(&headers);
     let agent = agent_of(&headers);
     // `/v1/responses/compact`: the endpoint compacts.
     let compacts = name == "responses_compact";
@@ -234,6 +225,16 @@ async fn read_error(
             &format!("ctxfold proxy: the upstream's error answer broke off: {e}"),
         )),
     }
+}
+
+/// The conversation a request's `x-ctxfold-conversation` header names
+/// (an empty one names none).
+pub(super) fn conversation_key(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(CONVERSATION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 /// The agent a request's headers name.

@@ -96,14 +96,18 @@ pub(super) fn record(
     let records = if streamed {
         // A stream that reached its own end is whole, even when the
         // client hung up before the last bytes were passed on.
-        match slot.shape.streamed_answer(&text[..], &slot.model, &ts) {
+        let read = |cut_short| {
+            slot.shape
+                .streamed_answer(&text[..], &slot.model, &ts, cut_short)
+        };
+        match read(false) {
             Ok(records) => {
                 whole = true;
                 Ok(records)
             }
             Err(e) if whole => Err(e),
             // What completed of it is recorded, marked: the client saw it.
-            Err(_) => slot.shape.cut_answer(&text[..], &slot.model, &ts).map(cut),
+            Err(_) => read(true).map(cut),
         }
     } else {
         // A body that parses whole is whole, as above.

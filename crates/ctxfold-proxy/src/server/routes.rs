@@ -11,11 +11,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use serde_json::Value;
 
-use super::auth::{admitted, authorized};
-use super::compacting::{agent_of, compacting};
+use super::auth::{Admitted, authorized};
+use super::compacting::{agent_of, compacting, conversation_key};
 use super::forward::forward;
 use super::respond::respond;
-use super::{CONVERSATION_HEADER, Proxy, error};
+use super::{Proxy, error};
 use crate::book::Naming;
 use crate::metrics::endpoint;
 use crate::shape::Shape;
@@ -91,7 +91,7 @@ async fn metrics(State(p): State<Arc<Proxy>>, headers: HeaderMap) -> Response {
 /// label); any other method passes through.
 fn compacting_route(shape: Shape, name: &'static str) -> MethodRouter<Arc<Proxy>> {
     post(
-        move |State(p): State<Arc<Proxy>>, uri: Uri, headers: HeaderMap, body: Body| {
+        move |State(p): State<Arc<Proxy>>, uri: Uri, headers: HeaderMap, Admitted(body)| {
             compacting(p, shape, name, uri, headers, body)
         },
     )
@@ -105,18 +105,10 @@ async fn count_tokens(
     State(p): State<Arc<Proxy>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Body,
+    Admitted(body): Admitted,
 ) -> Response {
-    let body = match admitted(&p, &headers, body).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
     let name = "count_tokens";
-    let key = headers
-        .get(CONVERSATION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned);
+    let key = conversation_key(&headers);
     let agent = agent_of(&headers);
     let send = match serde_json::from_slice::<Value>(&body) {
         Ok(value) if !p.config.observe => {
