@@ -614,7 +614,7 @@ mod tests {
         )
         .unwrap();
         let restored = restore(dir.path(), &log, size).unwrap();
-        assert_eq!(restored.records, [record.clone()]);
+        assert_eq!(restored.records, std::slice::from_ref(&record));
         assert_eq!(restored.scans.len(), 1);
         assert!(!restored.scans[0].1.diagnostics.is_empty());
 
