@@ -15,6 +15,11 @@
 //! small: `show_*`) or a strip of the ten turns before those (ranges side by
 //! side, the view as long as the log: `strips_*`).
 //!
+//! A workspace is shown once before the samples: that first `show` reads
+//! every line and writes the log's snapshot (`events.snapshot`, for logs
+//! of 32 MiB or more), which the samples then load from, as every `show`
+//! after a first one does until the log grows by another 32 MiB.
+//!
 //! With `CTXFOLD_BENCH_KEEP=DIR` the generated workspaces are kept in DIR
 //! (and read from there on later runs), for profiling `ctxfold c show` by
 //! hand on the same conversation.
@@ -77,6 +82,9 @@ fn store(name: &str, generate: impl FnOnce() -> ctxfold_core::Log) -> Stored {
     )
     .unwrap();
     std::fs::write(&id_file, &meta.id).unwrap();
+    // A first `show` reads every line and leaves the log's snapshot
+    // (`events.snapshot`); the samples are the shows after it.
+    show(&dir, &meta.id, &[]);
     Stored {
         _temp: temp,
         dir,

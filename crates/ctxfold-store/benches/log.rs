@@ -900,7 +900,8 @@ static LOAD_MEM: Mutex<Vec<(Size, MemUse, f64)>> = Mutex::new(Vec::new());
 
 /// Load a whole conversation (`EventLog::load`) of the given size. The
 /// file is in the page cache (it was just written): this measures parsing,
-/// not the disk. The peak heap of each load is recorded for the report.
+/// not the disk, every line of it (no snapshot is kept: a first load). The
+/// peak heap of each load is recorded for the report.
 #[divan::bench(args = SIZES, sample_count = 20, sample_size = 1, max_time = 40)]
 fn load(bencher: Bencher, size: Size) {
     let fx = fixture(size, Use::Load);
@@ -908,13 +909,30 @@ fn load(bencher: Bencher, size: Size) {
     bencher.counter(BytesCount::new(fx.bytes)).bench_local(|| {
         let start = mem_start();
         let clock = Instant::now();
-        let loaded = log.load().unwrap();
+        let loaded = log.load_keeping_snapshots_from(u64::MAX).unwrap();
         let secs = clock.elapsed().as_secs_f64();
         let used = mem_end(&start);
         assert_eq!(loaded.records.len(), fx.records);
         LOAD_MEM.lock().unwrap().push((size, used, secs));
         loaded
     });
+}
+
+/// Load a whole conversation through its snapshot (`events.snapshot`,
+/// written by a first load before the samples, whatever the size): what
+/// every load after a first one costs, until the log grows by 32 MiB.
+#[divan::bench(args = SIZES, sample_count = 20, sample_size = 1, max_time = 40)]
+fn load_through_snapshot(bencher: Bencher, size: Size) {
+    let fx = fixture(size, Use::Load);
+    let log = EventLog::new(&fx.dir);
+    log.load_keeping_snapshots_from(0).unwrap();
+    bencher.counter(BytesCount::new(fx.bytes)).bench_local(|| {
+        let loaded = log.load_keeping_snapshots_from(0).unwrap();
+        assert_eq!(loaded.records.len(), fx.records);
+        assert!(loaded.snapshot.is_some(), "loaded through the snapshot");
+        loaded
+    });
+    let _ = std::fs::remove_file(fx.dir.join(ctxfold_store::event_log::SNAPSHOT_FILE));
 }
 
 /// Load a conversation of small records: the per-record cost, where the

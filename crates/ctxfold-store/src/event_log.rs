@@ -40,8 +40,6 @@ const TURN_LOCK_FILE: &str = "turn.lock";
 #[derive(Debug, Clone)]
 pub struct EventLog {
     dir: PathBuf,
-    /// Loads that read this many bytes of JSON or more keep a snapshot.
-    snapshot_from: u64,
 }
 
 /// What loading a log found.
@@ -54,11 +52,18 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// The torn tail that was set aside, if any.
     pub torn: Option<TornTail>,
-    /// Bytes at the log's start whose records came from its snapshot
-    /// rather than from reading their lines (0: none).
-    pub from_snapshot: u64,
+    /// What came from the log's snapshot, when one was used.
+    pub snapshot: Option<FromSnapshot>,
+}
+
+/// What a load took from the log's snapshot (`events.snapshot`) rather
+/// than from reading its lines.
+#[derive(Debug, Default)]
+pub struct FromSnapshot {
+    /// Bytes at the log's start whose records came from it.
+    pub bytes: u64,
     /// What the diagnostics recognizer found in tool results, by index in
-    /// `records`, as the snapshot kept it (see [`Loaded::into_log`]).
+    /// the records, when this build made them (see [`Loaded::into_log`]).
     pub result_scans: Vec<(usize, ResultScan)>,
 }
 
@@ -66,7 +71,8 @@ impl Loaded {
     /// The records as a [`Log`], with the scans of their tool results that
     /// the snapshot kept, so they are not read again.
     pub fn into_log(self) -> Log {
-        Log::from_records(self.records).with_result_scans(self.result_scans)
+        let scans = self.snapshot.map(|s| s.result_scans).unwrap_or_default();
+        Log::from_records(self.records).with_result_scans(scans)
     }
 }
 
@@ -105,19 +111,7 @@ impl Drop for Lock {
 impl EventLog {
     /// The log in conversation folder `dir` (which need not exist yet).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        EventLog {
-            dir: dir.into(),
-            snapshot_from: SNAPSHOT_FROM,
-        }
-    }
-
-    /// The same log, keeping a snapshot of its records once a load reads
-    /// `bytes` bytes of JSON or more (by default [`SNAPSHOT_FROM`]; a log
-    /// under that size loads fast enough without one). `u64::MAX` keeps
-    /// none.
-    pub fn snapshot_from(mut self, bytes: u64) -> Self {
-        self.snapshot_from = bytes;
-        self
+        EventLog { dir: dir.into() }
     }
 
     /// Path of `events.jsonl`.
@@ -211,17 +205,25 @@ impl EventLog {
     /// side file when that can be done, else left for the next writer.
     /// Nothing here needs write access.
     pub fn load(&self) -> Result<Loaded, StoreError> {
+        self.load_keeping_snapshots_from(SNAPSHOT_FROM)
+    }
+
+    /// [`EventLog::load`], keeping a snapshot of the records once a load
+    /// reads `bytes` bytes of JSON or more rather than from
+    /// [`SNAPSHOT_FROM`] (a log under that size loads fast enough without
+    /// one); `u64::MAX` keeps none.
+    pub fn load_keeping_snapshots_from(&self, bytes: u64) -> Result<Loaded, StoreError> {
         let path = self.path();
         let scan = {
             let _guard = self.lock(false)?;
-            scan(&self.dir, &path, self.snapshot_from)?
+            scan(&self.dir, &path, bytes)?
         };
         // Outside the lock: writers need not wait for it, and what it
         // covers stays as it was read (only a torn tail is ever cut).
-        if let Some((covered, lines)) = scan.snapshot_due {
+        if let Some(due) = scan.snapshot_due {
             // A cache: a folder it cannot be written to loads as before.
             if let Err(e) =
-                crate::snapshot::write(&self.dir, &path, covered, lines, &scan.records, &scan.notes)
+                crate::snapshot::write(&self.dir, &path, due, &scan.records, &scan.notes)
             {
                 tracing::debug!(dir = %self.dir.display(), error = %e, "no snapshot written");
             }
@@ -230,8 +232,7 @@ impl EventLog {
             records: scan.records,
             warnings: scan.warnings,
             torn: None,
-            from_snapshot: scan.from_snapshot,
-            result_scans: scan.result_scans,
+            snapshot: scan.snapshot,
         };
         if let Some((line, offset, len)) = scan.torn {
             let what = format!(
@@ -578,11 +579,9 @@ struct Scan {
     notes: Vec<LineNote>,
     /// Bytes and lines a snapshot of these records would cover, when one
     /// should be written.
-    snapshot_due: Option<(u64, usize)>,
-    /// Bytes whose records came from the snapshot.
-    from_snapshot: u64,
-    /// The scans the snapshot kept.
-    result_scans: Vec<(usize, ResultScan)>,
+    snapshot_due: Option<crate::snapshot::Due>,
+    /// What came from the snapshot.
+    snapshot: Option<FromSnapshot>,
 }
 
 /// Read the log with the one line policy of
@@ -604,20 +603,27 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError>
                 torn: None,
                 notes: Vec::new(),
                 snapshot_due: None,
-                from_snapshot: 0,
-                result_scans: Vec::new(),
+                snapshot: None,
             });
         }
         Err(e) => return Err(StoreError::io(path, e)),
     };
-    let size = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
+    let meta = file.metadata().map_err(|e| StoreError::io(path, e))?;
+    let (size, modified) = (meta.len(), meta.modified().ok());
     let restored = (size >= snapshot_from)
         .then(|| crate::snapshot::restore(dir, path, size))
         .flatten();
-    let mut result_scans = Vec::new();
+    let mut snapshot = None;
+    // After an upgrade the snapshot's scans are another build's: written
+    // again with this one's, once.
+    let mut rescan = false;
     let (read, from) = match restored {
         Some(r) => {
-            result_scans = r.scans;
+            rescan = r.scans_stale;
+            snapshot = Some(FromSnapshot {
+                bytes: r.covered,
+                result_scans: r.scans,
+            });
             file.seek(SeekFrom::Start(r.covered))
                 .map_err(|e| StoreError::io(path, e))?;
             let tail =
@@ -642,7 +648,12 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError>
     // before its own records).
     let end = read.torn.map_or(size, |t| t.offset);
     let lines = read.torn.map_or(read.lines, |t| t.line - 1);
-    let snapshot_due = (end.saturating_sub(from) >= snapshot_from).then_some((end, lines));
+    let snapshot_due =
+        (rescan || end.saturating_sub(from) >= snapshot_from).then_some(crate::snapshot::Due {
+            covered: end,
+            lines,
+            modified,
+        });
     let warnings = read
         .notes
         .iter()
@@ -661,7 +672,6 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError>
         torn: read.torn.map(|t| (t.line, t.offset, t.len)),
         notes: read.notes,
         snapshot_due,
-        from_snapshot: from,
-        result_scans,
+        snapshot,
     })
 }

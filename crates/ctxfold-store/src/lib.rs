@@ -15,7 +15,7 @@ mod snapshot;
 pub mod store;
 pub mod workspace;
 
-pub use event_log::{CompactionLock, EventLog, Loaded, TornTail};
+pub use event_log::{CompactionLock, EventLog, FromSnapshot, Loaded, TornTail};
 pub use meta::{ConversationMeta, ImportSource};
 pub use postgres::PgStore;
 pub use store::{AppendAt, BrokenMeta, Store, StoreListing, StoreLock, create_new};

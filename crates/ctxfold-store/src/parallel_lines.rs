@@ -312,6 +312,29 @@ mod tests {
     }
 
     #[test]
+    fn reading_on_from_a_line_gives_what_one_reader_gives_from_there() {
+        let bytes = log(60_000, "{\"seq\":1,\"ts\":\"t\",\"ty");
+        let one = parse(LineReader::new(), &bytes);
+        // Start after the first 20,000 lines, as after a snapshot.
+        let cut = bytes
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'\n')
+            .nth(19_999)
+            .unwrap()
+            .0
+            + 1;
+        let rest = &bytes[cut..];
+        let parts = read_lines_from(rest, rest.len() as u64, 0, (20_000, cut as u64)).unwrap();
+        let first = parse(LineReader::new(), &bytes[..cut]);
+        let mut joined = first;
+        joined.join(parts);
+        assert_eq!(summary(&joined), summary(&one));
+        assert_eq!(joined.records, one.records);
+        assert_eq!(joined.lines, one.lines);
+    }
+
+    #[test]
     fn a_line_longer_than_a_block_is_read_whole() {
         let mut bytes = log(100, "");
         let long = format!(

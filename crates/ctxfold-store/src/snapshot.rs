@@ -120,44 +120,28 @@ struct Scan<'a> {
     diagnostics: Vec<Found<'a>>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Found<'a> {
-    kind: DiagnosticKind,
-    text: &'a str,
-    line: &'a str,
-    location: Option<&'a str>,
-}
+/// A diagnostic: its kind, text, line and location.
+type Found<'a> = (DiagnosticKind, &'a str, &'a str, Option<&'a str>);
 
 impl<'a> Scan<'a> {
     fn of(scan: &'a ResultScan) -> Self {
+        let found = |d: &'a Diagnostic| (d.kind, &*d.text, &*d.line, d.location.as_deref());
         Scan {
             chars: scan.chars as u64,
-            diagnostics: scan
-                .diagnostics
-                .iter()
-                .map(|d| Found {
-                    kind: d.kind,
-                    text: &d.text,
-                    line: &d.line,
-                    location: d.location.as_deref(),
-                })
-                .collect(),
+            diagnostics: scan.diagnostics.iter().map(found).collect(),
         }
     }
 
     fn result_scan(&self) -> ResultScan {
+        let diagnostic = |&(kind, text, line, location): &Found<'_>| Diagnostic {
+            kind,
+            text: text.to_owned(),
+            line: line.to_owned(),
+            location: location.map(str::to_owned),
+        };
         ResultScan {
             chars: self.chars as usize,
-            diagnostics: self
-                .diagnostics
-                .iter()
-                .map(|d| Diagnostic {
-                    kind: d.kind,
-                    text: d.text.to_owned(),
-                    line: d.line.to_owned(),
-                    location: d.location.map(str::to_owned),
-                })
-                .collect(),
+            diagnostics: self.diagnostics.iter().map(diagnostic).collect(),
         }
     }
 }
@@ -192,6 +176,9 @@ pub(crate) struct Restored {
     pub notes: Vec<LineNote>,
     /// The tool results' scans, by index, when this program made them.
     pub scans: Vec<(usize, ResultScan)>,
+    /// Whether another program made them (they were left out): a snapshot
+    /// of this one's is due.
+    pub scans_stale: bool,
 }
 
 /// The records of `dir`'s snapshot, if it covers the start of `log` (of
@@ -212,11 +199,12 @@ pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
         return None;
     }
     let (covered, expected) = (header.covered, header.crc);
-    let scans = header.scanner.is_some() && header.scanner == scanner();
+    let this = scanner();
+    let use_scans = this.is_some() && header.scanner == this;
     // The log's prefix is checked while the records are decoded.
     let (crc, decoded) = std::thread::scope(|s| {
         let crc = s.spawn(move || prefix(log, covered).map(|(crc, _)| crc));
-        let decoded = decode_all(&mut file, header.records, scans);
+        let decoded = decode_all(&mut file, header.records, use_scans);
         (crc.join().ok().flatten(), decoded)
     });
     if crc != Some(expected) {
@@ -231,6 +219,7 @@ pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
         lines: usize::try_from(header.lines).ok()?,
         records,
         scans,
+        scans_stale: this.is_some() && !use_scans,
         notes: header
             .notes
             .into_iter()
@@ -243,20 +232,46 @@ pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
     })
 }
 
-/// Write a snapshot of `records`, what reading the first `covered` bytes
-/// (`lines` lines) of `log` gave, with the `notes` on them. Written to a
-/// temporary file in `dir` and renamed over the old one; on any failure
-/// nothing is left behind but the old snapshot (or none).
+/// What a snapshot written after a load covers: the log's first `covered`
+/// bytes, `lines` lines, as they were when the log, last changed at
+/// `modified`, was read.
+pub(crate) struct Due {
+    pub covered: u64,
+    pub lines: usize,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+/// Write a snapshot of `records`, what reading what `due` covers of `log`
+/// gave, with the `notes` on them. Written to a temporary file in `dir`
+/// and renamed over the old one; on any failure nothing is left behind but
+/// the old snapshot (or none).
 pub(crate) fn write(
     dir: &Path,
     log: &Path,
-    covered: u64,
-    lines: usize,
+    due: Due,
     records: &[Record],
     notes: &[LineNote],
 ) -> std::io::Result<()> {
+    let Due {
+        covered,
+        lines,
+        modified,
+    } = due;
+    // The checksum must be of the bytes the records were read from: a log
+    // changed since (by anything: appends too, for simplicity) gets its
+    // snapshot from a later load.
+    let unchanged =
+        || modified.is_some() && std::fs::metadata(log).and_then(|m| m.modified()).ok() == modified;
+    if !unchanged() {
+        return Err(std::io::Error::other("the log changed since it was read"));
+    }
     let (crc, last) = prefix(log, covered)
         .ok_or_else(|| std::io::Error::other("the log is shorter than what was read"))?;
+    if !unchanged() {
+        return Err(std::io::Error::other(
+            "the log changed while it was checked",
+        ));
+    }
     // A last record without its newline gets one before the next append's
     // records: the snapshot ends where a line ends.
     if last.is_some_and(|b| b != b'\n') {
@@ -604,19 +619,24 @@ mod tests {
         std::fs::write(&log, format!("{line}\n")).unwrap();
         let (record, _) = Record::from_json_line(line).unwrap();
         let size = std::fs::metadata(&log).unwrap().len();
-        write(
-            dir.path(),
-            &log,
-            size,
-            1,
-            std::slice::from_ref(&record),
-            &[],
-        )
-        .unwrap();
+        let due = Due {
+            covered: size,
+            lines: 1,
+            modified: std::fs::metadata(&log).unwrap().modified().ok(),
+        };
+        write(dir.path(), &log, due, std::slice::from_ref(&record), &[]).unwrap();
+        // A log changed since it was read gets no snapshot.
+        let stale = Due {
+            covered: size,
+            lines: 1,
+            modified: Some(std::time::UNIX_EPOCH),
+        };
+        assert!(write(dir.path(), &log, stale, &[], &[]).is_err());
         let restored = restore(dir.path(), &log, size).unwrap();
         assert_eq!(restored.records, std::slice::from_ref(&record));
         assert_eq!(restored.scans.len(), 1);
         assert!(!restored.scans[0].1.diagnostics.is_empty());
+        assert!(!restored.scans_stale);
 
         // The same file with another scanner in its header.
         let path = dir.path().join(SNAPSHOT_FILE);
@@ -633,5 +653,6 @@ mod tests {
         let restored = restore(dir.path(), &log, size).unwrap();
         assert_eq!(restored.records, [record]);
         assert!(restored.scans.is_empty());
+        assert!(restored.scans_stale, "a snapshot of this build's is due");
     }
 }

@@ -26,8 +26,24 @@ const SNAPSHOT: &str = ctxfold_store::event_log::SNAPSHOT_FILE;
 /// reads quickly.
 const FROM: u64 = 1 << 20;
 
-fn event_log(dir: &Path) -> EventLog {
-    EventLog::new(dir).snapshot_from(FROM)
+fn event_log(dir: &Path) -> Log {
+    Log(EventLog::new(dir))
+}
+
+/// The log, loaded as the store loads it but keeping snapshots from
+/// [`FROM`].
+struct Log(EventLog);
+
+impl Log {
+    fn load(&self) -> Result<Loaded, ctxfold_store::StoreError> {
+        self.0.load_keeping_snapshots_from(FROM)
+    }
+    fn path(&self) -> std::path::PathBuf {
+        self.0.path()
+    }
+    fn append(&self, records: impl IntoIterator<Item = Record>) {
+        self.0.append(records).unwrap();
+    }
 }
 
 /// One line of every kind a log holds, `i` making each different; about
@@ -102,7 +118,7 @@ fn write_log(path: &Path, from: usize, bytes: usize) -> usize {
 }
 
 /// What a load gives without a snapshot: every line read.
-fn full_read(log: &EventLog, dir: &Path) -> Loaded {
+fn full_read(log: &Log, dir: &Path) -> Loaded {
     let saved = dir.join("saved.snapshot");
     let had = std::fs::rename(dir.join(SNAPSHOT), &saved).is_ok();
     let loaded = log.load().unwrap();
@@ -121,6 +137,11 @@ fn assert_same(a: &Loaded, b: &Loaded, what: &str) {
     }
     assert_eq!(a.warnings, b.warnings, "{what}: warnings");
     assert_eq!(a.torn, b.torn, "{what}: torn tail");
+}
+
+/// Bytes of the log whose records came from its snapshot.
+fn from_snapshot(loaded: &Loaded) -> u64 {
+    loaded.snapshot.as_ref().map_or(0, |s| s.bytes)
 }
 
 fn snapshot_covers(dir: &Path) -> bool {
@@ -154,24 +175,24 @@ fn a_long_log_loads_the_same_through_its_snapshot_as_it_grows() {
     assert!(!first.warnings.is_empty(), "the bad lines are reported");
     // Every line was a record but the bad ones, each in order.
     assert!(first.records.len() > 5_000);
-    assert_eq!(first.from_snapshot, 0);
+    assert!(first.snapshot.is_none());
     let again = log.load().unwrap();
     assert_eq!(
-        again.from_snapshot,
+        from_snapshot(&again),
         std::fs::metadata(log.path()).unwrap().len()
     );
     assert_same(&again, &first, "through the snapshot");
     // The tool results' scans come with it (this test binary made them),
     // each what the recognizer finds in the record.
-    assert!(first.result_scans.is_empty());
+    let scans = &again.snapshot.as_ref().unwrap().result_scans;
     let results = again
         .records
         .iter()
         .filter(|r| matches!(r.body, Body::ToolResult { .. }))
         .count();
-    assert_eq!(again.result_scans.len(), results);
+    assert_eq!(scans.len(), results);
     let mut diagnostics = 0;
-    for (i, scan) in &again.result_scans {
+    for (i, scan) in scans {
         let Body::ToolResult {
             content, is_error, ..
         } = &again.records[*i].body
@@ -186,11 +207,12 @@ fn a_long_log_loads_the_same_through_its_snapshot_as_it_grows() {
 
     // Records appended by the store, and lines written by hand, after it.
     let appended: Vec<Record> = first.records[..50].to_vec();
-    log.append(appended).unwrap();
+    log.append(appended);
     write_log(&log.path(), next, (FROM + 1000) as usize);
     let grown = log.load().unwrap();
     assert_eq!(
-        grown.from_snapshot, again.from_snapshot,
+        from_snapshot(&grown),
+        from_snapshot(&again),
         "the snapshot, then the lines after it"
     );
     assert_same(&grown, &full_read(&log, dir.path()), "after appends");
@@ -236,7 +258,7 @@ fn a_snapshot_that_does_not_match_the_log_is_not_used() {
     bytes[at..at + 3].copy_from_slice(b"FIX");
     std::fs::write(log.path(), &bytes).unwrap();
     let loaded = log.load().unwrap();
-    assert_eq!(loaded.from_snapshot, 0, "a changed log is read whole");
+    assert_eq!(from_snapshot(&loaded), 0, "a changed log is read whole");
     assert!(
         loaded
             .records
@@ -261,7 +283,7 @@ fn a_snapshot_that_does_not_match_the_log_is_not_used() {
     ] {
         std::fs::write(&snap, &bad).unwrap();
         let loaded = log.load().unwrap();
-        assert_eq!(loaded.from_snapshot, 0, "{what}: not used");
+        assert_eq!(from_snapshot(&loaded), 0, "{what}: not used");
         assert_same(&loaded, &reference, what);
     }
 
@@ -272,10 +294,14 @@ fn a_snapshot_that_does_not_match_the_log_is_not_used() {
     other_log.load().unwrap();
     std::fs::copy(other.path().join(SNAPSHOT), &snap).unwrap();
     let loaded = log.load().unwrap();
-    assert_eq!(loaded.from_snapshot, 0, "another log's snapshot: not used");
+    assert_eq!(
+        from_snapshot(&loaded),
+        0,
+        "another log's snapshot: not used"
+    );
     assert_same(&loaded, &reference, "another log's snapshot");
     // The load that found it stale wrote this log's own again.
-    assert!(log.load().unwrap().from_snapshot > 0);
+    assert!(from_snapshot(&log.load().unwrap()) > 0);
 }
 
 fn memchr_find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -288,7 +314,7 @@ fn a_read_only_folder_loads_without_writing_a_snapshot() {
     let log = event_log(dir.path());
     write_log(&log.path(), 0, 2 << 20);
     // The lock file is made by the first writer, as a workspace has it.
-    log.append([]).unwrap();
+    log.append([]);
     let reference = full_read(&log, dir.path());
     let _ro = ctxfold_testkit::faults::ReadOnly::new(dir.path());
     let loaded = log.load().unwrap();
@@ -309,7 +335,7 @@ fn a_full_disk_loads_without_a_snapshot_and_leaves_nothing_behind() {
     };
     let log = event_log(&mount);
     write_log(&log.path(), 0, 2 << 20);
-    log.append([]).unwrap();
+    log.append([]);
     let loaded = log.load().unwrap();
     assert!(!snapshot_covers(&mount), "no room for a snapshot");
     assert_eq!(

@@ -91,6 +91,18 @@ fn conversation_page_selected(b: divan::Bencher) {
 /// this machine's disk, warm in the page cache), then render.
 #[divan::bench(sample_count = 10)]
 fn conversation_page_from_workspace(b: divan::Bencher) {
+    page_from_workspace(b, &LOG);
+}
+
+/// The same at 1,000,000 events and 10,000 compactions: a log the store
+/// keeps a snapshot of (written by a first load before the samples, as
+/// the server's first visit to the page does).
+#[divan::bench(sample_count = 10)]
+fn conversation_page_from_workspace_1m(b: divan::Bencher) {
+    page_from_workspace(b, &LOG_1M);
+}
+
+fn page_from_workspace(b: divan::Bencher, log: &Log) {
     use ctxfold_store::Store as _;
     let dir = tempfile::tempdir().unwrap();
     let (ws, _) = ctxfold_store::Workspace::init(dir.path()).unwrap();
@@ -99,13 +111,13 @@ fn conversation_page_from_workspace(b: divan::Bencher) {
         Some("a long agent session".into()),
         None,
         Default::default(),
-        LOG.records().to_vec(),
+        log.records().to_vec(),
     )
     .unwrap();
+    ws.load(&meta.id).unwrap();
     let ctx = Ctx::default();
     b.bench(|| {
-        let loaded = ws.load(&meta.id).unwrap();
-        let log = Log::from_records(loaded.records);
+        let log = ws.load(&meta.id).unwrap().into_log();
         render(&ctx, &meta, &log, &Options::default())
             .into_string()
             .len()
