@@ -648,8 +648,11 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError>
     // before its own records).
     let end = read.torn.map_or(size, |t| t.offset);
     let lines = read.torn.map_or(read.lines, |t| t.line - 1);
+    // Lines read since the snapshot (or all of them) that are enough to
+    // keep; none at all leave the snapshot as it is.
+    let read_since = end.saturating_sub(from);
     let snapshot_due =
-        (rescan || end.saturating_sub(from) >= snapshot_from).then_some(crate::snapshot::Due {
+        (rescan || read_since > 0 && read_since >= snapshot_from).then_some(crate::snapshot::Due {
             covered: end,
             lines,
             modified,
