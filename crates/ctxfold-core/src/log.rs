@@ -601,6 +601,28 @@ mod tests {
     }
 
     #[test]
+    fn scans_made_elsewhere_are_kept_for_tool_results_only() {
+        let kept = ResultScan {
+            chars: 7,
+            diagnostics: Vec::new(),
+        };
+        let log = build(vec![user("a"), call("c"), result("c")]).with_result_scans([
+            (0, kept.clone()),
+            (2, kept.clone()),
+            (9, kept.clone()),
+        ]);
+        // What was given, not what the recognizer would find in "ok".
+        assert_eq!(log.result_scan(2), Some(&kept));
+        assert_eq!(log.result_scan(0), None);
+        assert_eq!(log.result_scan(1), None);
+        // A scan made already stays.
+        let log = build(vec![result("c")]);
+        let made = log.result_scan(0).cloned();
+        let log = log.with_result_scans([(0, kept)]);
+        assert_eq!(log.result_scan(0).cloned(), made);
+    }
+
+    #[test]
     fn implicit_turn_zero_and_leading_turn_start_do_not_double_count() {
         // Events before the first turn_start form turn 0.
         let log = build(vec![user("a"), Body::TurnStart, user("b")]);

@@ -643,9 +643,9 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError>
             0,
         ),
     };
-    // What was read whole lines up to: a torn tail is left out, and so is
-    // a last record without its newline (the next append writes one
-    // before its own records).
+    // What was read, whole lines, up to: a torn tail is left out (and a
+    // log whose last record lacks its newline gets no snapshot: the next
+    // append writes one before its own records).
     let end = read.torn.map_or(size, |t| t.offset);
     let lines = read.torn.map_or(read.lines, |t| t.line - 1);
     // Lines read since the snapshot (or all of them) that are enough to
