@@ -222,9 +222,10 @@ impl EventLog {
         // covers stays as it was read (only a torn tail is ever cut).
         if let Some(due) = scan.snapshot_due {
             // A cache: a folder it cannot be written to loads as before.
-            if let Err(e) =
-                crate::snapshot::write(&self.dir, &path, due, &scan.records, &scan.notes)
-            {
+            let known = scan.snapshot.as_ref().map_or(&[][..], |s| &s.result_scans);
+            let written =
+                crate::snapshot::write(&self.dir, &path, due, &scan.records, &scan.notes, known);
+            if let Err(e) = written {
                 tracing::debug!(dir = %self.dir.display(), error = %e, "no snapshot written");
             }
         }

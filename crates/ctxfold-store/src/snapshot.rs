@@ -242,15 +242,17 @@ pub(crate) struct Due {
 }
 
 /// Write a snapshot of `records`, what reading what `due` covers of `log`
-/// gave, with the `notes` on them. Written to a temporary file in `dir`
-/// and renamed over the old one; on any failure nothing is left behind but
-/// the old snapshot (or none).
+/// gave, with the `notes` on them and their tool results' scans (`known`:
+/// those this build made already, by index, kept as they are). Written to
+/// a temporary file in `dir` and renamed over the old one; on any failure
+/// nothing is left behind but the old snapshot (or none).
 pub(crate) fn write(
     dir: &Path,
     log: &Path,
     due: Due,
     records: &[Record],
     notes: &[LineNote],
+    known: &[(usize, ResultScan)],
 ) -> std::io::Result<()> {
     let Due {
         covered,
@@ -302,12 +304,19 @@ pub(crate) fn write(
     // Chunks encoded (their tool results scanned) on every core, a round
     // of one chunk per thread at a time, written in order.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let chunks: Vec<&[Record]> = records.chunks(CHUNK).collect();
+    let mut scanned: Vec<Option<&ResultScan>> = vec![None; records.len()];
+    for (i, scan) in known {
+        if let Some(slot) = scanned.get_mut(*i) {
+            *slot = Some(scan);
+        }
+    }
+    let chunks: Vec<(&[Record], &[Option<&ResultScan>])> =
+        records.chunks(CHUNK).zip(scanned.chunks(CHUNK)).collect();
     for round in chunks.chunks(threads) {
         let encoded: Vec<std::io::Result<Vec<u8>>> = std::thread::scope(|s| {
             let handles: Vec<_> = round
                 .iter()
-                .map(|chunk| s.spawn(move || encode_chunk(chunk, with_scans)))
+                .map(|&(chunk, known)| s.spawn(move || encode_chunk(chunk, known, with_scans)))
                 .collect();
             handles
                 .into_iter()
@@ -325,21 +334,30 @@ pub(crate) fn write(
 }
 
 /// One chunk's records encoded, with their tool results' scans when
-/// `with_scans`.
-fn encode_chunk(chunk: &[Record], with_scans: bool) -> std::io::Result<Vec<u8>> {
-    let scans: Vec<Option<ResultScan>> = chunk
+/// `with_scans` (those `known`, else made now).
+fn encode_chunk(
+    chunk: &[Record],
+    known: &[Option<&ResultScan>],
+    with_scans: bool,
+) -> std::io::Result<Vec<u8>> {
+    let scans: Vec<Option<Cow<'_, ResultScan>>> = chunk
         .iter()
-        .map(|r| match &r.body {
-            Body::ToolResult {
-                content, is_error, ..
-            } if with_scans => Some(ResultScan::new(content, *is_error)),
+        .zip(known)
+        .map(|(r, known)| match (&r.body, known) {
+            (Body::ToolResult { .. }, Some(scan)) if with_scans => Some(Cow::Borrowed(*scan)),
+            (
+                Body::ToolResult {
+                    content, is_error, ..
+                },
+                None,
+            ) if with_scans => Some(Cow::Owned(ResultScan::new(content, *is_error))),
             _ => None,
         })
         .collect();
     let entries: Vec<Entry<'_>> = chunk
         .iter()
         .zip(&scans)
-        .map(|(r, scan)| entry(r, scan.as_ref()))
+        .map(|(r, scan)| entry(r, scan.as_deref()))
         .collect();
     postcard::to_allocvec(&entries).map_err(invalid)
 }
@@ -609,10 +627,11 @@ fn record(e: Entry<'_>) -> Option<Record> {
 mod tests {
     use super::*;
 
-    /// A snapshot whose scans another program made: its records are used,
-    /// its scans are not.
+    /// The scans a snapshot keeps: this build's (those it knew kept as
+    /// they were), never another's, whose records are used all the same;
+    /// and no snapshot of a log changed since it was read.
     #[test]
-    fn scans_of_another_build_are_made_again() {
+    fn scans_are_kept_for_this_build_only() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("events.jsonl");
         let line = r#"{"seq":0,"ts":"t","type":"tool_result","id":"a","content":"error: boom","is_error":true}"#;
@@ -624,14 +643,22 @@ mod tests {
             lines: 1,
             modified: std::fs::metadata(&log).unwrap().modified().ok(),
         };
-        write(dir.path(), &log, due, std::slice::from_ref(&record), &[]).unwrap();
+        write(
+            dir.path(),
+            &log,
+            due,
+            std::slice::from_ref(&record),
+            &[],
+            &[],
+        )
+        .unwrap();
         // A log changed since it was read gets no snapshot.
         let stale = Due {
             covered: size,
             lines: 1,
             modified: Some(std::time::UNIX_EPOCH),
         };
-        assert!(write(dir.path(), &log, stale, &[], &[]).is_err());
+        assert!(write(dir.path(), &log, stale, &[], &[], &[]).is_err());
         let restored = restore(dir.path(), &log, size).unwrap();
         assert_eq!(restored.records, std::slice::from_ref(&record));
         assert_eq!(restored.scans.len(), 1);
@@ -651,8 +678,22 @@ mod tests {
         out.extend_from_slice(r);
         std::fs::write(&path, out).unwrap();
         let restored = restore(dir.path(), &log, size).unwrap();
-        assert_eq!(restored.records, [record]);
+        assert_eq!(restored.records, std::slice::from_ref(&record));
         assert!(restored.scans.is_empty());
         assert!(restored.scans_stale, "a snapshot of this build's is due");
+
+        // A scan known already is kept as it is, not made again.
+        let known = ResultScan {
+            chars: 99,
+            diagnostics: Vec::new(),
+        };
+        let due = Due {
+            covered: size,
+            lines: 1,
+            modified: std::fs::metadata(&log).unwrap().modified().ok(),
+        };
+        let records = std::slice::from_ref(&record);
+        write(dir.path(), &log, due, records, &[], &[(0, known.clone())]).unwrap();
+        assert_eq!(restore(dir.path(), &log, size).unwrap().scans, [(0, known)]);
     }
 }
