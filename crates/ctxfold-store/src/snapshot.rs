@@ -42,6 +42,13 @@ pub const SNAPSHOT_FROM: u64 = 32 << 20;
 /// encoding (an older or newer snapshot is ignored).
 const MAGIC: &[u8; 12] = b"ctxfold-sn\x00\x02";
 
+/// What a snapshot being written is called until it is renamed into place.
+const TEMP_PREFIX: &str = ".events.snapshot.";
+
+/// A temporary snapshot untouched this long was left by a process killed
+/// while writing it: a live writer adds to it every few milliseconds.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Records in one encoded chunk: chunks are decoded on every core.
 const CHUNK: usize = 8192;
 
@@ -295,8 +302,9 @@ pub(crate) fn write(
         scanner: scanner(),
     };
     let with_scans = header.scanner.is_some();
+    remove_abandoned(dir);
     let temp = tempfile::Builder::new()
-        .prefix(".events.snapshot.")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(dir)?;
     let mut w = BufWriter::with_capacity(1 << 20, temp.as_file());
     w.write_all(MAGIC)?;
@@ -331,6 +339,30 @@ pub(crate) fn write(
     drop(w);
     temp.persist(dir.join(SNAPSHOT_FILE)).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Remove the temporary snapshots in `dir` that processes killed while
+/// writing them left behind (each as large as a snapshot); one another
+/// process is writing now is left alone. Best effort: what cannot be
+/// removed stays for the next writer.
+fn remove_abandoned(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for e in entries.flatten() {
+        let abandoned = e.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            && e.metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|m| {
+                    now.duration_since(m)
+                        .is_ok_and(|idle| idle >= ABANDONED_AFTER)
+                });
+        if abandoned {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// One chunk's records encoded, with their tool results' scans when

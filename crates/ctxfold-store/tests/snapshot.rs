@@ -15,8 +15,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use ctxfold_core::compaction::{ResetTargets, Source};
 use ctxfold_core::diagnostics::ResultScan;
-use ctxfold_core::{Body, Record};
+use ctxfold_core::{Body, Compaction, CompactionReset, Record};
 use ctxfold_store::{EventLog, Loaded};
 
 const SNAPSHOT: &str = ctxfold_store::event_log::SNAPSHOT_FILE;
@@ -345,4 +346,92 @@ fn a_full_disk_loads_without_a_snapshot_and_leaves_nothing_behind() {
     );
     assert!(loaded.records.len() > 5_000);
     assert_same(&log.load().unwrap(), &loaded, "a second load");
+}
+
+#[test]
+fn a_snapshot_left_half_written_by_a_killed_process_is_removed_by_the_next_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = event_log(dir.path());
+    write_log(&log.path(), 0, 2 << 20);
+    // What a process killed while writing leaves, long untouched; and one
+    // another process is writing right now.
+    let abandoned = dir.path().join(".events.snapshot.AbAnDn");
+    let live = dir.path().join(".events.snapshot.LiVe01");
+    for f in [&abandoned, &live] {
+        std::fs::write(f, b"ctxfold-sn\x00\x02 half written").unwrap();
+    }
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    std::fs::File::options()
+        .write(true)
+        .open(&abandoned)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    log.load().unwrap();
+    assert!(
+        !abandoned.exists(),
+        "the abandoned temporary file is removed"
+    );
+    assert!(live.exists(), "a file being written now is left alone");
+    assert!(from_snapshot(&log.load().unwrap()) > 0);
+}
+
+#[test]
+fn two_processes_loading_at_once_leave_one_good_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = event_log(dir.path());
+    write_log(&log.path(), 0, 3 << 20);
+    let reference = full_read(&log, dir.path());
+    // Both read every line and write a snapshot at the same time.
+    let loads: Vec<Loaded> = std::thread::scope(|s| {
+        let a = s.spawn(|| event_log(dir.path()).load().unwrap());
+        let b = s.spawn(|| event_log(dir.path()).load().unwrap());
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    for l in &loads {
+        assert_same(l, &reference, "a load beside another");
+    }
+    let after = log.load().unwrap();
+    assert!(from_snapshot(&after) > 0, "the snapshot that won is used");
+    assert_same(&after, &reference, "through the snapshot either wrote");
+    assert_eq!(others(dir.path()), Vec::<String>::new());
+}
+
+/// Every conversation of the real corpus, as a ctxfold log: the records
+/// read through the snapshot are the records read from the lines (real
+/// compactions, signatures in metadata, fields ctxfold keeps verbatim).
+#[test]
+fn the_corpus_reads_the_same_through_a_snapshot() {
+    for conv in ctxfold_testkit::corpus::conversations() {
+        let mut t = ctxfold_formats::import(&conv, Some(ctxfold_formats::Format::Jp)).unwrap();
+        // And the overlay records ctxfold adds (kept as their JSON line).
+        let mut c = Compaction::new(0, 1, Source::User);
+        c.note = Some("folded — ✓".into());
+        let seq = t.records.len() as u64;
+        t.records.push(Record::new(
+            seq,
+            "2026-12-05T10:00:00Z",
+            Body::Compaction(Box::new(c)),
+        ));
+        let reset = CompactionReset {
+            targets: ResetTargets::Some(vec![seq]),
+            restore: false,
+            extra: Default::default(),
+        };
+        t.records.push(Record::new(
+            seq + 1,
+            "2026-12-05T10:00:01Z",
+            Body::CompactionReset(Box::new(reset)),
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = t.records.iter().map(|r| r.to_json_line() + "\n").collect();
+        std::fs::write(dir.path().join("events.jsonl"), text).unwrap();
+        let log = EventLog::new(dir.path());
+        let first = log.load_keeping_snapshots_from(1).unwrap();
+        assert!(first.snapshot.is_none());
+        let again = log.load_keeping_snapshots_from(1).unwrap();
+        assert!(from_snapshot(&again) > 0, "{}: no snapshot", conv.display());
+        assert_same(&again, &first, &conv.display().to_string());
+        assert_eq!(again.records, t.records, "{}", conv.display());
+    }
 }
