@@ -206,7 +206,8 @@ pub enum ConversationCommand {
     Rm(RmArgs),
 }
 
-/// An optional conversation id.
+/// An optional conversation id, the active one when left out: every
+/// command that takes one flattens this, so its help is said once.
 #[derive(Debug, Args)]
 pub struct IdArg {
     /// The conversation (default: the active one).
@@ -376,8 +377,8 @@ pub struct QueryArgs {
 // The arguments of `stats` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// The conversation (default: the active one).
-    pub id: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
     /// The model, as provider/model: picks the exact tokenizer (OpenAI
     /// models) and the window.
     #[arg(short = 'm', long, value_name = "MODEL")]
@@ -416,8 +417,8 @@ pub struct MigrateArgs {
 // The arguments of `conversation print` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct PrintArgs {
-    /// The conversation (default: the active one).
-    pub id: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
     /// Print the view the model gets, with compactions applied.
     #[arg(long)]
     pub compacted: bool,
@@ -426,8 +427,8 @@ pub struct PrintArgs {
 // The arguments of `conversation compact` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct CompactConversationArgs {
-    /// The conversation (default: the active one).
-    pub id: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
     #[command(flatten)]
     pub rule: Box<RuleFlags>,
     /// Show what would be compacted, write nothing.
@@ -452,8 +453,8 @@ pub struct CompactConversationArgs {
 // The arguments of `conversation fork` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct ForkArgs {
-    /// The conversation (default: the active one).
-    pub id: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
     /// Compact the copy with this rule (repeatable; see `compact -k`).
     #[arg(short = 'k', long = "compact", value_name = "SPEC", num_args = 0..=1, default_missing_value = "")]
     pub compact: Vec<String>,
@@ -490,8 +491,8 @@ pub enum SessionsOf {
 // The arguments of `conversation export` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The conversation (default: the active one).
-    pub id: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
     /// The transcript format to write.
     #[arg(long, value_enum, default_value_t = OutputTranscript(Format::Ctxfold))]
     pub output_format: OutputTranscript,
@@ -506,8 +507,8 @@ pub struct ExportArgs {
 // The arguments of `conversation append` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct AppendArgs {
-    /// The conversation (default: the active one).
-    pub id: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
     /// A JSONL file, or `-` for standard input.
     #[arg(long, default_value = "-")]
     pub input: PathBuf,

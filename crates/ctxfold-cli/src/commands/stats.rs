@@ -114,7 +114,7 @@ pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<Stats> {
     let settings = ctx.settings()?;
     let target = ctx.target()?;
     let model = args.model.as_deref();
-    let meta = target.resolve(args.id.as_deref())?;
+    let meta = target.resolve(args.conversation.id.as_deref())?;
     let log = target.load_once(&meta.id)?;
     // Without a model: the heuristic, the very one the compaction report
     // counts with (ctxfold_core::estimate), so the two agree.

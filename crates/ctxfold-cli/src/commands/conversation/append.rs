@@ -41,7 +41,7 @@ pub fn run(ctx: &Context, args: AppendArgs) -> anyhow::Result<Appended> {
     let settings = ctx.settings()?;
     let target = ctx.target()?;
     let (input, window) = (args.input.as_path(), args.window);
-    let meta = target.resolve(args.id.as_deref())?;
+    let meta = target.resolve(args.conversation.id.as_deref())?;
     let reader: Box<dyn BufRead> = if input == Path::new("-") {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {

@@ -133,7 +133,7 @@ pub fn run(ctx: &Context, args: CompactConversationArgs) -> anyhow::Result<Compa
     let settings = ctx.settings()?;
     let target = ctx.target()?;
     let (flags, dry_run) = (&*args.rule, args.dry_run);
-    let meta = target.resolve(args.id.as_deref())?;
+    let meta = target.resolve(args.conversation.id.as_deref())?;
     if args.reset.is_some() || args.restore.is_some() {
         return reset_or_restore(&target, &meta.id, args.reset, args.restore, dry_run)
             .map(Compacted::Reset);

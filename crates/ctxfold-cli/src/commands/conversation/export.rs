@@ -59,7 +59,7 @@ impl std::fmt::Display for Exported {
 pub fn run(ctx: &Context, args: ExportArgs) -> anyhow::Result<Exported> {
     let target = ctx.target()?;
     let format: Format = args.output_format.into();
-    let meta = target.resolve(args.id.as_deref())?;
+    let meta = target.resolve(args.conversation.id.as_deref())?;
     let log = target.load(&meta.id)?;
     let records = if args.compacted {
         let view = ctxfold_core::projection::project(&log);

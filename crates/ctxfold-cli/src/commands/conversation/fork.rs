@@ -41,7 +41,7 @@ pub fn run(ctx: &Context, args: ForkArgs) -> anyhow::Result<Forked> {
     let target = ctx.target()?;
     target.clean_staging();
     let specs = &args.compact;
-    let meta = target.resolve(args.id.as_deref())?;
+    let meta = target.resolve(args.conversation.id.as_deref())?;
     let log = target.load(&meta.id)?;
     let mut compactions = Vec::new();
     if !specs.is_empty() {

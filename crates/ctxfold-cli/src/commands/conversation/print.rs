@@ -138,7 +138,7 @@ fn compacted_json(log: &Log) -> Value {
 
 pub fn run(ctx: &Context, args: PrintArgs) -> anyhow::Result<Printed> {
     let target = ctx.target()?;
-    let meta = target.resolve(args.id.as_deref())?;
+    let meta = target.resolve(args.conversation.id.as_deref())?;
     let log = target.load(&meta.id)?;
     Ok(Printed {
         log,
