@@ -40,7 +40,7 @@
 use std::io::BufRead;
 
 use ctxfold_core::projection::PREAMBLE;
-use ctxfold_wire::IntoValue;
+use ctxfold_wire::RequestBody;
 use ctxfold_wire::anthropic::{
     self, Block, Content, Message, Thinking, Tool, ToolResult, ToolUse, event, role,
 };
@@ -110,7 +110,7 @@ fn block(p: &Part) -> Option<Block> {
 }
 
 /// The request body for `req` (see the module docs).
-pub fn body(req: &ChatRequest, stream: bool) -> Value {
+pub fn body(req: &ChatRequest, stream: bool) -> RequestBody<Message> {
     let mut messages: Vec<(Role, Vec<Block>)> = Vec::new();
     for m in &req.messages {
         let blocks: Vec<Block> = m.parts.iter().filter_map(block).collect();
@@ -164,12 +164,9 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
         stream,
         extra: Map::new(),
     };
-    let mut b = match request.into_value() {
-        Value::Object(b) => b,
-        _ => Map::new(),
-    };
-    apply_extra(&mut b, &req.extra);
-    Value::Object(b)
+    let mut body = request.into_body();
+    apply_extra(body.head_mut(), &req.extra);
+    body
 }
 
 fn malformed(detail: impl Into<String>) -> ProviderError {
@@ -487,7 +484,7 @@ mod tests {
                 ],
             },
         ];
-        let b = body(&req, false);
+        let b = serde_json::to_value(body(&req, false)).unwrap();
         assert_eq!(b["max_tokens"], DEFAULT_MAX_TOKENS);
         assert!(b.get("stream").is_none());
         assert_eq!(
@@ -509,7 +506,7 @@ mod tests {
             role: Role::Assistant,
             parts: vec![Part::Text("hello".into())],
         }];
-        let b = body(&req, true);
+        let b = serde_json::to_value(body(&req, true)).unwrap();
         assert_eq!(b["messages"][0]["role"], "user");
         assert_eq!(b["messages"][0]["content"][0]["text"], PREAMBLE);
         assert_eq!(b["stream"], true);
@@ -540,7 +537,7 @@ mod tests {
             .insert("thinking".into(), json!({"type": "enabled"}));
         // Written byte for byte as before the wire types.
         assert_eq!(
-            body(&req, true).to_string(),
+            serde_json::to_string(&body(&req, true)).unwrap(),
             format!(
                 r#"{{"model":"claude","max_tokens":10,"system":"sys","messages":[{{"role":"user","content":[{{"type":"text","text":{}}}]}},{{"role":"assistant","content":[{{"type":"text","text":"hello"}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c","is_error":true}},{{"type":"tool_result","tool_use_id":"d","content":"ok"}},{{"type":"text","text":"t"}}]}}],"tools":[{{"name":"f","description":"d","input_schema":{{"type":"object","properties":{{}}}}}}],"stream":true,"thinking":{{"type":"enabled"}}}}"#,
                 Value::String(PREAMBLE.into())

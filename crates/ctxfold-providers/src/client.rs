@@ -42,8 +42,8 @@ pub(crate) struct Call<'a> {
     pub url: &'a str,
     /// Headers to send.
     pub headers: &'a [(String, String)],
-    /// A JSON body to POST; `None` makes a GET.
-    pub body: Option<&'a Value>,
+    /// A JSON body to POST, serialized; `None` makes a GET.
+    pub body: Option<&'a [u8]>,
     /// For classifying errors.
     pub ctx: ErrorContext<'a>,
 }
@@ -73,17 +73,16 @@ impl Http {
     /// Make the call, retrying as the module docs say. Returns a 2xx
     /// response whose body is not read yet.
     pub(crate) fn send(&self, call: &Call<'_>) -> Result<Response<ureq::Body>, ProviderError> {
-        let payload = call.body.map(|b| serde_json::to_vec(b).unwrap_or_default());
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = match &payload {
+            let result = match call.body {
                 Some(bytes) => {
                     let mut req = self.agent.post(call.url);
                     for (k, v) in call.headers {
                         req = req.header(k, v);
                     }
-                    req.content_type("application/json").send(&bytes[..])
+                    req.content_type("application/json").send(bytes)
                 }
                 None => {
                     let mut req = self.agent.get(call.url);

@@ -39,7 +39,7 @@
 
 use std::io::BufRead;
 
-use ctxfold_wire::IntoValue;
+use ctxfold_wire::RequestBody;
 use ctxfold_wire::chat::{
     self, Choice, Completion, Content, Message, StreamOptions, Tool, ToolCall, role,
 };
@@ -67,21 +67,20 @@ fn is_reasoning_model(model: &str) -> bool {
 }
 
 /// The request body for `req` (see the module docs).
-pub fn body(req: &ChatRequest, stream: bool) -> Value {
-    // Each message made a value at once: a conversation has thousands,
-    // and a typed message is a large value to move about.
+pub fn body(req: &ChatRequest, stream: bool) -> RequestBody<Message> {
+    // At most a message a part, and the system prompt.
     let parts: usize = req.messages.iter().map(|m| m.parts.len()).sum();
-    let mut messages: Vec<Value> = Vec::with_capacity(parts + 1);
+    let mut messages: Vec<Message> = Vec::with_capacity(parts + 1);
     if let Some(s) = &req.system {
-        messages.push(Message::text(role::SYSTEM, s.clone()).into_value());
+        messages.push(Message::text(role::SYSTEM, s.clone()));
     }
     for m in &req.messages {
         match m.role {
             Role::User => {
                 let mut texts: Vec<&str> = Vec::new();
-                let flush = |texts: &mut Vec<&str>, messages: &mut Vec<Value>| {
+                let flush = |texts: &mut Vec<&str>, messages: &mut Vec<Message>| {
                     if !texts.is_empty() {
-                        messages.push(Message::text(role::USER, texts.join("\n\n")).into_value());
+                        messages.push(Message::text(role::USER, texts.join("\n\n")));
                         texts.clear();
                     }
                 };
@@ -90,13 +89,10 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                         Part::Text(t) => texts.push(t),
                         Part::ToolResult { id, content, .. } => {
                             flush(&mut texts, &mut messages);
-                            messages.push(
-                                Message {
-                                    tool_call_id: Some(id.clone()),
-                                    ..Message::text(role::TOOL, content.clone())
-                                }
-                                .into_value(),
-                            );
+                            messages.push(Message {
+                                tool_call_id: Some(id.clone()),
+                                ..Message::text(role::TOOL, content.clone())
+                            });
                         }
                         Part::Reasoning { .. } | Part::ToolCall { .. } => {}
                     }
@@ -114,19 +110,16 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
                 if texts.is_empty() && calls.is_empty() {
                     continue;
                 }
-                messages.push(
-                    Message {
-                        role: role::ASSISTANT.into(),
-                        content: Some(if texts.is_empty() {
-                            Content::Null
-                        } else {
-                            Content::Text(texts.join("\n\n"))
-                        }),
-                        tool_calls: (!calls.is_empty()).then_some(calls),
-                        ..Message::default()
-                    }
-                    .into_value(),
-                );
+                messages.push(Message {
+                    role: role::ASSISTANT.into(),
+                    content: Some(if texts.is_empty() {
+                        Content::Null
+                    } else {
+                        Content::Text(texts.join("\n\n"))
+                    }),
+                    tool_calls: (!calls.is_empty()).then_some(calls),
+                    ..Message::default()
+                });
             }
         }
     }
@@ -136,7 +129,7 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
     };
     let request = chat::Request {
         model: req.model.clone(),
-        messages: Vec::new(),
+        messages,
         tools: req
             .tools
             .iter()
@@ -151,12 +144,9 @@ pub fn body(req: &ChatRequest, stream: bool) -> Value {
         }),
         extra: Map::new(),
     };
-    let mut b = match request.into_value_with(messages) {
-        Value::Object(b) => b,
-        _ => Map::new(),
-    };
-    apply_extra(&mut b, &req.extra);
-    Value::Object(b)
+    let mut body = request.into_body();
+    apply_extra(body.head_mut(), &req.extra);
+    body
 }
 
 /// Arguments as the JSON text OpenAI wants.
@@ -449,7 +439,7 @@ mod tests {
         ] {
             let mut req = ChatRequest::new(model);
             req.max_tokens = Some(99);
-            let b = body(&req, false);
+            let b = serde_json::to_value(body(&req, false)).unwrap();
             assert_eq!(b[key], 99, "{model}");
         }
     }
@@ -503,7 +493,7 @@ mod tests {
         }];
         req.extra.insert("temperature".into(), json!(0.2));
         req.extra.insert("stream_options".into(), Value::Null);
-        let b = body(&req, true);
+        let b = serde_json::to_value(body(&req, true)).unwrap();
         assert_eq!(
             b["messages"],
             json!([

@@ -37,6 +37,8 @@
 
 use std::io::{BufRead, BufReader, Read};
 
+use ctxfold_wire::RequestBody;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::anthropic;
@@ -191,22 +193,29 @@ impl Provider {
             .map_err(|e| self.secrets().error(e))
     }
 
+    /// The bytes of `body`, the configured output limit set where the
+    /// request sets none.
+    fn payload<M: Serialize>(&self, mut body: RequestBody<M>, req: &ChatRequest) -> Vec<u8> {
+        if req.max_tokens.is_none()
+            && let Some(n) = self.config.max_tokens
+            && !req.extra.contains_key("max_tokens")
+        {
+            body.head_mut().insert("max_tokens".into(), n.into());
+        }
+        // Typed messages and string keys: nothing here fails to serialize.
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
     fn chat_unredacted(
         &self,
         req: &ChatRequest,
         stream: Option<&mut dyn FnMut(StreamEvent)>,
     ) -> Result<ChatResponse, ProviderError> {
         let kind = self.config.kind;
-        let mut body = match kind {
-            ProviderKind::OpenAi => openai::body(req, stream.is_some()),
-            ProviderKind::Anthropic => anthropic::body(req, stream.is_some()),
+        let body = match kind {
+            ProviderKind::OpenAi => self.payload(openai::body(req, stream.is_some()), req),
+            ProviderKind::Anthropic => self.payload(anthropic::body(req, stream.is_some()), req),
         };
-        if req.max_tokens.is_none()
-            && let (Some(n), Value::Object(b)) = (self.config.max_tokens, &mut body)
-            && !req.extra.contains_key("max_tokens")
-        {
-            b.insert("max_tokens".into(), n.into());
-        }
         let url = self.chat_url();
         let headers = self.headers()?;
         let ctx = self.ctx(&req.model);
@@ -273,11 +282,11 @@ impl Provider {
     }
 
     fn window_from_server(&self, model: &str) -> Result<Option<u32>, ProviderError> {
-        let request = json!({ "model": model });
+        let request = json!({ "model": model }).to_string().into_bytes();
         let (url, body) = match self.config.context_window_from {
             WindowSource::None => return Ok(None),
             WindowSource::LlamacppProps => (format!("{}/props", self.root()), None),
-            WindowSource::OllamaShow => (format!("{}/api/show", self.root()), Some(&request)),
+            WindowSource::OllamaShow => (format!("{}/api/show", self.root()), Some(&request[..])),
             WindowSource::ModelsList => (format!("{}/models", self.base()), None),
         };
         // Without a key the server cannot be asked; the table still can.

@@ -141,7 +141,7 @@ fn sig(text: &str, s: Option<&str>) -> (String, Option<String>) {
 /// answers the message before, thinking only where signed. Returns the
 /// messages.
 fn assert_valid_anthropic(req: &ChatRequest) -> Vec<Value> {
-    let body = anthropic::body(req, false);
+    let body = serde_json::to_value(anthropic::body(req, false)).unwrap();
     let msgs = body["messages"].as_array().unwrap().clone();
     assert!(!msgs.is_empty());
     assert_eq!(msgs[0]["role"], "user", "{body:#}");
@@ -200,7 +200,7 @@ fn assert_valid_anthropic(req: &ChatRequest) -> Vec<Value> {
 /// What OpenAI checks: every assistant `tool_calls` is followed by exactly
 /// its `tool` messages, and no reasoning is sent back.
 fn assert_valid_openai(req: &ChatRequest) {
-    let body = openai::body(req, false);
+    let body = serde_json::to_value(openai::body(req, false)).unwrap();
     let msgs = body["messages"].as_array().unwrap();
     let mut i = 0;
     while i < msgs.len() {
@@ -458,7 +458,7 @@ fn a_view_starting_with_the_assistant_opens_with_the_preamble_and_system_prompts
     );
     let msgs = assert_valid_anthropic(&req);
     assert_eq!(msgs.len(), 3);
-    let body = openai::body(&req, false);
+    let body = serde_json::to_value(openai::body(&req, false)).unwrap();
     assert_eq!(
         body["messages"][0],
         json!({"role": "system", "content": "Host prompt.\n\nYou are terse."})

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{IntoValue, Object, put, put_extra, tagged};
+use crate::{IntoValue, Object, RequestBody, put, put_extra, tagged};
 
 pub use crate::role;
 
@@ -146,8 +146,16 @@ impl Block {
     }
 }
 
-impl IntoValue for Request {
-    fn into_value(self) -> Value {
+impl Request {
+    /// The request as a body to send, its messages kept typed until
+    /// they are written (see [`RequestBody`]).
+    pub fn into_body(mut self) -> RequestBody<Message> {
+        let messages = std::mem::take(&mut self.messages);
+        RequestBody::new(self.into_object(), messages)
+    }
+
+    /// Its keys, in the order the type's `Serialize` writes them.
+    fn into_object(self) -> Object {
         let mut o = Object::new();
         o.insert("model".into(), Value::String(self.model));
         put(&mut o, "max_tokens", self.max_tokens.map(Value::from));
@@ -160,7 +168,13 @@ impl IntoValue for Request {
             o.insert("stream".into(), Value::Bool(true));
         }
         put_extra(&mut o, self.extra);
-        Value::Object(o)
+        o
+    }
+}
+
+impl IntoValue for Request {
+    fn into_value(self) -> Value {
+        Value::Object(self.into_object())
     }
 }
 

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{IntoValue, Object, present, put, put_extra};
+use crate::{IntoValue, Object, RequestBody, present, put, put_extra};
 
 pub use crate::role;
 
@@ -268,20 +268,15 @@ pub struct Choice {
 }
 
 impl Request {
-    /// The request as a value, its messages `messages` (made values one
-    /// by one as they were built: a conversation has thousands, and a
-    /// typed message is a large value to keep about) in place of its own.
-    pub fn into_value_with(self, messages: Vec<Value>) -> Value {
-        let mut v = self.into_value();
-        if let Value::Object(o) = &mut v {
-            o.insert("messages".into(), Value::Array(messages));
-        }
-        v
+    /// The request as a body to send, its messages kept typed until
+    /// they are written (see [`RequestBody`]).
+    pub fn into_body(mut self) -> RequestBody<Message> {
+        let messages = std::mem::take(&mut self.messages);
+        RequestBody::new(self.into_object(), messages)
     }
-}
 
-impl IntoValue for Request {
-    fn into_value(self) -> Value {
+    /// Its keys, in the order the type's `Serialize` writes them.
+    fn into_object(self) -> Object {
         let mut o = Object::new();
         o.insert("model".into(), Value::String(self.model));
         o.insert("messages".into(), self.messages.into_value());
@@ -301,7 +296,13 @@ impl IntoValue for Request {
             self.stream_options.as_ref().map(crate::value),
         );
         put_extra(&mut o, self.extra);
-        Value::Object(o)
+        o
+    }
+}
+
+impl IntoValue for Request {
+    fn into_value(self) -> Value {
+        Value::Object(self.into_object())
     }
 }
 

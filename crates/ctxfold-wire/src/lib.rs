@@ -20,8 +20,10 @@ pub mod chat;
 pub mod context_management;
 pub mod emulated;
 pub mod error;
+mod request_body;
 pub mod responses;
 
+pub use request_body::RequestBody;
 use serde::{Deserialize, Serialize};
 pub use serde_json::{Map, Value};
 
