@@ -11,7 +11,7 @@
 //! hyper has a head timeout of its own, but its timer starts as soon as
 //! the connection is ready for a request, so it cannot tell an idle
 //! connection from a slow head; each connection here has a watchdog that
-//! follows what the connection does instead ([`Activity`]).
+//! follows what the connection does instead (`Activity`, below).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -268,7 +268,8 @@ impl Drop for Busy {
     }
 }
 
-/// An answer's body, passed on as it is, holding its request's [`Busy`].
+/// An answer's body, passed on as it is: its connection counts the
+/// request as unanswered until the body is dropped.
 pub struct Answer {
     body: Body,
     _busy: Busy,
