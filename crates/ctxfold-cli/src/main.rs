@@ -3,6 +3,9 @@
 // Standard output and error go through `render`, which never panics on a
 // stream that cannot be written.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+// The argument structs' doc comments are the --help text, where
+// `[:port]` and `[store]` are literal brackets, not links.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 mod auto;
 mod cli;

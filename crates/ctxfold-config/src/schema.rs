@@ -157,7 +157,7 @@ impl SectionProblem {
     }
 
     /// The section `v` as a table, or the problem that it is not
-    /// (`expected` says what it should be: "a table ([proxy])").
+    /// (`expected` says what it should be: "a table (`[proxy]`)").
     pub fn table<'a>(v: &'a toml::Value, expected: &str) -> Result<&'a toml::Table, Self> {
         v.as_table().ok_or_else(|| SectionProblem::Invalid {
             key: vec![],

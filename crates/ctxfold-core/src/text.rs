@@ -30,7 +30,7 @@ pub(crate) fn collapse(s: &str) -> String {
 
 /// Whitespace runs to one space, curly quotes to straight ones, trimmed.
 ///
-/// Like [`collapse`], and it also makes `‘ ’ “ ”` plain; case and
+/// Like `collapse` (in the same module), and it also makes `‘ ’ “ ”` plain; case and
 /// punctuation are kept. How an anchor's quote is found in a view (see
 /// [`crate::anchor`]). Compare `normalize_words` (in the same module),
 /// which keeps only the words.

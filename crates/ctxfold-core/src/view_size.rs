@@ -14,7 +14,7 @@
 //! has come (a call without one is left out of the view), a result without
 //! its call never counts, and a later call reusing an id leaves the earlier
 //! one out. So [`ViewSize::update`] always equals the size of
-//! [`project`](crate::projection::project)'s view (property-tested).
+//! [`crate::projection::project`]'s view (property-tested).
 
 use std::collections::HashMap;
 

@@ -14,7 +14,6 @@
 //! | [`openai`], [`anthropic`] | the neutral request as each wire format, and their responses and streams |
 //! | [`response`] | [`ChatResponse`], usage, stream events, and the records a response becomes |
 //! | [`provider`] | [`Provider`]: one call to a model, and its context window |
-//! | [`window`] | the built-in table of context windows |
 //! | [`error`] | [`ProviderError`]: what went wrong, classified (context overflow included) |
 //! | [`redact`] | keys kept out of errors and summaries, whatever the upstream echoes |
 //! | `client` (private), [`sse`] | HTTP with timeouts and retries; server-sent events |

@@ -30,7 +30,7 @@
 //!
 //! [`Provider::context_window`] asks the server where
 //! [`ProviderConfig::context_window_from`] says it can, then the built-in
-//! table ([`crate::window`]). A server that cannot answer that question (an
+//! table ([`ctxfold_tokens::context_window`]). A server that cannot answer that question (an
 //! error status, no such field, no API key to ask with) falls through to the
 //! table; one that cannot be reached at all (or times out) is an error.
 //! `None` means unknown.

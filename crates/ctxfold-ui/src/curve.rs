@@ -3,7 +3,7 @@
 //! so each compaction shows as a drop of the in-view line.
 //!
 //! The in-view size as of each point comes from
-//! [`ViewSize`](ctxfold_core::view_size::ViewSize), which adds what each
+//! [`ctxfold_core::view_size::ViewSize`], which adds what each
 //! record adds and projects again only when an overlay could change older
 //! parts of the view. A projection costs what the log holds, so a
 //! conversation with very many compactions would pay one per compaction:

@@ -26,7 +26,8 @@ const LANE: f64 = 14.0;
 const BARS: f64 = 110.0;
 const ATTEMPTS: f64 = 12.0;
 
-/// Where a compaction stands: the core's [`Standing`].
+/// Where a compaction stands: the core's
+/// [`Standing`](ctxfold_core::projection::Standing).
 pub use ctxfold_core::projection::Standing as Status;
 
 /// The word the page shows and styles with.

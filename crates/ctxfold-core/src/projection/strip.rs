@@ -66,7 +66,7 @@ pub const KEEP_DIAGNOSTICS: usize = 16;
 /// see [`printed_outcome`]); else `succeeded`.
 ///
 /// This reads all of `content`; a view item has the same line without that
-/// ([`Item::stripped_line`]).
+/// ([`Item::stripped_line`](crate::projection::Item::stripped_line)).
 pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String {
     render_stripped(
         tool,
