@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::json_text::JsonText;
 use crate::log::Log;
-use crate::projection::{Item, View, strip_arguments, summary_preamble};
+use crate::projection::{Item, View};
 use crate::record::Body;
 use crate::text::excerpt;
 pub use crate::text::normalize;
@@ -151,11 +151,14 @@ pub fn resolve_anchor(
             Item::Summary { turns, text, .. } => (
                 true,
                 turns,
-                vec![Cow::Owned(summary_preamble(turns)), Cow::Borrowed(text)],
+                vec![
+                    Cow::Owned(item.summary_lead().unwrap_or_default()),
+                    Cow::Borrowed(text),
+                ],
             ),
             Item::Preamble => continue,
             Item::Event { index, record }
-            | Item::StrippedCall { index, record }
+            | Item::StrippedCall { index, record, .. }
             | Item::StrippedResult { index, record, .. }
             | Item::Clipped { index, record, .. } => {
                 let own = match &record.body {
@@ -234,11 +237,11 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
     match *item {
         Item::Event { record, .. } => body_texts(&record.body),
         Item::StrippedCall { record, .. } => match &record.body {
-            Body::ToolCall {
-                name, arguments, ..
-            } => {
+            Body::ToolCall { name, .. } => {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
-                out.extend(argument_strings(&strip_arguments(arguments)));
+                if let Some(args) = item.stripped_arguments() {
+                    out.extend(argument_strings(&args));
+                }
                 out
             }
             _ => Vec::new(),

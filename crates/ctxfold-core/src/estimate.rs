@@ -14,7 +14,7 @@
 use serde_json::Value;
 
 use crate::json_text::JsonText;
-use crate::projection::{Item, PREAMBLE, View, strip_arguments, summary_preamble};
+use crate::projection::{Item, PREAMBLE, View};
 use crate::record::{Body, Record};
 
 /// Characters per token of the heuristic. Over the JP corpus the plain 4
@@ -97,10 +97,10 @@ pub fn item_tokens_by(c: &(impl CountText + ?Sized), item: &Item<'_>) -> usize {
     let overhead = c.block_overhead();
     match item {
         Item::Event { record, .. } => record_tokens_by(c, record),
-        Item::StrippedCall { record, .. } => match &record.body {
-            Body::ToolCall {
-                name, arguments, ..
-            } => c.count_text(name) + c.json_tokens(&strip_arguments(arguments)) + overhead,
+        Item::StrippedCall { record, .. } => match (&record.body, item.stripped_arguments()) {
+            (Body::ToolCall { name, .. }, Some(args)) => {
+                c.count_text(name) + c.json_tokens(&args) + overhead
+            }
             _ => record_tokens_by(c, record),
         },
         // The line from what the log found in the result once: counting a
@@ -113,8 +113,10 @@ pub fn item_tokens_by(c: &(impl CountText + ?Sized), item: &Item<'_>) -> usize {
             Some(text) => c.count_text(&text) + overhead,
             None => record_tokens_by(c, record),
         },
-        Item::Summary { turns, text, .. } => {
-            c.count_text(&summary_preamble(*turns)) + c.count_text(text) + 2 * overhead
+        Item::Summary { text, .. } => {
+            c.count_text(&item.summary_lead().unwrap_or_default())
+                + c.count_text(text)
+                + 2 * overhead
         }
         Item::Preamble => c.count_text(PREAMBLE) + overhead,
     }

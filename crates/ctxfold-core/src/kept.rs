@@ -244,8 +244,8 @@ pub fn view_text(view: &View<'_>) -> String {
     let mut out = String::new();
     for item in &view.items {
         match item {
-            Item::Summary { text, turns, .. } => {
-                out.push_str(&crate::projection::summary_preamble(*turns));
+            Item::Summary { text, .. } => {
+                out.push_str(&item.summary_lead().unwrap_or_default());
                 out.push(' ');
                 out.push_str(text);
             }

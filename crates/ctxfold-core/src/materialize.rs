@@ -9,7 +9,7 @@
 //! turn starts inside a summary, whose turns it replaced.
 
 use crate::log::Log;
-use crate::projection::{Item, PREAMBLE, View, strip_arguments, summary_preamble};
+use crate::projection::{Item, PREAMBLE, View};
 use crate::record::{Body, Kind, Record};
 
 /// The record a single-event item stands for, as the model sees it
@@ -20,8 +20,10 @@ pub fn item_record(item: &Item<'_>) -> Option<Record> {
         Item::Event { record, .. } => Some(record.clone()),
         Item::StrippedCall { record, .. } => {
             let mut r = record.clone();
-            if let Body::ToolCall { arguments, .. } = &mut r.body {
-                *arguments = strip_arguments(arguments);
+            if let (Body::ToolCall { arguments, .. }, Some(stripped)) =
+                (&mut r.body, item.stripped_arguments())
+            {
+                *arguments = stripped;
             }
             Some(r)
         }
@@ -76,11 +78,7 @@ pub fn materialize_with_turns(log: &Log, view: &View<'_>) -> Vec<(u32, Record)> 
             | Item::StrippedResult { index, .. }
             | Item::Clipped { index, .. } => (index, item_record(item).into_iter().collect()),
             Item::Summary {
-                first,
-                last,
-                turns,
-                text,
-                ..
+                first, last, text, ..
             } => {
                 for flag in &mut inside_summary[first + 1..=last] {
                     *flag = true;
@@ -90,7 +88,7 @@ pub fn materialize_with_turns(log: &Log, view: &View<'_>) -> Vec<(u32, Record)> 
                     0,
                     ts.clone(),
                     Body::User {
-                        content: summary_preamble(turns),
+                        content: item.summary_lead().unwrap_or_default(),
                         author: Some("ctxfold".into()),
                     },
                 );

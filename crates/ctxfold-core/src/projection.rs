@@ -30,6 +30,8 @@ mod sweep;
 use serde::Serialize;
 
 use crate::diagnostics::ScanCell;
+use crate::handle::{Handle, Tag, recall_hint};
+use crate::json_text::JsonText;
 use crate::record::{Body, Record};
 
 pub use status::{
@@ -42,10 +44,14 @@ pub use sweep::{KEEP_RESULT_CHARS, project, project_as_of, project_with};
 use strip::render_stripped;
 
 pub use crate::text::clip_text;
+use crate::text::clip_text_with;
 
 /// The model's view of a log.
 #[derive(Debug)]
 pub struct View<'a> {
+    /// The log's recall tag: the conversation part of every handle its
+    /// folds carry (see [`crate::handle`]); `None` for an empty log.
+    pub tag: Option<Tag>,
     /// What the model sees, in order.
     pub items: Vec<Item<'a>>,
     /// Model-visible events that are not in the view, and why.
@@ -85,6 +91,8 @@ pub enum Item<'a> {
         index: usize,
         /// The call.
         record: &'a Record,
+        /// The log's recall tag (see [`crate::handle`]).
+        tag: Tag,
     },
     /// A tool result replaced by one line (see [`stripped_result_line`]).
     StrippedResult {
@@ -100,6 +108,8 @@ pub enum Item<'a> {
         /// At most this many diagnostics shown (the compaction's
         /// `keep_diagnostics`, else [`KEEP_DIAGNOSTICS`]).
         keep_diagnostics: usize,
+        /// The log's recall tag (see [`crate::handle`]).
+        tag: Tag,
     },
     /// A tool result or user message longer than its compaction's
     /// `clip_chars`, shown as its head and tail with a note (see
@@ -111,6 +121,8 @@ pub enum Item<'a> {
         record: &'a Record,
         /// The compaction's `clip_chars`.
         keep_chars: usize,
+        /// The log's recall tag (see [`crate::handle`]).
+        tag: Tag,
     },
     /// A summary standing for a run of events: rendered as a user message
     /// naming the turns, then an assistant message with the text.
@@ -126,6 +138,11 @@ pub enum Item<'a> {
         compaction: usize,
         /// The summary text.
         text: &'a str,
+        /// The `seq` of the first and last records it stands for (its
+        /// recall handle's range).
+        seqs: (u64, u64),
+        /// The log's recall tag (see [`crate::handle`]).
+        tag: Tag,
     },
     /// A user message put first because the view would otherwise start with
     /// the assistant. Stands for no event.
@@ -160,16 +177,21 @@ pub enum DropReason {
     Unpaired,
 }
 
-/// The user message that introduces a summary.
-pub fn summary_preamble(turns: (u32, u32)) -> String {
+/// The user message that introduces a summary (its lead): the turns it
+/// stands for and, given one, the handle that recalls them.
+pub fn summary_preamble(turns: (u32, u32), handle: Option<&Handle>) -> String {
+    let hint = match handle {
+        Some(h) => format!("; {} brings back their full text", recall_hint(h)),
+        None => String::new(),
+    };
     if turns.0 == turns.1 {
         format!(
-            "[The text that follows summarizes turn {} of this conversation, which was compacted.]",
+            "[The text that follows summarizes turn {} of this conversation, which was compacted{hint}.]",
             turns.0 + 1
         )
     } else {
         format!(
-            "[The text that follows summarizes turns {}–{} of this conversation, which were compacted.]",
+            "[The text that follows summarizes turns {}–{} of this conversation, which were compacted{hint}.]",
             turns.0 + 1,
             turns.1 + 1
         )
@@ -221,7 +243,43 @@ impl Item<'_> {
             found.chars,
             &found.diagnostics,
             keep_diagnostics,
+            self.handle().as_ref(),
         ))
+    }
+
+    /// The recall handle of what this item folds (see [`crate::handle`]):
+    /// the record a stripped or clipped item replaces, the records a
+    /// summary stands for. `None` for an item shown as it is.
+    pub fn handle(&self) -> Option<Handle> {
+        match *self {
+            Item::StrippedCall { record, tag, .. }
+            | Item::StrippedResult { record, tag, .. }
+            | Item::Clipped { record, tag, .. } => Some(Handle::record(tag, record.seq)),
+            Item::Summary { seqs, tag, .. } => Some(Handle::range(tag, seqs.0, seqs.1)),
+            Item::Event { .. } | Item::Preamble => None,
+        }
+    }
+
+    /// The arguments a stripped call shows ([`strip_arguments`]), each
+    /// placeholder with the handle of the value it replaced; `None` for
+    /// any other item.
+    pub fn stripped_arguments(&self) -> Option<JsonText> {
+        let Item::StrippedCall { record, tag, .. } = *self else {
+            return None;
+        };
+        let Body::ToolCall { arguments, .. } = &record.body else {
+            return None;
+        };
+        Some(strip_arguments(arguments, Some((tag, record.seq))))
+    }
+
+    /// The user message that leads a summary ([`summary_preamble`], with
+    /// its handle); `None` for any other item.
+    pub fn summary_lead(&self) -> Option<String> {
+        let Item::Summary { turns, .. } = *self else {
+            return None;
+        };
+        Some(summary_preamble(turns, self.handle().as_ref()))
     }
 }
 
@@ -230,14 +288,18 @@ impl Item<'_> {
     /// item.
     pub fn clipped_text(&self) -> Option<String> {
         let Item::Clipped {
-            record, keep_chars, ..
+            record,
+            keep_chars,
+            tag,
+            ..
         } = *self
         else {
             return None;
         };
+        let hint = recall_hint(&Handle::record(tag, record.seq));
         match &record.body {
             Body::ToolResult { content, .. } | Body::User { content, .. } => {
-                Some(clip_text(content, keep_chars))
+                Some(clip_text_with(content, keep_chars, Some(&hint)))
             }
             _ => None,
         }

@@ -213,11 +213,11 @@ pub fn fates(log: &Log, view: &View<'_>) -> Vec<Fate> {
     for item in &view.items {
         match *item {
             Item::Event { index, .. } => out[index] = Fate::Kept,
-            Item::StrippedCall { index, record } => {
-                let changed = match &record.body {
-                    crate::record::Body::ToolCall { arguments, .. } => {
-                        // Stripping keeps the text of what it leaves unchanged.
-                        crate::projection::strip_arguments(arguments).text() != arguments.text()
+            Item::StrippedCall { index, record, .. } => {
+                let changed = match (&record.body, item.stripped_arguments()) {
+                    // Stripping keeps the text of what it leaves unchanged.
+                    (crate::record::Body::ToolCall { arguments, .. }, Some(stripped)) => {
+                        stripped.text() != arguments.text()
                     }
                     _ => true,
                 };

@@ -191,6 +191,12 @@ pub(crate) fn tail_at_word(s: &str, max: usize) -> &str {
 /// its marker, and `cut_head_tail`, whose sizes the caller gives. What a
 /// clipped view item shows (a compaction's `clip_chars`).
 pub fn clip_text(text: &str, keep: usize) -> String {
+    clip_text_with(text, keep, None)
+}
+
+/// [`clip_text`] whose note ends with `hint` (a recall handle's words)
+/// instead of saying only that the log keeps the text whole.
+pub(crate) fn clip_text_with(text: &str, keep: usize, hint: Option<&str>) -> String {
     let total = text.chars().count();
     if total <= keep {
         return text.to_owned();
@@ -199,8 +205,12 @@ pub fn clip_text(text: &str, keep: usize) -> String {
     let tail = keep - head;
     let start: String = text.chars().take(head).collect();
     let end: String = text.chars().skip(total - tail).collect();
+    let whole = match hint {
+        Some(h) => format!("{h} brings them back"),
+        None => "the log keeps them whole".to_owned(),
+    };
     format!(
-        "{start}\n[… {} of {total} characters left out here by compaction to fit the context window; the log keeps them whole …]\n{end}",
+        "{start}\n[… {} of {total} characters left out here by compaction to fit the context window; {whole} …]\n{end}",
         total - head - tail
     )
 }

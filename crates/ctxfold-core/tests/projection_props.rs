@@ -125,6 +125,7 @@ fn by_index(view: &View<'_>) -> Vec<String> {
                 compaction,
                 turns,
                 text,
+                ..
             } => format!("S{first}-{last}@{compaction}{turns:?}:{text}"),
             Item::Preamble => "P".into(),
         })

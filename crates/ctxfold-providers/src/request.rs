@@ -48,7 +48,7 @@
 
 use ctxfold_core::log::Step;
 use ctxfold_core::materialize::item_record;
-use ctxfold_core::projection::{Item, PREAMBLE, View, summary_preamble};
+use ctxfold_core::projection::{Item, PREAMBLE, View};
 use ctxfold_core::{Body, Log, Object};
 use serde_json::Value;
 
@@ -202,8 +202,11 @@ pub fn request_from_view(log: &Log, view: &View<'_>, base: &ChatRequest) -> Chat
     let mut signatures = Signatures::new(log, view);
     for item in &view.items {
         match *item {
-            Item::Summary { turns, text, .. } => {
-                req.push(Role::User, Part::Text(summary_preamble(turns)));
+            Item::Summary { text, .. } => {
+                req.push(
+                    Role::User,
+                    Part::Text(item.summary_lead().unwrap_or_default()),
+                );
                 req.push(Role::Assistant, Part::Text(text.to_owned()));
             }
             Item::Preamble => req.push(Role::User, Part::Text(PREAMBLE.to_owned())),

@@ -314,10 +314,10 @@ fn the_summary_pair_replaces_its_turns_and_alternation_holds() {
     let log = log_of(records);
     let req = build(&log);
     assert_eq!(req.messages[0].role, Role::User);
-    assert_eq!(
-        req.messages[0].parts,
-        vec![Part::Text(summary_preamble((0, 1)))]
-    );
+    let lead = project(&log).items[0].summary_lead().unwrap();
+    assert!(lead.starts_with(&summary_preamble((0, 1), None)[..60]));
+    assert!(lead.contains("; recall "), "{lead}");
+    assert_eq!(req.messages[0].parts, vec![Part::Text(lead)]);
     assert_eq!(req.messages[1].role, Role::Assistant);
     assert_eq!(
         req.messages[1].parts,
@@ -351,7 +351,10 @@ fn a_step_right_after_a_summary_loses_its_signature() {
     assert_eq!(signatures(&req), vec![sig("thinking 1", None)]);
     let msgs = assert_valid_anthropic(&req);
     assert!(thinking_blocks(&msgs).is_empty());
-    assert_eq!(msgs[0]["content"][0]["text"], summary_preamble((0, 1)));
+    assert_eq!(
+        msgs[0]["content"][0]["text"],
+        project(&log).items[0].summary_lead().unwrap()
+    );
     assert_eq!(
         msgs[1]["content"][0]["text"],
         "Earlier: read src/0.rs; then asked question 1."

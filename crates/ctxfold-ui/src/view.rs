@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use ctxfold_core::Log;
-use ctxfold_core::projection::{Item, View, strip_arguments};
+use ctxfold_core::projection::{Item, View};
 use ctxfold_core::record::Body;
 use ctxfold_core::report::Fate;
 use maud::{Markup, html};
@@ -141,12 +141,12 @@ fn seen(
         Fate::Stripped => {
             let line = match item {
                 Some(it @ Item::StrippedResult { .. }) => it.stripped_line().unwrap_or_default(),
-                Some(Item::StrippedCall { record, .. }) => match &record.body {
-                    Body::ToolCall {
-                        name, arguments, ..
-                    } => format!("{name} {}", strip_arguments(arguments)),
-                    _ => String::new(),
-                },
+                Some(it @ Item::StrippedCall { record, .. }) => {
+                    match (&record.body, it.stripped_arguments()) {
+                        (Body::ToolCall { name, .. }, Some(args)) => format!("{name} {args}"),
+                        _ => String::new(),
+                    }
+                }
                 _ => String::new(),
             };
             html! { span.mark { "stripped" } " " span.text { (clip(&line, MAX_TEXT)) } }

@@ -1,11 +1,13 @@
 //! Stripping: tool-call arguments with their long strings replaced by
 //! placeholders, and the one line that replaces a stripped tool result
 //! (its outcome, size and diagnostics). What `strip`, `strip-requests` and
-//! `strip-responses` show instead of the raw event.
+//! `strip-responses` show instead of the raw event. Each placeholder ends
+//! with the recall handle of what it replaced (see [`crate::handle`]).
 
 use serde_json::Value;
 
 use crate::diagnostics::{Diagnostic, first_of, printed_outcome, result_diagnostics};
+use crate::handle::{Handle, Tag, recall_hint};
 use crate::json_text::JsonText;
 
 /// Argument strings up to this many characters survive `strip-requests`:
@@ -13,16 +15,18 @@ use crate::json_text::JsonText;
 pub const KEEP_ARGUMENT_CHARS: usize = 120;
 
 /// Replace every string longer than [`KEEP_ARGUMENT_CHARS`] in `args` with a
-/// placeholder that says how much was removed. Arguments with no such
-/// string come back as they were, text included.
-pub fn strip_arguments(args: &JsonText) -> JsonText {
+/// placeholder that says how much was removed and, given the call's tag
+/// and `seq`, the handle that recalls it. Arguments with no such string
+/// come back as they were, text included.
+pub fn strip_arguments(args: &JsonText, call: Option<(Tag, u64)>) -> JsonText {
     // A string is never longer in characters than the text holding it:
     // short arguments need no parsing.
     if args.text().len() <= KEEP_ARGUMENT_CHARS {
         return args.clone();
     }
     let value = args.value();
-    let stripped = strip_value(&value);
+    let mut pointer = String::new();
+    let stripped = strip_value(&value, call, &mut pointer);
     if stripped == value {
         args.clone()
     } else {
@@ -30,20 +34,49 @@ pub fn strip_arguments(args: &JsonText) -> JsonText {
     }
 }
 
-fn strip_value(args: &Value) -> Value {
+/// `args` with its long strings replaced; `pointer` is the JSON pointer
+/// (RFC 6901) of `args` in the whole arguments, grown and shrunk in place.
+fn strip_value(args: &Value, call: Option<(Tag, u64)>, pointer: &mut String) -> Value {
     match args {
         Value::String(s) => {
             let n = s.chars().count();
             if n > KEEP_ARGUMENT_CHARS {
-                Value::String(format!("[{n} characters removed by compaction]"))
+                Value::String(match call {
+                    Some((tag, seq)) => format!(
+                        "[{n} characters removed by compaction; {}]",
+                        recall_hint(&Handle::argument(tag, seq, pointer.clone()))
+                    ),
+                    None => format!("[{n} characters removed by compaction]"),
+                })
             } else {
                 args.clone()
             }
         }
-        Value::Array(a) => Value::Array(a.iter().map(strip_value).collect()),
-        Value::Object(o) => {
-            Value::Object(o.iter().map(|(k, v)| (k.clone(), strip_value(v))).collect())
-        }
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .enumerate()
+                .map(|(k, v)| {
+                    let len = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&k.to_string());
+                    let out = strip_value(v, call, pointer);
+                    pointer.truncate(len);
+                    out
+                })
+                .collect(),
+        ),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| {
+                    let len = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    let out = strip_value(v, call, pointer);
+                    pointer.truncate(len);
+                    (k.clone(), out)
+                })
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -74,19 +107,22 @@ pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String
         content.chars().count(),
         &result_diagnostics(content, is_error),
         KEEP_DIAGNOSTICS,
+        None,
     )
 }
 
 /// The line of [`stripped_result_line`] from the result's size in
 /// characters and its diagnostics, showing at most `budget` of them: one
 /// place says what it holds, whether the diagnostics were just found or
-/// kept from before.
+/// kept from before. `handle`, when given, is said right after the size:
+/// what brings the output back.
 pub(super) fn render_stripped(
     tool: &str,
     is_error: bool,
     chars: usize,
     found: &[Diagnostic],
     budget: usize,
+    handle: Option<&Handle>,
 ) -> String {
     let mut line = match (is_error, printed_outcome(found)) {
         (true, _) => format!("[{tool} failed"),
@@ -96,6 +132,9 @@ pub(super) fn render_stripped(
     line.push_str(&format!(
         "; its output ({chars} characters) was removed by compaction"
     ));
+    if let Some(h) = handle {
+        line.push_str(&format!(" ({})", recall_hint(h)));
+    }
     let shown: Vec<&Diagnostic> = first_of(found, budget).collect();
     // The same message at several places (one unresolved import in four
     // files) is said once with all its locations: each location is a
@@ -162,19 +201,27 @@ mod tests {
         bodies.push(compaction(c));
         let log = log_of(bodies);
         let view = project(&log);
-        let call = view
+        let call_item = view
             .items
             .iter()
             .find(|i| matches!(i, Item::StrippedCall { .. }))
-            .and_then(item_record)
             .unwrap();
+        let call = item_record(call_item).unwrap();
         let Body::ToolCall { arguments, .. } = &call.body else {
             panic!()
         };
         let arguments = arguments.value();
         assert_eq!(arguments["path"], "src/a.rs");
         assert_eq!(arguments["flags"], json!(["-v"]));
-        assert_eq!(arguments["new"], "[300 characters removed by compaction]");
+        // The placeholder names the value it replaced: the call's handle
+        // and the argument's JSON pointer.
+        assert_eq!(
+            arguments["new"],
+            format!(
+                "[300 characters removed by compaction; recall {}/new]",
+                call_item.handle().unwrap()
+            )
+        );
         let result = view
             .items
             .iter()
@@ -191,8 +238,9 @@ mod tests {
         // A failure in no known shape keeps its first line, cut.
         assert!(
             content.starts_with(
-                "[edit failed; its output (500 characters) was removed by compaction. Diagnostics in it: xxx"
-            ) && content.chars().count() < 340,
+                "[edit failed; its output (500 characters) was removed by compaction (recall "
+            ) && content.contains("). Diagnostics in it: xxx")
+                && content.chars().count() < 360,
             "{content}"
         );
     }
@@ -212,7 +260,7 @@ mod tests {
         let many = "error[E0432]: unresolved import `crate::R`\n --> src/a.rs:3:5\nerror[E0432]: unresolved import `crate::R`\n --> src/b.rs:6:5\nerror[E0282]: type annotations needed\n --> src/c.rs:1:1\nwarning: unused `self` argument\n --> src/c.rs:2:2\n";
         let found = result_diagnostics(many, true);
         assert_eq!(
-            render_stripped("cargo_check", true, 9, &found, 2),
+            render_stripped("cargo_check", true, 9, &found, 2, None),
             "[cargo_check failed; its output (9 characters) was removed by compaction. Diagnostics in it: error[E0432]: unresolved import `crate::R` (src/a.rs:3:5, src/b.rs:6:5); and 2 more]"
         );
         // A failure in no known shape keeps its first line; a quiet

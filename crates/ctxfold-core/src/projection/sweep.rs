@@ -6,6 +6,7 @@
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
+use crate::handle::Tag;
 use crate::log::Log;
 use crate::record::{Body, Record};
 use crate::text::more_chars_than;
@@ -89,6 +90,7 @@ fn clipped_or_kept<'a>(
     content: &str,
     clip_heap: &mut Heap,
     by_order: &HashMap<usize, &Compaction>,
+    tag: Tag,
 ) -> Item<'a> {
     if let Some(order) = top(clip_heap, i)
         && let Some(keep) = by_order[&order].clip_chars
@@ -98,6 +100,7 @@ fn clipped_or_kept<'a>(
             index: i,
             record: rec,
             keep_chars: keep as usize,
+            tag,
         };
     }
     Item::Event {
@@ -145,6 +148,9 @@ pub fn project_as_of(log: &Log, turn: u32) -> View<'_> {
 /// k-th of `extra` has index `log.len() + k`, as if it had been appended.
 pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> View<'a> {
     let records = log.records();
+    let view_tag = Tag::of(log);
+    // An empty log has no items to carry one.
+    let tag = view_tag.unwrap_or_default();
     let (mut active, mut inactive) = compaction_status_as_of(log, turn);
     let mut added: Vec<(usize, &Compaction)> = Vec::new();
     for (k, c) in extra.iter().enumerate() {
@@ -254,8 +260,9 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
             }
             match open_summary {
                 Some((o, item)) if o == order => {
-                    if let Item::Summary { last, .. } = &mut items[item] {
+                    if let Item::Summary { last, seqs, .. } = &mut items[item] {
                         *last = i;
+                        seqs.1 = rec.seq;
                     }
                 }
                 _ => {
@@ -270,6 +277,8 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                         turns: span_turns[&order],
                         compaction: order,
                         text,
+                        seqs: (rec.seq, rec.seq),
+                        tag,
                     });
                     removed.push(false);
                 }
@@ -343,6 +352,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             Item::StrippedCall {
                                 index: i,
                                 record: rec,
+                                tag,
                             }
                         } else {
                             Item::Event {
@@ -402,15 +412,23 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             tool,
                             scan,
                             keep_diagnostics,
+                            tag,
                         }
                     } else {
-                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order)
+                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order, tag)
                     });
                     removed.push(false);
                 }
             },
             Body::User { content, .. } => {
-                items.push(clipped_or_kept(i, rec, content, &mut clip_heap, &by_order));
+                items.push(clipped_or_kept(
+                    i,
+                    rec,
+                    content,
+                    &mut clip_heap,
+                    &by_order,
+                    tag,
+                ));
                 removed.push(false);
             }
             _ => {
@@ -455,6 +473,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
     }
 
     View {
+        tag: view_tag,
         items,
         dropped,
         active,
@@ -637,9 +656,16 @@ mod tests {
                     content, is_error, ..
                 } = &record.body
             {
+                let hint = format!(
+                    " was removed by compaction (recall {})",
+                    item.handle().unwrap()
+                );
                 assert_eq!(
-                    item.stripped_line().as_deref(),
-                    Some(stripped_result_line(tool, content, *is_error).as_str())
+                    item.stripped_line(),
+                    Some(
+                        stripped_result_line(tool, content, *is_error)
+                            .replacen(" was removed by compaction", &hint, 1)
+                    )
                 );
             }
         }
@@ -737,8 +763,19 @@ mod tests {
         };
         assert_eq!((turns, text), ((0, 1), "we edited a and b"));
         assert_eq!(
-            summary_preamble(turns),
+            summary_preamble(turns, None),
             "[The text that follows summarizes turns 1–2 of this conversation, which were compacted.]"
+        );
+        // In the view, the lead names the records it stands for.
+        let tag = view.tag.unwrap();
+        let lead = view.items[0].summary_lead().unwrap();
+        let first = log.records()[view.items[0].origin().start().to_owned()].seq;
+        let last = log.records()[view.items[0].origin().end().to_owned()].seq;
+        assert!(
+            lead.ends_with(&format!(
+                "which were compacted; recall {tag}:{first}-{last} brings back their full text.]"
+            )),
+            "{lead}"
         );
         assert!(matches!(view.items[1], Item::Event { .. }));
     }

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use ctxfold_core::materialize::item_record;
-use ctxfold_core::projection::{Item, PREAMBLE, project, summary_preamble};
+use ctxfold_core::projection::{Item, PREAMBLE, project};
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 
@@ -188,14 +188,14 @@ pub(super) fn render_stored(
             }
             Fate::Summarized(n) => {
                 if summarized.insert(*n)
-                    && let Item::Summary { turns, text, .. } = view.items[*n]
+                    && let Item::Summary { text, .. } = view.items[*n]
                 {
                     let mut made = [
                         Record::new(
                             0,
                             "",
                             Body::User {
-                                content: summary_preamble(turns),
+                                content: view.items[*n].summary_lead().unwrap_or_default(),
                                 author: Some("ctxfold".into()),
                             },
                         ),
