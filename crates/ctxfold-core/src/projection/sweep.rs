@@ -662,10 +662,11 @@ mod tests {
                 );
                 assert_eq!(
                     item.stripped_line(),
-                    Some(
-                        stripped_result_line(tool, content, *is_error)
-                            .replacen(" was removed by compaction", &hint, 1)
-                    )
+                    Some(stripped_result_line(tool, content, *is_error).replacen(
+                        " was removed by compaction",
+                        &hint,
+                        1
+                    ))
                 );
             }
         }
