@@ -9,19 +9,66 @@
 //! not move. It is computed from the records alone: a process that has
 //! only the store finds the conversation by computing each one's tag.
 //!
-//! The target names records by `seq`:
+//! The target names records by their position among the conversation's
+//! records, ctxfold's own overlay records (compactions, resets, attempts:
+//! [`is_overlay`]) not counted. Positions never change as the log grows,
+//! and they are the same in a log, in its replay with automatic
+//! compaction (which puts compactions between the records) and in the
+//! transcript it was imported from, so a handle written into a compacted
+//! transcript recalls from its input too.
 //!
 //! | text | stands for |
 //! | --- | --- |
 //! | `k3f9q:41` | record 41 (a stripped or clipped result, a clipped user message, a stripped call's arguments) |
 //! | `k3f9q:41/content` | the value at a JSON pointer in record 41's tool-call arguments (a stripped argument) |
-//! | `k3f9q:12-57` | records 12 to 57 (a summary, an omitted pair) |
+//! | `k3f9q:12-57` | records 12 to 57 (a summary) |
 
 use std::fmt;
 use std::str::FromStr;
 
+use crate::attempt::{FINISHED, STARTED};
 use crate::log::Log;
 use crate::record::{Body, Record};
+
+/// Whether a record is ctxfold's bookkeeping over the conversation (a
+/// compaction, a reset, a compaction attempt's start or end) rather than
+/// part of it: handles do not count it.
+pub fn is_overlay(body: &Body) -> bool {
+    match body {
+        Body::Compaction(_) | Body::CompactionReset(_) => true,
+        Body::Other { kind, .. } => kind == STARTED || kind == FINISHED,
+        _ => false,
+    }
+}
+
+/// The index in `log` of the record at position `n` (see the module
+/// docs), if there is one.
+pub fn index_of_position(log: &Log, n: u64) -> Option<usize> {
+    log.records()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !is_overlay(&r.body))
+        .nth(usize::try_from(n).ok()?)
+        .map(|(i, _)| i)
+}
+
+/// The position of the record at index `index` of `log` (the number a
+/// handle on it gives; not its `seq`, which counts overlays too).
+pub fn position(log: &Log, index: usize) -> u64 {
+    log.records()
+        .iter()
+        .take(index)
+        .filter(|r| !is_overlay(&r.body))
+        .count() as u64
+}
+
+/// How many records count for positions (the last position plus one).
+pub fn positions(log: &Log) -> u64 {
+    log.records()
+        .iter()
+        .filter(|r| !is_overlay(&r.body))
+        .count() as u64
+}
 
 /// Characters a tag is written with: lower-case letters and digits, with
 /// the ones easily misread (`0`/`o`, `1`/`l`/`i`) left out.
@@ -127,7 +174,7 @@ impl FromStr for Tag {
     }
 }
 
-/// What a handle stands for, by `seq`.
+/// What a handle stands for, by position (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {
     /// One record.
@@ -140,8 +187,8 @@ pub enum Target {
 }
 
 impl Target {
-    /// The records it stands for, first and last `seq`.
-    pub fn seqs(&self) -> (u64, u64) {
+    /// The records it stands for, first and last position.
+    pub fn positions(&self) -> (u64, u64) {
         match *self {
             Target::Record(s) | Target::Argument(s, _) => (s, s),
             Target::Range(a, b) => (a, b),
@@ -160,7 +207,8 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// A handle on record `seq` of the conversation tagged `tag`.
+    /// A handle on the record at position `seq` of the conversation
+    /// tagged `tag`.
     pub fn record(tag: Tag, seq: u64) -> Handle {
         Handle {
             tag,

@@ -93,6 +93,9 @@ pub enum Item<'a> {
         record: &'a Record,
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
+        /// The record's position, the number its handle gives (see
+        /// [`crate::handle`]).
+        at: u64,
     },
     /// A tool result replaced by one line (see [`stripped_result_line`]).
     StrippedResult {
@@ -110,6 +113,9 @@ pub enum Item<'a> {
         keep_diagnostics: usize,
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
+        /// The record's position, the number its handle gives (see
+        /// [`crate::handle`]).
+        at: u64,
     },
     /// A tool result or user message longer than its compaction's
     /// `clip_chars`, shown as its head and tail with a note (see
@@ -123,6 +129,9 @@ pub enum Item<'a> {
         keep_chars: usize,
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
+        /// The record's position, the number its handle gives (see
+        /// [`crate::handle`]).
+        at: u64,
     },
     /// A summary standing for a run of events: rendered as a user message
     /// naming the turns, then an assistant message with the text.
@@ -138,9 +147,9 @@ pub enum Item<'a> {
         compaction: usize,
         /// The summary text.
         text: &'a str,
-        /// The `seq` of the first and last records it stands for (its
-        /// recall handle's range).
-        seqs: (u64, u64),
+        /// The positions of the first and last records it stands for (its
+        /// recall handle's range, see [`crate::handle`]).
+        at: (u64, u64),
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
     },
@@ -252,10 +261,10 @@ impl Item<'_> {
     /// summary stands for. `None` for an item shown as it is.
     pub fn handle(&self) -> Option<Handle> {
         match *self {
-            Item::StrippedCall { record, tag, .. }
-            | Item::StrippedResult { record, tag, .. }
-            | Item::Clipped { record, tag, .. } => Some(Handle::record(tag, record.seq)),
-            Item::Summary { seqs, tag, .. } => Some(Handle::range(tag, seqs.0, seqs.1)),
+            Item::StrippedCall { tag, at, .. }
+            | Item::StrippedResult { tag, at, .. }
+            | Item::Clipped { tag, at, .. } => Some(Handle::record(tag, at)),
+            Item::Summary { at, tag, .. } => Some(Handle::range(tag, at.0, at.1)),
             Item::Event { .. } | Item::Preamble => None,
         }
     }
@@ -264,13 +273,16 @@ impl Item<'_> {
     /// placeholder with the handle of the value it replaced; `None` for
     /// any other item.
     pub fn stripped_arguments(&self) -> Option<JsonText> {
-        let Item::StrippedCall { record, tag, .. } = *self else {
+        let Item::StrippedCall {
+            record, tag, at, ..
+        } = *self
+        else {
             return None;
         };
         let Body::ToolCall { arguments, .. } = &record.body else {
             return None;
         };
-        Some(strip_arguments(arguments, Some((tag, record.seq))))
+        Some(strip_arguments(arguments, Some((tag, at))))
     }
 
     /// The user message that leads a summary ([`summary_preamble`], with
@@ -291,12 +303,13 @@ impl Item<'_> {
             record,
             keep_chars,
             tag,
+            at,
             ..
         } = *self
         else {
             return None;
         };
-        let hint = recall_hint(&Handle::record(tag, record.seq));
+        let hint = recall_hint(&Handle::record(tag, at));
         match &record.body {
             Body::ToolResult { content, .. } | Body::User { content, .. } => {
                 Some(clip_text_with(content, keep_chars, Some(&hint)))

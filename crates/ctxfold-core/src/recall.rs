@@ -6,7 +6,7 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
-use crate::handle::{Handle, Tag, Target, recall_hint};
+use crate::handle::{Handle, Tag, Target, index_of_position, is_overlay, positions, recall_hint};
 use crate::log::Log;
 use crate::record::{Body, Record};
 
@@ -25,14 +25,12 @@ const EXCERPT_SIDE: usize = 80;
 /// can do instead, since the caller is often a model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecallError {
-    /// No record with that `seq`.
-    #[error("this conversation has no record {seq} (its records are numbered {first} to {last})")]
+    /// No record at that position.
+    #[error("this conversation has no record {seq} (its records are numbered 0 to {last})")]
     NoSuchRecord {
-        /// The `seq` asked for.
+        /// The position asked for.
         seq: u64,
-        /// The log's first `seq`.
-        first: u64,
-        /// The log's last `seq`.
+        /// The last position.
         last: u64,
     },
     /// A range with no model-visible record in it.
@@ -98,14 +96,14 @@ pub fn recall(log: &Log, handle: &Handle) -> Result<Recalled, RecallError> {
     }
     match &handle.target {
         Target::Record(seq) => {
-            let r = record(log, *seq)?;
+            let (r, _) = record(log, *seq)?;
             Ok(Recalled {
-                what: describe(log, r),
+                what: describe(log, r, *seq),
                 text: record_text(r),
             })
         }
         Target::Argument(seq, pointer) => {
-            let r = record(log, *seq)?;
+            let (r, _) = record(log, *seq)?;
             let Body::ToolCall {
                 name, arguments, ..
             } = &r.body
@@ -271,12 +269,17 @@ pub fn search(
         .build([query])
         .map_err(|_| RecallError::EmptyQuery)?;
     let mut found = Found::default();
+    let mut at = positions(log);
     for r in log.records().iter().rev() {
+        if is_overlay(&r.body) {
+            continue;
+        }
+        at -= 1;
         if !r.body.is_model_visible() && !matches!(r.body, Body::System { .. }) {
             continue;
         }
         if let Some((a, b)) = within
-            && !(a..=b).contains(&r.seq)
+            && !(a..=b).contains(&at)
         {
             continue;
         }
@@ -290,8 +293,8 @@ pub fn search(
             continue;
         }
         found.hits.push(Hit {
-            handle: Handle::record(tag, r.seq),
-            what: describe(log, r),
+            handle: Handle::record(tag, at),
+            what: describe(log, r, at),
             excerpt: excerpt(&text, m.start(), m.end()),
             count: 1 + matches.count(),
         });
@@ -345,32 +348,35 @@ fn excerpt(text: &str, start: usize, end: usize) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn record(log: &Log, seq: u64) -> Result<&Record, RecallError> {
-    let records = log.records();
-    // Records are in `seq` order; a log renumbered on import may still
-    // have gaps, so search rather than index.
-    match records.binary_search_by_key(&seq, |r| r.seq) {
-        Ok(i) => Ok(&records[i]),
-        Err(_) => Err(RecallError::NoSuchRecord {
+fn record(log: &Log, seq: u64) -> Result<(&Record, usize), RecallError> {
+    match index_of_position(log, seq) {
+        Some(i) => Ok((&log.records()[i], i)),
+        None => Err(RecallError::NoSuchRecord {
             seq,
-            first: records.first().map_or(0, |r| r.seq),
-            last: records.last().map_or(0, |r| r.seq),
+            last: positions(log).saturating_sub(1),
         }),
     }
 }
 
-fn in_range(log: &Log, first: u64, last: u64) -> Result<Vec<&Record>, RecallError> {
-    let records = log.records();
-    let lo = records.partition_point(|r| r.seq < first);
-    let hi = records.partition_point(|r| r.seq <= last);
-    if lo == hi {
+/// The records at positions `first..=last`, with theirs.
+fn in_range(log: &Log, first: u64, last: u64) -> Result<Vec<(u64, usize)>, RecallError> {
+    let found: Vec<(u64, usize)> = log
+        .records()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !is_overlay(&r.body))
+        .enumerate()
+        .map(|(n, (i, _))| (n as u64, i))
+        .skip_while(|&(n, _)| n < first)
+        .take_while(|&(n, _)| n <= last)
+        .collect();
+    if found.is_empty() {
         return Err(RecallError::NoSuchRecord {
             seq: first,
-            first: records.first().map_or(0, |r| r.seq),
-            last: records.last().map_or(0, |r| r.seq),
+            last: positions(log).saturating_sub(1),
         });
     }
-    Ok(records[lo..hi].iter().collect())
+    Ok(found)
 }
 
 /// A record's own text, exactly as the log holds it: a message's or a
@@ -389,9 +395,8 @@ pub fn record_text(r: &Record) -> String {
     }
 }
 
-/// What a record is, in a few words.
-fn describe(log: &Log, r: &Record) -> String {
-    let seq = r.seq;
+/// What the record at position `seq` is, in a few words.
+fn describe(log: &Log, r: &Record, seq: u64) -> String {
     match &r.body {
         Body::User { .. } => format!("a user message (record {seq})"),
         Body::Assistant { .. } => format!("an assistant message (record {seq})"),
@@ -415,18 +420,17 @@ fn call_name<'a>(log: &'a Log, id: &str) -> Option<&'a str> {
     })
 }
 
-/// Records as a readable transcript: a header line for each model-visible
-/// record (its `seq`, turn and kind) and its text exactly.
-fn transcript(log: &Log, records: &[&Record]) -> String {
+/// Records (position, index in the log) as a readable transcript: a
+/// header line for each model-visible record (its position, turn and
+/// kind) and its text exactly.
+fn transcript(log: &Log, records: &[(u64, usize)]) -> String {
     let mut out = String::new();
-    let first_index = log
-        .records()
-        .partition_point(|r| records.first().is_some_and(|f| r.seq < f.seq));
-    for (k, r) in records.iter().enumerate() {
+    for &(at, i) in records {
+        let r = &log.records()[i];
         if !r.body.is_model_visible() {
             continue;
         }
-        let turn = log.turn_of(first_index + k) + 1;
+        let turn = log.turn_of(i) + 1;
         let head = match &r.body {
             Body::User { .. } => "user".to_owned(),
             Body::Assistant { .. } => "assistant".to_owned(),
@@ -443,7 +447,7 @@ fn transcript(log: &Log, records: &[&Record]) -> String {
             Body::Structured { .. } => "structured answer".to_owned(),
             other => other.type_name().to_owned(),
         };
-        out.push_str(&format!("--- record {} · turn {turn} · {head}\n", r.seq));
+        out.push_str(&format!("--- record {at} · turn {turn} · {head}\n"));
         out.push_str(&record_text(r));
         out.push('\n');
     }

@@ -6,7 +6,7 @@
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
-use crate::handle::Tag;
+use crate::handle::{Tag, is_overlay};
 use crate::log::Log;
 use crate::record::{Body, Record};
 use crate::text::more_chars_than;
@@ -91,6 +91,7 @@ fn clipped_or_kept<'a>(
     clip_heap: &mut Heap,
     by_order: &HashMap<usize, &Compaction>,
     tag: Tag,
+    at: u64,
 ) -> Item<'a> {
     if let Some(order) = top(clip_heap, i)
         && let Some(keep) = by_order[&order].clip_chars
@@ -101,6 +102,7 @@ fn clipped_or_kept<'a>(
             record: rec,
             keep_chars: keep as usize,
             tag,
+            at,
         };
     }
     Item::Event {
@@ -209,7 +211,13 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
     // The summary whose run is open, and the item index of its Summary.
     let mut open_summary: Option<(usize, usize)> = None;
 
+    // The position of the record the pass is at (see `crate::handle`).
+    let mut next_at: u64 = 0;
     for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
+        let at = next_at;
+        if !is_overlay(&rec.body) {
+            next_at += 1;
+        }
         while next_span < spans.len() && spans[next_span].lo <= i {
             let s = &spans[next_span];
             let entry = (s.order, s.hi);
@@ -260,9 +268,12 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
             }
             match open_summary {
                 Some((o, item)) if o == order => {
-                    if let Item::Summary { last, seqs, .. } = &mut items[item] {
+                    if let Item::Summary {
+                        last, at: range, ..
+                    } = &mut items[item]
+                    {
                         *last = i;
-                        seqs.1 = rec.seq;
+                        range.1 = at;
                     }
                 }
                 _ => {
@@ -277,7 +288,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                         turns: span_turns[&order],
                         compaction: order,
                         text,
-                        seqs: (rec.seq, rec.seq),
+                        at: (at, at),
                         tag,
                     });
                     removed.push(false);
@@ -353,6 +364,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                                 index: i,
                                 record: rec,
                                 tag,
+                                at,
                             }
                         } else {
                             Item::Event {
@@ -413,9 +425,10 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             scan,
                             keep_diagnostics,
                             tag,
+                            at,
                         }
                     } else {
-                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order, tag)
+                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order, tag, at)
                     });
                     removed.push(false);
                 }
@@ -428,6 +441,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                     &mut clip_heap,
                     &by_order,
                     tag,
+                    at,
                 ));
                 removed.push(false);
             }

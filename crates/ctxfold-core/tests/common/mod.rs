@@ -47,7 +47,7 @@ pub struct CompSpec {
     tools: Option<usize>,
     overrides: Vec<(usize, usize)>,
     summary: bool,
-    deferred: Option<usize>,
+    pub deferred: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
