@@ -369,6 +369,11 @@ pub struct QueryArgs {
     /// No automatic compaction for this turn.
     #[arg(long)]
     pub no_auto: bool,
+    /// Do not offer the built-in `recall` and `search` tools (offered
+    /// whenever a compaction is in force, unless `[query] recall_tools =
+    /// false`).
+    #[arg(long)]
+    pub no_recall: bool,
     /// The model's context window in tokens (else from the model).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u32).range(1..))]
     pub window: Option<u32>,

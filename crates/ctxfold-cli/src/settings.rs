@@ -36,6 +36,9 @@ pub struct Settings {
     pub system: Option<String>,
     /// `[query] reasoning = "hide"`: reasoning is not shown on a terminal.
     pub hide_reasoning: bool,
+    /// `[query] recall_tools` (default true): the built-in `recall` and
+    /// `search` tools are offered whenever a compaction is in force.
+    pub recall_tools: bool,
     /// `[proxy]`.
     pub proxy: ctxfold_proxy::ProxyConfig,
     /// `[store] url`, and where it was set (for messages).
@@ -86,17 +89,22 @@ fn check_store(v: &toml::Value) -> Result<(), SectionProblem> {
 }
 
 /// The keys of `[query]`.
-const QUERY_KEYS: &[&str] = &["reasoning", "step_limit", "system"];
+const QUERY_KEYS: &[&str] = &["reasoning", "recall_tools", "step_limit", "system"];
 
 /// `[query]`: `step_limit` (model calls in one turn, at least 1),
-/// `system` (a system prompt sent with every request) and `reasoning`
-/// (`dim` or `hide`: how a terminal shows it).
+/// `system` (a system prompt sent with every request), `reasoning`
+/// (`dim` or `hide`: how a terminal shows it) and `recall_tools` (whether
+/// `recall` and `search` are offered while a compaction is in force).
 fn check_query(v: &toml::Value) -> Result<(), SectionProblem> {
     for (k, v) in SectionProblem::table(v, "a table ([query])")? {
         let expected = match k.as_str() {
             "step_limit" if v.as_integer().is_some_and(|n| n >= 1) => continue,
             "system" if v.is_str() => continue,
             "reasoning" if matches!(v.as_str(), Some("dim" | "hide")) => continue,
+            "recall_tools" if v.is_bool() => continue,
+            "recall_tools" => {
+                "true or false (offer recall and search while a compaction is in force)"
+            }
             "step_limit" => "a number of model calls, at least 1",
             "reasoning" => "\"dim\" (shown dimmed on a terminal) or \"hide\"",
             "system" => "a string (the system prompt)",
@@ -195,6 +203,9 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
             .and_then(toml::Value::as_str)
             .map(str::to_owned),
         hide_reasoning: query("reasoning").and_then(toml::Value::as_str) == Some("hide"),
+        recall_tools: query("recall_tools")
+            .and_then(toml::Value::as_bool)
+            .unwrap_or(true),
         auto: l.config.auto.clone(),
         providers: providers(&l)?,
         proxy: match l.config.other.get("proxy") {

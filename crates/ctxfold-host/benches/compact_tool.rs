@@ -17,7 +17,7 @@
 
 use ctxfold_compactor::assistant::plan_proposals;
 use ctxfold_core::planner::ToolHints;
-use ctxfold_host::compact_tool::resolve;
+use ctxfold_host::builtin::compact::resolve;
 use serde_json::json;
 
 mod agent_log;

@@ -11,9 +11,14 @@
 //! - [`tools`]: local tools declared in config (`[tools.NAME]`), run as
 //!   commands with the call's JSON arguments on standard input, their
 //!   output bounded; and their specs for the model.
-//! - [`compact_tool`]: the assistant's `compact` tool: quote anchors, the
-//!   preview the user approves, and the compactions it hands the turn loop
-//!   to record with its result, in effect from the next turn.
+//! - [`builtin`]: the tools ctxfold answers itself, one module each, and
+//!   when each is offered: [`builtin::compact`], the assistant's `compact`
+//!   tool (when named: quote anchors, the preview the user approves, and
+//!   the compactions it hands the turn loop to record with its result, in
+//!   effect from the next turn); [`builtin::recall`] and
+//!   [`builtin::search`] (while a compaction is in force, unless switched
+//!   off: what a fold's handle stands for, byte for byte, and where a text
+//!   occurs in the raw log, read from the host's own log, no approval).
 //! - [`approval`]: whether a tool call runs, asked on the terminal for
 //!   `run = "ask"` tools (`y`, `n` with a reason, `e` to edit the arguments
 //!   in `$EDITOR`, `?`).
@@ -21,7 +26,7 @@
 //!   one killed outright.
 
 pub mod approval;
-pub mod compact_tool;
+pub mod builtin;
 #[cfg(unix)]
 pub mod reaper;
 pub mod request_cache;

@@ -6,7 +6,7 @@
 //! turn_start, user
 //! per step (at most `step_limit`):
 //!   compact_if_needed (before the step)          ← seed 002's pre-step seam
-//!   request from the projected view, once
+//!   request from the projected view, once, with the tools offered for it
 //!   call the model, streaming; on "context too long": one compaction, one retry
 //!   record what it said (text, reasoning with its signature, tool calls, usage)
 //!   run each tool call, recording its result as it completes
@@ -32,7 +32,7 @@ use ctxfold_providers::{ChatRequest, Provider, ProviderError, ToolSpec};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde::Serialize;
 
-use crate::compact_tool::HostEffect;
+use crate::builtin::compact::HostEffect;
 use crate::request_cache::RequestCache;
 use ctxfold_compactor::assistant::{Proposal, record_proposals};
 use serde_json::Value;
@@ -61,10 +61,12 @@ impl ToolOutput {
 }
 
 /// Runs the tool calls the model makes: local commands, with approval, and
-/// the built-in `compact` tool.
+/// the built-in tools ([`crate::builtin`]).
 pub trait ToolRunner {
-    /// The tools offered to the model.
-    fn specs(&self) -> Vec<ToolSpec>;
+    /// The tools offered to the model in a request from `log` (the log as
+    /// it stands before the request: what is offered may follow the view,
+    /// as `recall` and `search` do once a compaction is in force).
+    fn specs(&self, log: &Log) -> Vec<ToolSpec>;
 
     /// Run one call. `log` is the raw log as it stands: what the model was
     /// shown, its answer with this call, and the results of the calls of
@@ -242,7 +244,7 @@ fn unanswered(log: &Log) -> Vec<(String, &'static str)> {
         .iter()
         .filter_map(|r| match &r.body {
             Body::ToolCall { id, name, .. } if !answered.contains(id.as_str()) => {
-                let content = if recorded && name == crate::compact_tool::NAME {
+                let content = if recorded && name == crate::builtin::compact::NAME {
                     recorded = false;
                     INTERRUPTED_RECORDED
                 } else {
@@ -309,8 +311,8 @@ impl Host {
                 },
             ),
         ])?;
-        let specs = tools.specs();
-        let extra = self.extra_tokens(&specs);
+        let mut specs = tools.specs(conv.log());
+        let mut extra = self.extra_tokens(&specs);
         // Derived from the view once, then extended with each step.
         let mut requests = RequestCache::new();
         let mut report = TurnReport {
@@ -330,6 +332,13 @@ impl Host {
                 };
                 break;
             }
+            // What is offered follows the log: a compaction recorded since
+            // the last step may bring in `recall` and `search`.
+            let now = tools.specs(conv.log());
+            if now != specs {
+                specs = now;
+                extra = self.extra_tokens(&specs);
+            }
             if self.auto {
                 let outcome = self
                     .compactor
@@ -345,16 +354,22 @@ impl Host {
                 model: self.model.clone(),
                 system: self.system.clone(),
                 messages: Vec::new(),
-                tools: specs.clone(),
+                tools: Vec::new(),
                 max_tokens: self.max_tokens,
                 extra: force.map(|t| self.tool_choice(t)).unwrap_or_default(),
             };
             let ctx = self.context(Moment::BeforeStep, extra);
+            let runner: &dyn ToolRunner = &*tools;
             let sent = retry_on_overflow(
                 &self.compactor,
                 conv,
                 &ctx,
                 |log: &Log| {
+                    // The tools of the log as compacted just before.
+                    let base = ChatRequest {
+                        tools: runner.specs(log),
+                        ..base.clone()
+                    };
                     let req = requests.request(log, &base);
                     let mut on = |e: StreamEvent| match e {
                         StreamEvent::Text(t) => ui.text(&t),

@@ -20,7 +20,7 @@ use ctxfold_config::RunMode;
 use ctxfold_core::planner::ToolHints;
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_host::approval::{Prompt, decide_with};
-use ctxfold_host::compact_tool::{CompactTool, HostEffect};
+use ctxfold_host::builtin::compact::{CompactTool, HostEffect};
 use ctxfold_host::turn::ToolOutput;
 use serde_json::{Value, json};
 

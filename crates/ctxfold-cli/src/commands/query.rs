@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, bail};
 use ctxfold_compactor::{BasicCompactor, Conversation, Outcome};
-use ctxfold_host::compact_tool::{self, CompactTool};
+use ctxfold_host::builtin::compact::CompactTool;
+use ctxfold_host::builtin::{self, Builtins, Offered};
 use ctxfold_host::turn::{Host, ToolOutput, ToolRunner, TurnEnd, Ui};
 use ctxfold_providers::ToolSpec;
 use serde_json::{Value, json};
@@ -57,34 +58,7 @@ pub fn run(ctx: &Context, args: QueryArgs) -> anyhow::Result<()> {
     let settings = ctx.settings()?;
     let target = ctx.target()?;
     let (args, out) = (&args, &ctx.printer);
-    // Built-in tools are off unless named: -t NAME, or -u NAME (which
-    // implies -t NAME).
-    let mut builtins: Vec<&str> = Vec::new();
-    for t in args.tools.iter().chain(&args.use_tool) {
-        if settings.tools.contains_key(t) {
-            if args.tools.contains(t) {
-                bail!(
-                    "-t {t}: {t} is a tool declared in config, offered without -t; -t names the built-in tools ({})",
-                    compact_tool::NAME
-                );
-            }
-            continue;
-        }
-        if t != compact_tool::NAME {
-            if args.tools.contains(t) {
-                bail!(
-                    "-t {t}: no such built-in tool; the built-in tools are: {} (tools declared in config, [tools.NAME] command = …, are offered without -t)",
-                    compact_tool::NAME
-                );
-            }
-            let mut known: Vec<&str> = settings.tools.keys().map(String::as_str).collect();
-            known.push(compact_tool::NAME);
-            bail!("-u {t}: no such tool; the tools are: {}", known.join(", "));
-        }
-        if !builtins.contains(&t.as_str()) {
-            builtins.push(t);
-        }
-    }
+    let named = named_builtins(args, settings)?;
     let message = message(args)?;
     let store: &dyn ctxfold_store::Store = &*target.store;
     let new =
@@ -145,12 +119,12 @@ pub fn run(ctx: &Context, args: QueryArgs) -> anyhow::Result<()> {
     let log = target.load(&meta.id)?;
     let journal = target.journal(&meta.id);
     let mut conv = Conversation::new(log, &journal);
-    let mut tools = QueryTools::new(settings, args.yes);
-    if builtins.contains(&compact_tool::NAME) {
+    let mut tools = QueryTools::new(settings, args.yes, settings.recall_tools && !args.no_recall);
+    if named.contains(&builtin::compact::NAME) {
         let mut tool = CompactTool::new(&meta.id, settings.hints.clone());
         tool.run = settings.compact_run;
         tool.yes = args.yes;
-        tools.compact = Some(tool);
+        tools.builtins.compact(tool);
     }
     if !args.compact.is_empty() {
         compact_before_turn(&mut conv, &args.compact, settings)?;
@@ -174,9 +148,10 @@ pub fn run(ctx: &Context, args: QueryArgs) -> anyhow::Result<()> {
     let cancel = interrupts();
     let mut ui = Terminal::new(out.is_json());
     ui.hide_reasoning = settings.hide_reasoning;
-    let fixed = host.extra_tokens(&tools.specs());
     let report = host.run_turn(&mut conv, &message, &mut tools, &mut ui, &cancel)?;
     ui.finish();
+    // What the next request holds besides the view.
+    let fixed = host.extra_tokens(&tools.specs(conv.log()));
     // The fixed part, for `stats` and the pages; only the figures suffer
     // if it cannot be written.
     let noted = store.read_meta(&meta.id).and_then(|mut m| {
@@ -212,6 +187,46 @@ pub fn run(ctx: &Context, args: QueryArgs) -> anyhow::Result<()> {
             meta.id
         ),
     }
+}
+
+/// The built-in tools `-t` and `-u` name. A built-in tool is off unless
+/// named (`-u NAME` implies `-t NAME`), except those offered while a
+/// compaction is in force, which are not named; a name in `[tools]` is a
+/// local tool, offered without `-t`.
+fn named_builtins(args: &QueryArgs, settings: &Settings) -> anyhow::Result<Vec<&'static str>> {
+    let on_demand = builtin::names(Offered::WhenNamed).join(", ");
+    let mut named: Vec<&'static str> = Vec::new();
+    for t in args.tools.iter().chain(&args.use_tool) {
+        let flag = if args.tools.contains(t) { "-t" } else { "-u" };
+        if settings.tools.contains_key(t) {
+            if flag == "-t" {
+                bail!(
+                    "-t {t}: {t} is a tool declared in config, offered without -t; -t names the built-in tools ({on_demand})"
+                );
+            }
+            continue;
+        }
+        match builtin::find(t) {
+            Some(b) if b.offered == Offered::WhenNamed => {
+                if !named.contains(&b.name) {
+                    named.push(b.name);
+                }
+            }
+            Some(b) => bail!(
+                "{flag} {t}: {} is offered by itself whenever a compaction is in force (--no-recall or [query] recall_tools = false turn it off); {flag} names the built-in tools that are off unless named ({on_demand})",
+                b.name
+            ),
+            None if flag == "-t" => bail!(
+                "-t {t}: no such built-in tool; the built-in tools are: {on_demand} (tools declared in config, [tools.NAME] command = …, are offered without -t)"
+            ),
+            None => {
+                let mut known: Vec<&str> = settings.tools.keys().map(String::as_str).collect();
+                known.extend(builtin::names(Offered::WhenNamed));
+                bail!("-u {t}: no such tool; the tools are: {}", known.join(", "));
+            }
+        }
+    }
+    Ok(named)
 }
 
 /// `query -k SPEC…`: compact the conversation before the turn, saying what
@@ -398,60 +413,61 @@ impl Ui for Terminal {
 
 /// The tools of a query: the local tools declared in config, run with
 /// approval (`ask` asks on the terminal, or declines without one unless
-/// `--yes`), and the built-in `compact` tool when named.
+/// `--yes`), and the built-in ones ([`Builtins`]: `compact` when named,
+/// `recall` and `search` while a compaction is in force unless off).
 pub struct QueryTools {
     decls: std::collections::BTreeMap<String, ctxfold_config::ToolDecl>,
     yes: bool,
     /// Environment variables holding provider keys: a tool never sees them.
     secrets: Vec<String>,
-    /// The assistant's `compact` tool, when `-t compact` or `-u compact`.
-    compact: Option<CompactTool>,
+    /// The built-in tools of this query.
+    builtins: Builtins,
 }
 
 impl QueryTools {
-    /// The tools of `settings`; `yes` approves every call.
-    pub fn new(settings: &Settings, yes: bool) -> Self {
+    /// The tools of `settings`; `yes` approves every call; `recall` offers
+    /// `recall` and `search` while a compaction is in force.
+    pub fn new(settings: &Settings, yes: bool, recall: bool) -> Self {
         QueryTools {
             decls: settings.tools.clone(),
             yes,
             secrets: settings.providers.key_variables(),
-            compact: None,
+            builtins: Builtins::new(recall, settings.tools.keys().cloned()),
         }
     }
 
-    fn names(&self) -> Vec<String> {
-        self.specs().into_iter().map(|s| s.name).collect()
+    fn names(&self, log: &ctxfold_core::Log) -> Vec<String> {
+        self.specs(log).into_iter().map(|s| s.name).collect()
     }
 }
 
 impl ToolRunner for QueryTools {
-    fn specs(&self) -> Vec<ToolSpec> {
+    fn specs(&self, log: &ctxfold_core::Log) -> Vec<ToolSpec> {
         let mut specs = ctxfold_host::tools::tool_specs(self.decls.values());
-        if self.compact.is_some() {
-            specs.push(compact_tool::spec());
-        }
+        specs.extend(self.builtins.specs(log));
         specs
     }
 
     fn run(
         &mut self,
-        _id: &str,
+        id: &str,
         name: &str,
         arguments: &Value,
         log: &ctxfold_core::Log,
         cancel: &AtomicBool,
     ) -> ToolOutput {
-        use ctxfold_host::approval::{Decision, decide_on_terminal, decide_on_terminal_with};
+        use ctxfold_host::approval::{
+            Decision, Presenter, decide_on_terminal, decide_on_terminal_with,
+        };
         use ctxfold_host::tools::{ToolResult, run_tool};
-        if name == compact_tool::NAME
-            && let Some(tool) = &self.compact
-        {
-            return tool.call(log, arguments, &mut |run, args, yes, presenter| {
-                decide_on_terminal_with(run, args, yes, presenter, compact_tool::NAME)
-            });
+        let mut decide = |run, args: &Value, yes, presenter: &mut dyn Presenter| {
+            decide_on_terminal_with(run, args, yes, presenter, name)
+        };
+        if let Some(output) = self.builtins.run(id, name, arguments, log, &mut decide) {
+            return output;
         }
         let Some(decl) = self.decls.get(name) else {
-            let known = self.names();
+            let known = self.names(log);
             return ToolOutput::text(
                 format!(
                     "there is no tool named `{name}`; the tools are: {}",
