@@ -49,6 +49,9 @@ const PLACEHOLDERS: [(&str, &str); 4] = [
     ("of this conversation, which w", "compacted; recall "),
 ];
 
+/// The arguments of one way of folding, given the window to replay at.
+type Args = fn(usize) -> Vec<String>;
+
 /// Figures of one way of folding, over the corpus.
 #[derive(Default)]
 struct Tally {
@@ -196,7 +199,7 @@ fn check(raw: &Log, tag: Tag, out: &Path, at: &str, t: &mut Tally) {
 #[test]
 fn every_fold_of_the_corpus_carries_a_handle_that_recalls_it_exactly() {
     let s = Scratch::new();
-    let modes: [(&str, fn(usize) -> Vec<String>); 3] = [
+    let modes: [(&str, Args); 3] = [
         ("rule", |_| vec![]),
         ("digest", |_| vec!["-s".into()]),
         ("auto", |w| {
