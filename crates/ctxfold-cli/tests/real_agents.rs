@@ -110,6 +110,21 @@ fn codex_with_classic_tools_at_a_30000_token_window() {
     run(Agent::Codex(Some(CLASSIC_CODEX_MODEL)), 30_000);
 }
 
+/// Issue 43: the agent, with `ctxfold mcp` registered on the proxy's
+/// store, recalls a folded output by a handle the model read from a
+/// placeholder, and gets it back byte for byte.
+#[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
+fn claude_code_recalls_a_fold_through_ctxfold_mcp() {
+    run_recall(Agent::Claude, 40_000);
+}
+
+#[test]
+#[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
+fn codex_recalls_a_fold_through_ctxfold_mcp() {
+    run_recall(Agent::Codex(Some(CLASSIC_CODEX_MODEL)), 30_000);
+}
+
 /// A model Codex 0.171 knows and serves with top-level function tools.
 const CLASSIC_CODEX_MODEL: &str = "gpt-5.5";
 
@@ -140,6 +155,17 @@ fn run(agent: Agent, window: usize) {
 /// [`run`], the proxy emulating the providers' context management when
 /// `emulate`.
 fn run_with(agent: Agent, window: usize, emulate: bool) {
+    in_namespace(agent, move |exe| scenario(agent, exe, window, emulate));
+}
+
+/// [`recall_scenario`] in a loopback-only namespace.
+fn run_recall(agent: Agent, window: usize) {
+    in_namespace(agent, move |exe| recall_scenario(agent, exe, window));
+}
+
+/// Run `body` with the agent's executable, on a thread in a network
+/// namespace with only loopback (or skip, saying why).
+fn in_namespace(agent: Agent, body: impl FnOnce(&Path) + Send + 'static) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(exe) = executable(agent) else {
         skip(&format!(
@@ -156,7 +182,7 @@ fn run_with(agent: Agent, window: usize, emulate: bool) {
     // starts (the upstream's threads, the proxy, the agent) inherits it.
     let outcome = std::thread::spawn(move || {
         enter_loopback_namespace()?;
-        scenario(agent, &exe, window, emulate);
+        body(&exe);
         Ok::<(), String>(())
     })
     .join();
@@ -188,6 +214,8 @@ struct AgentHome {
     _root: tempfile::TempDir,
     home: PathBuf,
     work: PathBuf,
+    /// Claude Code's `--mcp-config` JSON, when `ctxfold mcp` is registered.
+    mcp_config: Option<String>,
 }
 
 impl AgentHome {
@@ -220,7 +248,35 @@ impl AgentHome {
             _root: root,
             home,
             work,
+            mcp_config: None,
         }
+    }
+
+    /// [`AgentHome::new`] with `ctxfold mcp` registered on `store` as the
+    /// README says: Claude Code's `--mcp-config`, Codex's
+    /// `[mcp_servers.ctxfold]`.
+    fn with_mcp(agent: Agent, base: &str, store: &Path) -> AgentHome {
+        let mut home = AgentHome::new(agent, base);
+        let bin = env!("CARGO_BIN_EXE_ctxfold");
+        let args = ["--store", store.to_str().unwrap(), "mcp"];
+        match agent {
+            Agent::Claude => {
+                home.mcp_config = Some(
+                    json!({"mcpServers": {"ctxfold": {"command": bin, "args": args}}}).to_string(),
+                );
+            }
+            Agent::Codex(_) => {
+                let path = home.home.join(".codex/config.toml");
+                let mut config = std::fs::read_to_string(&path).unwrap();
+                config.push_str(&format!(
+                    "\n[mcp_servers.ctxfold]\ncommand = {}\nargs = {}\n",
+                    Value::String(bin.to_owned()),
+                    json!(args)
+                ));
+                std::fs::write(&path, config).unwrap();
+            }
+        }
+        home
     }
 }
 
@@ -254,6 +310,9 @@ fn run_agent(
             cmd.args(["-p"]);
             if resume {
                 cmd.arg("--continue");
+            }
+            if let Some(config) = &home.mcp_config {
+                cmd.args(["--mcp-config", config, "--strict-mcp-config"]);
             }
             cmd.args([prompt, "--dangerously-skip-permissions"])
                 .env("IS_SANDBOX", "1")
@@ -453,6 +512,105 @@ fn baseline(agent: Agent, exe: &Path) -> Value {
 /// `ctxfold c ls --format json`, `c show ID --format json`.
 fn conversations(s: &Scratch) -> Vec<Value> {
     s.json(&["c", "ls"]).as_array().cloned().unwrap_or_default()
+}
+
+/// Steps of the recall task: enough for firings at the recall tests'
+/// windows, few enough to keep the run short.
+const RECALL_STEPS: usize = 8;
+
+/// Every string in a JSON value.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// The agent runs a task whose steps are folded, then (the scripted model
+/// reading a handle from a placeholder) calls `ctxfold mcp`'s recall tool:
+/// the result the agent sends back holds the folded output's first page,
+/// byte for byte as the agent first sent that output.
+fn recall_scenario(agent: Agent, exe: &Path, window: usize) {
+    let label = format!("{}-recall-{window}", agent.name());
+    let up = AgentUpstream::start(Some(window));
+    let s = Scratch::new();
+    let proxy = start_proxy(&s, &up, window, false);
+    let store = s.path().join(".ctxfold");
+    let home = AgentHome::with_mcp(agent, &proxy.base, &store);
+    let ran = run_agent(
+        agent,
+        exe,
+        &home,
+        &proxy.base,
+        &task("recall", RECALL_STEPS),
+        false,
+    );
+    let records = up.records();
+    let answers: Vec<&str> = records.iter().map(|r| r.answer.as_str()).collect();
+    eprintln!(
+        "[{label}] exited {:?} after {:.0}s; answers: {answers:?}",
+        ran.code, ran.secs
+    );
+    assert!(
+        ran.ok() && ran.stdout.contains(FINAL),
+        "[{label}] the agent exited {:?}; stderr ends:\n{}\nstdout ends:\n{}",
+        ran.code,
+        tail(&ran.stderr, 15),
+        tail(&ran.stdout, 10)
+    );
+    // The model saw a placeholder and asked for it back, through the
+    // agent's MCP tool.
+    let asked = records
+        .iter()
+        .position(|r| r.answer.starts_with("recall "))
+        .unwrap_or_else(|| {
+            panic!("[{label}] the upstream never called a recall tool: {answers:?}")
+        });
+    let handle = records[asked].answer["recall ".len()..].to_owned();
+    // What the handle stands for, in the proxy's store.
+    let ws = ctxfold_store::Workspace::at(&store);
+    let convs = conversations(&s);
+    assert_eq!(convs.len(), 1, "[{label}] {convs:?}");
+    let log = ctxfold_store::Store::load(&ws, convs[0]["id"].as_str().unwrap())
+        .unwrap()
+        .into_log();
+    let h: ctxfold_core::handle::Handle = handle.parse().unwrap();
+    let folded = ctxfold_core::recall::recall(&log, &h).unwrap().text;
+    assert!(
+        folded.starts_with("ctxfold-step recall "),
+        "[{label}] {handle} is not a step's output: {folded:.200}"
+    );
+    // That is what the agent sent when the output was new, byte for byte.
+    let sent_whole = records[..asked].iter().any(|r| {
+        let mut all = Vec::new();
+        strings(&r.json(), &mut all);
+        all.contains(&folded)
+    });
+    assert!(
+        sent_whole,
+        "[{label}] no request carried {handle}'s output as stored"
+    );
+    // The next model request carries the tool's answer: the first page.
+    let page: String = folded
+        .chars()
+        .take(ctxfold_core::recall::DEFAULT_PAGE_CHARS)
+        .collect();
+    let next = records[asked + 1..]
+        .iter()
+        .find(|r| r.is_model())
+        .unwrap_or_else(|| panic!("[{label}] no request after the recall call"));
+    let mut texts = Vec::new();
+    strings(&next.json(), &mut texts);
+    assert!(
+        texts.iter().any(|t| t.starts_with(&page)),
+        "[{label}] the request after the recall call does not hold the first page of {handle}"
+    );
+    assert!(
+        !records.iter().any(|r| r.rejected),
+        "[{label}] a request went over the window"
+    );
 }
 
 fn scenario(agent: Agent, exe: &Path, window: usize, emulate: bool) {

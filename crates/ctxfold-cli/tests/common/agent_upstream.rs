@@ -358,6 +358,11 @@ enum Act {
         k: usize,
         n: usize,
     },
+    /// Call the recall tool of an MCP server the agent registered (found
+    /// in `tools` by its name's end) with a handle read from a placeholder
+    /// in the request: what a task named `recall…` does once its steps are
+    /// done.
+    Recall { tool: String, handle: String },
     /// The final answer.
     Final(String),
     /// A summary, for an agent compacting its own history.
@@ -368,6 +373,7 @@ impl Act {
     fn name(&self) -> String {
         match self {
             Act::Step { task, k, n, .. } => format!("tool {task} {k}/{n}"),
+            Act::Recall { handle, .. } => format!("recall {handle}"),
             Act::Final(_) => "final".into(),
             Act::Summary(_) => "summary".into(),
         }
@@ -393,6 +399,7 @@ impl Act {
         match self {
             Act::Final(t) | Act::Summary(t) => t.clone(),
             Act::Step { task, k, n, .. } => format!("Running step {k} of {n} of {task}."),
+            Act::Recall { handle, .. } => format!("Recalling {handle}."),
         }
     }
 }
@@ -504,6 +511,12 @@ fn next_act(req: &Value, api: Api) -> Act {
         ));
     }
     let (task, done, n) = progress(&history);
+    if task.starts_with("recall")
+        && done >= n
+        && let Some(act) = recall_act(req, &history)
+    {
+        return act;
+    }
     match find_shell(req, api) {
         Some(tool) if done < n => Act::Step {
             tool,
@@ -515,6 +528,28 @@ fn next_act(req: &Value, api: Api) -> Act {
             "{FINAL}: task {task}, {done} of {n} steps done, the build log read."
         )),
     }
+}
+
+/// The words a stripped result's placeholder puts before its handle.
+pub const PLACEHOLDER_HANDLE: &str = "was removed by compaction (recall ";
+
+/// A recall tool among the request's tools (its name ends with `recall`,
+/// as an MCP server's tool is named: `mcp__ctxfold__recall`), not called
+/// yet, and the handle of the oldest stripped result in the history.
+fn recall_act(req: &Value, history: &str) -> Option<Act> {
+    let tools = req["tools"].as_array()?;
+    let tool = tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .find(|name| name.ends_with("recall"))?
+        .to_owned();
+    // A call of it in the history: both APIs write the tool's name so.
+    if history.contains(&format!("\"name\":\"{tool}\"")) {
+        return None;
+    }
+    let at = history.find(PLACEHOLDER_HANDLE)? + PLACEHOLDER_HANDLE.len();
+    let handle: String = history[at..].chars().take_while(|c| *c != ')').collect();
+    Some(Act::Recall { tool, handle })
 }
 
 /// (task, steps done, steps asked) from the history's text.
@@ -728,6 +763,11 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
                 "tool_use",
             )
         }
+        Act::Recall { tool, handle } => (
+            json!({"type": "tool_use", "id": format!("toolu_scripted_{n}_recall"), "name": tool,
+                "input": {"handle": handle}}),
+            "tool_use",
+        ),
         _ => (json!({"type": "text", "text": act.text()}), "end_turn"),
     };
     let thinking = act.thinks().then(|| {
@@ -836,6 +876,11 @@ fn responses_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
             };
             json!({"type": "function_call", "id": format!("fc_scripted_{n}"), "status": "completed",
                 "call_id": format!("call_scripted_{n}_{k}"), "name": name, "arguments": args.to_string()})
+        }
+        Act::Recall { tool, handle } => {
+            json!({"type": "function_call", "id": format!("fc_scripted_{n}"), "status": "completed",
+                "call_id": format!("call_scripted_{n}_recall"), "name": tool,
+                "arguments": json!({"handle": handle}).to_string()})
         }
         _ => json!({"type": "message", "id": format!("msg_scripted_{n}"), "status": "completed",
             "role": "assistant", "content": [{"type": "output_text", "text": act.text(), "annotations": []}]}),
