@@ -143,6 +143,17 @@ pub enum Command {
     /// what the model sees, and undo/restore of each compaction. The proxy
     /// serves the same pages under /ui.
     Ui(UiArgs),
+    /// Print exactly what a fold's handle stands for (the TAG:SEQ a
+    /// compaction placeholder or summary lead shows, such as k3f9q:41),
+    /// from whichever conversation of the store it belongs to.
+    Recall(RecallArgs),
+    /// Find a word or phrase in a conversation's raw log, folded parts
+    /// included: each hit with its handle for `recall`.
+    Search(SearchArgs),
+    /// Serve `recall` and `search` to an agent over the Model Context
+    /// Protocol on standard input and output (register it with the agent:
+    /// see the README).
+    Mcp(McpArgs),
 }
 
 /// `ctxfold store …`
@@ -176,6 +187,45 @@ pub struct UiArgs {
     /// Beyond loopback, `[proxy] token` is required (the pages ask for it).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+}
+
+// The arguments of `recall` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct RecallArgs {
+    /// The handle: TAG:SEQ, TAG:FIRST-LAST or TAG:SEQ/POINTER, as a
+    /// placeholder or summary lead shows it.
+    pub handle: String,
+    /// The character to start at (a page's end, to print what follows it).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: usize,
+    /// Characters to print at most (default: all that follows the offset).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+}
+
+// The arguments of `search` (no doc comment: the variant's is its help).
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The word or phrase to look for (ASCII case ignored).
+    pub query: String,
+    /// Search the conversation this handle belongs to (a range handle,
+    /// such as k3f9q:12-57: only its records) instead of the active one.
+    #[arg(long, value_name = "HANDLE")]
+    pub within: Option<String>,
+    #[command(flatten)]
+    pub conversation: IdArg,
+    /// Hits to print at most, newest first (default 20).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+}
+
+/// `ctxfold mcp …`
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve one conversation only (its id or a unique prefix): search
+    /// defaults to it, and handles of any other are refused.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
 }
 
 /// `ctxfold conversation …`

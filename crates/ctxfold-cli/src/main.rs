@@ -84,10 +84,12 @@ fn logging(verbose: u8) {
 }
 
 /// Dispatch: each command runs over the context, and its report is
-/// printed (`query`, `proxy` and `ui` print as they go).
+/// printed (`query`, `proxy`, `ui` and `mcp` print as they go).
 fn run(cli: Cli) -> anyhow::Result<()> {
     use commands::conversation as c;
-    use commands::{compact, completions, config, init, proxy, query, stats, store, ui};
+    use commands::{
+        compact, completions, config, init, mcp, proxy, query, recall, search, stats, store, ui,
+    };
     let ctx = Context::new(&cli)?;
     let out = &ctx.printer;
     match cli.command {
@@ -112,6 +114,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Store(StoreCommand::Migrate(args)) => out.print(&store::migrate::run(&ctx, args)?),
         Command::Proxy(args) => proxy::run(&ctx, args),
         Command::Ui(args) => ui::run(&ctx, args),
+        Command::Recall(args) => out.print(&recall::run(&ctx, args)?),
+        Command::Search(args) => out.print(&search::run(&ctx, args)?),
+        Command::Mcp(args) => mcp::run(&ctx, args),
         Command::Completions(args) => out.print(&completions::run(&ctx, args)?),
     }
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use ctxfold_core::Log;
 use ctxfold_core::handle::{Handle, HandleError, Tag};
-use ctxfold_core::recall::{self, RecallError};
+use ctxfold_core::recall::{self, Page, RecallError, Recalled};
 use ctxfold_store::{Store, StoreError};
 
 /// Why a recall or search could not be answered. Each message says what
@@ -67,6 +67,45 @@ pub struct Recaller {
     tags: Mutex<HashMap<String, Tag>>,
 }
 
+/// One page of what a handle stands for.
+#[derive(Debug, Clone)]
+pub struct RecalledPage {
+    /// The conversation the handle names.
+    pub conversation: String,
+    /// The handle, as read.
+    pub handle: Handle,
+    /// What it stands for, whole.
+    pub recalled: Recalled,
+    /// The page asked for: its exact text and where it lies.
+    pub page: Page,
+}
+
+impl RecalledPage {
+    /// The page as a tool answers with it: its text, then the line that
+    /// says what it was and what is left.
+    pub fn rendered(&self) -> String {
+        recall::render_page(&self.handle, &self.recalled, &self.page)
+    }
+}
+
+/// What a search found.
+#[derive(Debug, Clone)]
+pub struct Searched {
+    /// The conversation searched.
+    pub conversation: String,
+    /// The text looked for, trimmed.
+    pub query: String,
+    /// The hits, newest first, and how many more there were.
+    pub found: recall::Found,
+}
+
+impl Searched {
+    /// The hits as a tool answers with them.
+    pub fn rendered(&self) -> String {
+        recall::render_found(&self.query, &self.found)
+    }
+}
+
 /// What a conversation resolved to: its id and its loaded log.
 struct Found {
     id: String,
@@ -98,11 +137,29 @@ impl Recaller {
         offset: usize,
         limit: usize,
     ) -> Result<(String, String), RecallFailure> {
+        let page = self.recall_page(handle, offset, limit)?;
+        let rendered = page.rendered();
+        Ok((page.conversation, rendered))
+    }
+
+    /// [`Recaller::recall`], its parts kept apart: the page's exact text
+    /// and where it lies in the whole (what the command line prints).
+    pub fn recall_page(
+        &self,
+        handle: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<RecalledPage, RecallFailure> {
         let handle: Handle = handle.parse()?;
         let found = self.conversation(&handle)?;
         let recalled = recall::recall(&found.log, &handle)?;
         let page = recall::page(&handle, &recalled, offset, limit)?;
-        Ok((found.id, recall::render_page(&handle, &recalled, &page)))
+        Ok(RecalledPage {
+            conversation: found.id,
+            handle,
+            recalled,
+            page,
+        })
     }
 
     /// Records holding `query` (ASCII case ignored), folded ones included,
@@ -116,6 +173,18 @@ impl Recaller {
         within: Option<&str>,
         limit: usize,
     ) -> Result<(String, String), RecallFailure> {
+        let searched = self.find(query, within, limit)?;
+        let rendered = searched.rendered();
+        Ok((searched.conversation, rendered))
+    }
+
+    /// [`Recaller::search`], its hits kept as values.
+    pub fn find(
+        &self,
+        query: &str,
+        within: Option<&str>,
+        limit: usize,
+    ) -> Result<Searched, RecallFailure> {
         let (found, range) = match within.map(str::trim).filter(|w| !w.is_empty()) {
             Some(w) => {
                 let handle: Handle = w.parse()?;
@@ -131,7 +200,11 @@ impl Recaller {
             }
         };
         let hits = recall::search(&found.log, query, range, limit)?;
-        Ok((found.id, recall::render_found(query.trim(), &hits)))
+        Ok(Searched {
+            conversation: found.id,
+            query: query.trim().to_owned(),
+            found: hits,
+        })
     }
 
     fn load(&self, id: &str) -> Result<Found, RecallFailure> {
