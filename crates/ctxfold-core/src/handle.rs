@@ -2,12 +2,15 @@
 //! stands for (SPEC §16), so the model can ask for it back.
 //!
 //! A handle is `TAG:TARGET`. The tag names the conversation: five
-//! characters hashed from the log's first record and its first user
-//! message, both of which never change once written (the log is
-//! append-only), so the tag, and with it every placeholder's text, is the
-//! same in every later projection and the provider's cached prefix does
-//! not move. It is computed from the records alone: a process that has
-//! only the store finds the conversation by computing each one's tag.
+//! characters hashed from the log's first record (its `seq`, time, type
+//! and text), which never changes once written (the log is append-only),
+//! so the tag, and with it every placeholder's text, is the same in every
+//! later projection and the provider's cached prefix does not move. It is
+//! computed from the records alone: a process that has only the store
+//! finds the conversation by computing each one's tag. Two conversations
+//! whose first records are the same (a fork, two imports of one file)
+//! share a tag; the resolver then takes the one in scope, else the most
+//! recently used.
 //!
 //! The target names records by their position among the conversation's
 //! records, ctxfold's own overlay records (compactions, resets, attempts:
@@ -92,16 +95,13 @@ impl Default for Tag {
 }
 
 impl Tag {
-    /// The tag of `log`: a hash of its first record and of its first user
-    /// message. `None` for an empty log.
+    /// The tag of `log`: a hash of its first record. `None` for an empty
+    /// log.
     pub fn of(log: &Log) -> Option<Tag> {
-        let records = log.records();
-        let first = records.first()?;
-        let user = records.iter().find(|r| matches!(r.body, Body::User { .. }));
-        Some(Tag::from_records(first, user))
+        log.records().first().map(Tag::from_record)
     }
 
-    fn from_records(first: &Record, user: Option<&Record>) -> Tag {
+    fn from_record(first: &Record) -> Tag {
         // FNV-1a, written out: the tag must not change between builds or
         // crate versions (every placeholder's text, and the prefix a
         // provider caches, depends on it), which a general-purpose hasher
@@ -120,11 +120,6 @@ impl Tag {
         feed(first.ts.text().as_bytes());
         feed(first.body.type_name().as_bytes());
         feed(record_text(first).as_bytes());
-        if let Some(u) = user {
-            feed(&u.seq.to_le_bytes());
-            feed(u.ts.text().as_bytes());
-            feed(record_text(u).as_bytes());
-        }
         let mut out = [0u8; TAG_LEN];
         let mut n = h;
         for c in &mut out {
@@ -365,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn the_tag_is_fixed_by_the_first_records_and_differs_between_conversations() {
+    fn the_tag_is_fixed_by_the_first_record_and_differs_between_conversations() {
         let mut a = log(vec![user(0, "fix the parser")]);
         let t = Tag::of(&a).unwrap();
         a.push(Record::new(
