@@ -362,7 +362,13 @@ enum Act {
     /// in `tools` by its name's end) with a handle read from a placeholder
     /// in the request: what a task named `recall…` does once its steps are
     /// done.
-    Recall { tool: String, handle: String },
+    Recall {
+        tool: String,
+        /// The namespace that holds it (Codex lists an MCP server's tools
+        /// in a `namespace` tool named `mcp__SERVER`).
+        namespace: Option<String>,
+        handle: String,
+    },
     /// The final answer.
     Final(String),
     /// A summary, for an agent compacting its own history.
@@ -530,26 +536,49 @@ fn next_act(req: &Value, api: Api) -> Act {
     }
 }
 
-/// The words a stripped result's placeholder puts before its handle.
-pub const PLACEHOLDER_HANDLE: &str = "was removed by compaction (recall ";
+/// The words each kind of fold puts before its handle, in the order a
+/// model looking for a tool's output would take them: a stripped result,
+/// a clipped one, a summary's lead.
+pub const PLACEHOLDER_HANDLES: [&str; 3] = [
+    "was removed by compaction (recall ",
+    "left out here by compaction to fit the context window; recall ",
+    "compacted; recall ",
+];
 
 /// A recall tool among the request's tools (its name ends with `recall`,
 /// as an MCP server's tool is named: `mcp__ctxfold__recall`), not called
-/// yet, and the handle of the oldest stripped result in the history.
+/// yet, and the handle of the oldest fold in the history of the first
+/// kind [`PLACEHOLDER_HANDLES`] finds.
 fn recall_act(req: &Value, history: &str) -> Option<Act> {
     let tools = req["tools"].as_array()?;
-    let tool = tools
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .find(|name| name.ends_with("recall"))?
-        .to_owned();
+    let (tool, namespace) = tools.iter().find_map(|t| {
+        let name = t["name"].as_str()?;
+        if t["type"] == "namespace" {
+            let inner = t["tools"]
+                .as_array()?
+                .iter()
+                .filter_map(|i| i["name"].as_str())
+                .find(|n| n.ends_with("recall"))?;
+            return Some((inner.to_owned(), Some(name.to_owned())));
+        }
+        name.ends_with("recall").then(|| (name.to_owned(), None))
+    })?;
     // A call of it in the history: both APIs write the tool's name so.
     if history.contains(&format!("\"name\":\"{tool}\"")) {
         return None;
     }
-    let at = history.find(PLACEHOLDER_HANDLE)? + PLACEHOLDER_HANDLE.len();
-    let handle: String = history[at..].chars().take_while(|c| *c != ')').collect();
-    Some(Act::Recall { tool, handle })
+    let at = PLACEHOLDER_HANDLES
+        .iter()
+        .find_map(|words| Some(history.find(words)? + words.len()))?;
+    let handle: String = history[at..]
+        .chars()
+        .take_while(|c| !matches!(c, ')' | ' ' | ']'))
+        .collect();
+    Some(Act::Recall {
+        tool,
+        namespace,
+        handle,
+    })
 }
 
 /// (task, steps done, steps asked) from the history's text.
@@ -763,7 +792,7 @@ fn anthropic_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
                 "tool_use",
             )
         }
-        Act::Recall { tool, handle } => (
+        Act::Recall { tool, handle, .. } => (
             json!({"type": "tool_use", "id": format!("toolu_scripted_{n}_recall"), "name": tool,
                 "input": {"handle": handle}}),
             "tool_use",
@@ -877,10 +906,18 @@ fn responses_reply(req: &Value, act: &Act, tokens: usize, n: usize) -> Vec<u8> {
             json!({"type": "function_call", "id": format!("fc_scripted_{n}"), "status": "completed",
                 "call_id": format!("call_scripted_{n}_{k}"), "name": name, "arguments": args.to_string()})
         }
-        Act::Recall { tool, handle } => {
-            json!({"type": "function_call", "id": format!("fc_scripted_{n}"), "status": "completed",
-                "call_id": format!("call_scripted_{n}_recall"), "name": tool,
-                "arguments": json!({"handle": handle}).to_string()})
+        Act::Recall {
+            tool,
+            namespace,
+            handle,
+        } => {
+            let mut call = json!({"type": "function_call", "id": format!("fc_scripted_{n}"),
+                "status": "completed", "call_id": format!("call_scripted_{n}_recall"), "name": tool,
+                "arguments": json!({"handle": handle}).to_string()});
+            if let Some(ns) = namespace {
+                call["namespace"] = json!(ns);
+            }
+            call
         }
         _ => json!({"type": "message", "id": format!("msg_scripted_{n}"), "status": "completed",
             "role": "assistant", "content": [{"type": "output_text", "text": act.text(), "annotations": []}]}),
