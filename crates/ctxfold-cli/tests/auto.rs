@@ -137,8 +137,8 @@ fn appended_turns_fire_between_turn_compactions() {
             .map(|s| s.as_str().unwrap())
             .collect();
         assert_eq!(steps.first(), Some(&"rule"), "{c}");
-        let line = format!(
-            "      budget: window 6000, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens; steps: {}\n",
+        let mut line = format!(
+            "      budget: window 6000, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens; steps: {}",
             n("fixed"),
             n("reserve"),
             n("trigger"),
@@ -147,6 +147,20 @@ fn appended_turns_fire_between_turn_compactions() {
             n("after"),
             steps.join(", ")
         );
+        // A firing that summarized says its summary's budget, and what the
+        // summary cut to a recall handle.
+        if let Some(b) = f["summary_budget"].as_u64() {
+            line.push_str(&format!("; summary within ~{b} tokens"));
+        }
+        let cut = |k: &str| f[k].as_u64().unwrap_or(0);
+        if cut("shortened") + cut("handles_only") > 0 {
+            line.push_str(&format!(
+                ", user messages cut to a recall handle: {} to a first line and a handle, {} to a handle alone",
+                cut("shortened"),
+                cut("handles_only")
+            ));
+        }
+        line.push('\n');
         assert!(text.contains(&line), "{line}{text}");
     }
     assert_eq!(text.matches("budget: window").count(), list.len(), "{text}");

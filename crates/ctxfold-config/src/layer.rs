@@ -139,7 +139,9 @@ pub(crate) fn env_layers(env: &[(String, String)]) -> Result<Vec<Layer>, ConfigE
                 "false" | "0" | "no" | "off" => Value::Boolean(false),
                 _ => Value::String(raw.to_owned()),
             },
-            "compaction.auto.trigger_ratio" | "compaction.auto.target_ratio" => raw
+            "compaction.auto.trigger_ratio"
+            | "compaction.auto.target_ratio"
+            | "compaction.auto.summary_share" => raw
                 .parse::<f64>()
                 .map_or_else(|_| Value::String(raw.to_owned()), Value::Float),
             _ => raw

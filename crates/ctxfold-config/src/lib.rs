@@ -63,8 +63,9 @@ use schema::{Ctx, Parsed};
 /// The environment variables ctxfold reads, and the key each one sets.
 ///
 /// Values are typed as the key wants: `ENABLED` takes `true`/`false`
-/// (also `1`/`0`, `yes`/`no`, `on`/`off`), `TRIGGER_RATIO` a number in
-/// (0, 1], the others whole numbers. An empty value counts as unset. Any
+/// (also `1`/`0`, `yes`/`no`, `on`/`off`), `TRIGGER_RATIO`,
+/// `TARGET_RATIO` and `SUMMARY_SHARE` a number in (0, 1], the others whole
+/// numbers. An empty value counts as unset. Any
 /// other variable starting with `CTXFOLD_COMPACTION_` is an error; other
 /// `CTXFOLD_…` variables are left to the rest of ctxfold.
 pub const ENV_VARS: &[(&str, &str)] = &[
@@ -76,6 +77,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "CTXFOLD_COMPACTION_AUTO_TARGET_RATIO",
         "compaction.auto.target_ratio",
+    ),
+    (
+        "CTXFOLD_COMPACTION_AUTO_SUMMARY_SHARE",
+        "compaction.auto.summary_share",
     ),
     (
         "CTXFOLD_COMPACTION_AUTO_RESERVE_TOKENS",
@@ -276,6 +281,7 @@ impl Loaded {
         auto.insert("enabled".into(), Value::Boolean(d.enabled));
         auto.insert("trigger_ratio".into(), Value::Float(d.trigger_ratio));
         auto.insert("target_ratio".into(), Value::Float(d.target_ratio));
+        auto.insert("summary_share".into(), Value::Float(d.summary_share));
         auto.insert("min_turns".into(), Value::Integer(d.min_turns.into()));
         auto.insert(
             "compaction_retries".into(),
@@ -399,6 +405,7 @@ impl Loaded {
                 min_turns: p.min_turns.unwrap_or(d.min_turns),
                 retain_tokens: p.retain_tokens.map(tokens).or(d.retain_tokens),
                 compaction_retries: p.compaction_retries.unwrap_or(d.compaction_retries),
+                summary_share: p.summary_share.unwrap_or(d.summary_share),
                 rule: p.auto_rule.unwrap_or(d.rule),
             },
             hints: p.hints,

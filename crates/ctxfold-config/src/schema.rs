@@ -39,6 +39,7 @@ const AUTO_KEYS: &[&str] = &[
     "reserve_tokens",
     "retain_tokens",
     "rule",
+    "summary_share",
     "target_ratio",
     "trigger_ratio",
 ];
@@ -234,6 +235,7 @@ pub(crate) struct Parsed {
     pub min_turns: Option<u32>,
     pub retain_tokens: Option<u64>,
     pub compaction_retries: Option<u32>,
+    pub summary_share: Option<f64>,
     pub auto_rule: Option<Rule>,
     pub hints: ToolHints,
     /// The local tools; only filled when reading the merged table.
@@ -308,6 +310,10 @@ fn parse_auto(v: &Value, key: &str, ctx: &Ctx, out: &mut Parsed) -> Result<(), C
             "target_ratio" => {
                 let expected = "a number greater than 0 and at most 1 (such as 0.5)";
                 out.target_ratio = Some(ratio(v, &key, ctx, expected)?);
+            }
+            "summary_share" => {
+                let expected = "a number greater than 0 and at most 1 (such as 0.1)";
+                out.summary_share = Some(ratio(v, &key, ctx, expected)?);
             }
             "reserve_tokens" => {
                 out.reserve_tokens = Some(int(v, &key, ctx, i64::MAX, "a number of tokens >= 0")?)

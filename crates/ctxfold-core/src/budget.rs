@@ -78,6 +78,14 @@ impl Budget {
         policy.retain_tokens.unwrap_or(self.room() / 10)
     }
 
+    /// Tokens the head summary of a firing may take: `summary_share` of
+    /// the room (never less than the digest's floor,
+    /// [`SUMMARY_FLOOR_CHARS`](crate::digest::SUMMARY_FLOOR_CHARS)).
+    pub fn summary(&self, policy: &AutoPolicy) -> usize {
+        let floor = crate::digest::SUMMARY_FLOOR_CHARS / crate::estimate::CHARS_PER_TOKEN;
+        ((self.room() as f64 * policy.summary_share).floor() as usize).max(floor)
+    }
+
     /// The least a firing must save to be recorded (unless the request
     /// would not fit without it): a tenth of the window, or half the band
     /// between trigger and target when that is smaller.
@@ -100,6 +108,21 @@ pub struct Firing {
     /// The steps it took, in order (`rule` alone when the rule was enough).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escalation: Vec<Escalation>,
+    /// Tokens its head summary could take ([`Budget::summary`]), when it
+    /// made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_budget: Option<usize>,
+    /// User messages its head summary shortened to their first line and a
+    /// recall handle.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shortened: usize,
+    /// User messages its head summary kept as a recall handle alone.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub handles_only: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Firing {
@@ -109,7 +132,8 @@ impl Firing {
     }
 
     /// The firing in one line, for `c show`: the budget it worked to, the
-    /// request's size before and after, and the steps it took.
+    /// request's size before and after, the steps it took, and what its
+    /// summary cut to a recall handle.
     pub fn line(&self) -> String {
         let b = &self.budget;
         let mut line = format!(
@@ -118,6 +142,15 @@ impl Firing {
         );
         if !self.escalation.is_empty() {
             line.push_str(&format!("; steps: {}", self.steps().join(", ")));
+        }
+        if let Some(s) = self.summary_budget {
+            line.push_str(&format!("; summary within ~{s} tokens"));
+        }
+        if self.shortened + self.handles_only > 0 {
+            line.push_str(&format!(
+                ", user messages cut to a recall handle: {} to a first line and a handle, {} to a handle alone",
+                self.shortened, self.handles_only
+            ));
         }
         line
     }
@@ -170,6 +203,7 @@ mod tests {
         assert_eq!(b.trigger, 19_000 + 13_875);
         assert_eq!(b.target, 19_000 + 9_250);
         assert!(b.min_gain() <= (b.trigger - b.target) / 2);
+        assert_eq!(b.summary(&p), 1_850, "a tenth of the room");
         let none = Budget::new(&p, 40_000, 39_000, None);
         assert!(none.no_room());
         assert_eq!(none.trigger, 39_000);
@@ -183,6 +217,9 @@ mod tests {
             before: 34_100,
             after: 27_900,
             escalation: vec![Escalation::Rule, Escalation::Strip, Escalation::ShrinkTail],
+            summary_budget: None,
+            shortened: 0,
+            handles_only: 0,
         };
         assert_eq!(
             f.line(),
@@ -191,6 +228,16 @@ mod tests {
         );
         f.escalation.clear();
         assert!(f.line().ends_with("~27900 tokens"), "{}", f.line());
+        f.summary_budget = Some(1_850);
+        f.shortened = 12;
+        f.handles_only = 3;
+        assert!(
+            f.line().ends_with(
+                "~27900 tokens; summary within ~1850 tokens, user messages cut to a recall handle: 12 to a first line and a handle, 3 to a handle alone"
+            ),
+            "{}",
+            f.line()
+        );
     }
 
     #[test]
@@ -212,10 +259,15 @@ mod tests {
             before: 900,
             after: 400,
             escalation: vec![Escalation::Rule, Escalation::Summary],
+            summary_budget: Some(90),
+            shortened: 4,
+            handles_only: 0,
         };
         let v = serde_json::to_value(&f).unwrap();
         assert_eq!(v["window"], 1000);
         assert_eq!(v["escalation"], serde_json::json!(["rule", "summary"]));
+        assert_eq!(v["shortened"], 4);
+        assert!(v.get("handles_only").is_none(), "zero is left out");
         assert_eq!(serde_json::from_value::<Firing>(v).unwrap(), f);
     }
 }

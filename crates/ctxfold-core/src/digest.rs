@@ -46,6 +46,11 @@
 //!    assistant text, command errors no later run or edit answered, and
 //!    whether tool calls were still waiting.
 //!
+//! Within a budget ([`Digest::summarize_within`], what automatic
+//! compaction keeps as its head summary) the user's words stay byte for
+//! byte newest first and older ones become their first line and a recall
+//! handle; the other sections shrink to the shorter forms first.
+//!
 //! Every section is omitted when empty; long lists are capped (commands and
 //! constraints keep the latest, diagnostics the latest) and say how many
 //! they leave out. The
@@ -59,11 +64,13 @@
 //! The code is laid out by job, a module each: `scan` reads the range
 //! once; the sections are built by `requests`, `constraints`,
 //! `decisions`, `files`, `tools`, `diagnostics` (with `fixes`),
-//! `identifiers` and `left_off`; `forms` puts them together;
+//! `identifiers` and `left_off`; `forms` puts them together; `bounded`
+//! fits them in a budget;
 //! `vocabulary`, `arguments` and `prose` hold the word lists, the reading
 //! of tool arguments and the reading of prose that they share.
 
 mod arguments;
+mod bounded;
 mod constraints;
 mod decisions;
 mod diagnostics;
@@ -83,6 +90,7 @@ mod vocabulary;
 use crate::compaction::Provenance;
 use crate::summarizer::{SummarizeError, Summarizer, SummaryInput, SummaryOutput};
 
+pub use bounded::{BOUNDED_METHOD, Bounded, FIRST_LINE_CHARS, KeptWords, SUMMARY_FLOOR_CHARS};
 use forms::{REQUEST_MINIMAL, Short, render_full, render_short};
 use scan::scan;
 

@@ -48,6 +48,10 @@ pub struct AutoPolicy {
     pub retain_tokens: Option<usize>,
     /// Before a step: further attempts while still over the threshold.
     pub compaction_retries: u32,
+    /// The share of the room a firing's head summary may take, in (0, 1]
+    /// (see [`Budget::summary`]): the digest keeps the user's words within
+    /// it, newest first, older ones as a first line and a recall handle.
+    pub summary_share: f64,
     /// What a firing does (its bounds are replaced by the rolling range).
     pub rule: Rule,
 }
@@ -62,6 +66,7 @@ impl Default for AutoPolicy {
             min_turns: 5,
             retain_tokens: None,
             compaction_retries: 1,
+            summary_share: 0.1,
             rule: Rule::builtin(),
         }
     }

@@ -470,6 +470,9 @@ mod tests {
             before: 34_100,
             after: 27_900,
             escalation: vec![Escalation::Rule, Escalation::Strip, Escalation::ShrinkTail],
+            summary_budget: None,
+            shortened: 0,
+            handles_only: 0,
         }));
         let html = render(&Ctx::default(), &meta(), &log, &opts).into_string();
         for want in [

@@ -3,11 +3,15 @@
 //! and close the attempt with `compaction_finished`.
 
 use ctxfold_core::budget::Firing;
+use ctxfold_core::compaction::{Provenance, Summary};
+use ctxfold_core::digest::{BOUNDED_METHOD, Digest};
 use ctxfold_core::planner::{Planned, check_summary};
-use ctxfold_core::{Body, Record};
-use tracing::info;
+use ctxfold_core::summarizer::SummaryInput;
+use ctxfold_core::{Body, Log, Record};
+use tracing::{info, warn};
 
 use super::BasicCompactor;
+use super::ladder::summary_chars;
 use crate::derive::derive;
 use crate::effect::assess;
 use crate::{Committed, CompactError, Context, Conversation};
@@ -21,7 +25,7 @@ impl BasicCompactor {
         conv: &mut Conversation<'_>,
         planned: &Planned,
         ctx: &Context,
-        firing: Option<Firing>,
+        mut firing: Option<Firing>,
     ) -> Result<Result<Option<Committed>, String>, CompactError> {
         let mut c = planned.compaction.clone();
         let mut started = None;
@@ -34,6 +38,14 @@ impl BasicCompactor {
                     finish(conv, started, None, Some(&e))?;
                     return Ok(Err(e));
                 }
+            }
+            if let Some(f) = firing.as_mut()
+                && let Some(tokens) = f.summary_budget
+                && let Some(s) = c.summary.as_mut()
+                && let Err(e) = bound(conv.log(), planned.range, s, f, summary_chars(ctx, tokens))
+            {
+                finish(conv, started, None, Some(&e))?;
+                return Ok(Err(e));
             }
         }
         if let Some(s) = &c.summary
@@ -98,6 +110,63 @@ impl BasicCompactor {
     }
 }
 
+/// A firing's head summary within `chars` characters: the digest's is made
+/// again within them (the user's words whole newest first, older ones as a
+/// first line and a handle); a model's that is over them (but smaller than
+/// its range) is replaced by that bounded digest (its provenance says so). `firing` learns how
+/// many user messages were cut to a handle.
+fn bound(
+    log: &Log,
+    range: (usize, usize),
+    summary: &mut Summary,
+    firing: &mut Firing,
+    chars: usize,
+) -> Result<(), String> {
+    let name = match &summary.provenance {
+        Provenance::Derived { summarizer, .. } => summarizer.clone(),
+        // Written by a person: kept as written.
+        Provenance::Supplied { .. } => return Ok(()),
+    };
+    let n = summary.text.chars().count();
+    let by_digest = name == "digest";
+    // A model's summary that is not smaller than its range is refused
+    // below, as a failure the breaker counts: nothing stands in for it.
+    if !by_digest && (n <= chars || check_summary(log, range, &summary.text).is_err()) {
+        firing.shortened = 0;
+        firing.handles_only = 0;
+        return Ok(());
+    }
+    let made = Digest
+        .summarize_within(
+            SummaryInput {
+                log,
+                range,
+                instructions: None,
+            },
+            chars,
+        )
+        .map_err(|e| e.to_string())?;
+    let mut provenance = made.output.provenance;
+    if let (false, Provenance::Derived { method, .. }) = (by_digest, &mut provenance) {
+        warn!(
+            summarizer = %name,
+            chars = n,
+            budget = chars,
+            "the model's summary is over the head summary's budget: the bounded digest stands in for it"
+        );
+        *method = Some(format!(
+            "{BOUNDED_METHOD}, in place of {name}'s summary of {n} characters (over the budget of {chars})"
+        ));
+    }
+    *summary = Summary {
+        text: made.output.text,
+        provenance,
+    };
+    firing.shortened = made.kept.shortened;
+    firing.handles_only = made.kept.by_handle;
+    Ok(())
+}
+
 /// Close an attempt opened with `compaction_started`, if one was.
 fn finish(
     conv: &mut Conversation<'_>,
@@ -119,6 +188,8 @@ pub(super) fn log_fired(c: &Committed, before: usize, after: usize, ctx: &Contex
         from_seq = c.compaction.from_seq,
         to_seq = c.compaction.to_seq,
         policy = %c.compaction.describe().join(", "),
+        shortened = c.compaction.budget.as_ref().map_or(0, |f| f.shortened),
+        handles_only = c.compaction.budget.as_ref().map_or(0, |f| f.handles_only),
         before,
         after,
         dry_run = ctx.dry_run,

@@ -84,11 +84,15 @@ impl BasicCompactor {
             out.status = status;
             return Ok(out);
         }
+        let kept = choice.summary.map(|(_, k)| k).unwrap_or_default();
         let firing = Firing {
             budget: *budget,
             before,
             after: choice.after,
             escalation: choice.steps.clone(),
+            summary_budget: choice.summary.map(|(t, _)| t),
+            shortened: kept.shortened,
+            handles_only: kept.by_handle,
         };
         let mut current = before;
         for planned in &choice.planned {

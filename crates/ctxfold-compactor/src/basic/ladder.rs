@@ -1,14 +1,18 @@
 //! The escalation ladder: the rule, strip, summarize, shrink the retained
-//! tail, and clip as the last rung; each step measured without recording
+//! tail (the head summary, within its share of the room, then smaller and
+//! smaller down to the digest's floor), and clip as the last rung, older
+//! units before the newest; each step measured without recording
 //! anything, keeping as much of the newest history as reaches the target.
 
 use ctxfold_core::Body;
 use ctxfold_core::budget::{Budget, Escalation};
 use ctxfold_core::compaction::{ReasoningPolicy, ToolPolicy};
+use ctxfold_core::digest::{Digest, KeptWords, SUMMARY_FLOOR_CHARS};
+use ctxfold_core::estimate::CHARS_PER_TOKEN;
 use ctxfold_core::planner::SummaryRequest;
 use ctxfold_core::planner::{Planned, Rule, ToolHints, check_summary, plan_region};
 use ctxfold_core::retention::{after_compactions, holds_open_call, region_before, tail_cuts};
-use ctxfold_core::summarizer::{Summarizer, SummaryInput};
+use ctxfold_core::summarizer::SummaryInput;
 
 use super::BasicCompactor;
 use crate::effect::assess;
@@ -91,32 +95,66 @@ impl BasicCompactor {
         };
         let done = done.max(undone_end);
         let deferred_end = deferred_end.max(undone_end);
-        // (step, rule, where its region may start, fewest units kept)
-        let ladder: [(Escalation, Rule, usize, usize); 4] = [
-            (Escalation::Rule, self.region_rule(), done, k_min),
-            (Escalation::Strip, strip, done, k_min),
-            (Escalation::Summary, summarize.clone(), deferred_end, k_min),
-            (Escalation::ShrinkTail, summarize, deferred_end, 0),
+        // The head summary's budget: its share of the room; then, only
+        // for a request the newest history does not fit, halved down to
+        // the digest's floor, so that older things fold further before
+        // the newest unit is clipped.
+        let share = budget.summary(&self.policy);
+        let floor = SUMMARY_FLOOR_CHARS / CHARS_PER_TOKEN;
+        // (step, rule, where its region may start, fewest units kept,
+        // tokens its summary may take)
+        let mut ladder: Vec<(Escalation, Rule, usize, usize, usize)> = vec![
+            (Escalation::Rule, self.region_rule(), done, k_min, share),
+            (Escalation::Strip, strip, done, k_min, share),
+            (
+                Escalation::Summary,
+                summarize.clone(),
+                deferred_end,
+                k_min,
+                share,
+            ),
+            (
+                Escalation::ShrinkTail,
+                summarize.clone(),
+                deferred_end,
+                0,
+                share,
+            ),
         ];
+        let mut tight = share;
+        while tight > floor {
+            tight = (tight / 2).max(floor);
+            ladder.push((
+                Escalation::ShrinkTail,
+                summarize.clone(),
+                deferred_end,
+                0,
+                tight,
+            ));
+        }
         let mut steps = Vec::new();
         let mut best: Option<Choice> = None;
-        for (step, rule, start, fewest) in ladder {
-            steps.push(step);
+        for (step, rule, start, fewest, summary_tokens) in ladder {
+            if steps.last() != Some(&step) {
+                steps.push(step);
+            }
             if step == Escalation::Strip && !self.rule_leaves_something() {
                 continue;
             }
+            let tokens = summary_tokens;
             let no_hints = step == Escalation::Strip;
             // Keeping more units never makes the request smaller: search
             // for the most units kept that still reach the target.
             // When even the fewest units kept miss the target, more would
             // too: the search runs only from a fit.
-            let at_fewest = self.candidate(conv, ctx, &rule, cuts[fewest].0, start, no_hints)?;
+            let at_fewest =
+                self.candidate(conv, ctx, &rule, cuts[fewest].0, start, no_hints, tokens)?;
             let mut fit = at_fewest.clone().filter(|c| c.after <= budget.target);
             let (mut lo, mut hi) = (fewest + 1, cuts.len() - 1);
             if fit.is_some() {
                 while lo <= hi {
                     let mid = lo + (hi - lo) / 2;
-                    match self.candidate(conv, ctx, &rule, cuts[mid].0, start, no_hints)? {
+                    match self.candidate(conv, ctx, &rule, cuts[mid].0, start, no_hints, tokens)? {
                         Some(c) if c.after <= budget.target => {
                             fit = Some(c);
                             lo = mid + 1;
@@ -134,12 +172,16 @@ impl BasicCompactor {
                 c.steps = steps;
                 return Ok(Some(c));
             }
-            if let Some(mut c) = at_fewest
-                && c.after < before
-                && best.as_ref().is_none_or(|b| c.after < b.after)
-            {
+            let smaller = at_fewest.as_ref().is_some_and(|c| {
+                c.after < before && best.as_ref().is_none_or(|b| c.after < b.after)
+            });
+            if let Some(mut c) = at_fewest.filter(|_| smaller) {
                 c.steps = steps.clone();
                 best = Some(c);
+            } else if tokens < share {
+                // A smaller summary budget that saves nothing more: the
+                // summary is as small as it gets.
+                break;
             }
         }
         // The last rung, only for a request that would not fit otherwise:
@@ -155,8 +197,9 @@ impl BasicCompactor {
 
     /// `head` (what the ladder chose, if anything) and a compaction that
     /// clips the long units after it, with the largest per-unit cap
-    /// (halving from half the target's room) that fits the limit; `None`
-    /// when even the smallest cap does not.
+    /// (halving from half the target's room) that fits the limit; the
+    /// units before the newest alone first; `None` when even the smallest
+    /// cap does not.
     fn clipped(
         &self,
         conv: &Conversation<'_>,
@@ -166,9 +209,31 @@ impl BasicCompactor {
         head: Option<&Choice>,
     ) -> Option<Choice> {
         let log = conv.log();
-        let est = self.estimator.as_ref();
         let lo = head.map_or(cuts[0].0, |h| h.cut);
         let hi = log.len().checked_sub(1)?;
+        // The newest unit (the newest message, the open step) is clipped
+        // only when clipping the older units after the head is not enough.
+        let newest = cuts[0].0;
+        if lo < newest
+            && let Some(c) = self.clipped_in(conv, ctx, budget, (lo, newest - 1), head)
+        {
+            return Some(c);
+        }
+        self.clipped_in(conv, ctx, budget, (lo, hi), head)
+    }
+
+    /// `head` and a compaction clipping the long units of records
+    /// `lo..=hi` (see [`Self::clipped`]).
+    fn clipped_in(
+        &self,
+        conv: &Conversation<'_>,
+        ctx: &Context,
+        budget: &Budget,
+        (lo, hi): (usize, usize),
+        head: Option<&Choice>,
+    ) -> Option<Choice> {
+        let log = conv.log();
+        let est = self.estimator.as_ref();
         if lo > hi || holds_open_call(log, lo, hi) {
             return None;
         }
@@ -211,6 +276,7 @@ impl BasicCompactor {
                     after,
                     steps,
                     cut: lo,
+                    summary: head.and_then(|h| h.summary),
                 });
             }
             cap /= 2;
@@ -231,7 +297,9 @@ impl BasicCompactor {
     }
 
     /// `rule` over what lies before `cut` (from `start` on), planned and
-    /// measured without recording anything.
+    /// measured without recording anything; a summary within
+    /// `summary_tokens`.
+    #[allow(clippy::too_many_arguments)]
     fn candidate(
         &self,
         conv: &Conversation<'_>,
@@ -240,6 +308,7 @@ impl BasicCompactor {
         cut: usize,
         start: usize,
         no_hints: bool,
+        summary_tokens: usize,
     ) -> Result<Option<Choice>, CompactError> {
         let log = conv.log();
         let keep_first = self.policy.rule.keep_first.as_ref();
@@ -255,16 +324,22 @@ impl BasicCompactor {
         let Some(mut planned) = plan_region(log, region, rule, &pctx)? else {
             return Ok(None);
         };
+        let mut summary = None;
         if planned.derive.is_some() {
-            // Measured with the offline digest; a model summarizer writes
-            // the one that is recorded.
-            let digest = ctxfold_core::digest::Digest;
-            let made = digest.summarize(SummaryInput {
-                log,
-                range: planned.range,
-                instructions: None,
-            });
+            // Measured with the offline digest within its budget; a model
+            // summarizer writes the one that is recorded (and the digest
+            // stands in when it is over the budget).
+            let made = Digest.summarize_within(
+                SummaryInput {
+                    log,
+                    range: planned.range,
+                    instructions: None,
+                },
+                summary_chars(ctx, summary_tokens),
+            );
             let Ok(made) = made else { return Ok(None) };
+            summary = Some((summary_tokens, made.kept));
+            let made = made.output;
             if check_summary(log, planned.range, &made.text).is_err() {
                 return Ok(None);
             }
@@ -291,8 +366,14 @@ impl BasicCompactor {
             planned: vec![planned],
             steps: Vec::new(),
             cut,
+            summary,
         }))
     }
+}
+
+/// Characters of a summary of `tokens` tokens as the upstream counts them.
+pub(super) fn summary_chars(ctx: &Context, tokens: usize) -> usize {
+    (tokens as f64 / ctx.scale * CHARS_PER_TOKEN as f64) as usize
 }
 
 /// A firing chosen but not yet recorded.
@@ -306,4 +387,7 @@ pub(super) struct Choice {
     pub(super) steps: Vec<Escalation>,
     /// The first record after the folded head.
     pub(super) cut: usize,
+    /// The tokens its head summary could take and how that summary kept
+    /// the user's words, when it summarizes.
+    pub(super) summary: Option<(usize, KeptWords)>,
 }

@@ -107,6 +107,13 @@ impl BasicCompactor {
             before,
             after: before,
             escalation: vec![Escalation::Rule],
+            // A summary the rule derives keeps to its share too.
+            summary_budget: planned
+                .derive
+                .is_some()
+                .then(|| budget.summary(&self.policy)),
+            shortened: 0,
+            handles_only: 0,
         };
         match self.commit(conv, &planned, ctx, Some(firing))? {
             Err(error) => {

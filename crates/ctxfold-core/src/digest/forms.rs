@@ -40,12 +40,24 @@ pub(super) fn header(log: &Log, scan: &Scan<'_>, events: bool) -> String {
 
 /// The full digest of `records[lo..=hi]`.
 pub(super) fn render_full(log: &Log, scan: &Scan<'_>, lo: usize, hi: usize) -> String {
+    render_full_with(log, scan, lo, hi, section_requests(scan))
+}
+
+/// The full digest of `records[lo..=hi]` with `requests` as its "What the
+/// user asked" section (empty: none).
+pub(super) fn render_full_with(
+    log: &Log,
+    scan: &Scan<'_>,
+    lo: usize,
+    hi: usize,
+    requests: String,
+) -> String {
     let mut out = header(log, scan, true);
     let answers = turn_answers(scan);
     let files = files(scan);
     let fixes = fixes(scan, &files);
     for section in [
-        section_requests(scan),
+        requests,
         section_constraints(scan),
         section_decisions(scan, &answers),
         section_files(&files),
@@ -83,12 +95,27 @@ pub(super) enum Short {
     Facts,
     /// The header, each request's opening and the last answer.
     Minimal,
+    /// The header and the requests alone (only within a budget).
+    Bare,
 }
 
 pub(super) fn render_short(log: &Log, scan: &Scan<'_>, form: Short) -> String {
-    let minimal = form == Short::Minimal;
+    render_short_with(log, scan, form, None)
+}
+
+/// A shorter form; `requests`, when given, in place of its request lines.
+pub(super) fn render_short_with(
+    log: &Log,
+    scan: &Scan<'_>,
+    form: Short,
+    requests: Option<&str>,
+) -> String {
+    let minimal = matches!(form, Short::Minimal | Short::Bare);
     let mut out = header(log, scan, false);
-    for r in &scan.requests {
+    if let Some(lines) = requests {
+        out.push_str(lines);
+    }
+    for r in scan.requests.iter().filter(|_| requests.is_none()) {
         // The minimal form cuts only what is over its limit: a short
         // request stays byte for byte there too.
         let quoted = if minimal && r.content.trim().chars().count() > REQUEST_MINIMAL {
@@ -114,7 +141,7 @@ pub(super) fn render_short(log: &Log, scan: &Scan<'_>, form: Short) -> String {
         }
     }
     if let Some(t) = scan.texts.last()
-        && form != Short::Facts
+        && !matches!(form, Short::Facts | Short::Bare)
     {
         let _ = writeln!(
             out,

@@ -9,7 +9,7 @@ use crate::kept::REQUEST_WORDS_MAX;
 use crate::text::{head_at_word, tail_at_word};
 
 use super::constraints::steer;
-use super::scan::Scan;
+use super::scan::{Request, Scan};
 
 /// A user message longer than [`REQUEST_WORDS_MAX`] keeps about this many
 /// characters of its start…
@@ -23,27 +23,46 @@ pub(super) fn section_requests(scan: &Scan<'_>) -> String {
     }
     out.push_str("## What the user asked\n");
     for r in &scan.requests {
-        let _ = write!(out, "- Turn {}", r.turn + 1);
-        let mut notes: Vec<Cow<'_, str>> = Vec::new();
-        match (r.author, r.follow_up) {
-            (Some(a), true) => notes.push(format!("follow-up by {a}").into()),
-            (Some(a), false) => notes.push(a.into()),
-            (None, true) => notes.push("follow-up".into()),
-            (None, false) => {}
-        }
-        match steer(r.content) {
-            Some(true) => notes.push("correction".into()),
-            Some(false) => notes.push("constraint".into()),
-            None => {}
-        }
-        if !notes.is_empty() {
-            let _ = write!(out, " ({})", notes.join(", "));
-        }
-        out.push(':');
+        out.push_str(&item_head(r));
         out.push_str(&spaced(quote_request(r.content)));
         out.push('\n');
     }
     out
+}
+
+/// The start of a request's item, up to its colon: `- Turn 3 (follow-up,
+/// correction):`.
+pub(super) fn item_head(r: &Request<'_>) -> String {
+    let mut out = format!("- Turn {}", r.turn + 1);
+    let mut notes: Vec<Cow<'_, str>> = Vec::new();
+    match (r.author, r.follow_up) {
+        (Some(a), true) => notes.push(format!("follow-up by {a}").into()),
+        (Some(a), false) => notes.push(a.into()),
+        (None, true) => notes.push("follow-up".into()),
+        (None, false) => {}
+    }
+    match steer(r.content) {
+        Some(true) => notes.push("correction".into()),
+        Some(false) => notes.push("constraint".into()),
+        None => {}
+    }
+    if !notes.is_empty() {
+        let _ = write!(out, " ({})", notes.join(", "));
+    }
+    out.push(':');
+    out
+}
+
+/// A user message byte for byte, however long: on the item's line when it
+/// is one line with no surrounding whitespace, else in a fenced block.
+pub(super) fn verbatim(content: &str) -> String {
+    if content.is_empty() {
+        return "(empty message)".to_owned();
+    }
+    if content.trim().len() == content.len() && !content.contains(['\n', '\r']) {
+        return content.to_owned();
+    }
+    fenced(content)
 }
 
 /// A user message in the user's words, byte for byte up to

@@ -20,6 +20,8 @@ use super::tools::Tally;
 /// A user message.
 pub(super) struct Request<'a> {
     pub(super) turn: u32,
+    /// The user record's index in the log.
+    pub(super) idx: usize,
     pub(super) content: &'a str,
     pub(super) author: Option<&'a str>,
     /// Not the first user message of its turn (an interrupt reply).
@@ -143,6 +145,7 @@ impl<'a> Scan<'a> {
                 Body::User { content, author } => {
                     scan.requests.push(Request {
                         turn,
+                        idx,
                         content,
                         author: author.as_deref(),
                         follow_up: last_request_turn == Some(turn),
