@@ -95,13 +95,14 @@ impl Default for Tag {
 }
 
 impl Tag {
-    /// The tag of `log`: a hash of its first record. `None` for an empty
-    /// log.
+    /// The tag of `log`: a hash of its first record (kept by the log, see
+    /// [`Log::tag`]). `None` for an empty log.
     pub fn of(log: &Log) -> Option<Tag> {
-        log.records().first().map(Tag::from_record)
+        log.tag()
     }
 
-    fn from_record(first: &Record) -> Tag {
+    /// The tag of a log whose first record is `first`.
+    pub(crate) fn of_first(first: &Record) -> Tag {
         // FNV-1a, written out: the tag must not change between builds or
         // crate versions (every placeholder's text, and the prefix a
         // provider caches, depends on it), which a general-purpose hasher

@@ -13,6 +13,7 @@
 use serde::Serialize;
 
 use crate::diagnostics::{ResultScan, ScanCell};
+use crate::handle::Tag;
 use crate::record::{Body, Kind, Record};
 
 /// A conversation log with its turn index.
@@ -31,6 +32,9 @@ pub struct Log {
     current_holds_event: bool,
     /// Whether any turn exists (a `turn_start` or conversation event seen).
     any_turn: bool,
+    /// The recall tag (see [`crate::handle`]), hashed once, from the first
+    /// record, when it comes.
+    tag: Option<Tag>,
 }
 
 /// Counts of what a log holds, in SPEC §2's vocabulary.
@@ -121,9 +125,18 @@ impl Log {
         self.records.push(record);
     }
 
+    /// The log's recall tag: the conversation part of every handle its
+    /// view's folds carry (see [`crate::handle`]); `None` while it is empty.
+    pub fn tag(&self) -> Option<Tag> {
+        self.tag
+    }
+
     /// Index the record that is (or is about to be) at `idx`, the next
     /// place after those indexed so far.
     fn index(&mut self, idx: usize, record: &Record) {
+        if idx == 0 {
+            self.tag = Some(Tag::of_first(record));
+        }
         if is_conversation_event(&record.body) {
             if !self.any_turn {
                 // The first conversation event opens turn 0, which also

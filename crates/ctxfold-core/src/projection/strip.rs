@@ -4,6 +4,8 @@
 //! `strip-responses` show instead of the raw event. Each placeholder ends
 //! with the recall handle of what it replaced (see [`crate::handle`]).
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use crate::diagnostics::{Diagnostic, first_of, printed_outcome, result_diagnostics};
@@ -133,7 +135,9 @@ pub(super) fn render_stripped(
         "; its output ({chars} characters) was removed by compaction"
     ));
     if let Some(h) = handle {
-        line.push_str(&format!(" ({})", recall_hint(h)));
+        // Written in place: a view renders this line for every stripped
+        // result each time it is counted.
+        let _ = write!(line, " (recall {h})");
     }
     let shown: Vec<&Diagnostic> = first_of(found, budget).collect();
     // The same message at several places (one unresolved import in four
