@@ -3,7 +3,8 @@
 //! grow with the conversation:
 //!
 //! - the user's words stay byte for byte within the budget, newest first
-//!   (however long a message is: no start-and-end cut here);
+//!   (however long a message is: no start-and-end cut here), taking at
+//!   most half of the budget when they do not all fit;
 //! - an older message that no longer fits becomes its first line (cut at
 //!   about [`FIRST_LINE_CHARS`]) and the handle of its record
 //!   (`recall TAG:SEQ`), which brings it back exactly;
@@ -242,14 +243,27 @@ fn allocate(
     let mut used = cost_at(k);
     let mut items: Vec<Option<String>> = vec![None; n];
     let mut listed = n - k;
+    // Whole messages take at most half of a budget they do not all fit
+    // in: the rest goes to first lines, an index of what to recall.
+    let whole_cap = if budget == usize::MAX {
+        usize::MAX
+    } else {
+        budget / 2
+    };
+    let mut whole_used = 0;
     for i in (k..n).rev() {
         // Upgrading the last listed message drops the list's line too.
         let freed = hcost[i] + if listed == 1 { list } else { 0 };
         let whole = whole_item(&reqs[i]);
         let first = first_line_item(&reqs[i], &handles[i]);
         for (level, item) in [(Kept::Whole, whole), (Kept::FirstLine, first)] {
-            let now = used - freed + chars(&item);
-            if now <= budget {
+            let size = chars(&item);
+            let now = used - freed + size;
+            let capped = level == Kept::Whole && whole_used + size > whole_cap;
+            if now <= budget && !capped {
+                if level == Kept::Whole {
+                    whole_used += size;
+                }
                 used = now;
                 kept[i] = level;
                 items[i] = Some(item);
@@ -368,10 +382,12 @@ mod tests {
             assert_eq!(b.kept.whole + b.kept.cut(), 60);
             all_recoverable(&log, &b.output.text);
         }
-        // A large budget keeps the words whole up to three quarters of
-        // the range (a summary must save something).
+        // A large budget is cut to three quarters of the range (a summary
+        // must save something): the newest whole in half of it, every
+        // other one at least its first line.
         let big = within(&log, 1_000_000);
-        assert!(big.kept.whole >= 45, "{:?}", big.kept);
+        assert!(big.kept.whole >= 20, "{:?}", big.kept);
+        assert_eq!(big.kept.by_handle, 0, "{:?}", big.kept);
         let raw: usize = log
             .records()
             .iter()
