@@ -153,7 +153,7 @@ pub fn resolve_anchor(
                 turns,
                 vec![
                     Cow::Owned(item.summary_lead().unwrap_or_default()),
-                    Cow::Borrowed(text),
+                    Cow::Borrowed(text.as_str()),
                 ],
             ),
             Item::Preamble => continue,

@@ -95,7 +95,7 @@ pub enum Item<'a> {
         tag: Tag,
         /// The record's position, the number its handle gives (see
         /// [`crate::handle`]).
-        at: u64,
+        at: u32,
     },
     /// A tool result replaced by one line (see [`stripped_result_line`]).
     StrippedResult {
@@ -104,7 +104,7 @@ pub enum Item<'a> {
         /// The result.
         record: &'a Record,
         /// The tool's name, from its call.
-        tool: &'a str,
+        tool: &'a String,
         /// The log's cache of what the recognizer found in `record` (see
         /// [`Item::stripped_line`]).
         scan: &'a ScanCell,
@@ -115,7 +115,7 @@ pub enum Item<'a> {
         tag: Tag,
         /// The record's position, the number its handle gives (see
         /// [`crate::handle`]).
-        at: u64,
+        at: u32,
     },
     /// A tool result or user message longer than its compaction's
     /// `clip_chars`, shown as its head and tail with a note (see
@@ -131,7 +131,7 @@ pub enum Item<'a> {
         tag: Tag,
         /// The record's position, the number its handle gives (see
         /// [`crate::handle`]).
-        at: u64,
+        at: u32,
     },
     /// A summary standing for a run of events: rendered as a user message
     /// naming the turns, then an assistant message with the text.
@@ -146,10 +146,10 @@ pub enum Item<'a> {
         /// Index of the compaction record that holds the text.
         compaction: usize,
         /// The summary text.
-        text: &'a str,
+        text: &'a String,
         /// The positions of the first and last records it stands for (its
         /// recall handle's range, see [`crate::handle`]).
-        at: (u64, u64),
+        at: (u32, u32),
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
     },
@@ -263,8 +263,10 @@ impl Item<'_> {
         match *self {
             Item::StrippedCall { tag, at, .. }
             | Item::StrippedResult { tag, at, .. }
-            | Item::Clipped { tag, at, .. } => Some(Handle::record(tag, at)),
-            Item::Summary { at, tag, .. } => Some(Handle::range(tag, at.0, at.1)),
+            | Item::Clipped { tag, at, .. } => Some(Handle::record(tag, u64::from(at))),
+            Item::Summary { at, tag, .. } => {
+                Some(Handle::range(tag, u64::from(at.0), u64::from(at.1)))
+            }
             Item::Event { .. } | Item::Preamble => None,
         }
     }
@@ -282,7 +284,7 @@ impl Item<'_> {
         let Body::ToolCall { arguments, .. } = &record.body else {
             return None;
         };
-        Some(strip_arguments(arguments, Some((tag, at))))
+        Some(strip_arguments(arguments, Some((tag, u64::from(at)))))
     }
 
     /// The user message that leads a summary ([`summary_preamble`], with
@@ -309,7 +311,7 @@ impl Item<'_> {
         else {
             return None;
         };
-        let hint = recall_hint(&Handle::record(tag, at));
+        let hint = recall_hint(&Handle::record(tag, u64::from(at)));
         match &record.body {
             Body::ToolResult { content, .. } | Body::User { content, .. } => {
                 Some(clip_text_with(content, keep_chars, Some(&hint)))
