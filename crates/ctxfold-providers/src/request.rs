@@ -15,7 +15,7 @@
 //! | reasoning | assistant reasoning, with its signature only when kept (below) |
 //! | tool call (whole or stripped) | assistant tool call |
 //! | tool result (whole or stripped) | user-role tool result |
-//! | summary | user text [`summary_preamble`], then assistant text (the summary) |
+//! | summary | user text [`Item::summary_lead`](ctxfold_core::projection::Item::summary_lead), then assistant text (the summary) |
 //! | preamble | user text [`PREAMBLE`] |
 //!
 //! Consecutive parts of one role form one message, so roles alternate. In a
