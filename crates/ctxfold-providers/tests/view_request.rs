@@ -275,9 +275,13 @@ fn a_stripped_step_loses_its_signature_and_others_keep_theirs() {
         vec!["sig-1"],
         "the changed step sends no thinking"
     );
+    // The placeholder ends with the handle that recalls the output.
     assert_eq!(
         msgs[2]["content"][0]["content"],
-        "[read succeeded; its output (400 characters) was removed by compaction]"
+        format!(
+            "[read succeeded; its output (400 characters) was removed by compaction (recall {}:4)]",
+            log.tag().unwrap()
+        )
     );
     assert_valid_openai(&req);
 }
