@@ -9,6 +9,12 @@
 //! newest user message always reaches the upstream whole, and every user
 //! message is in the view byte for byte or named there by the handle of
 //! its record, which recalls it exactly.
+//!
+//! The same chat typed into the real aider (`aider_through_…`, ignored by
+//! a plain `cargo test`, run by `scripts/test`): it stays in the window
+//! too. aider rewrites its newest message on every request (a reminder it
+//! drops on the next), so each of its requests is a conversation of its
+//! own today (issue 44 makes them one).
 
 // A test may panic on what it did not expect, and print.
 #![allow(
@@ -237,4 +243,137 @@ fn a_long_plain_chat_stays_in_the_window_and_every_word_can_be_recalled() {
          the last view: {whole} whole, {recalled} by handle; largest request {} bytes",
         sizes.iter().max().unwrap()
     );
+}
+
+/// Messages of the aider chat: enough for several firings at the window.
+const AIDER_MESSAGES: usize = 30;
+
+/// The same long chat typed into the real aider (PyPI `aider-chat`,
+/// pinned by `scripts/aider`), one `--message` at a time with its chat
+/// history restored, through the proxy at the same window, inside a
+/// network namespace with only loopback: every run exits 0, no request
+/// goes upstream over the window, and every message the user typed is in
+/// the stored conversation, reachable through the view.
+#[test]
+#[ignore = "needs aider (CTXFOLD_AIDER) and a loopback-only network namespace: scripts/test installs and runs it"]
+fn aider_through_the_proxy_stays_in_the_window() {
+    let Some(aider) = std::env::var_os("CTXFOLD_AIDER").map(std::path::PathBuf::from) else {
+        ctxfold_testkit::needs::missing(
+            "aider test",
+            "CTXFOLD_AIDER is not set (scripts/aider env)",
+        );
+        return;
+    };
+    let outcome = std::thread::spawn(move || {
+        common::agent_run::enter_loopback_namespace()?;
+        aider_chat(&aider);
+        Ok::<(), String>(())
+    })
+    .join();
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => ctxfold_testkit::needs::missing("aider test", &e),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+fn aider_chat(aider: &std::path::Path) {
+    let up = Upstream::start(WINDOW);
+    let s = Scratch::new();
+    let p = Proxy::start(
+        &s,
+        &format!("[proxy]\nopenai = \"{}\"\nwindow = {WINDOW}\n", up.base),
+    );
+    let root = tempfile::tempdir().unwrap();
+    let (home, work) = (root.path().join("home"), root.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    // aider sends `temperature: 0` unless the model's settings say not to;
+    // the scripted upstream checks that the proxy passes a temperature on
+    // unchanged, so this chat sends none.
+    std::fs::write(
+        work.join(".aider.model.settings.yml"),
+        "- name: openai/chatty-1\n  use_temperature: false\n",
+    )
+    .unwrap();
+    for i in 0..AIDER_MESSAGES {
+        let out = std::process::Command::new(aider)
+            .current_dir(&work)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "dumb")
+            .args([
+                "--model",
+                "openai/chatty-1",
+                "--openai-api-base",
+                &p.url("/v1"),
+                "--openai-api-key",
+                "test",
+                "--no-git",
+                "--yes-always",
+                "--no-check-update",
+                "--analytics-disable",
+                "--no-show-model-warnings",
+                "--no-pretty",
+                "--no-stream",
+                "--restore-chat-history",
+                "--map-tokens",
+                "0",
+                // aider would summarize its own history long before the
+                // window; the chat is to reach the proxy's folding.
+                "--max-chat-history-tokens",
+                "200000",
+                "--message",
+                &user_message(i),
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "aider run {i} exited {:?}: {}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // None over the window, none refused.
+    assert_eq!(up.problems(), Vec::<String>::new());
+    let seen = up.requests();
+    assert!(seen.len() >= AIDER_MESSAGES, "{} requests", seen.len());
+    // Every message typed is in a stored conversation, byte for byte.
+    let ids: Vec<String> = s
+        .json(&["c", "ls"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect();
+    let logs: Vec<Log> = ids.iter().map(|id| stored(&s, id)).collect();
+    for i in 0..AIDER_MESSAGES {
+        let typed = user_message(i);
+        assert!(
+            logs.iter().any(|log| log.records().iter().any(
+                |r| matches!(&r.body, Body::User { content, .. } if content.contains(typed.trim()))
+            )),
+            "message {i} is in no stored conversation"
+        );
+    }
+    let firings: usize = logs
+        .iter()
+        .map(|l| {
+            l.records()
+                .iter()
+                .filter(|r| matches!(&r.body, Body::Compaction(c) if c.budget.is_some()))
+                .count()
+        })
+        .sum();
+    eprintln!(
+        "aider: {} requests, {} conversations, {firings} firings",
+        seen.len(),
+        ids.len()
+    );
+    assert!(firings >= 1, "no firing in {} requests", seen.len());
 }
