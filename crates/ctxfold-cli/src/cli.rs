@@ -143,7 +143,7 @@ pub enum Command {
     /// what the model sees, and undo/restore of each compaction. The proxy
     /// serves the same pages under /ui.
     Ui(UiArgs),
-    /// Print exactly what a fold's handle stands for (the TAG:SEQ a
+    /// Print exactly what a fold's handle stands for (the TAG:N a
     /// compaction placeholder or summary lead shows, such as k3f9q:41),
     /// from whichever conversation of the store it belongs to.
     Recall(RecallArgs),
@@ -192,7 +192,7 @@ pub struct UiArgs {
 // The arguments of `recall` (no doc comment: the variant's is its help).
 #[derive(Debug, Args)]
 pub struct RecallArgs {
-    /// The handle: TAG:SEQ, TAG:FIRST-LAST or TAG:SEQ/POINTER, as a
+    /// The handle: TAG:N, TAG:FIRST-LAST or TAG:N/POINTER, as a
     /// placeholder or summary lead shows it.
     pub handle: String,
     /// The character to start at (a page's end, to print what follows it).

@@ -65,7 +65,7 @@ fn folded() -> (Scratch, String, String) {
     (s, id, handle)
 }
 
-/// The handle of the first `(recall TAG:SEQ)` a printed view shows.
+/// The handle of the first `(recall TAG:N)` a printed view shows.
 fn handle_in(view: &str) -> String {
     let at = view
         .find("(recall ")

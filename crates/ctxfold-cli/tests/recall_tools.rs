@@ -95,7 +95,7 @@ fn offered(request: &Value) -> Vec<String> {
 }
 
 /// The handle in the first stripped result's placeholder of `request`
-/// (`… was removed by compaction (recall TAG:SEQ) …`).
+/// (`… was removed by compaction (recall TAG:N) …`).
 fn placeholder_handle(request: &Value) -> Option<String> {
     const MARK: &str = "was removed by compaction (recall ";
     request["messages"].as_array()?.iter().find_map(|m| {

@@ -203,12 +203,12 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// A handle on the record at position `seq` of the conversation
+    /// A handle on the record at position `at` of the conversation
     /// tagged `tag`.
-    pub fn record(tag: Tag, seq: u64) -> Handle {
+    pub fn record(tag: Tag, at: u64) -> Handle {
         Handle {
             tag,
-            target: Target::Record(seq),
+            target: Target::Record(at),
         }
     }
 
@@ -222,11 +222,12 @@ impl Handle {
         Handle { tag, target }
     }
 
-    /// A handle on the value at `pointer` in the arguments of call `seq`.
-    pub fn argument(tag: Tag, seq: u64, pointer: String) -> Handle {
+    /// A handle on the value at `pointer` in the arguments of the call at
+    /// position `at`.
+    pub fn argument(tag: Tag, at: u64, pointer: String) -> Handle {
         Handle {
             tag,
-            target: Target::Argument(seq, pointer),
+            target: Target::Argument(at, pointer),
         }
     }
 }
@@ -246,7 +247,7 @@ impl fmt::Display for Handle {
 pub enum HandleError {
     /// Not `TAG:TARGET`.
     #[error(
-        "`{0}` is not a recall handle: expected TAG:SEQ, TAG:FIRST-LAST or TAG:SEQ/POINTER, as a placeholder shows it (such as `k3f9q:41`)"
+        "`{0}` is not a recall handle: expected TAG:N, TAG:FIRST-LAST or TAG:N/POINTER, as a placeholder shows it (such as `k3f9q:41`)"
     )]
     Malformed(String),
     /// The tag is not five characters of the handle alphabet.
@@ -275,14 +276,14 @@ impl FromStr for Handle {
             });
         let (tag, rest) = t.split_once(':').ok_or_else(bad)?;
         let tag: Tag = tag.trim().parse()?;
-        let (seqs, pointer) = match rest.find('/') {
+        let (numbers, pointer) = match rest.find('/') {
             Some(k) => (&rest[..k], Some(&rest[k..])),
             None => (rest, None),
         };
         let num = |x: &str| x.trim().parse::<u64>().map_err(|_| bad());
-        let target = match (seqs.split_once('-'), pointer) {
-            (None, None) => Target::Record(num(seqs)?),
-            (None, Some(p)) => Target::Argument(num(seqs)?, p.to_owned()),
+        let target = match (numbers.split_once('-'), pointer) {
+            (None, None) => Target::Record(num(numbers)?),
+            (None, Some(p)) => Target::Argument(num(numbers)?, p.to_owned()),
             (Some((a, b)), None) => {
                 let (a, b) = (num(a)?, num(b)?);
                 if a > b {

@@ -15,7 +15,7 @@ pub const RECALL: &str = "recall";
 pub const SEARCH: &str = "search";
 
 /// What a handle is, in the words every description uses.
-const HANDLE_IS: &str = "the TAG:SEQ a compaction placeholder or summary lead shows, such as k3f9q:41 (or a range such as k3f9q:12-57)";
+const HANDLE_IS: &str = "the TAG:N a compaction placeholder or summary lead shows, such as k3f9q:41 (or a range such as k3f9q:12-57)";
 
 /// The tools a server offers; `scoped` when it serves one conversation
 /// (search then defaults to it).
@@ -181,7 +181,7 @@ mod tests {
             assert!(e.contains("must be a whole number"), "{e}");
         }
         let e = text(&args(json!({"handle": 41})), "handle").unwrap_err();
-        assert!(e.contains("TAG:SEQ"), "{e}");
+        assert!(e.contains("TAG:N"), "{e}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!   most half of the budget when they do not all fit;
 //! - an older message that no longer fits becomes its first line (cut at
 //!   about [`FIRST_LINE_CHARS`]) and the handle of its record
-//!   (`recall TAG:SEQ`), which brings it back exactly;
+//!   (`recall TAG:N`), which brings it back exactly;
 //! - when even those lines do not fit, the oldest become a handle alone,
 //!   in one list, and past that one range handle over their records;
 //! - the other sections shrink first: the full form, then the terse, the
