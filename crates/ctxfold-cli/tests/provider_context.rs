@@ -322,12 +322,12 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
     check_emulated(&s, &runs);
 
     // `--reset` brings the history back into the next request. Before
-    // it the proxy sends less than the client's history (its estimate
-    // says so); after it, all of it: the local model counts exactly what
-    // it counts for the same messages sent to it straight, without the
-    // compaction blocks (which the proxy strips for an upstream without
-    // them). The model's short answers make the summary about as long as
-    // what it folds, so the counts before and after are not compared.
+    // it the proxy sends something other than the client's history (its
+    // estimates differ: the model's short answers can make the summary
+    // longer than what it folds, so not necessarily less); after it, all
+    // of it: the local model counts exactly what it counts for the same
+    // messages sent to it straight, without the compaction blocks (which
+    // the proxy strips for an upstream without them).
     let run = &runs[0];
     let id = run["ids"][0].as_str().unwrap();
     let mut messages = run["messages"].as_array().unwrap().clone();
@@ -364,9 +364,9 @@ fn the_providers_context_management_is_emulated_for_a_local_model() {
         (input(&a), before.unwrap(), after.unwrap(), sent)
     };
     let (_, before, after, _) = ask("One more thing.");
-    assert!(
-        after < before,
-        "a compaction is in force: ~{after} of ~{before} tokens sent"
+    assert_ne!(
+        after, before,
+        "a compaction is in force: the proxy sends its view, not the client's history"
     );
     s.ok(&["c", "compact", id, "--reset"]);
     let (whole, before, after, sent) = ask("And another.");
