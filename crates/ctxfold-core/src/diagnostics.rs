@@ -246,15 +246,81 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
     #[cfg(test)]
     RUNS.with(|r| r.set(r.get() + 1));
     let text = unwrap_json(content);
-    if !ANY.is_match(&text) {
-        return Vec::new();
-    }
-    let lines: Vec<&str> = text.lines().collect();
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    scan(&text, &mut |hit| {
+        let Hit {
+            kind,
+            text,
+            location,
+            ..
+        } = hit;
+        let line = cut_chars(&collapse(&text), DIAGNOSTIC_CHARS);
+        let text = match &location {
+            Some(loc) if !line.contains(loc.as_str()) => {
+                cut_chars(&format!("{} ({loc})", collapse(&text)), DIAGNOSTIC_CHARS)
+            }
+            _ => line.clone(),
+        };
+        if seen.insert(text.clone()) {
+            out.push(Diagnostic {
+                kind,
+                text,
+                line,
+                location,
+            });
+        }
+        out.len() < MAX_PER_RESULT
+    });
+    out
+}
+
+/// The error-like lines of `content`: 0-based indices into
+/// `content.lines()` of every line a diagnostic is read from (see
+/// [`diagnostics`]: its own line, and the lines its message, location or
+/// compared values come from, such as rustc's `--> src/x.rs:3:5` or a
+/// traceback's header and last frame), in order, each index once.
+///
+/// Every line counts, not only the first of each distinct diagnostic, and
+/// there is no bound: an excerpt that keeps these lines keeps every
+/// error-like line of the output. The content is read line by line as it
+/// stands: a JSON-wrapped result (`{"stdout": "…\n…"}`) is not unwrapped,
+/// since the indices are into its own lines.
+///
+/// What an excerpt keeps between an output's head and tail.
+pub fn error_like_lines(content: &str) -> Vec<usize> {
+    let mut at: Vec<usize> = Vec::new();
+    scan(content, &mut |hit| {
+        at.extend(hit.lines);
+        true
+    });
+    at.sort_unstable();
+    at.dedup();
+    at
+}
+
+/// One diagnostic as the recognizer reads it, before it is cut and
+/// deduplicated.
+struct Hit {
+    kind: DiagnosticKind,
+    /// What it says, as read (not yet collapsed or cut).
+    text: String,
+    location: Option<String>,
+    /// The lines it was read from (0-based), its own first.
+    lines: Vec<usize>,
+}
+
+/// Run the recognizer over `text`, handing each diagnostic to `each` in
+/// output order, until `each` says `false`.
+fn scan(text: &str, each: &mut dyn FnMut(Hit) -> bool) {
+    if !ANY.is_match(text) {
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
     while i < lines.len() {
         let mut line = lines[i].trim_end();
+        let at = i;
         i += 1;
         if line.len() > 2_000 {
             // A very long line (a C++ template error) is read by its start.
@@ -274,6 +340,8 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
             continue;
         };
         let caps = ONE[k].captures(line);
+        // The other lines the diagnostic is read from.
+        let mut more: Vec<usize> = Vec::new();
         let found = match (RULES[k], caps) {
             (Rule::Error, Some(c)) => match (c.get(3).or(c.get(5)), c.get(4).or(c.get(6))) {
                 // `make: *** [x] Error 1`, `npm ERR! …`.
@@ -288,7 +356,7 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                     // A field (`error: String,`) or a flag (`error: true`) is
                     // not a diagnostic: a message has words.
                     (msg.split_whitespace().count() >= 2 || msg.contains('`')).then(|| {
-                        let loc = location_after(&lines, i);
+                        let loc = location_after(&lines, i, &mut more);
                         (DiagnosticKind::Error, format!("{head}: {msg}"), loc)
                     })
                 }
@@ -318,7 +386,7 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
             (Rule::Warning, Some(c)) => {
                 let msg = c.get(2).map_or("", |m| m.as_str());
                 (msg.split_whitespace().count() >= 2 && !WARNING_TALLY.is_match(line)).then(|| {
-                    let loc = location_after(&lines, i);
+                    let loc = location_after(&lines, i, &mut more);
                     (DiagnosticKind::Warning, format!("{}: {msg}", &c[1]), loc)
                 })
             }
@@ -339,6 +407,7 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                         && !next.starts_with("note:")
                     {
                         msg = next.to_owned();
+                        more.push(i);
                     }
                 }
                 // The failing test is the thread's name (`thread
@@ -353,7 +422,7 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                 } else {
                     format!("{who}panicked at {loc}: {msg}")
                 };
-                text.push_str(&compared_values(&lines, i));
+                text.push_str(&compared_values(&lines, i, &mut more));
                 Some((DiagnosticKind::Panic, text, Some(loc)))
             }
             (Rule::Panic, _) => Some((DiagnosticKind::Panic, line.trim().to_owned(), None)),
@@ -368,7 +437,7 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                     if let Some(c) = LOCATION.captures(l)
                         && let (Some(f), Some(n)) = (c.get(2), c.get(3))
                     {
-                        loc = Some(format!("{}:{}", f.as_str(), n.as_str()));
+                        loc = Some((format!("{}:{}", f.as_str(), n.as_str()), i - 1));
                         continue;
                     }
                     if !l.is_empty() && !l.starts_with(char::is_whitespace) {
@@ -376,10 +445,14 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
                         break;
                     }
                 }
-                found.map(|text| (DiagnosticKind::Exception, text, loc))
+                found.map(|text| {
+                    more.extend(loc.as_ref().map(|(_, at)| *at));
+                    more.push(i - 1);
+                    (DiagnosticKind::Exception, text, loc.map(|(l, _)| l))
+                })
             }
             (Rule::Exception, Some(_)) => {
-                let loc = location_after(&lines, i);
+                let loc = location_after(&lines, i, &mut more);
                 Some((DiagnosticKind::Exception, line.trim().to_owned(), loc))
             }
             (Rule::TestFailure, _) => {
@@ -399,26 +472,17 @@ pub fn diagnostics(content: &str) -> Vec<Diagnostic> {
         let Some((kind, text, location)) = found else {
             continue;
         };
-        let line = cut_chars(&collapse(&text), DIAGNOSTIC_CHARS);
-        let text = match &location {
-            Some(loc) if !line.contains(loc.as_str()) => {
-                cut_chars(&format!("{} ({loc})", collapse(&text)), DIAGNOSTIC_CHARS)
-            }
-            _ => line.clone(),
-        };
-        if seen.insert(text.clone()) {
-            out.push(Diagnostic {
-                kind,
-                text,
-                line,
-                location,
-            });
-            if out.len() == MAX_PER_RESULT {
-                break;
-            }
+        let mut read = vec![at];
+        read.append(&mut more);
+        if !each(Hit {
+            kind,
+            text,
+            location,
+            lines: read,
+        }) {
+            break;
         }
     }
-    out
 }
 
 /// At most this many distinct diagnostics are read from one result (a
@@ -597,11 +661,13 @@ impl std::fmt::Debug for ScanCell {
 
 /// An assertion's compared values on the lines after a panic (`  left: 0`
 /// then ` right: 1`), as ` (left: 0, right: 1)`, each cut at
-/// [`VALUE_CHARS`]; empty when there are none.
-fn compared_values(lines: &[&str], at: usize) -> String {
+/// [`VALUE_CHARS`]; empty when there are none. The lines they are on are
+/// added to `read`.
+fn compared_values(lines: &[&str], at: usize, read: &mut Vec<usize>) -> String {
     let mut found: Vec<String> = Vec::new();
-    for l in lines.iter().skip(at).take(6) {
+    for (k, l) in lines.iter().enumerate().skip(at).take(6) {
         if let Some(c) = COMPARED.captures(l) {
+            read.push(k);
             found.push(format!(
                 "{}: {}",
                 &c[1],
@@ -617,15 +683,18 @@ fn compared_values(lines: &[&str], at: usize) -> String {
 }
 
 /// A location on one of the two lines after `at` (rustc's `-->`, a stack
-/// frame).
-fn location_after(lines: &[&str], at: usize) -> Option<String> {
-    lines.iter().skip(at).take(2).find_map(|l| {
+/// frame); the line it is on is added to `read`.
+fn location_after(lines: &[&str], at: usize, read: &mut Vec<usize>) -> Option<String> {
+    let (k, loc) = lines.iter().enumerate().skip(at).take(2).find_map(|(k, l)| {
         let c = LOCATION.captures(l)?;
         c.get(1)
             .or(c.get(4))
             .map(|m| m.as_str().to_owned())
             .or_else(|| Some(format!("{}:{}", c.get(2)?.as_str(), c.get(3)?.as_str())))
-    })
+            .map(|loc| (k, loc))
+    })?;
+    read.push(k);
+    Some(loc)
 }
 
 /// The text of a result: a JSON object or array is read by its strings
@@ -887,6 +956,14 @@ mod tests {
         let prose = "Runtime error - IO errors, file not found, etc.\nThe test failed once last week, then passed.\nerror: true\n";
         assert!(texts(prose).is_empty(), "{:?}", texts(prose));
         assert!(texts("warning: 3 warnings emitted").is_empty());
+    }
+
+    #[test]
+    fn error_like_lines_are_every_line_a_diagnostic_is_read_from() {
+        let out = "   Compiling x v0.1.0\nerror[E0308]: mismatched types\n  --> src/main.rs:4:18\n   |\nerror[E0308]: mismatched types\n  --> src/main.rs:4:18\nTraceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\nValueError: bad\nall done\n";
+        // Repeated diagnostics count at each of their lines.
+        assert_eq!(error_like_lines(out), [1, 2, 4, 5, 6, 7, 9]);
+        assert!(error_like_lines("1\n2\n3\n").is_empty());
     }
 
     #[test]
