@@ -204,7 +204,7 @@ fn effects_of(log: &Log, before: &[Fate], now: &[Fate], compactions: &[Compactio
             }
             Fate::Clipped => {
                 let by = (0..compactions.len()).rev().find(|&j| {
-                    compactions[j].clip_chars.is_some()
+                    (compactions[j].clip_chars.is_some() || compactions[j].excerpt_chars.is_some())
                         && covered_indices(log, &compactions[j])
                             .is_some_and(|(lo, hi)| lo <= i && i <= hi)
                 });

@@ -253,6 +253,9 @@ fn failing_or_useless_summaries_trip_the_breaker() {
         let calls = Rc::new(Cell::new(0));
         let policy = AutoPolicy {
             compaction_retries: 2,
+            // Outputs are not excerpted on arrival here: the summaries are
+            // what is under test.
+            excerpt_share: 0.0,
             rule: Rule {
                 summary: Some(SummaryRequest::Derive {
                     model: Some("test/counting".into()),
@@ -312,10 +315,14 @@ fn failing_or_useless_summaries_trip_the_breaker() {
 /// result shown as head and tail with a note), so the request fits; the
 /// record is untouched and undoing the compaction brings it back. When
 /// the fixed part alone fills the window, that is said, once, and nothing
-/// is recorded.
+/// is recorded. (With outputs excerpted on arrival, the default, such a
+/// result is excerpted before it is measured: `excerpts.rs`.)
 #[test]
 fn a_step_larger_than_the_window_is_clipped_in_the_view_only() {
-    let c = compactor(on());
+    let c = compactor(AutoPolicy {
+        excerpt_share: 0.0,
+        ..on()
+    });
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("c")).unwrap();
     let store = EventLog::new(dir.path().join("c"));

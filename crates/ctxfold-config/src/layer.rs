@@ -141,7 +141,8 @@ pub(crate) fn env_layers(env: &[(String, String)]) -> Result<Vec<Layer>, ConfigE
             },
             "compaction.auto.trigger_ratio"
             | "compaction.auto.target_ratio"
-            | "compaction.auto.summary_share" => raw
+            | "compaction.auto.summary_share"
+            | "compaction.auto.excerpt_share" => raw
                 .parse::<f64>()
                 .map_or_else(|_| Value::String(raw.to_owned()), Value::Float),
             _ => raw

@@ -83,6 +83,14 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "compaction.auto.summary_share",
     ),
     (
+        "CTXFOLD_COMPACTION_AUTO_EXCERPT_SHARE",
+        "compaction.auto.excerpt_share",
+    ),
+    (
+        "CTXFOLD_COMPACTION_AUTO_BAND_STEPS",
+        "compaction.auto.band_steps",
+    ),
+    (
         "CTXFOLD_COMPACTION_AUTO_RESERVE_TOKENS",
         "compaction.auto.reserve_tokens",
     ),
@@ -282,6 +290,8 @@ impl Loaded {
         auto.insert("trigger_ratio".into(), Value::Float(d.trigger_ratio));
         auto.insert("target_ratio".into(), Value::Float(d.target_ratio));
         auto.insert("summary_share".into(), Value::Float(d.summary_share));
+        auto.insert("excerpt_share".into(), Value::Float(d.excerpt_share));
+        auto.insert("band_steps".into(), Value::Integer(d.band_steps.into()));
         auto.insert("min_turns".into(), Value::Integer(d.min_turns.into()));
         auto.insert(
             "compaction_retries".into(),
@@ -406,6 +416,8 @@ impl Loaded {
                 retain_tokens: p.retain_tokens.map(tokens).or(d.retain_tokens),
                 compaction_retries: p.compaction_retries.unwrap_or(d.compaction_retries),
                 summary_share: p.summary_share.unwrap_or(d.summary_share),
+                excerpt_share: p.excerpt_share.unwrap_or(d.excerpt_share),
+                band_steps: p.band_steps.unwrap_or(d.band_steps),
                 rule: p.auto_rule.unwrap_or(d.rule),
             },
             hints: p.hints,

@@ -33,8 +33,10 @@ pub const TOP_LEVEL_KEYS: &[&str] = &[
 
 const COMPACTION_KEYS: &[&str] = &["auto", "rules"];
 const AUTO_KEYS: &[&str] = &[
+    "band_steps",
     "compaction_retries",
     "enabled",
+    "excerpt_share",
     "min_turns",
     "reserve_tokens",
     "retain_tokens",
@@ -236,6 +238,8 @@ pub(crate) struct Parsed {
     pub retain_tokens: Option<u64>,
     pub compaction_retries: Option<u32>,
     pub summary_share: Option<f64>,
+    pub excerpt_share: Option<f64>,
+    pub band_steps: Option<u32>,
     pub auto_rule: Option<Rule>,
     pub hints: ToolHints,
     /// The local tools; only filled when reading the merged table.
@@ -314,6 +318,21 @@ fn parse_auto(v: &Value, key: &str, ctx: &Ctx, out: &mut Parsed) -> Result<(), C
             "summary_share" => {
                 let expected = "a number greater than 0 and at most 1 (such as 0.1)";
                 out.summary_share = Some(ratio(v, &key, ctx, expected)?);
+            }
+            "excerpt_share" => {
+                let expected = "a number from 0 (off) to 1 (such as 0.05)";
+                let r = match v {
+                    Value::Float(f) => *f,
+                    Value::Integer(i) => *i as f64,
+                    _ => return Err(ctx.invalid(&key, v, expected)),
+                };
+                if !(0.0..=1.0).contains(&r) {
+                    return Err(ctx.invalid(&key, v, expected));
+                }
+                out.excerpt_share = Some(r);
+            }
+            "band_steps" => {
+                out.band_steps = Some(int(v, &key, ctx, u32::MAX.into(), "a whole number >= 0")?)
             }
             "reserve_tokens" => {
                 out.reserve_tokens = Some(int(v, &key, ctx, i64::MAX, "a number of tokens >= 0")?)

@@ -803,7 +803,7 @@ fn unknown_keys_are_errors() {
     }
     let (msg, _, _dir) = error_of("[compaction.auto]\nenabeld = true\n");
     assert!(
-        msg.ends_with("expected one of compaction_retries, enabled, min_turns, reserve_tokens, retain_tokens, rule, summary_share, target_ratio, trigger_ratio; did you mean enabled?"),
+        msg.ends_with("expected one of band_steps, compaction_retries, enabled, excerpt_share, min_turns, reserve_tokens, retain_tokens, rule, summary_share, target_ratio, trigger_ratio; did you mean enabled?"),
         "{msg}"
     );
 }

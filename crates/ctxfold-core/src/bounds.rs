@@ -210,7 +210,10 @@ pub fn after_last_compaction(log: &Log) -> u32 {
     active
         .iter()
         .filter_map(|&i| match &log.records()[i].body {
-            Body::Compaction(c) => covered_indices(log, c).map(|(_, hi)| log.turn_of(hi) + 1),
+            // An excerpt folds no band (see `Compaction::is_excerpt`).
+            Body::Compaction(c) if !c.is_excerpt() => {
+                covered_indices(log, c).map(|(_, hi)| log.turn_of(hi) + 1)
+            }
             _ => None,
         })
         .max()

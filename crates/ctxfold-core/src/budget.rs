@@ -26,6 +26,17 @@ pub struct Budget {
     pub trigger: usize,
     /// What a firing compacts down to.
     pub target: usize,
+    /// What a firing folds down to first, when the conversation's recent
+    /// steps are known ([`Budget::banded`]): low enough that the band up
+    /// to the trigger holds `band_steps` of them. Reaching it takes only
+    /// the gentle rungs (the rule, strip, the head summary with the
+    /// retained tail kept); the rungs that cut into the retained tail
+    /// still stop at `target`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band_target: Option<usize>,
+    /// The recent steps' average size the band was sized from, in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_tokens: Option<usize>,
 }
 
 impl Budget {
@@ -53,7 +64,35 @@ impl Budget {
             reserve,
             trigger: share(policy.trigger_ratio),
             target: share(policy.target_ratio.min(policy.trigger_ratio)),
+            band_target: None,
+            step_tokens: None,
         }
+    }
+
+    /// The budget with its band sized for the provider's prompt cache: a
+    /// firing rewrites the request's prefix, so firings should be rare
+    /// (see docs/PERFORMANCE.md, "the cost of a firing"). When `steps`
+    /// steps of `step_tokens` each do not fit between `target` and the
+    /// trigger, the firing aims lower, at `trigger - steps × step_tokens`
+    /// (never below the fixed part). Unchanged for `steps` 0 or an
+    /// unknown step size.
+    pub fn banded(mut self, step_tokens: Option<usize>, steps: u32) -> Budget {
+        let Some(step) = step_tokens.filter(|&t| t > 0 && steps > 0) else {
+            return self;
+        };
+        self.step_tokens = Some(step);
+        let band = step.saturating_mul(steps as usize);
+        let aim = self.trigger.saturating_sub(band).max(self.fixed);
+        if aim < self.target {
+            self.band_target = Some(aim);
+        }
+        self
+    }
+
+    /// What the first rungs of a firing fold down to: the band target
+    /// when there is one, else the target.
+    pub fn aim(&self) -> usize {
+        self.band_target.unwrap_or(self.target)
     }
 
     /// The most a request may hold: the window less the reserve.
@@ -140,6 +179,11 @@ impl Firing {
             "budget: window {}, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens",
             b.window, b.fixed, b.reserve, b.trigger, b.target, self.before, self.after
         );
+        if let (Some(aim), Some(step)) = (b.band_target, b.step_tokens) {
+            line.push_str(&format!(
+                "; band target {aim} (recent steps ~{step} tokens each)"
+            ));
+        }
         if !self.escalation.is_empty() {
             line.push_str(&format!("; steps: {}", self.steps().join(", ")));
         }
@@ -238,6 +282,29 @@ mod tests {
             "{}",
             f.line()
         );
+    }
+
+    #[test]
+    fn a_band_holds_the_steps_asked_for_or_aims_at_the_fixed_part() {
+        let b = Budget::new(&AutoPolicy::default(), 40_000, 19_000, Some(32_000));
+        assert_eq!(b.banded(None, 8), b, "no steps known: unchanged");
+        assert_eq!(b.banded(Some(500), 0), b, "band_steps 0: unchanged");
+        let small = b.banded(Some(200), 8);
+        assert_eq!(
+            small.band_target, None,
+            "8 × 200 fit between target and trigger"
+        );
+        assert_eq!(small.aim(), b.target);
+        let wide = b.banded(Some(1_000), 8);
+        assert_eq!(wide.band_target, Some(b.trigger - 8_000));
+        assert_eq!(wide.step_tokens, Some(1_000));
+        assert_eq!(wide.aim(), b.trigger - 8_000);
+        assert_eq!(
+            wide.target, b.target,
+            "the target the deep rungs stop at stays"
+        );
+        let huge = b.banded(Some(10_000), 8);
+        assert_eq!(huge.aim(), b.fixed, "never below the fixed part");
     }
 
     #[test]

@@ -49,6 +49,13 @@ pub struct Compaction {
     /// characters are shown as their head and tail with a note saying how
     /// much was left out (the record itself is untouched).
     pub clip_chars: Option<u32>,
+    /// Tool results and user messages in the range longer than this many
+    /// characters are shown as an excerpt: their head and tail, every
+    /// error-like line between them and a count of what was left out
+    /// (see [`crate::excerpt`]; the record itself is untouched). What
+    /// automatic compaction records for an oversized output when it
+    /// arrives, so the text the model sees for it never changes.
+    pub excerpt_chars: Option<u32>,
     /// At most this many diagnostics a result stripped by this compaction
     /// keeps in its one line, the rest counted (default
     /// [`KEEP_DIAGNOSTICS`](crate::projection::KEEP_DIAGNOSTICS)); baked
@@ -93,6 +100,9 @@ impl Compaction {
         }
         if let Some(n) = self.clip_chars {
             out.push(format!("clip units over {n} characters"));
+        }
+        if let Some(n) = self.excerpt_chars {
+            out.push(format!("excerpt units over {n} characters"));
         }
         if let Some(n) = self.keep_diagnostics {
             out.push(format!("keep {n} diagnostics a stripped result"));
@@ -349,9 +359,23 @@ impl Compaction {
             deferred_until_turn: None,
             budget: None,
             clip_chars: None,
+            excerpt_chars: None,
             keep_diagnostics: None,
             extra: Object::new(),
         }
+    }
+
+    /// Whether it only excerpts (`excerpt_chars` and no other policy):
+    /// it changes how an output that just arrived is shown, and folds no
+    /// band of history, so where the next band of automatic compaction
+    /// starts does not depend on it.
+    pub fn is_excerpt(&self) -> bool {
+        self.excerpt_chars.is_some()
+            && self.summary.is_none()
+            && self.reasoning.is_none()
+            && self.tool_calls.is_none()
+            && self.tool_overrides.is_empty()
+            && self.clip_chars.is_none()
     }
 
     /// Set the note, truncated to [`NOTE_MAX_CHARS`] characters.

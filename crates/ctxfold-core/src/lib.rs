@@ -16,6 +16,7 @@ pub mod diagnostics;
 pub mod digest;
 pub mod dsl;
 pub mod estimate;
+pub mod excerpt;
 pub mod handle;
 pub mod json_text;
 pub mod kept;

@@ -119,14 +119,17 @@ pub enum Item<'a> {
     },
     /// A tool result or user message longer than its compaction's
     /// `clip_chars`, shown as its head and tail with a note (see
-    /// [`clip_text`]).
+    /// [`clip_text`]); or longer than its `excerpt_chars`, shown as an
+    /// excerpt (see [`crate::excerpt`]).
     Clipped {
         /// Index of the record in the log.
         index: usize,
         /// The record.
         record: &'a Record,
-        /// The compaction's `clip_chars`.
+        /// The compaction's `clip_chars` (or `excerpt_chars`).
         keep_chars: usize,
+        /// An excerpt (`excerpt_chars`), not a clip.
+        excerpt: bool,
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
         /// The record's position, the number its handle gives (see
@@ -298,12 +301,13 @@ impl Item<'_> {
 }
 
 impl Item<'_> {
-    /// The text a clipped item shows ([`clip_text`]); `None` for any other
-    /// item.
+    /// The text a clipped item shows ([`clip_text`], or the excerpt
+    /// [`crate::excerpt::excerpt_text`]); `None` for any other item.
     pub fn clipped_text(&self) -> Option<String> {
         let Item::Clipped {
             record,
             keep_chars,
+            excerpt,
             tag,
             at,
             ..
@@ -313,6 +317,15 @@ impl Item<'_> {
         };
         let hint = recall_hint(&Handle::record(tag, u64::from(at)));
         match &record.body {
+            Body::ToolResult { content, .. } | Body::User { content, .. } if excerpt => {
+                let marks = crate::diagnostics::error_like_lines(content);
+                Some(crate::excerpt::excerpt_text(
+                    content,
+                    keep_chars,
+                    &marks,
+                    Some(&hint),
+                ))
+            }
             Body::ToolResult { content, .. } | Body::User { content, .. } => {
                 Some(clip_text_with(content, keep_chars, Some(&hint)))
             }

@@ -188,9 +188,12 @@ pub fn region_before(
 /// (0 when there is none): where a new band of automatic compaction starts.
 /// A deferred one (the assistant's, approved this turn) counts: a newer
 /// band over it would shadow what was approved once it comes into force.
+/// An excerpt does not ([`Compaction::is_excerpt`](crate::Compaction::is_excerpt)):
+/// it folds no band.
 pub fn after_compactions(log: &Log) -> usize {
     crate::projection::active_or_deferred(log)
         .into_iter()
+        .filter(|(_, c, _)| !c.is_excerpt())
         .map(|(_, _, (_, hi))| hi + 1)
         .max()
         .unwrap_or(0)

@@ -52,6 +52,18 @@ pub struct AutoPolicy {
     /// (see [`Budget::summary`]): the digest keeps the user's words within
     /// it, newest first, older ones as a first line and a recall handle.
     pub summary_share: f64,
+    /// A tool result over this share of the window (in tokens; a user
+    /// message over [`USER_FACTOR`](crate::excerpt::USER_FACTOR) times
+    /// it) is excerpted when it arrives, before the request that first
+    /// carries it goes upstream (see [`crate::excerpt`]), in [0, 1]; 0
+    /// turns it off.
+    pub excerpt_share: f64,
+    /// A firing folds deep enough that the band from its result to the
+    /// trigger holds this many of the conversation's recent steps (see
+    /// [`Budget::banded`]), so that the prefix the provider caches is
+    /// rewritten at most once every so many steps; 0: `target_ratio`
+    /// alone.
+    pub band_steps: u32,
     /// What a firing does (its bounds are replaced by the rolling range).
     pub rule: Rule,
 }
@@ -67,6 +79,8 @@ impl Default for AutoPolicy {
             retain_tokens: None,
             compaction_retries: 1,
             summary_share: 0.1,
+            excerpt_share: 0.05,
+            band_steps: 8,
             rule: Rule::builtin(),
         }
     }

@@ -317,6 +317,10 @@ fn firing(f: &ctxfold_core::budget::Firing) -> Markup {
                 (row("reserve for the reply", b.reserve))
                 (row("trigger", b.trigger))
                 (row("target", b.target))
+                @if let (Some(aim), Some(step)) = (b.band_target, b.step_tokens) {
+                    li { strong { "band target" } ": " (tokens(aim)) " tokens (the band holds the recent steps, ~"
+                        (tokens(step)) " tokens each, so that firings are rare)" }
+                }
             }
             p.sizes { "The request: " (tokens(f.before)) " → " (tokens(f.after)) " tokens" }
             @if !f.escalation.is_empty() {
@@ -466,6 +470,8 @@ mod tests {
                 reserve: 2_500,
                 trigger: 32_875,
                 target: 28_250,
+                band_target: None,
+                step_tokens: None,
             },
             before: 34_100,
             after: 27_900,

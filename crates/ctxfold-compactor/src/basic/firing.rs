@@ -24,6 +24,7 @@ impl BasicCompactor {
         before: usize,
         forced: bool,
     ) -> Result<Outcome, CompactError> {
+        let budget = &budget.banded(self.step_tokens(conv, ctx), self.policy.band_steps);
         let mut out = self.outcome(ctx, Status::Compacted, before, before);
         if budget.no_room() {
             let status = Status::NoRoom {
@@ -142,5 +143,31 @@ impl BasicCompactor {
             };
         }
         Ok(out)
+    }
+
+    /// The average size in the view of the conversation's newest units (a
+    /// step of a tool loop, a message of a chat; up to `band_steps` of
+    /// them), as the upstream counts: what the band is sized from. `None`
+    /// when banding is off or there is no unit yet.
+    fn step_tokens(&self, conv: &Conversation<'_>, ctx: &Context) -> Option<usize> {
+        let n = self.policy.band_steps as usize;
+        if n == 0 {
+            return None;
+        }
+        let log = conv.log();
+        let est = self.estimator.as_ref();
+        let cuts = tail_cuts(log, |r| est.record_tokens(r));
+        let k = n.min(cuts.len());
+        let (start, _) = *cuts.get(k.checked_sub(1)?)?;
+        // Their size as the model sees them (an excerpted output counts
+        // as its excerpt), not as the log holds them.
+        let view = ctxfold_core::projection::project(log);
+        let tokens: usize = view
+            .items
+            .iter()
+            .filter(|i| *i.origin().start() >= start && !i.origin().is_empty())
+            .map(|i| est.item_tokens(i))
+            .sum();
+        Some(ctx.scaled(tokens) / k)
     }
 }

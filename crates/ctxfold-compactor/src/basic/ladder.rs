@@ -85,7 +85,8 @@ impl BasicCompactor {
                 .iter()
                 .filter(|r| revoked.contains(&r.seq))
                 .filter_map(|r| match &r.body {
-                    Body::Compaction(c) => {
+                    // An undone excerpt says nothing about the bands.
+                    Body::Compaction(c) if !c.is_excerpt() => {
                         ctxfold_core::projection::covered_indices(log, c).map(|(_, hi)| hi + 1)
                     }
                     _ => None,
@@ -135,6 +136,18 @@ impl BasicCompactor {
         let mut steps = Vec::new();
         let mut best: Option<Choice> = None;
         for (step, rule, start, fewest, summary_tokens) in ladder {
+            // The gentle rungs aim at the band target (a band wide enough
+            // for the cache); the rungs that cut into the retained tail
+            // only ever for the target, and not at all once the gentle
+            // ones reached it.
+            let goal = if step == Escalation::ShrinkTail {
+                if let Some(b) = best.take_if(|b| b.after <= budget.target) {
+                    return Ok(Some(b));
+                }
+                budget.target
+            } else {
+                budget.aim()
+            };
             if steps.last() != Some(&step) {
                 steps.push(step);
             }
@@ -149,13 +162,13 @@ impl BasicCompactor {
             // too: the search runs only from a fit.
             let at_fewest =
                 self.candidate(conv, ctx, &rule, cuts[fewest].0, start, no_hints, tokens)?;
-            let mut fit = at_fewest.clone().filter(|c| c.after <= budget.target);
+            let mut fit = at_fewest.clone().filter(|c| c.after <= goal);
             let (mut lo, mut hi) = (fewest + 1, cuts.len() - 1);
             if fit.is_some() {
                 while lo <= hi {
                     let mid = lo + (hi - lo) / 2;
                     match self.candidate(conv, ctx, &rule, cuts[mid].0, start, no_hints, tokens)? {
-                        Some(c) if c.after <= budget.target => {
+                        Some(c) if c.after <= goal => {
                             fit = Some(c);
                             lo = mid + 1;
                         }

@@ -19,12 +19,15 @@
 //! counts towards the circuit breaker, which stops automatic compaction
 //! for the rest of the turn once the failures exceed `compaction_retries`.
 //!
-//! The code is split by job: `moments` (when a firing is due, between
-//! turns and before a step: decide, lock, read again, decide again, plan),
+//! The code is split by job: `arrival` (outputs over `excerpt_share` of
+//! the window excerpted when they arrive, before a step), `moments` (when
+//! a firing is due, between turns and before a step: decide, lock, read
+//! again, decide again, plan),
 //! `firing` (one firing, down to the budget's target), `ladder` (the
 //! escalation ladder that chooses what to fold) and `commit` (summarize,
 //! check, append, and close the attempt).
 
+mod arrival;
 mod commit;
 mod firing;
 mod ladder;
@@ -131,10 +134,19 @@ impl Compactor for BasicCompactor {
         conv: &mut Conversation<'_>,
         ctx: &Context,
     ) -> Result<Outcome, CompactError> {
-        match ctx.moment {
+        // What just arrived is excerpted first, so that the view is
+        // measured with it as the model will see it.
+        let excerpts = self.excerpt_arrivals(conv, ctx)?;
+        let mut out = match ctx.moment {
             Moment::BetweenTurns => self.between_turns(conv, ctx),
             Moment::BeforeStep => self.before_step(conv, ctx),
+        }?;
+        if !excerpts.is_empty() {
+            let mut committed = excerpts;
+            committed.append(&mut out.committed);
+            out.committed = committed;
         }
+        Ok(out)
     }
 
     fn compact_region(

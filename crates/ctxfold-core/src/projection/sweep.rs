@@ -86,8 +86,9 @@ fn tool_policy(
     Some((order, policy))
 }
 
-/// The record as it is, or clipped when the latest compaction over it
-/// with a `clip_chars` says it is too long.
+/// The record as it is, or clipped (or excerpted) when the latest
+/// compaction over it with a `clip_chars` (or `excerpt_chars`) says it is
+/// too long.
 fn clipped_or_kept<'a>(
     i: usize,
     rec: &'a Record,
@@ -97,17 +98,27 @@ fn clipped_or_kept<'a>(
     tag: Tag,
     at: u32,
 ) -> Item<'a> {
-    if let Some(order) = top(clip_heap, i)
-        && let Some(keep) = by_order[&order].clip_chars
-        && more_chars_than(content, keep as usize + 200)
-    {
-        return Item::Clipped {
-            index: i,
-            record: rec,
-            keep_chars: keep as usize,
-            tag,
-            at,
+    if let Some(order) = top(clip_heap, i) {
+        let c = by_order[&order];
+        // The latest compaction over the record that clips or excerpts
+        // decides; an excerpt's threshold is its size limit itself.
+        let clip = match (c.excerpt_chars, c.clip_chars) {
+            (Some(n), _) => Some((n as usize, n as usize, true)),
+            (None, Some(n)) => Some((n as usize, n as usize + 200, false)),
+            (None, None) => None,
         };
+        if let Some((keep, over, excerpt)) = clip
+            && more_chars_than(content, over)
+        {
+            return Item::Clipped {
+                index: i,
+                record: rec,
+                keep_chars: keep,
+                excerpt,
+                tag,
+                at,
+            };
+        }
     }
     Item::Event {
         index: i,
@@ -235,7 +246,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
             if s.c.tool_calls.is_some() {
                 tools_heap.push(entry);
             }
-            if s.c.clip_chars.is_some() {
+            if s.c.clip_chars.is_some() || s.c.excerpt_chars.is_some() {
                 clip_heap.push(entry);
             }
             for name in s.c.tool_overrides.keys() {
