@@ -10,11 +10,13 @@
 //!   `dir`, `prefixes`…). Kept when the path appears in the view.
 //! - **diagnostics**: every distinct primary diagnostic of the tool results
 //!   in the range ([`crate::diagnostics::result_diagnostics`], all but
-//!   warnings: each compiler error with its code, message and location,
-//!   each failing test, panic with its test and compared values,
-//!   exception, exit status, missing file or refusal), each distinct text
-//!   once over the range. Kept when its text appears in the view, or its
-//!   line with its location shortly after.
+//!   compiler and log warnings: each compiler error with its code, message
+//!   and location, each failing test, panic with its test and compared
+//!   values, exception, log line at level ERROR/FATAL/CRITICAL, exit
+//!   status, missing file or refusal, and each line naming where a full
+//!   output was saved), each distinct text once over the range. Kept when
+//!   its text appears in the view, or its line with its location shortly
+//!   after.
 //! - **user requests**: every user message in the range of at most
 //!   [`REQUEST_WORDS_MAX`] characters. Kept when it appears in the view
 //!   whole, word for word.
@@ -44,8 +46,8 @@ pub const REQUEST_WORDS_MAX: usize = 2_000;
 pub struct Facts {
     /// Paths given to tools.
     pub files: BTreeSet<String>,
-    /// Distinct primary diagnostics (all but warnings), each once, in
-    /// order.
+    /// Distinct primary diagnostics (all but warnings: log errors and
+    /// saved-output lines too), each once, in order.
     pub diagnostics: Vec<Diagnostic>,
     /// User messages of at most [`REQUEST_WORDS_MAX`] characters, in order.
     pub requests: Vec<String>,
@@ -195,8 +197,9 @@ pub fn record_facts(log: &Log, i: usize) -> RecordFacts {
         Body::ToolResult { .. } => {
             // What the log found in the result (once per loaded log).
             // Every distinct primary diagnostic: each compiler error,
-            // failing test, panic or exception counts, not one headline
-            // per result (warnings do not count).
+            // failing test, panic, exception, log error or saved-output
+            // path counts, not one headline per result (warnings do not
+            // count).
             let found = log.result_scan(i).map_or(&[][..], |s| &s.diagnostics);
             let mut seen = BTreeSet::new();
             out.diagnostics.extend(
@@ -461,5 +464,42 @@ mod tests {
             k.line(),
             "kept 0/1 files acted on, 0/1 diagnostics, 1/1 user requests"
         );
+    }
+
+    #[test]
+    fn log_errors_and_saved_output_paths_count_log_warnings_do_not() {
+        let bodies = vec![
+            Body::TurnStart,
+            Body::ToolCall {
+                id: "a".into(),
+                name: "Bash".into(),
+                arguments: json!({"command": "./run.sh"}).into(),
+            },
+            Body::ToolResult {
+                id: "a".into(),
+                content: "Output too large (29.4KB). Full output saved to: /tmp/r/toolu_1.txt\n\nPreview (first 2KB):\n2026-12-06T10:00:00Z INFO start\n2026-12-06T10:00:01Z WARN slow disk\n2026-12-06T10:00:02Z ERROR job 7 failed\n".into(),
+                is_error: false,
+            },
+        ];
+        let log0 = log_of(bodies.clone());
+        let f = facts(&log0, 0, log0.len() - 1);
+        assert_eq!(
+            f.diagnostics
+                .iter()
+                .map(|d| d.text.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "Output too large (29.4KB). Full output saved to: /tmp/r/toolu_1.txt",
+                "2026-12-06T10:00:02Z ERROR job 7 failed",
+            ]
+        );
+        // A stripped result keeps both.
+        let mut bodies = bodies;
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Strip);
+        bodies.push(Body::Compaction(Box::new(c)));
+        let log = log_of(bodies);
+        let k = kept(&f, &view_text(&project(&log)));
+        assert_eq!((k.diagnostics.kept, k.diagnostics.total), (2, 2), "{k:?}");
     }
 }

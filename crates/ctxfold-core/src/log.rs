@@ -617,7 +617,7 @@ mod tests {
     fn scans_made_elsewhere_are_kept_for_tool_results_only() {
         let kept = ResultScan {
             chars: 7,
-            diagnostics: Vec::new(),
+            diagnostics: Default::default(),
         };
         let log = build(vec![user("a"), call("c"), result("c")]).with_result_scans([
             (0, kept.clone()),

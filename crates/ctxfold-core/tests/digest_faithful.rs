@@ -40,7 +40,7 @@ use std::path::PathBuf;
 
 use jp::{corpus_dir, load};
 
-use ctxfold_core::diagnostics::{DiagnosticKind, first_of};
+use ctxfold_core::diagnostics::first_of;
 use ctxfold_core::digest::Digest;
 use ctxfold_core::log::Log;
 use ctxfold_core::planner::{PlanContext, Rule, plan};
@@ -201,7 +201,7 @@ fn counts_agree_and_one_failure_is_one_entry() {
                 .result_scan(d.lo + i)
                 .map_or(&[][..], |s| &s.diagnostics);
             if call_ids.contains(id.as_str())
-                && (*is_error || found.iter().any(|x| x.kind != DiagnosticKind::Warning))
+                && (*is_error || found.iter().any(|x| x.kind.is_failure()))
             {
                 raw_failed += 1;
             }

@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::mpsc;
 
-use ctxfold_core::diagnostics::{Diagnostic, DiagnosticKind, ResultScan};
+use ctxfold_core::diagnostics::{Diagnostic, DiagnosticKind, Findings, ResultScan};
 use ctxfold_core::log::LineNote;
 use ctxfold_core::{Body, JsonText, Record};
 use serde::{Deserialize, Serialize};
@@ -40,7 +40,9 @@ pub const SNAPSHOT_FROM: u64 = 32 << 20;
 
 /// What the file starts with; the number after it changes with the
 /// encoding (an older or newer snapshot is ignored).
-const MAGIC: &[u8; 12] = b"ctxfold-sn\x00\x02";
+// 3: a scan counts the distinct diagnostics past its bound (`unkept`), and
+// its kinds include log errors, log warnings and saved-output lines.
+const MAGIC: &[u8; 12] = b"ctxfold-sn\x00\x03";
 
 /// What a snapshot being written is called until it is renamed into place.
 const TEMP_PREFIX: &str = ".events.snapshot.";
@@ -125,6 +127,8 @@ struct Scan<'a> {
     chars: u64,
     #[serde(borrow)]
     diagnostics: Vec<Found<'a>>,
+    /// Distinct diagnostics past the recognizer's bound.
+    unkept: u64,
 }
 
 /// A diagnostic: its kind, text, line and location.
@@ -136,6 +140,7 @@ impl<'a> Scan<'a> {
         Scan {
             chars: scan.chars as u64,
             diagnostics: scan.diagnostics.iter().map(found).collect(),
+            unkept: scan.diagnostics.unkept as u64,
         }
     }
 
@@ -148,7 +153,10 @@ impl<'a> Scan<'a> {
         };
         ResultScan {
             chars: self.chars as usize,
-            diagnostics: self.diagnostics.iter().map(diagnostic).collect(),
+            diagnostics: Findings {
+                list: self.diagnostics.iter().map(diagnostic).collect(),
+                unkept: self.unkept as usize,
+            },
         }
     }
 }
@@ -717,7 +725,7 @@ mod tests {
         // A scan known already is kept as it is, not made again.
         let known = ResultScan {
             chars: 99,
-            diagnostics: Vec::new(),
+            diagnostics: Default::default(),
         };
         let due = Due {
             covered: size,

@@ -9,8 +9,6 @@ use regex::Regex;
 
 use crate::text::literal_pattern;
 
-use crate::diagnostics::DiagnosticKind;
-
 use super::arguments::{CallKind, KeyClass, classify, name_parts, walk_keyed, walk_strings};
 use super::prose::capped_list;
 use super::scan::Scan;
@@ -132,7 +130,7 @@ pub(super) fn section_identifiers(scan: &Scan<'_>) -> String {
         }
     }
     for s in &scan.seen {
-        if s.diag.kind == DiagnosticKind::Warning {
+        if !s.diag.kind.is_failure() {
             continue;
         }
         for c in TICKED.captures_iter(&s.diag.line) {

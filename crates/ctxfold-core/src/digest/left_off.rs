@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use crate::diagnostics::DiagnosticKind;
 use crate::log::Log;
 use crate::record::Body;
 use crate::text::{collapse, normalize_words, tail_words, truncate_words};
@@ -61,7 +60,7 @@ pub(super) fn section_left_off(
         .zip(fixes)
         .filter(|(s, fix)| {
             fix.is_none()
-                && s.diag.kind != DiagnosticKind::Warning
+                && s.diag.kind.is_failure()
                 && s.call
                     .is_some_and(|c| scan.calls[c].kind == CallKind::Command)
         })

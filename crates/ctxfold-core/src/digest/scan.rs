@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::diagnostics::{Diagnostic, DiagnosticKind, first_of};
+use crate::diagnostics::{Diagnostic, first_of};
 use crate::log::Log;
 use crate::projection::KEEP_DIAGNOSTICS;
 use crate::record::Body;
@@ -187,12 +187,14 @@ impl<'a> Scan<'a> {
                     // the digest may render a range in several forms, and
                     // the view and the retention report read it too).
                     let found: &[Diagnostic] = log.result_scan(idx).map_or(&[], |s| &s.diagnostics);
-                    let failed =
-                        *is_error || found.iter().any(|d| d.kind != DiagnosticKind::Warning);
-                    let outcome = match (failed, found.is_empty()) {
+                    // A log's error line says the work went wrong; where
+                    // the output was saved says nothing of how it went.
+                    let failed = *is_error || found.iter().any(|d| d.kind.is_failure());
+                    let warned = found.iter().any(|d| d.kind.is_warning());
+                    let outcome = match (failed, warned) {
                         (true, _) => Outcome::Failed,
-                        (false, false) => Outcome::Warnings,
-                        (false, true) => Outcome::Ok,
+                        (false, true) => Outcome::Warnings,
+                        (false, false) => Outcome::Ok,
                     };
                     let call = call_by_id.get(id.as_str()).copied();
                     let tool = match call {

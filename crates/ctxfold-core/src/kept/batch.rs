@@ -11,6 +11,12 @@
 //! prefix sums by record, and a range's distinct facts are counted from
 //! where each fact occurs before (the first occurrence in a range is the
 //! one whose previous occurrence lies before the range).
+//!
+//! The facts are the same as `retention`'s, read by
+//! [`record_facts`](super::record_facts): among the diagnostics, every
+//! distinct primary one, so a log's ERROR/FATAL/CRITICAL lines and the
+//! lines naming where a full output was saved count as a compiler error
+//! does (warnings, a compiler's or a log's, do not).
 
 // foldhash: hashing the facts' keys with SipHash was 4% of `c show` at a
 // million events; these keys come from the user's own log.

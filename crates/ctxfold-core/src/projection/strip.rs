@@ -1,6 +1,8 @@
 //! Stripping: tool-call arguments with their long strings replaced by
 //! placeholders, and the one line that replaces a stripped tool result
-//! (its outcome, size and diagnostics). What `strip`, `strip-requests` and
+//! (its outcome, size, where its full output was saved, and its
+//! diagnostics: compiler errors, failing tests, panics, exceptions, log
+//! errors and warnings, exit statuses). What `strip`, `strip-requests` and
 //! `strip-responses` show instead of the raw event. Each placeholder ends
 //! with the recall handle of what it replaced (see [`crate::handle`]).
 
@@ -8,7 +10,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::diagnostics::{Diagnostic, first_of, printed_outcome, result_diagnostics};
+use crate::diagnostics::{
+    Diagnostic, DiagnosticKind, Findings, first_of, printed_outcome, result_findings,
+};
 use crate::handle::{Handle, Tag, recall_hint};
 use crate::json_text::JsonText;
 
@@ -86,14 +90,25 @@ fn strip_value(args: &Value, call: Option<(Tag, u64)>, pointer: &mut String) -> 
 /// Diagnostics a stripped result keeps at most (see
 /// [`stripped_result_line`]); the rest are counted ("and N more"). Enough
 /// for a failing build's distinct errors, most severe first, in about a
-/// tenth of what such output usually is.
+/// tenth of what such output usually is. Saved-output lines are not
+/// counted against it: they are always kept.
 pub const KEEP_DIAGNOSTICS: usize = 16;
 
 /// The one line that replaces a stripped tool result: the tool, its
 /// outcome, the size removed, and what it reported that an agent needs to
-/// carry on: its distinct diagnostics with their location (see
-/// [`crate::diagnostics`]), most severe first, up to [`KEEP_DIAGNOSTICS`],
-/// then how many more there were.
+/// carry on:
+/// - every line naming where its full output was saved (Claude Code's
+///   `Output too large (29.4KB). Full output saved to: PATH`, up to
+///   [`MAX_SAVED`](crate::diagnostics::MAX_SAVED) of them), whatever the
+///   budget: it is the model's way back to the output;
+/// - its distinct diagnostics with their location (see
+///   [`crate::diagnostics`]: compiler errors, panics, exceptions, failing
+///   tests and log lines at level ERROR/FATAL/CRITICAL, then exit
+///   statuses, missing files and refusals, then compiler and log
+///   warnings), most severe first, up to [`KEEP_DIAGNOSTICS`];
+/// - how many distinct diagnostics were not shown ("and N more"): past the
+///   budget, or past what the recognizer keeps of one result. None is
+///   dropped without being counted; the handle brings them all back.
 ///
 /// The outcome is what the output says: `failed` for a result flagged an
 /// error; for one flagged a success whose output holds a failing test, a
@@ -107,22 +122,22 @@ pub fn stripped_result_line(tool: &str, content: &str, is_error: bool) -> String
         tool,
         is_error,
         content.chars().count(),
-        &result_diagnostics(content, is_error),
+        &result_findings(content, is_error),
         KEEP_DIAGNOSTICS,
         None,
     )
 }
 
 /// The line of [`stripped_result_line`] from the result's size in
-/// characters and its diagnostics, showing at most `budget` of them: one
-/// place says what it holds, whether the diagnostics were just found or
-/// kept from before. `handle`, when given, is said right after the size:
-/// what brings the output back.
+/// characters and its diagnostics, showing at most `budget` of them (and
+/// every saved-output line): one place says what it holds, whether the
+/// diagnostics were just found or kept from before. `handle`, when given,
+/// is said right after the size: what brings the output back.
 pub(super) fn render_stripped(
     tool: &str,
     is_error: bool,
     chars: usize,
-    found: &[Diagnostic],
+    found: &Findings,
     budget: usize,
     handle: Option<&Handle>,
 ) -> String {
@@ -139,7 +154,20 @@ pub(super) fn render_stripped(
         // result each time it is counted.
         let _ = write!(line, " (recall {h})");
     }
-    let shown: Vec<&Diagnostic> = first_of(found, budget).collect();
+    // Where the full output is, first and whatever the budget.
+    let saved = found
+        .iter()
+        .filter(|d| d.kind == DiagnosticKind::SavedOutput);
+    let mut shown_saved = 0;
+    for d in saved {
+        line.push_str("; ");
+        line.push_str(&d.text);
+        shown_saved += 1;
+    }
+    let shown: Vec<&Diagnostic> = first_of(found, usize::MAX)
+        .filter(|d| d.kind != DiagnosticKind::SavedOutput)
+        .take(budget)
+        .collect();
     // The same message at several places (one unresolved import in four
     // files) is said once with all its locations: each location is a
     // distinct diagnostic, the message need not be repeated.
@@ -167,18 +195,20 @@ pub(super) fn render_stripped(
         }
     }
     for (k, (d, locs)) in groups.iter().enumerate() {
-        line.push_str(if k == 0 {
-            ". Diagnostics in it: "
+        if k == 0 {
+            // After a saved-output line's own full stop, no other.
+            line.push_str(if line.ends_with('.') { " " } else { ". " });
+            line.push_str("Diagnostics in it: ");
         } else {
-            "; "
-        });
+            line.push_str("; ");
+        }
         if locs.len() > 1 {
             line.push_str(&format!("{} ({})", d.line, locs.join(", ")));
         } else {
             line.push_str(&d.text);
         }
     }
-    let more = found.len() - shown.len();
+    let more = found.len() + found.unkept - shown.len() - shown_saved;
     if more > 0 {
         line.push_str(&format!("; and {more} more"));
     }
@@ -262,7 +292,7 @@ mod tests {
         // The same message at several places is said once, with each
         // place; past the budget the rest are counted.
         let many = "error[E0432]: unresolved import `crate::R`\n --> src/a.rs:3:5\nerror[E0432]: unresolved import `crate::R`\n --> src/b.rs:6:5\nerror[E0282]: type annotations needed\n --> src/c.rs:1:1\nwarning: unused `self` argument\n --> src/c.rs:2:2\n";
-        let found = result_diagnostics(many, true);
+        let found = result_findings(many, true);
         assert_eq!(
             render_stripped("cargo_check", true, 9, &found, 2, None),
             "[cargo_check failed; its output (9 characters) was removed by compaction. Diagnostics in it: error[E0432]: unresolved import `crate::R` (src/a.rs:3:5, src/b.rs:6:5); and 2 more]"
@@ -314,6 +344,92 @@ mod tests {
         assert!(
             stripped_result_line("read", wrapped, true)
                 .ends_with("Diagnostics in it: no such repository here]")
+        );
+    }
+
+    /// The stripped line a view shows for the tool result of a one-turn
+    /// log whose output is `content`, after a strip compaction of it.
+    fn folded(content: &str) -> String {
+        let mut bodies = turn(0, "short", false);
+        for b in &mut bodies {
+            if let Body::ToolResult { content: c, .. } = b {
+                *c = content.to_owned();
+            }
+        }
+        let mut c = Compaction::new(0, 0, Source::User);
+        c.tool_calls = Some(ToolPolicy::Strip);
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        let item = view
+            .items
+            .iter()
+            .find(|i| matches!(i, Item::StrippedResult { .. }))
+            .unwrap();
+        item.stripped_line().unwrap()
+    }
+
+    #[test]
+    fn a_stripped_log_keeps_its_error_line_and_where_the_output_was_saved() {
+        // The shell step of issue 44: ~29 KB of log lines, one ERROR.
+        let mut lines: Vec<String> = (0..300)
+            .map(|k| {
+                format!(
+                    "2026-12-06T10:00:{:02}Z INFO worker: processed batch {k} in 12 ms",
+                    k % 60
+                )
+            })
+            .collect();
+        lines.insert(
+            151,
+            "2026-12-06T10:00:31Z ERROR worker: batch 151 failed: connection reset by peer".into(),
+        );
+        let log = lines.join("\n");
+        let line = folded(&log);
+        assert!(
+            line.starts_with("[edit succeeded; its output (")
+                && line.ends_with(
+                    "). Diagnostics in it: 2026-12-06T10:00:31Z ERROR worker: batch 151 failed: connection reset by peer]"
+                ),
+            "{line}"
+        );
+        // Claude Code's preview of an output it saved: the path is kept,
+        // first, with the errors of the preview.
+        let preview = "<persisted-output>\nOutput too large (48.2KB). Full output saved to: /home/dev/.claude/projects/-home-dev-shop/6b1f/tool-results/toolu_01HkX9.txt\n\nPreview (first 2KB):\n2026-12-06T10:00:00Z INFO starting\n[ERROR] job invoices-daily failed\n...\n</persisted-output>";
+        let line = folded(preview);
+        assert!(
+            line.contains("was removed by compaction (recall ")
+                && line.ends_with(
+                    "; Output too large (48.2KB). Full output saved to: /home/dev/.claude/projects/-home-dev-shop/6b1f/tool-results/toolu_01HkX9.txt. Diagnostics in it: [ERROR] job invoices-daily failed]"
+                ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_saved_output_path_is_kept_past_the_budget_and_the_rest_counted() {
+        let mut out: String = (0..130)
+            .map(|k| format!("[ERROR] shard {k} failed\n"))
+            .collect();
+        out.push_str("see /tmp/ci/run-7.log for the full output\n");
+        let found = result_findings(&out, false);
+        assert_eq!(found.unkept, 30);
+        // A budget of 2: the path, two errors, and 128 more counted (the
+        // 98 kept past the budget and the 30 past the recognizer's bound).
+        assert_eq!(
+            render_stripped("sh", false, 99, &found, 2, None),
+            "[sh succeeded; its output (99 characters) was removed by compaction; see /tmp/ci/run-7.log for the full output. Diagnostics in it: [ERROR] shard 0 failed; [ERROR] shard 1 failed; and 128 more]"
+        );
+        // A budget of none still keeps the way back.
+        assert_eq!(
+            render_stripped("sh", false, 99, &found, 0, None),
+            "[sh succeeded; its output (99 characters) was removed by compaction; see /tmp/ci/run-7.log for the full output; and 130 more]"
+        );
+        // The same error line repeated is one diagnostic: kept, not counted.
+        let repeated = "[ERROR] disk full\n".repeat(50);
+        assert_eq!(
+            stripped_result_line("sh", &repeated, false),
+            "[sh succeeded; its output (900 characters) was removed by compaction. Diagnostics in it: [ERROR] disk full]"
         );
     }
 }
