@@ -138,15 +138,21 @@ fn appended_turns_fire_between_turn_compactions() {
             .collect();
         assert_eq!(steps.first(), Some(&"rule"), "{c}");
         let mut line = format!(
-            "      budget: window 6000, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens; steps: {}",
+            "      budget: window 6000, fixed {}, reserve {}, trigger {}, target {}; the request ~{} → ~{} tokens",
             n("fixed"),
             n("reserve"),
             n("trigger"),
             n("target"),
             n("before"),
             n("after"),
-            steps.join(", ")
         );
+        // A firing whose band was sized from the recent steps says so.
+        if let (Some(aim), Some(step)) = (f["band_target"].as_u64(), f["step_tokens"].as_u64()) {
+            line.push_str(&format!(
+                "; band target {aim} (recent steps ~{step} tokens each)"
+            ));
+        }
+        line.push_str(&format!("; steps: {}", steps.join(", ")));
         // A firing that summarized says its summary's budget, and what the
         // summary cut to a recall handle.
         if let Some(b) = f["summary_budget"].as_u64() {

@@ -1643,10 +1643,11 @@ fn the_same_request_on_two_replicas_at_once_records_every_event_once() {
 
 /// A pasted message larger than the window on its own, through the real
 /// proxy: the upstream (which refuses what is over its window) gets it as
-/// its head and tail with a note, the request fits, the log keeps the
-/// message whole, and `c show` names the step.
+/// an excerpt (its head and tail with a note saying what was left out and
+/// how to recall it), made on arrival, the request fits, the log keeps
+/// the message whole, and `c show` lists the excerpt.
 #[test]
-fn a_pasted_message_larger_than_the_window_is_clipped_to_fit() {
+fn a_pasted_message_larger_than_the_window_is_excerpted_to_fit() {
     let up = Upstream::start(8_000);
     let s = Scratch::new();
     let p = proxy(&s, &config(&up, "window = 8000"), &[]);
@@ -1667,7 +1668,8 @@ fn a_pasted_message_larger_than_the_window_is_clipped_to_fit() {
     let text = sent["messages"][0]["content"].to_string();
     assert!(text.contains("What went wrong here?"), "{text}");
     assert!(text.contains("log line 5999"), "the tail is kept");
-    assert!(text.contains("left out here by compaction"), "{text}");
+    assert!(text.starts_with("\"[Excerpt of "), "{text}");
+    assert!(text.contains("lines left out"), "{text}");
     assert!(!text.contains("log line 3000\\n"), "the middle is left out");
     let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
     let recs = records(&s, &id);
@@ -1678,11 +1680,9 @@ fn a_pasted_message_larger_than_the_window_is_clipped_to_fit() {
         "the log keeps the message whole"
     );
     let shown = s.json(&["c", "show", &id]);
-    let steps = &shown["compactions"][0]["budget"]["escalation"];
-    assert!(
-        steps.as_array().unwrap().iter().any(|v| v == "clip"),
-        "{shown}"
-    );
+    let c = &shown["compactions"][0];
+    assert!(c["excerpt_chars"].is_u64(), "{shown}");
+    assert_eq!(c["source"], "auto", "{shown}");
 }
 
 /// The fixed part (system prompt and tool definitions) fills the window
