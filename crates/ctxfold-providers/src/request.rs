@@ -15,12 +15,15 @@
 //! | reasoning | assistant reasoning, with its signature only when kept (below) |
 //! | tool call (whole or stripped) | assistant tool call |
 //! | tool result (whole or stripped) | user-role tool result |
-//! | summary | user text [`Item::summary_lead`](ctxfold_core::projection::Item::summary_lead), then assistant text (the summary) |
+//! | summary | user text [`summary_lead`], then assistant text (the summary) |
 //! | preamble | user text [`PREAMBLE`] |
 //!
-//! Consecutive parts of one role form one message, so roles alternate. In a
-//! user message, tool results come before text (both providers want the
-//! results right after the calls). Empty texts are left out.
+//! Consecutive parts of one role form one message, so roles alternate: a
+//! summary's lead after a user message (the first, which automatic
+//! compaction keeps) is a second text of that message, never a user
+//! message of its own. In a user message, tool results come before text
+//! (both providers want the results right after the calls). Empty texts
+//! are left out.
 //!
 //! # Signed thinking
 //!
@@ -48,7 +51,7 @@
 
 use ctxfold_core::log::Step;
 use ctxfold_core::materialize::item_record;
-use ctxfold_core::projection::{Item, PREAMBLE, View};
+use ctxfold_core::projection::{Item, PREAMBLE, View, covered_indices, summary_preamble};
 use ctxfold_core::{Body, Log, Object};
 use serde_json::Value;
 
@@ -203,9 +206,12 @@ pub fn request_from_view(log: &Log, view: &View<'_>, base: &ChatRequest) -> Chat
     for item in &view.items {
         match *item {
             Item::Summary { text, .. } => {
+                // After a user message (the client's first, which
+                // automatic compaction keeps), the lead joins it: roles
+                // still alternate.
                 req.push(
                     Role::User,
-                    Part::Text(item.summary_lead().unwrap_or_default()),
+                    Part::Text(summary_lead(log, item).unwrap_or_default()),
                 );
                 req.push(Role::Assistant, Part::Text(text.to_owned()));
             }
@@ -233,6 +239,38 @@ pub fn request_from_view(log: &Log, view: &View<'_>, base: &ChatRequest) -> Chat
         }
     }
     req
+}
+
+/// The user message that leads summary `item` of a view of `log`
+/// ([`summary_preamble`], with its handle), naming the turns of the first
+/// and last events the model sees among those its compaction folds: the
+/// turns its digest names. (The item's own [`Item::summary_lead`] names
+/// the turns of the compaction's first and last records, and a range that
+/// ends on the `turn_start` of the turn it keeps named one turn more than
+/// its digest: "turns 1–9" over a digest of turns 1–8.) `None` for any
+/// other item.
+pub fn summary_lead(log: &Log, item: &Item<'_>) -> Option<String> {
+    let Item::Summary {
+        compaction, turns, ..
+    } = *item
+    else {
+        return None;
+    };
+    let records = log.records();
+    let visible = |k: &usize| records[*k].body.is_model_visible();
+    let seen = match records.get(compaction).map(|r| &r.body) {
+        Some(Body::Compaction(c)) => covered_indices(log, c).and_then(|(lo, hi)| {
+            let first = (lo..=hi).find(visible)?;
+            let last = (lo..=hi).rev().find(visible)?;
+            Some((log.turn_of(first), log.turn_of(last)))
+        }),
+        // A compaction measured but not recorded (`project_with`).
+        _ => None,
+    };
+    Some(summary_preamble(
+        seen.unwrap_or(turns),
+        item.handle().as_ref(),
+    ))
 }
 
 /// Lay `extra` over the top level of a request body: a `null` removes the
@@ -423,5 +461,100 @@ mod tests {
         assert_eq!(r.messages[0].parts, vec![Part::Text("hi".into())]);
         assert!(matches!(r.messages[2].parts[0], Part::ToolResult { .. }));
         assert_eq!(r.messages[2].parts[1], Part::Text("interrupt".into()));
+    }
+
+    fn log_of(bodies: Vec<Body>) -> Log {
+        Log::from_records(
+            bodies
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| ctxfold_core::Record::new(i as u64, "", b))
+                .collect(),
+        )
+    }
+
+    fn user(t: &str) -> Body {
+        Body::User {
+            content: t.into(),
+            author: None,
+        }
+    }
+
+    fn said(t: &str) -> Body {
+        Body::Assistant { content: t.into() }
+    }
+
+    fn folded(from_seq: u64, to_seq: u64) -> Body {
+        use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
+        let mut c = Compaction::new(0, 0, Source::Auto);
+        c.from_seq = Some(from_seq);
+        c.to_seq = Some(to_seq);
+        c.summary = Some(Summary {
+            text: "Digest of turns 1–2".into(),
+            provenance: Provenance::Supplied {
+                author: Source::Auto,
+            },
+        });
+        Body::Compaction(Box::new(c))
+    }
+
+    #[test]
+    fn a_lead_names_the_turns_its_digest_covers() {
+        // The range ends on turn 3's `turn_start`: the turn it keeps.
+        let log = log_of(vec![
+            Body::TurnStart,
+            user("one"),
+            said("1"),
+            Body::TurnStart,
+            user("two"),
+            said("2"),
+            Body::TurnStart,
+            user("three"),
+            folded(0, 6),
+        ]);
+        let view = ctxfold_core::projection::project(&log);
+        let item = &view.items[0];
+        let lead = summary_lead(&log, item).unwrap();
+        assert!(
+            lead.starts_with("[The text that follows summarizes turns 1–2 "),
+            "{lead}"
+        );
+        assert_eq!(
+            lead,
+            summary_preamble((0, 1), item.handle().as_ref()),
+            "the handle is the item's"
+        );
+        let req = request_from_view(&log, &view, &ChatRequest::new("m"));
+        assert_eq!(req.messages[0].parts[0], Part::Text(lead));
+    }
+
+    #[test]
+    fn a_lead_after_a_user_message_joins_it() {
+        // Automatic compaction keeps the first user message and folds from
+        // its answer on.
+        let log = log_of(vec![
+            Body::TurnStart,
+            user("I am not sharing any files that you can edit yet."),
+            said("Ok."),
+            Body::TurnStart,
+            user("two"),
+            said("2"),
+            Body::TurnStart,
+            user("three"),
+            folded(2, 5),
+        ]);
+        let view = ctxfold_core::projection::project(&log);
+        let req = request_from_view(&log, &view, &ChatRequest::new("m"));
+        let roles: Vec<Role> = req.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            vec![Role::User, Role::Assistant, Role::User],
+            "{req:#?}"
+        );
+        assert_eq!(req.messages[0].parts.len(), 2, "the message, then the lead");
+        let Part::Text(lead) = &req.messages[0].parts[1] else {
+            panic!("{req:#?}");
+        };
+        assert!(lead.starts_with("[The text that follows summarizes turns 1–2"));
     }
 }

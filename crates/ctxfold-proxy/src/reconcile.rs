@@ -14,8 +14,69 @@
 //! - What the log holds of an answer whose stream broke off (metadata
 //!   [`CUT_SHORT`]) is not compared: the client retries, and its next
 //!   history holds the retried answer, not the broken one.
+//! - Texts (user and assistant messages) are compared without the
+//!   whitespace around them and at the end of their lines: a client that
+//!   keeps its history as text (aider's `--restore-chat-history` reads it
+//!   back from Markdown, where every line of a user message ends in a hard
+//!   break) sends the same words with other blank space around them.
+//! - A client may rewrite its newest message once it is answered (a
+//!   [`Rewrite`]; below).
 //! - Everything else must match in order. The first record that differs is
 //!   where the histories diverge.
+//!
+//! # Clients that rewrite their newest message
+//!
+//! aider adds a reminder to its newest user message (its edit format's
+//! rules, some 800 characters) and drops it from that message on the next
+//! request; before that message it sends its "chat files" messages (with
+//! no file added, "I am not sharing any files that you can edit yet." and
+//! "Ok."), which on the next request come after the answer, before the new
+//! message. So request n+1 is not request n plus new messages: it holds
+//! request n's user message shortened, and the context messages moved.
+//!
+//! A stored user message and a client's user message stand for each other
+//! (a rewrite) when the client's text, without the whitespace around it,
+//! is a proper beginning or end of the stored one (the client dropped what
+//! it had added to it), and the answer that follows it is the same in
+//! both: the client sends back the answer the model gave to the stored
+//! message, so it goes on in the same conversation (or the log ends right
+//! after the stored message: a client quick enough to send its next
+//! request before the proxy recorded the answer to this one, whose copy
+//! of the answer is then new). The stored text or
+//! messages before it that the client no longer sends there (at most
+//! [`MAX_LEFT`], plain user and assistant messages: never a tool call, a
+//! result or reasoning) are left behind: the client's context messages of
+//! that request.
+//!
+//! What is decided, and why:
+//!
+//! - **The log** keeps what the model was sent: the message with its
+//!   reminder, the context messages where they were. Nothing stored is
+//!   rewritten, and nothing is added for the rewrite (it is read again
+//!   from the two histories on every request, like every other pairing).
+//!   The client's context messages, sent again before its new message,
+//!   are new records of the new turn, as the model sees them there.
+//! - **Upstream**, until the next compaction there, a rewritten message
+//!   goes as the log has it and the messages left behind go where they
+//!   were: the request is then the previous request plus new messages, and
+//!   the provider's prompt cache reads the whole prefix (sending the
+//!   client's shortened text would change the prefix at that message on
+//!   every request: a cache write of everything after it, each time).
+//!   Once a compaction that folds from there or before is recorded after
+//!   the rewrite was first seen (a firing changes the prefix there anyway;
+//!   an excerpt of a newer output does not), the client's current text
+//!   goes and what it left behind does not: what the client now says its
+//!   history is, as a user reading its chat would expect. So the prefix
+//!   changes only where compaction changes it (`book/render.rs`).
+//! - The compactor measures the log's view (the longer texts): it never
+//!   sends more than it counted.
+//!
+//! A client that edits a message or an answer still diverges: a rewrite
+//! is only of a user message followed by the same answer, only by
+//! dropping what was added around it; what it leaves behind is at most
+//! [`MAX_LEFT`] plain messages right before it (were they an exchange the
+//! client deleted, they would go upstream where they were until the next
+//! compaction there, as aider's context messages do).
 
 use ctxfold_core::{Body, Record};
 
@@ -29,6 +90,8 @@ pub enum Alignment {
         pairs: Vec<(usize, usize)>,
         /// First client record not in the log.
         tail: usize,
+        /// The pairs of them that are rewrites (see the module docs).
+        rewrites: Vec<Rewrite>,
     },
     /// The request is an earlier state of the log (a retried request, or a
     /// client that went back): nothing is new, and the log goes on past
@@ -36,6 +99,8 @@ pub enum Alignment {
     Earlier {
         /// Stored index paired with each compared client index.
         pairs: Vec<(usize, usize)>,
+        /// The pairs of them that are rewrites (see the module docs).
+        rewrites: Vec<Rewrite>,
     },
     /// The request's history differs from the log at client record `at`.
     Diverges {
@@ -43,6 +108,52 @@ pub enum Alignment {
         at: usize,
     },
 }
+
+/// A client's user message standing for a stored one it rewrote (see the
+/// module docs); the two are also among the alignment's pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The stored user message.
+    pub stored: usize,
+    /// The client's message.
+    pub client: usize,
+    /// Stored messages right before it that the client no longer sends
+    /// there (its context messages of that request), in order.
+    pub left: Vec<usize>,
+    /// The stored record of the answer that follows it (paired with the
+    /// client's copy), or where the client's copy is appended when the
+    /// proxy had not recorded it yet: a compaction recorded after it was
+    /// recorded after the client first sent the rewrite.
+    pub answer: usize,
+}
+
+/// How a request's history pairs with the log, when it does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Paired {
+    /// Stored index paired with each compared client index.
+    pub pairs: Vec<(usize, usize)>,
+    /// The pairs that are rewrites.
+    pub rewrites: Vec<Rewrite>,
+}
+
+impl Alignment {
+    /// The pairing of a history that extends the log or is an earlier
+    /// state of it; `None` when it diverges.
+    pub fn paired(self) -> Option<Paired> {
+        match self {
+            Alignment::Extends {
+                pairs, rewrites, ..
+            }
+            | Alignment::Earlier { pairs, rewrites } => Some(Paired { pairs, rewrites }),
+            Alignment::Diverges { .. } => None,
+        }
+    }
+}
+
+/// At most this many stored messages before a rewritten one may be left
+/// behind (aider leaves two: its "chat files" message and the "Ok." after
+/// it).
+pub const MAX_LEFT: usize = 6;
 
 /// Metadata key marking records of an answer that broke off before its
 /// end (what completed of it).
@@ -73,7 +184,7 @@ fn compared(r: &Record) -> bool {
 /// Whether two records say the same to the model. Tool-call arguments
 /// that say nothing (an empty string, `{}`, `null`) are the same: a
 /// stream's parser and a request's reader spell a call without arguments
-/// differently.
+/// differently. Texts are the same without the whitespace around them.
 fn same(a: &Body, b: &Body) -> bool {
     match (a, b) {
         (
@@ -88,6 +199,17 @@ fn same(a: &Body, b: &Body) -> bool {
                 arguments: a2,
             },
         ) => i1 == i2 && n1 == n2 && (a1 == a2 || (empty(&a1.value()) && empty(&a2.value()))),
+        (
+            Body::User {
+                content: c1,
+                author: w1,
+            },
+            Body::User {
+                content: c2,
+                author: w2,
+            },
+        ) => w1 == w2 && same_text(c1, c2),
+        (Body::Assistant { content: c1 }, Body::Assistant { content: c2 }) => same_text(c1, c2),
         _ => a == b,
     }
 }
@@ -99,6 +221,37 @@ fn empty(v: &serde_json::Value) -> bool {
         serde_json::Value::Object(o) => o.is_empty(),
         _ => false,
     }
+}
+
+/// A text as it is compared: without the whitespace around it nor at the
+/// end of its lines (Markdown's hard line breaks, which aider's restored
+/// history adds to every line of a user message).
+fn plain(text: &str) -> std::borrow::Cow<'_, str> {
+    let t = text.trim();
+    if !t.lines().any(|l| l.ends_with(char::is_whitespace)) && !t.contains('\r') {
+        return std::borrow::Cow::Borrowed(t);
+    }
+    let mut out = String::with_capacity(t.len());
+    for (n, line) in t.lines().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        out.push_str(line.trim_end());
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether two texts say the same: equal, or equal as [`plain`] texts.
+fn same_text(a: &str, b: &str) -> bool {
+    a == b || plain(a) == plain(b)
+}
+
+/// Whether the client's user text `client` is the stored `stored` with
+/// something the client had added dropped: as [`plain`] texts, a proper
+/// beginning or end of it.
+fn rewritten(stored: &str, client: &str) -> bool {
+    let (s, c) = (plain(stored), plain(client));
+    !c.is_empty() && s.len() > c.len() && (s.starts_with(&*c) || s.ends_with(&*c))
 }
 
 /// Align `client` (a request's records) with `stored` (the log's).
@@ -127,18 +280,71 @@ pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
         // The compaction is the first pair (overlays like it are not
         // compared), and everything after it is aligned as usual.
         Some(si) => match align_from(stored, client, si + 1, cj + 1) {
-            Alignment::Extends { mut pairs, tail } => {
+            Alignment::Extends {
+                mut pairs,
+                tail,
+                rewrites,
+            } => {
                 pairs.insert(0, (si, cj));
-                Alignment::Extends { pairs, tail }
+                Alignment::Extends {
+                    pairs,
+                    tail,
+                    rewrites,
+                }
             }
-            Alignment::Earlier { mut pairs } => {
+            Alignment::Earlier {
+                mut pairs,
+                rewrites,
+            } => {
                 pairs.insert(0, (si, cj));
-                Alignment::Earlier { pairs }
+                Alignment::Earlier { pairs, rewrites }
             }
             diverges => diverges,
         },
         None => whole,
     }
+}
+
+/// The rewrite (see the module docs) that client record `c[j]` is of a
+/// stored user message at or after `s[i]`, the first compared records
+/// that differ: the stored message's place in `s`, and the place in `s`
+/// of the answer after it (the next record that is not [`optional`],
+/// paired with `c[j + 1]`), `None` when the log holds nothing after it
+/// yet.
+fn rewrite_at(
+    stored: &[Record],
+    client: &[Record],
+    s: &[usize],
+    c: &[usize],
+    i: usize,
+    j: usize,
+) -> Option<(usize, Option<usize>)> {
+    let Body::User {
+        content: text,
+        author,
+    } = &client[c[j]].body
+    else {
+        return None;
+    };
+    // The client's copy of the answer: a rewrite is known by what follows.
+    let answer = &client[*c.get(j + 1)?].body;
+    for k in i..s.len().min(i + MAX_LEFT + 1) {
+        match &stored[s[k]].body {
+            Body::User { content, author: a } if a == author && rewritten(content, text) => {
+                return match (k + 1..s.len()).find(|&n| !optional(&stored[s[n]])) {
+                    Some(next) => same(&stored[s[next]].body, answer).then_some((k, Some(next))),
+                    // The log ends there: the client sends the next request
+                    // before the proxy recorded the answer to that one, and
+                    // the client's copy of it is new.
+                    None => Some((k, None)),
+                };
+            }
+            // A context message the client may have left behind.
+            Body::User { .. } | Body::Assistant { .. } => {}
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// [`align`] of `stored[s0..]` and `client[c0..]`, in the slices' indices.
@@ -151,6 +357,7 @@ fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Ali
         .collect();
     let (mut i, mut j) = (0, 0);
     let mut pairs = Vec::new();
+    let mut rewrites = Vec::new();
     while i < s.len() && j < c.len() {
         let (a, b) = (&stored[s[i]], &client[c[j]]);
         if same(&a.body, &b.body) {
@@ -159,6 +366,17 @@ fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Ali
             j += 1;
         } else if optional(a) {
             i += 1;
+        } else if let Some((k, answer)) = rewrite_at(stored, client, &s, &c, i, j) {
+            rewrites.push(Rewrite {
+                stored: s[k],
+                client: c[j],
+                left: s[i..k].to_vec(),
+                // Not recorded yet: the client's copy is appended next.
+                answer: answer.map_or(stored.len(), |n| s[n]),
+            });
+            pairs.push((s[k], c[j]));
+            i = k + 1;
+            j += 1;
         } else {
             return Alignment::Diverges { at: c[j] };
         }
@@ -171,7 +389,7 @@ fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Ali
         if j < c.len() {
             return Alignment::Diverges { at: c[j] };
         }
-        return Alignment::Earlier { pairs };
+        return Alignment::Earlier { pairs, rewrites };
     }
     let (mut k, mut tail) = pairs.last().map_or((s0, c0), |&(si, cj)| (si + 1, cj + 1));
     // System messages the log holds after the last pair (they are not
@@ -187,7 +405,11 @@ fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Ali
         }
         (k, tail) = (next + 1, tail + 1);
     }
-    Alignment::Extends { pairs, tail }
+    Alignment::Extends {
+        pairs,
+        tail,
+        rewrites,
+    }
 }
 
 #[cfg(test)]
@@ -221,7 +443,8 @@ mod tests {
             align(&stored, &client),
             Alignment::Extends {
                 pairs: vec![(1, 1), (2, 2)],
-                tail: 3
+                tail: 3,
+                rewrites: vec![]
             }
         );
         // The same history again: nothing new.
@@ -229,7 +452,8 @@ mod tests {
             align(&stored, &stored),
             Alignment::Extends {
                 pairs: vec![(1, 1), (2, 2)],
-                tail: 3
+                tail: 3,
+                rewrites: vec![]
             }
         );
         // An empty log takes everything.
@@ -237,7 +461,8 @@ mod tests {
             align(&[], &client),
             Alignment::Extends {
                 pairs: vec![],
-                tail: 0
+                tail: 0,
+                rewrites: vec![]
             }
         );
     }
@@ -267,7 +492,8 @@ mod tests {
             align(&stored, &client),
             Alignment::Extends {
                 pairs: vec![(0, 1), (2, 2)],
-                tail: 3
+                tail: 3,
+                rewrites: vec![]
             }
         );
     }
@@ -296,7 +522,8 @@ mod tests {
         assert_eq!(
             align(&stored, &retry),
             Alignment::Earlier {
-                pairs: vec![(0, 0), (1, 1), (2, 2)]
+                pairs: vec![(0, 0), (1, 1), (2, 2)],
+                rewrites: vec![]
             }
         );
         let edited = recs(vec![user("hi"), text("HELLO"), user("more")]);
@@ -327,7 +554,8 @@ mod tests {
             align(&stored, &replaced),
             Alignment::Extends {
                 pairs: vec![(3, 2)],
-                tail: 3
+                tail: 3,
+                rewrites: vec![]
             }
         );
         // A compaction the log does not hold: a different history.
@@ -348,7 +576,8 @@ mod tests {
             align(&stored, &client),
             Alignment::Extends {
                 pairs: vec![(0, 0)],
-                tail: 2
+                tail: 2,
+                rewrites: vec![]
             }
         );
         // A system message the log does not have is new.
@@ -363,8 +592,271 @@ mod tests {
             align(&stored, &other),
             Alignment::Extends {
                 pairs: vec![(0, 0)],
-                tail: 1
+                tail: 1,
+                rewrites: vec![]
             }
         );
+    }
+
+    /// aider's requests with one exchange done: the example messages,
+    /// the history, its "chat files" messages, then the newest message
+    /// with its reminder.
+    const REMINDER: &str = "To suggest changes to a file you MUST return the entire content.";
+    fn aider(done: &[(&str, &str)], newest: &str) -> Vec<Body> {
+        let mut out = vec![
+            Body::System {
+                content: "Act as an expert software developer.".into(),
+            },
+            user("Change the greeting to be more casual"),
+            text("Ok, I will: ..."),
+        ];
+        for (u, a) in done {
+            out.extend([user(u), text(a)]);
+        }
+        out.extend([
+            user("I am not sharing any files that you can edit yet."),
+            text("Ok."),
+            user(&format!("{newest}\n\n{REMINDER}")),
+        ]);
+        out
+    }
+
+    #[test]
+    fn a_newest_message_the_client_shortened_continues_the_conversation() {
+        // Request 1 and its answer, as the log holds them.
+        let mut stored = recs(aider(&[], "Message 1"));
+        stored.push(Record::new(7, "", text("Answer 1")));
+        // Request 2: the reminder is gone from message 1, the chat files'
+        // messages come after its answer.
+        let client = recs(aider(&[("Message 1", "Answer 1")], "Message 2"));
+        assert_eq!(
+            align(&stored, &client),
+            Alignment::Extends {
+                pairs: vec![(1, 1), (2, 2), (5, 3), (6, 4)],
+                tail: 5,
+                rewrites: vec![Rewrite {
+                    stored: 5,
+                    client: 3,
+                    left: vec![3, 4],
+                    answer: 6,
+                }],
+            }
+        );
+        // The log then holds request 2's new messages and its answer;
+        // request 3 rewrites message 2 the same way, and message 1 is
+        // still the stored one's rewrite.
+        stored.extend(recs(vec![
+            user("I am not sharing any files that you can edit yet."),
+            text("Ok."),
+            user(&format!("Message 2\n\n{REMINDER}")),
+            text("Answer 2"),
+        ]));
+        let client = recs(aider(
+            &[("Message 1", "Answer 1"), ("Message 2", "Answer 2")],
+            "Message 3",
+        ));
+        let Alignment::Extends {
+            pairs,
+            tail,
+            rewrites,
+        } = align(&stored, &client)
+        else {
+            panic!("not an extension");
+        };
+        assert_eq!(tail, 7);
+        assert_eq!(pairs.last(), Some(&(10, 6)));
+        assert_eq!(
+            rewrites
+                .iter()
+                .map(|r| (r.stored, r.client, r.left.clone()))
+                .collect::<Vec<_>>(),
+            vec![(5, 3, vec![3, 4]), (9, 5, vec![7, 8])]
+        );
+    }
+
+    #[test]
+    fn a_rewrite_before_its_answer_is_recorded_takes_the_clients_answer() {
+        // The client got its answer and sent the next request before the
+        // proxy recorded the answer.
+        let stored = recs(aider(&[], "Message 1"));
+        let client = recs(aider(&[("Message 1", "Answer 1")], "Message 2"));
+        assert_eq!(
+            align(&stored, &client),
+            Alignment::Extends {
+                pairs: vec![(1, 1), (2, 2), (5, 3)],
+                tail: 4,
+                rewrites: vec![Rewrite {
+                    stored: 5,
+                    client: 3,
+                    left: vec![3, 4],
+                    answer: 6,
+                }],
+            }
+        );
+    }
+
+    #[test]
+    fn a_history_restored_from_markdown_is_the_same_history() {
+        // aider's `--restore-chat-history`: a hard break at the end of
+        // every line of a user message, blank lines around an answer.
+        let mut stored = recs(aider(&[], "Message 1: do it.\n- one\n\n  two"));
+        stored.push(Record::new(7, "", text("Answer 1.\nMore.")));
+        let restored = recs(aider(
+            &[(
+                "Message 1: do it.  \n- one  \n  \n  two  \n",
+                "\nAnswer 1.\nMore.\n\n",
+            )],
+            "Message 2",
+        ));
+        assert!(matches!(
+            align(&stored, &restored),
+            Alignment::Extends { tail: 5, ref rewrites, .. } if rewrites.len() == 1
+        ));
+        // The same words are the same record, without a rewrite.
+        let a = recs(vec![user("a  \nb"), text("\nc\n")]);
+        let b = recs(vec![user("a\nb"), text("c")]);
+        assert!(matches!(
+            align(&a, &b),
+            Alignment::Extends { tail: 2, ref rewrites, .. } if rewrites.is_empty()
+        ));
+    }
+
+    #[test]
+    fn a_rewrite_needs_the_same_answer_after_it_and_only_drops_what_was_added() {
+        let mut stored = recs(aider(&[], "Message 1"));
+        stored.push(Record::new(7, "", text("Answer 1")));
+        // Another answer after the shortened message: another history.
+        let other = recs(aider(&[("Message 1", "Answer 9")], "Message 2"));
+        assert!(matches!(
+            align(&stored, &other),
+            Alignment::Diverges { at: 3 }
+        ));
+        // Not a beginning or an end of the stored text: an edit.
+        let edited = recs(aider(&[("Message one", "Answer 1")], "Message 2"));
+        assert!(matches!(
+            align(&stored, &edited),
+            Alignment::Diverges { at: 3 }
+        ));
+        // No answer yet after it (a retry of an edited request): diverges.
+        let retry = recs(vec![
+            Body::System {
+                content: "Act as an expert software developer.".into(),
+            },
+            user("Change the greeting to be more casual"),
+            text("Ok, I will: ..."),
+            user("Message 1"),
+        ]);
+        assert!(matches!(
+            align(&stored, &retry),
+            Alignment::Diverges { at: 3 }
+        ));
+        // A tool call or result is never left behind.
+        let call = Body::ToolCall {
+            id: "c1".into(),
+            name: "ls".into(),
+            arguments: json!({}).into(),
+        };
+        let result = Body::ToolResult {
+            id: "c1".into(),
+            content: "a b".into(),
+            is_error: false,
+        };
+        let stored = recs(vec![
+            user("go"),
+            call.clone(),
+            result.clone(),
+            user(&format!("next\n\n{REMINDER}")),
+            text("done"),
+        ]);
+        let client = recs(vec![user("go"), user("next"), text("done"), user("more")]);
+        assert!(matches!(
+            align(&stored, &client),
+            Alignment::Diverges { at: 1 }
+        ));
+        let client = recs(vec![
+            user("go"),
+            call,
+            result,
+            user("next"),
+            text("done"),
+            user("more"),
+        ]);
+        assert!(matches!(
+            align(&stored, &client),
+            Alignment::Extends { tail: 5, ref rewrites, .. } if rewrites.len() == 1 && rewrites[0].left.is_empty()
+        ));
+    }
+
+    fn visible() -> impl Strategy<Value = Body> {
+        prop_oneof![
+            "[a-c]{1,3}".prop_map(|t| user(&t)),
+            "[a-c]{1,3}".prop_map(|t| text(&t)),
+            ("[a-c]{1,2}", "[a-c]{1,3}").prop_map(|(id, c)| Body::ToolResult {
+                id,
+                content: c,
+                is_error: false
+            }),
+        ]
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A client that adds a reminder to its newest message, sends
+        /// context messages before it, and on the next request drops the
+        /// reminder and moves the context after the answer (aider) is one
+        /// conversation at every request, the log extended by exactly the
+        /// new request's messages, whether or not the proxy recorded the
+        /// previous answer before the request came.
+        #[test]
+        fn a_client_that_rewrites_its_newest_message_stays_one_conversation(
+            turns in prop::collection::vec(
+                ("[a-c]{1,4}", "[a-c]{1,4}", 0usize..3, any::<bool>()),
+                1..8,
+            ),
+        ) {
+            let context = |n: usize| -> Vec<Body> {
+                (0..n).flat_map(|k| [user(&format!("context {k}")), text("Ok.")]).collect()
+            };
+            let mut stored: Vec<Body> = Vec::new();
+            let mut done: Vec<Body> = Vec::new();
+            // Whether the previous answer is in the log: the proxy records
+            // it after the client got it, and the next request may come
+            // first (its copy is then new).
+            let mut recorded = true;
+            for (n, (u, a, ctx, records)) in turns.iter().enumerate() {
+                let u = format!("{n}: {u}");
+                let mut client = done.clone();
+                client.extend(context(*ctx));
+                client.push(user(&format!("{u}\n\n{REMINDER}")));
+                let got = align(&recs(stored.clone()), &recs(client.clone()));
+                let Alignment::Extends { tail, rewrites, .. } = got else {
+                    panic!("request {n} diverged: {got:?}");
+                };
+                prop_assert_eq!(rewrites.len(), n);
+                let answer = usize::from(!recorded);
+                prop_assert_eq!(client.len() - tail, 2 * ctx + 1 + answer);
+                stored.extend(client[tail..].iter().cloned());
+                recorded = *records;
+                if recorded {
+                    stored.push(text(a));
+                }
+                done.extend([user(&u), text(a)]);
+            }
+        }
+
+        /// Rewrites never make a history that differs anywhere but in a
+        /// rewritten message continue: a changed record of any other kind
+        /// still diverges where it is.
+        #[test]
+        fn a_changed_record_still_diverges(
+            stored in prop::collection::vec(visible(), 1..20),
+            pick in 0usize..20,
+        ) {
+            let at = pick % stored.len();
+            let mut client = stored.clone();
+            client[at] = user("changed!");
+            prop_assert_eq!(align(&recs(stored), &recs(client)), Alignment::Diverges { at });
+        }
     }
 }

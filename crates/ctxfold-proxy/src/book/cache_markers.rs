@@ -54,3 +54,15 @@ pub(super) fn set_cache_marker(r: &mut Record, m: Value) {
         f.insert("cache_control".into(), m);
     }
 }
+
+/// Take the prompt-cache marker off the block `r` is written as, if it
+/// has one.
+pub(super) fn clear_cache_marker(r: &mut Record) {
+    let fields = match &mut r.body {
+        Body::Other { kind, fields } if kind == "anthropic_block" => fields.get_mut("block"),
+        _ => r.metadata.as_mut().and_then(|m| m.get_mut(BLOCK_FIELDS)),
+    };
+    if let Some(Value::Object(f)) = fields {
+        f.remove("cache_control");
+    }
+}

@@ -11,7 +11,7 @@ use super::counting::{calibrated, counted_tokens, fixed_tokens, scaled};
 use super::render::render_stored;
 use super::session::Session;
 use super::{AnswerSlot, Book, History, PrepareError, Prepared, lock};
-use crate::reconcile::{Alignment, align};
+use crate::reconcile::align;
 
 impl Book {
     /// The compactor and its context for a request of `model`, counting
@@ -118,9 +118,8 @@ impl Book {
         if !outcome.compacted() {
             return Ok(None);
         }
-        let pairs = match align(s.conv.log().records(), &transcript.records) {
-            Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
-            Alignment::Diverges { .. } => return Ok(None),
+        let Some(pairs) = align(s.conv.log().records(), &transcript.records).paired() else {
+            return Ok(None);
         };
         let r = render_stored(
             shape,

@@ -316,7 +316,6 @@ impl Book {
         let stored = s.conv.log().records();
         let est = Heuristic::default();
         let pairs = match align(stored, client) {
-            Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
             Alignment::Diverges { at } => {
                 // The log was just made from, or extended with, this
                 // history: another process must have changed it since.
@@ -336,6 +335,7 @@ impl Book {
                     emulated,
                 });
             }
+            aligned => aligned.paired().unwrap_or_default(),
         };
         let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent);
         // The fixed part counts as the trigger counts it, and everything

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::render::render_stored;
 use super::{Book, META_KEY, Naming, PrepareError, lock};
-use crate::reconcile::{Alignment, align};
+use crate::reconcile::align;
 use crate::shape::Shape;
 
 impl Book {
@@ -40,11 +40,10 @@ impl Book {
         drop(gone);
         let body = self.first_readable(&ids, |_, s| {
             let stored = s.conv.log().records();
-            let pairs = match align(stored, &client) {
-                // What is new in the request is not in the log: it goes as
-                // sent, after the view of what is.
-                Alignment::Extends { pairs, .. } | Alignment::Earlier { pairs } => pairs,
-                Alignment::Diverges { .. } => return Ok(None),
+            // What is new in the request is not in the log: it goes as
+            // sent, after the view of what is.
+            let Some(pairs) = align(stored, &client).paired() else {
+                return Ok(None);
             };
             let r = render_stored(
                 shape,

@@ -6,12 +6,14 @@
 use std::borrow::Cow;
 
 use ctxfold_core::materialize::item_record;
-use ctxfold_core::projection::{Item, PREAMBLE, project};
+use ctxfold_core::projection::{Item, PREAMBLE, covered_indices, project};
 use ctxfold_core::{Body, Log, Object, Record};
+use ctxfold_providers::request::summary_lead;
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 
-use super::cache_markers::{cache_marker, carries_marker, set_cache_marker};
+use super::cache_markers::{cache_marker, carries_marker, clear_cache_marker, set_cache_marker};
 use super::sent::{Sent, write_with_sent};
+use crate::reconcile::{Paired, Rewrite};
 use crate::shape::Shape;
 
 /// A request body rendered from a view.
@@ -50,11 +52,21 @@ enum Fate {
 /// does what the request adds to the log (a retry's earlier state, or the
 /// new messages `count_tokens` is asked about), after the view of the
 /// rest.
+///
+/// A message the client rewrote goes as the log has it, with what the
+/// client left behind before it, until a compaction is recorded after the
+/// rewrite was first seen; then as the client sends it (see
+/// [`crate::reconcile`]).
+///
+/// A summary's lead never follows a user message (nor one with only the
+/// client's system messages after it, as Claude Code sends one at
+/// `messages[1]`): it is added to that message instead, so the upstream
+/// never gets two user messages in a row.
 pub(super) fn render_stored(
     shape: Shape,
     log: &Log,
     client: &[Record],
-    pairs: &[(usize, usize)],
+    paired: &Paired,
     extras: &Object,
     sent: Option<Sent>,
 ) -> Rendered {
@@ -63,7 +75,7 @@ pub(super) fn render_stored(
     let tokens: Vec<usize> = client.iter().map(|r| est.record_tokens(r)).collect();
     let before = tokens.iter().sum();
     let view = project(log);
-    if view.active.is_empty() {
+    if view.active.is_empty() && paired.rewrites.is_empty() {
         return Rendered {
             body: None,
             before,
@@ -91,8 +103,24 @@ pub(super) fn render_stored(
         }
     }
     let mut stored_of = vec![None; client.len()];
-    for &(si, cj) in pairs {
+    for &(si, cj) in &paired.pairs {
         stored_of[cj] = Some(si);
+    }
+    let mut as_stored: Vec<Option<&Rewrite>> = vec![None; client.len()];
+    if !paired.rewrites.is_empty() {
+        let changes = Changes::of(log, &view.active);
+        for rw in &paired.rewrites {
+            if !changes.since(rw) {
+                as_stored[rw.client] = Some(rw);
+            }
+        }
+    }
+    if view.active.is_empty() && as_stored.iter().all(Option::is_none) {
+        return Rendered {
+            body: None,
+            before,
+            after: before,
+        };
     }
     // For a record the log does not compare: the summary folding both the
     // compared records around it, if one does.
@@ -118,107 +146,92 @@ pub(super) fn render_stored(
         }
         next_summary[j] = next;
     }
-    // The client's own records are borrowed, not copied: most of a long
-    // conversation goes as sent.
-    let mut records: Vec<Cow<Record>> = Vec::with_capacity(client.len() + 3);
-    // The client record each one was, for its estimate.
-    let mut sent_as: Vec<Option<usize>> = Vec::with_capacity(client.len() + 3);
-    // The client record each one stands for, changed or not (a stripped
-    // call or result is still that call or result, where the format
-    // groups records into messages).
-    let mut from: Vec<Option<usize>> = Vec::with_capacity(client.len() + 3);
+    let mut out = Out {
+        shape,
+        records: Vec::with_capacity(client.len() + 3),
+        sent_as: Vec::with_capacity(client.len() + 3),
+        from: Vec::with_capacity(client.len() + 3),
+    };
     if preamble {
-        records.push(Cow::Owned(Record::new(
+        out.push_made(Record::new(
             0,
             "",
             Body::User {
                 content: PREAMBLE.into(),
                 author: Some("ctxfold".into()),
             },
-        )));
+        ));
     }
     let mut summarized = std::collections::HashSet::new();
-    // A prompt-cache marker on a record that is folded away moves back to
-    // the nearest block still sent, so the cached prefix keeps a boundary
-    // where the folded part ends (markers only move or merge: never more
-    // than the client sent).
-    let folded = |records: &mut Vec<Cow<Record>>, c: &Record| {
-        if shape == Shape::Messages
-            && let Some(m) = cache_marker(c)
-        {
-            let m = m.clone();
-            if let Some(r) = records.iter_mut().rev().find(|r| carries_marker(r)) {
-                set_cache_marker(r.to_mut(), m);
-            }
-        }
-    };
+    let stored = log.records();
     for (j, c) in client.iter().enumerate() {
         let Some(si) = stored_of[j] else {
             let inside = prev_summary[j].is_some() && prev_summary[j] == next_summary[j];
             if inside {
-                folded(&mut records, c);
+                out.folded(c);
             } else {
-                records.push(Cow::Borrowed(c));
-                sent_as.resize(records.len() - 1, None);
-                sent_as.push(Some(j));
-                from.resize(records.len() - 1, None);
-                from.push(Some(j));
+                out.push_sent(c, j);
             }
             continue;
         };
-        match &fate[si] {
-            Fate::Dropped => folded(&mut records, c),
-            Fate::Kept => {
-                records.push(Cow::Borrowed(c));
-                sent_as.resize(records.len() - 1, None);
-                sent_as.push(Some(j));
-                from.resize(records.len() - 1, None);
-                from.push(Some(j));
+        // What the client left behind before a message it rewrote, where
+        // the log has it.
+        for &k in as_stored[j].map_or(&[][..], |rw| &rw.left) {
+            match &fate[k] {
+                Fate::Dropped => {}
+                Fate::Kept => out.push_made(uncached(stored[k].clone())),
+                Fate::Changed(body) => out.push_made(uncached(Record {
+                    body: body.clone(),
+                    ..stored[k].clone()
+                })),
+                Fate::Summarized(n) => {
+                    if summarized.insert(*n) {
+                        out.summary(log, &view.items[*n]);
+                    }
+                }
             }
-            Fate::Changed(body) => {
-                records.push(Cow::Owned(Record {
+        }
+        match &fate[si] {
+            Fate::Dropped => out.folded(c),
+            Fate::Kept if as_stored[j].is_some() => {
+                // The rewritten message as the log has it, with the
+                // client's wire fields (its cache marker too).
+                out.push_changed(
+                    Record {
+                        seq: c.seq,
+                        ts: c.ts.clone(),
+                        body: stored[si].body.clone(),
+                        metadata: c.metadata.clone(),
+                        extra: c.extra.clone(),
+                    },
+                    j,
+                );
+            }
+            Fate::Kept => out.push_sent(c, j),
+            Fate::Changed(body) => out.push_changed(
+                Record {
                     seq: c.seq,
                     ts: c.ts.clone(),
                     body: body.clone(),
                     metadata: c.metadata.clone(),
                     extra: c.extra.clone(),
-                }));
-                from.resize(records.len() - 1, None);
-                from.push(Some(j));
-            }
+                },
+                j,
+            ),
             Fate::Summarized(n) => {
-                if summarized.insert(*n)
-                    && let Item::Summary { text, .. } = view.items[*n]
-                {
-                    let mut made = [
-                        Record::new(
-                            0,
-                            "",
-                            Body::User {
-                                content: view.items[*n].summary_lead().unwrap_or_default(),
-                                author: Some("ctxfold".into()),
-                            },
-                        ),
-                        Record::new(
-                            0,
-                            "",
-                            Body::Assistant {
-                                content: text.to_owned(),
-                            },
-                        ),
-                    ];
-                    if shape == Shape::Responses {
-                        made.iter_mut()
-                            .for_each(ctxfold_formats::responses::typed_message);
-                    }
-                    records.extend(made.map(Cow::Owned));
+                if summarized.insert(*n) {
+                    out.summary(log, &view.items[*n]);
                 }
-                folded(&mut records, c);
+                out.folded(c);
             }
         }
     }
-    sent_as.resize(records.len(), None);
-    from.resize(records.len(), None);
+    let Out {
+        records,
+        sent_as,
+        from,
+        ..
+    } = out;
     let after = records
         .iter()
         .zip(&sent_as)
@@ -242,4 +255,149 @@ pub(super) fn render_stored(
         before,
         after,
     }
+}
+
+/// The records of the body being made, beside the client record each one
+/// is as sent (`sent_as`) and the client record it stands for, changed or
+/// not (`from`; a stripped call or result is still that call or result,
+/// where the format groups records into messages).
+struct Out<'c> {
+    shape: Shape,
+    // The client's own records are borrowed, not copied: most of a long
+    // conversation goes as sent.
+    records: Vec<Cow<'c, Record>>,
+    sent_as: Vec<Option<usize>>,
+    from: Vec<Option<usize>>,
+}
+
+impl<'c> Out<'c> {
+    fn push(&mut self, r: Cow<'c, Record>, sent_as: Option<usize>, from: Option<usize>) {
+        self.records.push(r);
+        self.sent_as.push(sent_as);
+        self.from.push(from);
+    }
+
+    /// Client record `j`, as it was sent.
+    fn push_sent(&mut self, c: &'c Record, j: usize) {
+        self.push(Cow::Borrowed(c), Some(j), Some(j));
+    }
+
+    /// Client record `j`, changed.
+    fn push_changed(&mut self, r: Record, j: usize) {
+        self.push(Cow::Owned(r), None, Some(j));
+    }
+
+    /// A record the client did not send.
+    fn push_made(&mut self, r: Record) {
+        self.push(Cow::Owned(r), None, None);
+    }
+
+    /// A prompt-cache marker on a record that is folded away moves back
+    /// to the nearest block still sent, so the cached prefix keeps a
+    /// boundary where the folded part ends (markers only move or merge:
+    /// never more than the client sent).
+    fn folded(&mut self, c: &Record) {
+        if self.shape == Shape::Messages
+            && let Some(m) = cache_marker(c)
+        {
+            let m = m.clone();
+            if let Some(r) = self.records.iter_mut().rev().find(|r| carries_marker(r)) {
+                set_cache_marker(r.to_mut(), m);
+            }
+        }
+    }
+
+    /// The summary `item`: its lead (a user message), then its text (the
+    /// assistant's). A lead that would follow a user message, or one with
+    /// only system messages after it, is added to that message instead.
+    fn summary(&mut self, log: &Log, item: &Item<'_>) {
+        let Item::Summary { text, .. } = *item else {
+            return;
+        };
+        // The turns its digest covers (see `summary_lead`).
+        let lead = summary_lead(log, item).unwrap_or_default();
+        let before = self
+            .records
+            .iter()
+            .rposition(|r| !matches!(r.body, Body::System { .. }));
+        let mut made = Vec::with_capacity(2);
+        match before {
+            Some(p) if matches!(self.records[p].body, Body::User { .. }) => {
+                if let Body::User { content, .. } = &mut self.records[p].to_mut().body {
+                    content.push_str("\n\n");
+                    content.push_str(&lead);
+                }
+                self.sent_as[p] = None;
+            }
+            _ => made.push(Record::new(
+                0,
+                "",
+                Body::User {
+                    content: lead,
+                    author: Some("ctxfold".into()),
+                },
+            )),
+        }
+        made.push(Record::new(
+            0,
+            "",
+            Body::Assistant {
+                content: text.to_owned(),
+            },
+        ));
+        if self.shape == Shape::Responses {
+            made.iter_mut()
+                .for_each(ctxfold_formats::responses::typed_message);
+        }
+        for r in made {
+            self.push_made(r);
+        }
+    }
+}
+
+/// Where the view changed: each compaction in force (its record, the
+/// first record it folds) and the latest undoing.
+struct Changes {
+    folds: Vec<(usize, usize)>,
+    last_reset: Option<usize>,
+}
+
+impl Changes {
+    fn of(log: &Log, active: &[usize]) -> Changes {
+        let records = log.records();
+        Changes {
+            folds: active
+                .iter()
+                .filter_map(|&i| match &records[i].body {
+                    Body::Compaction(c) => Some((i, covered_indices(log, c)?.0)),
+                    _ => None,
+                })
+                .collect(),
+            last_reset: records
+                .iter()
+                .rposition(|r| matches!(r.body, Body::CompactionReset(_))),
+        }
+    }
+
+    /// Whether the view has changed at or before what rewrite `rw` stands
+    /// for since the client first sent it: a compaction in force recorded
+    /// after the rewritten message's answer that folds from there or
+    /// before (an excerpt of a newer record does not), or an undoing
+    /// recorded since. Until then the rewritten message goes as the log
+    /// has it, so the upstream's prefix holds.
+    fn since(&self, rw: &Rewrite) -> bool {
+        let first = rw.left.first().copied().unwrap_or(rw.stored);
+        self.folds
+            .iter()
+            .any(|&(i, lo)| i > rw.answer && lo <= first)
+            || self.last_reset.is_some_and(|i| i > rw.answer)
+    }
+}
+
+/// A stored record sent again where the client no longer sends it,
+/// without the prompt-cache marker it had then (the client's markers are
+/// on what it sends now).
+fn uncached(mut r: Record) -> Record {
+    clear_cache_marker(&mut r);
+    r
 }
