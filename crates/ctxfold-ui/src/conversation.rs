@@ -313,7 +313,7 @@ fn firing(f: &ctxfold_core::budget::Firing) -> Markup {
             h4 { "The budget it worked to" }
             ul.budget {
                 (row("window", b.window))
-                (row("fixed part (system prompt, tools)", b.fixed))
+                (row("fixed part (sent with every request besides the conversation)", b.fixed))
                 (row("reserve for the reply", b.reserve))
                 (row("trigger", b.trigger))
                 (row("target", b.target))
@@ -484,7 +484,7 @@ mod tests {
         for want in [
             r#"<section class="firing" id="firing">"#,
             "<li><strong>window</strong>: 40,000 tokens</li>",
-            "<li><strong>fixed part (system prompt, tools)</strong>: 19,000 tokens</li>",
+            "<li><strong>fixed part (sent with every request besides the conversation)</strong>: 19,000 tokens</li>",
             "<li><strong>reserve for the reply</strong>: 2,500 tokens</li>",
             "<li><strong>trigger</strong>: 32,875 tokens</li>",
             "<li><strong>target</strong>: 28,250 tokens</li>",

@@ -1,6 +1,9 @@
 //! `ctxfold stats [ID]`: tokens by kind before and after projection, the
 //! model's window and the share of it a request uses (the view and the
-//! fixed part: system prompt and tools, where the proxy or `query` recorded it).
+//! fixed part: what every request carries besides the conversation, where
+//! the proxy or `query` recorded it: the tools, `query`'s system prompt,
+//! Responses' instructions; a system prompt the conversation records is in
+//! the view).
 
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::{Body, Record};
@@ -185,7 +188,7 @@ impl std::fmt::Display for Stats {
         ));
         if let Some(f) = self.fixed {
             s.push_str(&format!(
-                "{:<14}{:>12}{:>12}   (system prompt and tools, sent with every request)\n",
+                "{:<14}{:>12}{:>12}   (sent with every request besides the conversation)\n",
                 "fixed part", "", f
             ));
             s.push_str(&format!(

@@ -5,12 +5,16 @@
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::Value;
 
-/// Tokens of what every request carries besides its messages: the system
-/// prompt (Anthropic's `system`, Responses' `instructions`) and the tool
-/// definitions, counted on their JSON text as the upstream reads it.
+/// Tokens of what every request carries besides the records the log holds
+/// for it: Responses' `instructions` and the tool definitions, counted on
+/// their JSON text as the upstream reads it.
 pub(super) fn fixed_tokens(body: &Value) -> usize {
     let est = Heuristic::default();
-    ["system", "instructions", "tools"]
+    // Not `system`: the conversation records Anthropic's system prompt
+    // (and chat completions' system messages) as its system record, which
+    // the view counts; counting it here too made every request look
+    // larger by it, and automatic compaction fire early and fold deep.
+    ["instructions", "tools"]
         .iter()
         .filter_map(|k| body.get(*k))
         .map(|v| match v {
