@@ -134,6 +134,9 @@ fn a_log_heavy_loop_is_excerpted_on_arrival_and_folded_in_rare_wide_bands() {
         excerpts += 1;
         if fired {
             firings += 1;
+            for d in out.committed.iter().filter(|d| !d.compaction.is_excerpt()) {
+                eprintln!("step {k}: {}", d.compaction.budget.as_ref().unwrap().line());
+            }
         }
         assert!(
             out.after <= out.budget.unwrap().limit(),

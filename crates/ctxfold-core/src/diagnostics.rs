@@ -483,7 +483,10 @@ impl ResultScan {
 /// [`Record`]: crate::record::Record
 /// [`Body::ToolResult`]: crate::record::Body::ToolResult
 #[derive(Clone, Default)]
-pub struct ScanCell(OnceLock<Box<ResultScan>>);
+// A boxed `Vec`: one word per record while empty (most records), where a
+// `Vec` would take three.
+#[allow(clippy::box_collection)]
+pub struct ScanCell(OnceLock<Box<ResultScan>>, OnceLock<Box<Vec<u32>>>);
 
 impl ScanCell {
     /// The scan of `content`, made now if this cell has none yet. The cell
@@ -504,6 +507,20 @@ impl ScanCell {
     /// The scan, if one was made.
     pub fn get(&self) -> Option<&ResultScan> {
         self.0.get().map(|b| &**b)
+    }
+
+    /// [`error_like_lines`] of `content` (this cell's record's), found
+    /// the first time they are asked for: an excerpt shows them at every
+    /// render of every request, and the record never changes.
+    pub(crate) fn error_like_lines(&self, content: &str) -> &[u32] {
+        self.1.get_or_init(|| {
+            Box::new(
+                error_like_lines(content)
+                    .into_iter()
+                    .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                    .collect(),
+            )
+        })
     }
 }
 

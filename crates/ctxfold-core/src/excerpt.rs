@@ -58,7 +58,7 @@ pub fn is_over(text: &str, over_chars: usize) -> bool {
 /// lines to keep between head and tail (in order); `hint` the recall words
 /// that bring the whole text back. Text not over the threshold comes back
 /// whole.
-pub fn excerpt_text(text: &str, over_chars: usize, marks: &[usize], hint: Option<&str>) -> String {
+pub fn excerpt_text(text: &str, over_chars: usize, marks: &[u32], hint: Option<&str>) -> String {
     if !is_over(text, over_chars) {
         return text.to_owned();
     }
@@ -103,7 +103,7 @@ pub fn excerpt_text(text: &str, over_chars: usize, marks: &[usize], hint: Option
     let from = if cut_head { 1 } else { head };
     let inner: Vec<usize> = marks
         .iter()
-        .copied()
+        .map(|&i| i as usize)
         .filter(|&i| i >= from && i < tail)
         .collect();
     let shown_marks = inner.len().min(MAX_LINES);
@@ -318,7 +318,7 @@ mod tests {
             .map(|i| format!("E{i} failed"))
             .collect::<Vec<_>>()
             .join("\n");
-        let marks: Vec<usize> = (0..2_000).collect();
+        let marks: Vec<u32> = (0..2_000).collect();
         let out = excerpt_text(&text, 4_000, &marks, None);
         assert!(out.lines().next().unwrap().contains("not shown"), "{out}");
         assert!(out.lines().count() < 2 * MAX_LINES + 100);

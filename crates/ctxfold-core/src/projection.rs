@@ -130,6 +130,9 @@ pub enum Item<'a> {
         keep_chars: usize,
         /// An excerpt (`excerpt_chars`), not a clip.
         excerpt: bool,
+        /// The log's cache of the record's error-like lines (what an
+        /// excerpt keeps, found once).
+        scan: &'a ScanCell,
         /// The log's recall tag (see [`crate::handle`]).
         tag: Tag,
         /// The record's position, the number its handle gives (see
@@ -308,6 +311,7 @@ impl Item<'_> {
             record,
             keep_chars,
             excerpt,
+            scan,
             tag,
             at,
             ..
@@ -318,11 +322,11 @@ impl Item<'_> {
         let hint = recall_hint(&Handle::record(tag, u64::from(at)));
         match &record.body {
             Body::ToolResult { content, .. } | Body::User { content, .. } if excerpt => {
-                let marks = crate::diagnostics::error_like_lines(content);
+                let marks = scan.error_like_lines(content);
                 Some(crate::excerpt::excerpt_text(
                     content,
                     keep_chars,
-                    &marks,
+                    marks,
                     Some(&hint),
                 ))
             }

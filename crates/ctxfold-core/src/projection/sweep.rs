@@ -90,8 +90,7 @@ fn tool_policy(
 /// compaction over it with a `clip_chars` (or `excerpt_chars`) says it is
 /// too long.
 fn clipped_or_kept<'a>(
-    i: usize,
-    rec: &'a Record,
+    (i, rec, scan): (usize, &'a Record, &'a crate::diagnostics::ScanCell),
     content: &str,
     clip_heap: &mut Heap,
     by_order: &HashMap<usize, &Compaction>,
@@ -115,6 +114,7 @@ fn clipped_or_kept<'a>(
                 record: rec,
                 keep_chars: keep,
                 excerpt,
+                scan,
                 tag,
                 at,
             };
@@ -444,15 +444,14 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             at,
                         }
                     } else {
-                        clipped_or_kept(i, rec, content, &mut clip_heap, &by_order, tag, at)
+                        clipped_or_kept((i, rec, scan), content, &mut clip_heap, &by_order, tag, at)
                     });
                     removed.push(false);
                 }
             },
             Body::User { content, .. } => {
                 items.push(clipped_or_kept(
-                    i,
-                    rec,
+                    (i, rec, scan),
                     content,
                     &mut clip_heap,
                     &by_order,
