@@ -40,11 +40,13 @@ pub const MAX_LINES: usize = 40;
 pub const USER_FACTOR: usize = 5;
 
 /// Characters of head and tail an excerpt keeps of a unit over
-/// `over_chars`: a quarter of the threshold, between 400 and 2,000 (two
+/// `over_chars`: a fifth of the threshold, between 400 and 1,600 (two
 /// thirds head, one third tail, in whole lines where lines are short
-/// enough).
+/// enough). Small on purpose: every error-like line is kept besides, the
+/// rest is one recall away, and each excerpt is carried (and billed) in
+/// every request after it.
 pub fn keep_chars(over_chars: usize) -> usize {
-    (over_chars / 4).clamp(400, 2_000)
+    (over_chars / 5).clamp(400, 1_600)
 }
 
 /// Whether `text` is long enough to be excerpted under a threshold of
@@ -288,7 +290,7 @@ mod tests {
             out.lines()
                 .any(|l| l.starts_with("[… ") && l.ends_with(" lines left out …]"))
         );
-        assert!(out.chars().count() < 2_000 + 400, "{}", out.chars().count());
+        assert!(out.chars().count() < 1_600 + 400, "{}", out.chars().count());
         // The count of what was left out adds up with what is shown.
         let said: usize = first
             .split("; ")
