@@ -204,10 +204,19 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
     spans.sort_by_key(|s| s.lo);
     let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.order, s.c)).collect();
     // The turns each compaction covers: a summary names all of them, even
-    // when a newer summary nested inside splits it in two.
+    // when a newer summary nested inside splits it in two. Its first and
+    // last records the model sees decide, as they decide what the summary
+    // is made of: a range ending on the `turn_start` of the turn it keeps
+    // names no turn more than its digest.
+    let records_all = log.records();
+    let visible = |k: &usize| records_all[*k].body.is_model_visible();
     let span_turns: HashMap<usize, (u32, u32)> = spans
         .iter()
-        .map(|s| (s.order, (log.turn_of(s.lo), log.turn_of(s.hi))))
+        .map(|s| {
+            let first = (s.lo..=s.hi).find(visible).unwrap_or(s.lo);
+            let last = (s.lo..=s.hi).rev().find(visible).unwrap_or(s.hi);
+            (s.order, (log.turn_of(first), log.turn_of(last)))
+        })
         .collect();
 
     let mut summary_heap = Heap::new();
@@ -816,5 +825,38 @@ mod tests {
             "{lead}"
         );
         assert!(matches!(view.items[1], Item::Event { .. }));
+    }
+
+    /// A range ending on the `turn_start` of the turn it keeps (what
+    /// automatic compaction records) names the turns its digest covers,
+    /// not one more.
+    #[test]
+    fn a_summary_names_the_turns_the_model_saw_of_its_range() {
+        let mut bodies = turn(0, "a", false);
+        bodies.extend(turn(1, "b", false));
+        let mut c = Compaction::new(0, 1, Source::Auto);
+        c.from_seq = Some(0);
+        c.to_seq = Some(6); // turn 1's turn_start
+        c.summary = Some(Summary {
+            text: "we edited a".into(),
+            provenance: crate::compaction::Provenance::Supplied {
+                author: Source::User,
+            },
+        });
+        bodies.push(compaction(c));
+        let log = log_of(bodies);
+        let view = project(&log);
+        let Item::Summary { turns, .. } = view.items[0] else {
+            panic!("{:?}", view.items[0])
+        };
+        assert_eq!(turns, (0, 0));
+        assert!(
+            view.items[0]
+                .summary_lead()
+                .unwrap()
+                .starts_with("[The text that follows summarizes turn 1 of this conversation"),
+            "{:?}",
+            view.items[0].summary_lead()
+        );
     }
 }
