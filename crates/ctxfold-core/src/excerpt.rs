@@ -189,8 +189,9 @@ fn gap(body: &mut String, lines: usize) {
 /// and the user messages over [`USER_FACTOR`] times that, after the
 /// model's latest record (what the next request carries for the first
 /// time), that no compaction covers yet (an excerpt made before, or one
-/// the user undid, is never made again) and whose tool `hints` do not say
-/// `keep`. Record indices, in log order.
+/// the user undid, is never made again), whose tool `hints` do not say
+/// `keep`, and that no recall tool returned (what the model asked to have
+/// back whole: see [`is_recall_tool`]). Record indices, in log order.
 pub fn arrivals(log: &Log, over_chars: usize, hints: &ToolHints) -> Vec<(usize, usize)> {
     let records = log.records();
     let mut out = Vec::new();
@@ -208,7 +209,7 @@ pub fn arrivals(log: &Log, over_chars: usize, hints: &ToolHints) -> Vec<(usize, 
     for (i, r) in records.iter().enumerate().skip(start) {
         let over = match &r.body {
             Body::ToolResult { content, id, .. }
-                if is_over(content, over_chars) && !kept_by_hint(log, i, id, hints) =>
+                if is_over(content, over_chars) && !kept_whole(log, i, id, hints) =>
             {
                 Some(over_chars)
             }
@@ -224,16 +225,31 @@ pub fn arrivals(log: &Log, over_chars: usize, hints: &ToolHints) -> Vec<(usize, 
     out
 }
 
-/// Whether the tool whose call `id` produced result `i` is hinted `keep`.
-fn kept_by_hint(log: &Log, i: usize, id: &str, hints: &ToolHints) -> bool {
+/// Whether the tool whose call `id` produced result `i` is hinted `keep`,
+/// or is a recall tool.
+fn kept_whole(log: &Log, i: usize, id: &str, hints: &ToolHints) -> bool {
     let name = log.records()[..i].iter().rev().find_map(|r| match &r.body {
         Body::ToolCall { id: c, name, .. } if c == id => Some(name.as_str()),
         _ => None,
     });
+    if name.is_some_and(is_recall_tool) {
+        return true;
+    }
     let hint = name
         .and_then(|n| hints.per_tool.get(n))
         .or(hints.default.as_ref());
     hint == Some(&ToolOverride::Keep)
+}
+
+/// Whether `name` is ctxfold's `recall` or `search` tool, as the host
+/// offers it or as an MCP client names it after the server (`ctxfold`, as
+/// the README configures it: `mcp__ctxfold__recall`, `ctxfold.recall`):
+/// its result is what the model asked to have back,
+/// bounded by the page it asked for, and an excerpt of it would take it
+/// away again.
+pub fn is_recall_tool(name: &str) -> bool {
+    let base = name.rsplit(['_', '.', '/', ':']).next().unwrap_or(name);
+    matches!(base, "recall" | "search") && (name == base || name.contains("ctxfold"))
 }
 
 /// Whether a compaction appended after record `i` covers it.
@@ -381,6 +397,12 @@ mod tests {
         assert!(arrivals(&log, 100_000, &none).is_empty(), "none is over");
         let mut hints = ToolHints::default();
         hints.per_tool.insert("Read".into(), ToolOverride::Keep);
+        for name in ["recall", "mcp__ctxfold__recall", "ctxfold.search"] {
+            assert!(is_recall_tool(name), "{name}");
+        }
+        for name in ["Bash", "research", "fs_search", "mcp__github__search"] {
+            assert!(!is_recall_tool(name), "{name}");
+        }
         assert_eq!(
             arrivals(&log, 1_000, &hints),
             vec![(5, 1_000)],
