@@ -1,8 +1,8 @@
 //! Running the real agents (Claude Code, Codex) straight against the
 //! scripted upstream (agent_upstream.rs), with their session files written
 //! under a folder of the test's own: used by tests/agent_sessions.rs.
-//! (tests/real_agents.rs runs them through the proxy with its own copy of
-//! the same few steps.)
+//! (agent_proxy.rs runs them through the proxy, for tests/real_agents*.rs,
+//! in this module's namespace and with its process runner.)
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -11,6 +11,12 @@
 //! first, so the steps done are read from the request itself (the newest
 //! marker of the newest task), however much of the history a proxy folded.
 //!
+//! A task whose name starts with `log` runs, at each step, the log
+//! generator [`LOG_SCRIPT`] (the test writes it into the agent's working
+//! folder with [`write_log_script`]): about 29 KB of a service's log with
+//! one ERROR line naming the step, over 30 KB every tenth step from the
+//! fifth (enough for Claude Code to save it to a file and show a preview).
+//!
 //! Every request is counted as characters / 4 of the JSON text of `system`,
 //! `tools` and `messages` (Responses: `instructions`, `tools`, `input`),
 //! refused with the provider's own context-length error when over the
@@ -21,6 +27,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -492,11 +499,49 @@ pub fn code_mode_source(cmd: &str) -> String {
 }
 
 /// The command of step `k` of `n`: a marker line, then about 28,000
-/// characters of build log.
+/// characters of build log (a `log…` task: the log [`LOG_SCRIPT`] prints
+/// for step `k`).
 pub fn step_command(task: &str, k: usize, n: usize) -> String {
+    if task.starts_with("log") {
+        return format!("echo 'ctxfold-step {task} {k}/{n}'; bash {LOG_SCRIPT} {k}");
+    }
     format!(
         "echo 'ctxfold-step {task} {k}/{n}'; seq -f '{task} {k} line %g of the build log: warning: something happened here' 1 {STEP_LINES}"
     )
+}
+
+/// The log generator a `log…` task's steps run, by this name, in the
+/// agent's working folder: `bash ctxfold-log.sh K` prints step K's log.
+pub const LOG_SCRIPT: &str = "ctxfold-log.sh";
+
+/// Write [`LOG_SCRIPT`] into `dir` (the agent's working folder).
+pub fn write_log_script(dir: &Path) {
+    std::fs::write(dir.join(LOG_SCRIPT), include_str!("ctxfold-log.sh")).unwrap();
+}
+
+/// The log step `k` prints, as [`LOG_SCRIPT`] in `dir` prints it.
+pub fn log_output(dir: &Path, k: usize) -> String {
+    let out = std::process::Command::new("bash")
+        .arg(LOG_SCRIPT)
+        .arg(k.to_string())
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{LOG_SCRIPT} {k}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The one ERROR line of step `k`'s log.
+pub fn log_error_line(dir: &Path, k: usize) -> String {
+    let log = log_output(dir, k);
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "{LOG_SCRIPT} {k} prints {} ERROR lines",
+        errors.len()
+    );
+    errors[0].to_owned()
 }
 
 /// What the model does next, read from the request: the newest task the
@@ -538,10 +583,11 @@ fn next_act(req: &Value, api: Api) -> Act {
 
 /// The words each kind of fold puts before its handle, in the order a
 /// model looking for a tool's output would take them: a stripped result,
-/// a clipped one, a summary's lead.
-pub const PLACEHOLDER_HANDLES: [&str; 3] = [
+/// a clipped one, an excerpt, a summary's lead.
+pub const PLACEHOLDER_HANDLES: [&str; 4] = [
     "was removed by compaction (recall ",
     "left out here by compaction to fit the context window; recall ",
+    "characters left out; recall ",
     "compacted; recall ",
 ];
 

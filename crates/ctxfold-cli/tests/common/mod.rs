@@ -1,6 +1,7 @@
 //! Runs the real `ctxfold` binary in a scratch workspace.
 #![allow(dead_code)]
 
+pub mod agent_proxy;
 pub mod agent_run;
 pub mod agent_upstream;
 pub mod browser;
