@@ -126,12 +126,16 @@ const WORDS_AFTER_TIME: usize = 5;
 /// line has none (it is not a log line, or its level is not where one
 /// would be).
 pub(super) fn log_level(line: &str) -> Option<Level> {
-    let line = PREFIX.find(line).map_or(line, |m| &line[m.end()..]);
-    let t = line.trim_start();
     // Logs are not indented; source code is.
-    if line.len() - t.len() > 2 {
+    let indented = |l: &str| l.len() - l.trim_start().len() > 2;
+    if indented(line) {
         return None;
     }
+    let line = PREFIX.find(line).map_or(line, |m| &line[m.end()..]);
+    if indented(line) {
+        return None;
+    }
+    let t = line.trim_start();
     if t.starts_with('{') {
         let c = JSON_LEVEL.captures(t)?;
         if !JSON_MESSAGE.is_match(t) {
@@ -233,13 +237,18 @@ fn word_level(word: &str, after_time: bool, any_case: bool) -> Option<Level> {
     None
 }
 
-/// Words one of which a line naming where an output was saved holds (ASCII
-/// case ignored): most lines are passed over without the pattern.
-static SAVED_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
-    literal_pattern(
-        r"(?i-u)saved|written|wrote|stored|persisted|redirected|dumped|streams|streaming|available|see |full |complete |entire ",
-    )
-});
+/// What a line naming where an output was saved holds, roughly (a verb
+/// then `to`, `in` or `at` and what may start a path, `see` and a path, or
+/// `full output`), ASCII case ignored: most lines and texts are passed over
+/// by it, without the whole pattern ([`SAVED`]). Small enough to be read
+/// with the diagnostics' patterns in one pass over a text.
+pub(super) const SAVED_WORDS: &str = concat!(
+    r"(?i-u:(?:saved|written|wrote|writing|stored|persisted|redirected|dumped|dumping|streams|streaming|available)(?: [a-z]+){0,3} (?:to|in|at|into|under):? ?[`'\x22]?[~./\\\w]",
+    r"|\bsee [`'\x22]?[~./\\\w]",
+    r"|(?:full|complete|entire) (?:[a-z]+ )?(?:output|log|result|transcript|stdout|stderr|response|trace|report))",
+);
+
+static SAVED_TRIGGER: LazyLock<Regex> = LazyLock::new(|| literal_pattern(SAVED_WORDS));
 
 /// A line naming where a full output was saved: Claude Code's `Output too
 /// large (29.4KB). Full output saved to: PATH` (and `Output exceeded the
@@ -247,32 +256,83 @@ static SAVED_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
 /// truncated (30KB total). Full output saved to: PATH`, a background
 /// task's `its output streams to PATH`), and in other tools' words:
 /// `output/log/results saved to PATH`, `wrote the build log to PATH`,
-/// `see PATH for the full output`, `full log: PATH`, `the full deploy log
-/// is at PATH`. A path has a slash: `saved to
+/// `see PATH for the full output`, `full log: PATH`, `the full log is at
+/// PATH`. A path has a slash: `saved to
 /// disk` names none, and neither does a model `saved to ckpt.pt` (not an
 /// output).
-static SAVED: LazyLock<Regex> = LazyLock::new(|| {
-    let path =
-        r#"[`'"]?((?:[A-Za-z]:[\\/]|~[\\/]|/|\.{1,2}[\\/]|[\w.-]+[\\/])[^\s'"`<>()\[\]{}]*)"#;
+static SAVED: LazyLock<Regex> = LazyLock::new(|| literal_pattern(&saved_pattern()));
+
+/// The pattern of [`SAVED`].
+fn saved_pattern() -> String {
+    // A path: absolute, from `~`, `.` or `..`, or relative with a folder.
+    let path_core = r#"((?:[A-Za-z]:[\\/]|~[\\/]|/|\.{1,2}[\\/]|[\w.-]+[\\/])[^\s'"`<>()\[\]{}]*)"#;
+    let path_abs = r#"((?:[A-Za-z]:[\\/]|~[\\/]|/|\.{1,2}[\\/])[^\s'"`<>()\[\]{}]*)"#;
+    let path = format!(r#"[`'"]?{path_core}"#);
     let noun =
         r"(?:output|outputs|log|logs|results?|stdout|stderr|transcript|response|trace|report)";
-    literal_pattern(&format!(
+    format!(
         concat!(
             r"(?i)(?:",
             r"(?-u:\b){noun}(?-u:\b)[^\n]{{0,80}}?(?-u:\b)(?:saved|written|stored|persisted|redirected|dumped|streams|streaming|available)\s+(?:to|in|at|into|under)\s*:?\s*{path}",
             r"|(?-u:\b)(?:saved|wrote|written|writing|dumped|dumping)\s+(?:the\s+)?(?:full\s+|complete\s+|entire\s+)?(?:\w+\s+)?{noun}\s+(?:to|in|into|at)\s*:?\s*{path}",
-            r"|(?-u:\b)see\s+{path}[`'\x22]?\s+for\s+(?:the\s+)?(?:full|complete|entire|whole|rest|remaining|more|details|untruncated)",
-            r"|(?-u:\b)(?:full|complete|entire)\s+(?:\w+\s+)?{noun}\s*(?:(?:is|are)\s+)?(?:at|in|:)\s*:?\s*{path}",
+            r"|(?-u:\b)see\s+(?:[`'\x22]{path_core}|{path_abs})[`'\x22]?\s+for\s+(?:the\s+)?(?:full|complete|entire|whole|rest|remaining|more|details|untruncated)",
+            r"|(?-u:\b)(?:full|complete|entire)\s+{noun}\s*(?:(?:is|are)\s+)?(?:at|in|:)\s*:?\s*{path}",
             r")",
         ),
         noun = noun,
         path = path,
+        path_core = path_core,
+        path_abs = path_abs,
+    )
+}
+
+/// Where a line may hold a level at error or warning (a level word in
+/// capitals, maybe colored, bracketed or after a time in any case, a
+/// logfmt or JSON level, glog's, logcat's or apt's letter): what [`log_level`] can find
+/// Error or Warning in, and more. Read over whole texts and lines, to pass
+/// over those that cannot (source code full of `err`).
+pub(super) const LEVEL_SHAPES: &str = concat!(
+    r#"(?:(?-u:\b)|\x1b\[[0-9;]*m)(?:ERROR|ERR|ERRO|EROR|FATAL|FATA|CRIT|CRITICAL|SEVERE|EMERG|ALERT|PANIC|WARN|WARNING|FTL|WRN|PNC)(?-u:\b)"#,
+    r#"|(?i:[\[<](?:[\w.-]+[:/])?(?:error|err|eror|fatal|crit|critical|severe|emerg|alert|panic|warn|warning)[\]>])"#,
+    r#"|(?i:(?:\d\d|\])(?:Z|[+-]\d\d:?\d\d|[ \t]?UTC|AM|PM)?[,:\]]?[ \t]+(?:err|eror|fata|crit|severe|emerg|alert|panic|warn|ftl|wrn|pnc))"#,
+    r#"|(?i:(?:level|lvl|severity|loglevel|levelname|@l)["']?[ \t]*[=:][ \t]*["']?(?:err|eror|fata|crit|severe|emerg|alert|panic|warn|ftl|wrn|pnc|[4-6]\d))"#,
+    r#"|(?m:^[EWF]\d{4} |^\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+ [EWF] |^[EW]: )"#,
+);
+
+/// Whether `line` may name where a full output was saved: it holds a path
+/// separator and what such a line has ([`SAVED_WORDS`]). Cheap: most lines
+/// are passed over by it.
+pub(super) fn may_name_saved(line: &str) -> bool {
+    (line.contains('/') || line.contains('\\')) && SAVED_TRIGGER.is_match(line)
+}
+
+/// Words one of which a line naming where an output was saved holds (see
+/// [`SAVED`]), as literals without their first letter, so that a sentence's
+/// capital does not matter: a whole text is looked over for them at about
+/// the speed of memory.
+static SAVED_LITERALS: LazyLock<Regex> = LazyLock::new(|| {
+    literal_pattern(concat!(
+        r"aved |ritten to|ritten at|ritten into|rote |riting |tored in|tored at|tored to",
+        r"|ersisted |edirected |umped |umping |treams to|treaming to|vailable at",
+        r"|ee /|ee \./|ee \.\./|ee ~/|ee `|ee '|ee \x22",
+        r"|ull output|ull log|ull result|ull transcript|ull stdout|ull stderr|ull response",
+        r"|ull trace|ull report|omplete output|omplete log|ntire output|ntire log",
     ))
 });
 
+/// Where in `text` the lines naming where a full output was saved may be
+/// (byte offsets of their words, in order): none when it holds no path
+/// separator.
+pub(super) fn saved_lines(text: &str) -> Vec<usize> {
+    if !(text.contains('/') || text.contains('\\')) {
+        return Vec::new();
+    }
+    SAVED_LITERALS.find_iter(text).map(|m| m.start()).collect()
+}
+
 /// The path `line` names as where a full output was saved, if it does.
 pub(super) fn saved_path(line: &str) -> Option<&str> {
-    if !SAVED_TRIGGER.is_match(line) {
+    if !may_name_saved(line) {
         return None;
     }
     let c = SAVED.captures(line)?;
@@ -294,6 +354,7 @@ pub(super) fn force_all() {
         &PREFIX,
         &ANSI,
         &SAVED_TRIGGER,
+        &SAVED_LITERALS,
         &SAVED,
     ] {
         LazyLock::force(re);

@@ -93,7 +93,7 @@ static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
         PATTERNS
             .iter()
             .map(|p| format!("(?m:{p})"))
-            .chain([LOG_ANY.to_owned()]),
+            .chain([format!("(?m:{})", logs::LEVEL_SHAPES)]),
     )
     .expect("the diagnostic patterns compile")
 });
@@ -132,10 +132,17 @@ pub(super) static WRAPPER: LazyLock<Regex> = LazyLock::new(|| {
 /// Words one of which every line that starts a diagnostic holds (what the
 /// patterns need, ASCII case ignored): a line without one is passed over
 /// without running the patterns.
-static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
-    literal_pattern(
-        r"(?i-u)error|npm err|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied|^e {3}|_test\.go:\d|(?u:●|✕|✖|×)",
-    )
+static TRIGGER: LazyLock<Regex> = LazyLock::new(|| literal_pattern(TRIGGER_WORDS));
+/// The pattern of [`TRIGGER`].
+const TRIGGER_WORDS: &str = r"(?i-u:error|npm err|warning|panic|fatal|segmentation fault|aborted|traceback|exception|fail|not ok|exit|no such file|enoent|not found|cannot find|permission|eacces|eperm|not permitted|access is denied|^e {3}|_test\.go:\d)|●|✕|✖|×";
+/// What any line a diagnostic can start on holds (a [`TRIGGER`] word, a
+/// level's shape, a saved-output line's words), over a whole text: the
+/// lines it is not found on are passed over without a look.
+// A literal pattern: it compiles (`every_pattern_compiles` builds them all).
+#[allow(clippy::expect_used)]
+static CANDIDATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!("(?m:{TRIGGER_WORDS}|{})", logs::LEVEL_SHAPES))
+        .expect("the diagnostic patterns compile")
 });
 /// Lines of code that name errors (`except FileNotFoundError:`, `errno ==
 /// EACCES`, `let msg = "exit code 2";`, `error!("…")`): not diagnostics.
@@ -157,17 +164,11 @@ static LITERAL: LazyLock<Regex> =
     LazyLock::new(|| literal_pattern(r#"\(\s*[fr]?["'`]|=\s*["'`]|["'`]\s*[,)]"#));
 /// Comments: they mention errors, and name paths.
 static COMMENT: LazyLock<Regex> = LazyLock::new(|| literal_pattern(r"^\s*(?://|#|--\s|\*|/\*)"));
-/// Words or shapes one of which a log line with a level holds (ASCII case
-/// ignored): the others are passed over without reading their level.
-static LEVEL_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
-    literal_pattern(
-        r#"(?i-u)err|fata|crit|severe|emerg|alert|pani|pnc|warn|wrn|ftl|inf|deb|dbg|trac|trc|notice|verbose|fine|level|lvl|"@l"|^[iwef]\d{4} |^\d\d-\d\d \d|^[ew]: "#,
-    )
-});
-/// The error and warning levels, their shapes and the saved-output lines
-/// over a whole text (`^` at line starts): what the patterns' set adds for
-/// [`ANY`]. Generous: it only decides which texts are read line by line.
-const LOG_ANY: &str = r#"(?im-u)err|fata|crit|severe|emerg|alert|pani|pnc|warn|wrn|ftl|"level"\s*:\s*[4-6]\d|^[ewf]\d{4} |^\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+ [ewf] |^[ew]: |saved|written|wrote|stored|persisted|redirected|dumped|streams|streaming|see |full (?:output|log)"#;
+/// Where a log line at an error or warning level may be (see
+/// [`logs::LEVEL_SHAPES`]): the others are passed over without reading
+/// their level (a quiet line is told apart only when it looks like one:
+/// `INFO retrying, last ERROR …`).
+static LEVEL_TRIGGER: LazyLock<Regex> = LazyLock::new(|| literal_pattern(logs::LEVEL_SHAPES));
 /// The index of the failing tests' pattern in [`PATTERNS`].
 const TEST_FAILURE: usize = 7;
 /// A warning line that only counts warnings (`warning: 3 warnings emitted`,
@@ -196,14 +197,43 @@ const LINE_BYTES: usize = 2_000;
 /// Run the recognizer over `text`, handing each diagnostic to `each` in
 /// output order, until `each` says `false`.
 pub(super) fn scan(text: &str, each: &mut dyn FnMut(Hit) -> bool) {
-    if !ANY.is_match(text) {
+    // Most texts hold no diagnostic and name no saved output: a look or
+    // two passes them over.
+    let saved = logs::saved_lines(text);
+    let any = ANY.is_match(text);
+    if !any && saved.is_empty() {
         return;
     }
     let lines: Vec<&str> = text.lines().collect();
+    // Where each line starts in `text`, and the lines a diagnostic can
+    // start on, in order: the others are passed over.
+    let base = text.as_ptr() as usize;
+    let starts: Vec<usize> = lines.iter().map(|l| l.as_ptr() as usize - base).collect();
+    let line_of = |at: usize| starts.partition_point(|&s| s <= at).saturating_sub(1);
+    let mut candidates: Vec<usize> = saved.iter().map(|&at| line_of(at)).collect();
+    // (Without any pattern's match, only those lines can name one.)
+    let mut from = 0;
+    while any && let Some(m) = CANDIDATE.find_at(text, from) {
+        let k = line_of(m.start());
+        candidates.push(k);
+        // On to the next line.
+        from = match starts.get(k + 1) {
+            Some(&next) => next,
+            None => break,
+        };
+    }
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut next = candidates.into_iter().peekable();
     let mut i = 0;
     while i < lines.len() {
-        let at = i;
-        i += 1;
+        // The next candidate line at or after `i` (a traceback read ahead
+        // past some).
+        while next.next_if(|&k| k < i).is_some() {}
+        let Some(at) = next.next() else {
+            break;
+        };
+        i = at + 1;
         let plain = logs::strip_ansi(lines[at]);
         let mut line = plain.trim_end();
         if line.len() > LINE_BYTES {
@@ -213,14 +243,18 @@ pub(super) fn scan(text: &str, each: &mut dyn FnMut(Hit) -> bool) {
             }
             line = &line[..cut_at];
         }
-        // pytest's `E   assert a == b` and `FAILED tests/x.py::t - assert
-        // a == b` lines quote code, and are diagnostics.
-        let code = CODE.is_match(line) && !line.starts_with("E ") && !line.starts_with("FAILED ");
+        // Most lines name no diagnostic: three cheap looks pass them over.
+        let may_save = logs::may_name_saved(line);
+        let may_level = LEVEL_TRIGGER.is_match(line);
+        let may_diagnose = TRIGGER.is_match(line);
+        if !(may_save || may_level || may_diagnose) {
+            continue;
+        }
         let comment = COMMENT.is_match(line);
         // Where the full output was saved: whatever the line's level. (A
         // path holds words code has, `/var/…`: only a string literal in a
         // call or an assignment says it is code.)
-        if !comment && !LITERAL.is_match(line) && logs::saved_path(line).is_some() {
+        if may_save && !comment && !LITERAL.is_match(line) && logs::saved_path(line).is_some() {
             let hit = Hit {
                 kind: DiagnosticKind::SavedOutput,
                 text: line.trim().to_owned(),
@@ -236,7 +270,9 @@ pub(super) fn scan(text: &str, each: &mut dyn FnMut(Hit) -> bool) {
         // below only mentions whatever it says. A test runner's line in a
         // logger's shape (pytest's `ERROR tests/x.py - …`) is a failing
         // test.
-        let level = if LEVEL_TRIGGER.is_match(line) {
+        // (A quiet line matters only when it holds a word that would make
+        // it a diagnostic.)
+        let level = if may_level || may_diagnose {
             logs::log_level(line)
         } else {
             None
@@ -247,9 +283,8 @@ pub(super) fn scan(text: &str, each: &mut dyn FnMut(Hit) -> bool) {
             Some(Level::Warning) => Some(DiagnosticKind::LogWarning),
             None => None,
         };
-        let matched = SET.matches(line);
         if let Some(kind) = kind
-            && !matched.matched(TEST_FAILURE)
+            && !ONE[TEST_FAILURE].is_match(line)
         {
             let hit = Hit {
                 kind,
@@ -262,9 +297,13 @@ pub(super) fn scan(text: &str, each: &mut dyn FnMut(Hit) -> bool) {
             }
             continue;
         }
-        if !TRIGGER.is_match(line) || QUIET_LOG.is_match(line) || comment || code {
+        // pytest's `E   assert a == b` and `FAILED tests/x.py::t - assert
+        // a == b` lines quote code, and are diagnostics.
+        let code = CODE.is_match(line) && !line.starts_with("E ") && !line.starts_with("FAILED ");
+        if !may_diagnose || QUIET_LOG.is_match(line) || comment || code {
             continue;
         }
+        let matched = SET.matches(line);
         let Some(k) = matched.iter().next() else {
             continue;
         };
@@ -473,6 +512,7 @@ pub(super) fn force_all() {
         &FAILED_TALLY,
         &WRAPPER,
         &TRIGGER,
+        &CANDIDATE,
         &CODE,
         &QUIET_LOG,
         &COMMENT,
