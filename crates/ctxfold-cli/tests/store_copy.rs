@@ -525,3 +525,52 @@ fn the_password_comes_from_the_url_pgpassword_or_a_password_file() {
     assert!(err.contains("group or others may read it"), "{err}");
     assert!(!err.contains(&secret), "{err}");
 }
+
+/// The proxy and the pages on PostgreSQL stop on SIGTERM with exit 0, with
+/// no request served and after one: the synchronous client closes its
+/// connections with a runtime of its own, which used to start inside the
+/// server's and panic (exit 101), a crash to every service manager.
+#[test]
+fn the_proxy_and_the_pages_on_postgres_stop_cleanly_on_sigterm() {
+    let db = test_db!("the_proxy_and_the_pages_on_postgres_stop_cleanly_on_sigterm");
+    let s = Scratch::new();
+    for command in ["proxy", "ui"] {
+        for serve_one in [false, true] {
+            let mut server = common::proxy::Proxy::serve(
+                &s,
+                &["--store", &db.url, command],
+                common::proxy::Options::default(),
+            );
+            if serve_one {
+                // A page that reads the store: its connections are open.
+                let page = if command == "proxy" { "/ui/" } else { "/" };
+                let got = ureq::get(&server.url(page)).call().unwrap();
+                assert_eq!(got.status(), 200, "{command}");
+            }
+            let term = std::process::Command::new("kill")
+                .args(["-TERM", &server.child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(term.success());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let status = loop {
+                if let Some(status) = server.child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{command} did not stop"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            };
+            // The log reader may still be catching up with the last lines.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let log = server.logged().join("\n");
+            assert!(
+                status.success(),
+                "{command} (served a page: {serve_one}) ended with {status}:\n{log}"
+            );
+            assert!(!log.contains("panicked"), "{command}: {log}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! conversation, metadata text, errors that name the store).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ::postgres::{Config, NoTls, Transaction};
@@ -47,11 +48,46 @@ impl Default for PgOptions {
     }
 }
 
+/// The connection pool, closed on a thread of its own when the last
+/// [`PgStore`] lets go of it.
+///
+/// The synchronous client closes a connection by running its own tokio
+/// runtime, which panics on a thread that drives another (the proxy's and
+/// the pages' servers, whose store goes when their runtime ends): a crash
+/// at every stop. A plain thread has no runtime to collide with.
+struct ClosingPool(Option<r2d2::Pool<Manager>>);
+
+impl std::ops::Deref for ClosingPool {
+    type Target = r2d2::Pool<Manager>;
+
+    fn deref(&self) -> &Self::Target {
+        // Some until dropped.
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("the pool is taken only on drop"))
+    }
+}
+
+impl Drop for ClosingPool {
+    fn drop(&mut self) {
+        let Some(pool) = self.0.take() else { return };
+        // Joined: the connections are closed (the server told) before the
+        // process goes on to exit. Were no thread to be had, the pool is
+        // dropped in that failed spawn, as it was before.
+        if let Ok(closer) = std::thread::Builder::new()
+            .name("ctxfold-pg-close".into())
+            .spawn(move || drop(pool))
+        {
+            let _ = closer.join();
+        }
+    }
+}
+
 /// Conversations and their logs in a PostgreSQL database. Cheap to clone:
 /// clones share one connection pool.
 #[derive(Clone)]
 pub struct PgStore {
-    pub(super) pool: r2d2::Pool<Manager>,
+    pool: Arc<ClosingPool>,
     pub(super) config: Config,
     pub(super) target: Target,
     pub(super) options: PgOptions,
@@ -115,7 +151,7 @@ impl PgStore {
             .connection_timeout(options.wait_timeout)
             .build_unchecked(PostgresConnectionManager::new(config.clone(), NoTls));
         Ok(PgStore {
-            pool,
+            pool: Arc::new(ClosingPool(Some(pool))),
             config,
             target,
             options: options.clone(),
