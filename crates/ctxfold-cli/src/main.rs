@@ -77,6 +77,9 @@ fn logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A record that cannot be written (a full disk, a closed pipe) is
+        // lost, as `say!`'s are; reporting that with `eprintln!` panicked.
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()

@@ -104,6 +104,45 @@ fn no_command_panics_when_its_output_cannot_be_written() {
     );
     let print = s.ok(&["c", "print", &id]);
     assert!(print.contains("And now?"), "{print}");
+    // Warnings from the compaction service go through the log records'
+    // writer, which panicked on a full standard error: a window too small
+    // for the newest unit (`--auto`), a torn log read by `c compact -s`.
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/rate-limiter-session.openai.json"
+    );
+    let out = s.path().join("compacted.json");
+    let auto = [
+        "compact",
+        example,
+        "-o",
+        out.to_str().unwrap(),
+        "--auto",
+        "--window",
+        "400",
+    ];
+    let summary = ["c", "compact", &id, "-s"];
+    let tear = || {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&events)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"torn"))
+            .unwrap();
+    };
+    for (way, args) in [("--auto", &auto[..]), ("-s", &summary[..])] {
+        tear();
+        let said = s.command().args(args).output().unwrap();
+        let said = String::from_utf8_lossy(&said.stderr);
+        assert!(
+            said.contains("WARN") || said.contains("warning:"),
+            "{way}: there is a warning to print: {said}"
+        );
+        tear();
+        assert_eq!(into_full_disk(&s, args, false), Some(0), "{way}");
+    }
+    assert!(out.exists(), "--auto wrote its output");
+    let shown = s.ok(&["c", "show", &id]);
+    assert!(shown.contains("compaction"), "-s compacted: {shown}");
 }
 
 fn alive(pid: &str) -> bool {
