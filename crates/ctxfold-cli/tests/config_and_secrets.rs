@@ -106,6 +106,43 @@ fn the_spec_config_example_is_accepted() {
     assert_eq!(v["config"]["providers"]["work"]["kind"], "openai");
 }
 
+/// `config show` never prints the proxy's token nor a credential header,
+/// in text or JSON: it is what one pastes into a bug report.
+#[test]
+fn config_show_hides_the_proxy_token_and_credential_headers() {
+    let s = Scratch::new();
+    let f = write(
+        &s,
+        "secrets.toml",
+        "[proxy]\ntoken = \"tok-7f3a9c1e-0b2d44\"\n\n[providers.work]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[providers.work.headers]\nAuthorization = \"Bearer sk-live-42\"\nX-Title = \"ctxfold-tests\"\n",
+    );
+    let text = s.ok(&["config", "show", "-c", f.to_str().unwrap()]);
+    let json = s.json(&["config", "show", "-c", f.to_str().unwrap()]);
+    for shown in [text.clone(), json.to_string()] {
+        assert!(!shown.contains("tok-7f3a9c1e-0b2d44"), "{shown}");
+        assert!(!shown.contains("sk-live-42"), "{shown}");
+        assert!(
+            shown.contains("ctxfold-tests"),
+            "other headers show: {shown}"
+        );
+    }
+    assert!(text.contains("proxy.token = \"***\""), "{text}");
+    assert_eq!(json["config"]["proxy"]["token"], "***");
+    // Nor an error about it.
+    let short = write(&s, "short.toml", "[proxy]\ntoken = \"tok-short\"\n");
+    let out = s
+        .command()
+        .args(["config", "show", "-c", short.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains("proxy.token"),
+        "{err}"
+    );
+    assert!(!err.contains("tok-short"), "{err}");
+}
+
 #[test]
 fn config_show_refuses_bad_provider_entries_naming_file_and_line() {
     let s = Scratch::new();

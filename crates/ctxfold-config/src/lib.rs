@@ -437,7 +437,7 @@ impl Loaded {
     /// ```
     pub fn show_text(&self) -> String {
         let mut rows = Vec::new();
-        // Never a password: URLs are shown masked.
+        // Never a secret: URLs masked, tokens and credential headers `***`.
         let shown = secret::masked(&self.merged);
         keys::table_leaves(&shown, &mut |p, v| {
             let src = self

@@ -102,7 +102,11 @@ impl Ctx<'_> {
             origin,
             line,
             key: key.to_owned(),
-            value: render(value),
+            // An error is pasted into bug reports: a bad token is not shown.
+            value: match key.rsplit('.').next() {
+                Some(leaf) if crate::secret::is_secret_key(leaf) => "\"***\"".to_owned(),
+                _ => render(value),
+            },
             expected: expected.into(),
         }
     }
