@@ -199,7 +199,7 @@ pub(crate) struct Restored {
 /// The records of `dir`'s snapshot, if it covers the start of `log` (of
 /// `size` bytes) as it is now. `None` whenever it cannot be used.
 pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
-    let mut file = BufReader::with_capacity(1 << 20, File::open(dir.join(SNAPSHOT_FILE)).ok()?);
+    let mut file = BufReader::with_capacity(1 << 20, open_file(&dir.join(SNAPSHOT_FILE))?);
     let mut magic = [0u8; MAGIC.len()];
     file.read_exact(&mut magic).ok()?;
     if &magic != MAGIC {
@@ -210,19 +210,28 @@ pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
         return None;
     }
     let header: Header = postcard::from_bytes(&bytes).ok()?;
-    if header.covered > size {
+    // What any snapshot written here holds: some whole lines of the log,
+    // at most a record a line. One claiming to cover nothing would have
+    // the whole log read after its records (each record twice).
+    if header.covered == 0
+        || header.covered > size
+        || header.lines == 0
+        || header.lines > header.covered
+        || header.records > header.lines
+    {
         return None;
     }
     let (covered, expected) = (header.covered, header.crc);
     let this = scanner();
     let use_scans = this.is_some() && header.scanner == this;
     // The log's prefix is checked while the records are decoded.
-    let (crc, decoded) = std::thread::scope(|s| {
-        let crc = s.spawn(move || prefix(log, covered).map(|(crc, _)| crc));
+    let (prefix, decoded) = std::thread::scope(|s| {
+        let prefix = s.spawn(move || prefix(log, covered));
         let decoded = decode_all(&mut file, header.records, use_scans);
-        (crc.join().ok().flatten(), decoded)
+        (prefix.join().ok().flatten(), decoded)
     });
-    if crc != Some(expected) {
+    // The same bytes, ending at a line's end.
+    if prefix != Some((expected, Some(b'\n'))) {
         return None;
     }
     let Part { records, scans } = decoded?;
@@ -444,7 +453,7 @@ fn read_frame(r: &mut impl Read, bytes: &mut Vec<u8>) -> std::io::Result<bool> {
 /// CRC-32 of the first `len` bytes of `path`, and the last of them; `None`
 /// if it has fewer.
 fn prefix(path: &Path, len: u64) -> Option<(u32, Option<u8>)> {
-    let mut f = File::open(path).ok()?.take(len);
+    let mut f = open_file(path)?.take(len);
     let mut hasher = crc32fast::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
     let (mut read, mut last) = (0u64, None);
@@ -458,6 +467,21 @@ fn prefix(path: &Path, len: u64) -> Option<(u32, Option<u8>)> {
         read += n as u64;
     }
     (read == len).then(|| (hasher.finalize(), last))
+}
+
+/// `path` opened to read if it is a regular file. Opened without waiting:
+/// a named pipe in a snapshot's place would block a load for ever.
+fn open_file(path: &Path) -> Option<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // No effect on a regular file's reads.
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let f = options.open(path).ok()?;
+    f.metadata().ok()?.is_file().then_some(f)
 }
 
 /// Records decoded, and their tool results' scans by index.

@@ -305,6 +305,95 @@ fn a_snapshot_that_does_not_match_the_log_is_not_used() {
     assert!(from_snapshot(&log.load().unwrap()) > 0);
 }
 
+/// `snapshot` with its header's first fields (bytes and lines covered,
+/// their CRC-32, records) changed by `change`, its frame's CRC made right
+/// again: what someone crafting one would write.
+fn crafted(snapshot: &[u8], change: impl Fn(&mut (u64, u64, u32, u64))) -> Vec<u8> {
+    let (magic, rest) = snapshot.split_at(12);
+    let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+    let (frame, after) = rest[8..].split_at(len);
+    let (mut first, tail) = postcard::take_from_bytes::<(u64, u64, u32, u64)>(frame).unwrap();
+    change(&mut first);
+    let mut header = postcard::to_allocvec(&first).unwrap();
+    header.extend_from_slice(tail);
+    let mut out = magic.to_vec();
+    out.extend_from_slice(&u32::try_from(header.len()).unwrap().to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&header).to_le_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(after);
+    out
+}
+
+/// A snapshot crafted to cover none of the log (the CRC-32 of no bytes
+/// is 0), or to end inside a line, is not used: its records would come
+/// before every line of the log read again, each record twice. A named
+/// pipe in its place does not block the load.
+#[test]
+fn a_crafted_snapshot_or_a_pipe_in_its_place_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = event_log(dir.path());
+    write_log(&log.path(), 0, 2 << 20);
+    log.load().unwrap();
+    let snap = dir.path().join(SNAPSHOT);
+    let snapshot = std::fs::read(&snap).unwrap();
+    let reference = full_read(&log, dir.path());
+    // The helper reads the header as the store writes it.
+    let same = crafted(&snapshot, |_| {});
+    assert_eq!(
+        same, snapshot,
+        "the header's first fields are read back as written"
+    );
+    let bytes = std::fs::read(log.path()).unwrap();
+    let mid_line = memchr_find(&bytes, b"fix test 7 ").unwrap() as u64;
+    for (what, bad) in [
+        (
+            "covers nothing",
+            crafted(&snapshot, |h| {
+                h.0 = 0;
+                h.2 = crc32fast::hash(b"");
+            }),
+        ),
+        (
+            "covers nothing, no lines",
+            crafted(&snapshot, |h| {
+                *h = (0, 0, crc32fast::hash(b""), h.3);
+            }),
+        ),
+        (
+            "ends inside a line",
+            crafted(&snapshot, |h| {
+                h.0 = mid_line;
+                h.2 = crc32fast::hash(&bytes[..mid_line as usize]);
+            }),
+        ),
+        (
+            "more records than lines",
+            crafted(&snapshot, |h| h.3 = h.1 + 1),
+        ),
+    ] {
+        std::fs::write(&snap, &bad).unwrap();
+        let loaded = log.load().unwrap();
+        assert_eq!(from_snapshot(&loaded), 0, "{what}: not used");
+        assert_same(&loaded, &reference, what);
+    }
+
+    std::fs::remove_file(&snap).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&snap)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let path = dir.path().to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(event_log(&path).load().map(|l| l.records.len()));
+    });
+    let loaded = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("a load with a named pipe as its snapshot returns");
+    assert_eq!(loaded.unwrap(), reference.records.len());
+}
+
 fn memchr_find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
