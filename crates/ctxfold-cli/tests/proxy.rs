@@ -1300,6 +1300,60 @@ fn two_clients_on_one_conversation_keep_each_history_whole() {
     assert!(up.problems().is_empty(), "{:?}", up.problems());
 }
 
+/// Twelve clients on one name (the same header), past the eight most
+/// recent conversations a request is compared with, each in steps at the
+/// same time: each finds its own conversation again by the answer it
+/// sends back, so there are twelve (one each), not a fork per request.
+#[test]
+fn twelve_clients_on_one_name_each_find_their_own_conversation() {
+    let up = Upstream::start(1_000_000);
+    let s = Scratch::new();
+    let p = Arc::new(proxy(&s, &config(&up, ""), &[]));
+    let clients: Vec<_> = (0..12)
+        .map(|i| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+                let a = openai_agent(
+                    &p,
+                    &mut messages,
+                    &format!("client {i} steps=5"),
+                    200,
+                    &[("x-ctxfold-conversation", "one-name")],
+                );
+                let id = a
+                    .last()
+                    .unwrap()
+                    .header("x-ctxfold-conversation")
+                    .unwrap()
+                    .to_owned();
+                (i, id, messages)
+            })
+        })
+        .collect();
+    let mut ids = std::collections::BTreeSet::new();
+    for c in clients {
+        let (i, id, messages) = c.join().unwrap();
+        let recs = records(&s, &id);
+        let sent: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["tool_call_id"].as_str().unwrap())
+            .collect();
+        let results: Vec<&str> = recs
+            .iter()
+            .filter(|r| r["type"] == "tool_result")
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(results, sent, "client {i}");
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    let all = s.json(&["c", "ls"]).as_array().unwrap().len();
+    assert_eq!(all, 12, "one conversation a client, not a fork a request");
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
 #[test]
 fn a_conversation_removed_while_the_proxy_runs_is_started_afresh() {
     let up = Upstream::start(1_000_000);

@@ -316,6 +316,49 @@ fn with_a_token_everything_but_healthz_needs_it() {
         body.as_bytes(),
     );
     assert_eq!(r.status, 415, "{r:?}");
+    // A path that would resolve outside the API upstream (`/v1/../metrics`
+    // is the upstream's `/metrics`) is refused, however it is encoded.
+    let before = up.requests().len();
+    for path in ["/v1/../metrics", "/v1/%2e%2e/metrics", "/v1/./models"] {
+        let r = raw(
+            a,
+            &format!("GET {path} HTTP/1.1\r\nHost: {a}\r\n{tok}"),
+            b"",
+        );
+        assert_eq!(r.status, 400, "{path}: {r:?}");
+        assert!(
+            r.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("segment"),
+            "{r:?}"
+        );
+    }
+    assert_eq!(up.requests().len(), before, "{:?}", up.requests());
+    // The token in a client's URL (the pages' `?token=` address used as a
+    // base URL) never goes upstream; the rest of the query does.
+    for (path, sent) in [
+        ("/v1/models?token={TOKEN}", "/v1/models"),
+        ("/v1/files?limit=2&token={TOKEN}", "/v1/files?limit=2"),
+        ("/v1/chat/completions?token={TOKEN}", "/v1/chat/completions"),
+    ] {
+        let path = path.replace("{TOKEN}", TOKEN);
+        let method = if sent.contains("chat") { "POST" } else { "GET" };
+        let r = raw(
+            a,
+            &format!("{method} {path} HTTP/1.1\r\nHost: {a}\r\n{json}\r\n{tok}"),
+            if method == "POST" {
+                body.as_bytes()
+            } else {
+                b""
+            },
+        );
+        assert!(r.status < 500, "{path}: {r:?}");
+        let seen = up.requests();
+        let last = seen.last().unwrap();
+        assert_eq!(last.path, sent, "{path}");
+        assert!(!format!("{last:?}").contains(TOKEN), "{last:?}");
+    }
 }
 
 /// What a slow connection got before it was closed, or `None` when it was

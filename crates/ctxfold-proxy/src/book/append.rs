@@ -7,7 +7,9 @@
 use ctxfold_core::{Body, Record};
 use serde_json::Value;
 
-use super::{Book, History, META_KEY, PrepareError, stamp};
+use super::chains::answered_mark;
+use super::identity::recorded_key;
+use super::{Book, History, META_KEY, PrepareError, lock, stamp};
 use crate::reconcile::{Alignment, align};
 use crate::shape::Shape;
 
@@ -31,7 +33,15 @@ impl Book {
         // The key's conversations, newest first: two clients sharing a
         // key each find their own again instead of forking every time.
         let mut from = None;
-        let ids = named.clone();
+        let mut ids = named.clone();
+        // The conversation the request the client's newest answer
+        // answered was recorded in goes first, should it be past the ones
+        // tried (a name shared by more clients than that): it is the one
+        // the client continues.
+        if let Some(id) = self.answered_in(key, client, named) {
+            ids.retain(|x| *x != id);
+            ids.insert(0, id);
+        }
         if let Some(found) = self.go_on_in(client, &ids, &mut from)? {
             return Ok(found);
         }
@@ -61,6 +71,20 @@ impl Book {
         );
         let new = self.create(shape, key, model, client, Some(&from))?;
         Ok((new, History::Forked, true))
+    }
+
+    /// The conversation of `key` that the request answered by the newest
+    /// answer in `client` was recorded in, as far as this process knows.
+    /// A hint only: a conversation that cannot be read is none.
+    fn answered_in(&self, key: &str, client: &[Record], named: &[String]) -> Option<String> {
+        let mark = answered_mark(client)?;
+        let id = lock(&self.chains).find_request(&mark)?;
+        if named.contains(&id) {
+            return Some(id);
+        }
+        // A request alike in another name's conversation is not this one.
+        let meta = self.store.read_meta(&id).ok()?;
+        (recorded_key(&meta) == Some(key)).then_some(id)
     }
 
     /// Go on in the first of `ids` whose log `client` continues (or is an

@@ -2,7 +2,7 @@
 //! holds only what is new, so they are recorded after the answer they
 //! name, found through an index of each conversation's latest answer id.
 
-use ctxfold_core::{Object, Record};
+use ctxfold_core::{Body, Object, Record};
 use ctxfold_store::create_new;
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::{Value, json};
@@ -15,10 +15,16 @@ use crate::shape::Shape;
 
 /// The latest Responses answer id of each conversation, both ways
 /// (answer ids as hashes: their length is the upstream's), each way
-/// bounded by count.
+/// bounded by count; and the conversation each request was recorded in,
+/// by how it ends ([`request_mark`]): the client's next request holds it
+/// before the answer it got, so a client sharing its name with more
+/// others than a request is compared with finds its own again. Recorded
+/// as the request is, never after the answer: a client may send its next
+/// request before the proxy has recorded the answer.
 pub(super) struct Chains {
     by_response: Bounded<u128, String>,
     pub(super) latest: Bounded<String, u128>,
+    by_request: Bounded<u128, String>,
 }
 
 impl Chains {
@@ -26,7 +32,20 @@ impl Chains {
         Chains {
             by_response: Bounded::new(limits.index, usize::MAX),
             latest: Bounded::new(limits.index, usize::MAX),
+            by_request: Bounded::new(limits.index, usize::MAX),
         }
+    }
+
+    /// A request recorded in `conversation`, by its [`request_mark`].
+    pub(super) fn record_request(&mut self, mark: &str, conversation: &str) {
+        self.by_request
+            .put(hash128(mark), conversation.to_owned(), 0, |_| false);
+    }
+
+    /// The conversation the request marked `mark` was recorded in (the
+    /// latest, should two requests end alike).
+    pub(super) fn find_request(&mut self, mark: &str) -> Option<String> {
+        self.by_request.get(&hash128(mark)).cloned()
     }
 
     pub(super) fn record(&mut self, response: &str, conversation: &str) {
@@ -107,6 +126,31 @@ impl Book {
             emulated: None,
         })
     }
+}
+
+/// What marks where a history ends, for the client's next request: its
+/// last record's tool-result id (which the upstream made unique) or text.
+/// `None` when it ends with an answer.
+pub(super) fn request_mark(records: &[Record]) -> Option<String> {
+    match &records.last()?.body {
+        Body::ToolResult { id, .. } => Some(format!("result\0{id}")),
+        Body::User { content, .. } => Some(format!("user\0{}", content.trim())),
+        _ => None,
+    }
+}
+
+/// In a client's history, the mark ([`request_mark`]) of the request its
+/// newest answer answered: the records before that answer.
+pub(super) fn answered_mark(client: &[Record]) -> Option<String> {
+    let answer = |r: &Record| {
+        matches!(
+            r.body,
+            Body::Assistant { .. } | Body::ToolCall { .. } | Body::Reasoning { .. }
+        )
+    };
+    let last = client.iter().rposition(answer)?;
+    let start = client[..last].iter().rposition(|r| !answer(r))? + 1;
+    request_mark(&client[..start])
 }
 
 /// The `previous_response_id` a Responses request is chained with.

@@ -7,7 +7,7 @@ use ctxfold_formats::message_reader::MessageReader;
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::Value;
 
-use super::chains::chained;
+use super::chains::{chained, request_mark};
 use super::counting::{fixed_tokens, scaled};
 use super::identity::{COMPACTION_KEY, COMPACTION_META};
 use super::readers::{Kept, head_hash};
@@ -240,6 +240,9 @@ impl Book {
         named.insert(0, id.clone());
         // Only the first are ever tried (the store has the others).
         named.truncate(MAX_FORKS_TRIED);
+        if let Some(mark) = request_mark(client) {
+            lock(&self.chains).record_request(&mark, &id);
+        }
         let asks = asks(shape, body, client);
         // The upstream lacks the providers' context management: ctxfold
         // provides it; else a request that uses it is the provider's.
