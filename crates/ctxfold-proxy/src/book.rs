@@ -200,6 +200,12 @@ pub enum PrepareError {
     /// Compaction failed.
     #[error(transparent)]
     Compact(#[from] ctxfold_compactor::CompactError),
+    /// The request asks the emulated context management for what ctxfold
+    /// cannot do as asked (a compaction with nothing to fold, of an
+    /// earlier state of the log): the client is told why, nothing is sent
+    /// upstream.
+    #[error("{0}")]
+    Unservable(String),
 }
 
 /// The proxy's conversations.

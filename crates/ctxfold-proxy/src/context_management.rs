@@ -46,6 +46,33 @@ pub fn is_emulated(c: &Value) -> bool {
     })
 }
 
+/// The conversation and the compaction record's `seq` that a compaction
+/// block or item ctxfold made (see [`SIGNATURE`]) names, from its
+/// signature: `ctxfold:CONVERSATION:SEQ`, an item's followed by `:` and
+/// its summary. `None`: not one of ctxfold's, or not of that form.
+pub fn emulated_origin(c: &Value) -> Option<(&str, u64)> {
+    let signed = ["signature", "encrypted_content"]
+        .iter()
+        .find_map(|k| c.get(*k).and_then(Value::as_str)?.strip_prefix(SIGNATURE))?;
+    let mut parts = signed.splitn(3, ':');
+    let id = parts.next().filter(|id| !id.is_empty())?;
+    let seq = parts.next()?.parse().ok()?;
+    Some((id, seq))
+}
+
+/// The summary a compaction block or item ctxfold made holds: a block's
+/// `content`, an item's text after its signature.
+pub fn emulated_summary(c: &Value) -> Option<&str> {
+    if let Some(text) = c.get("content").and_then(Value::as_str) {
+        return Some(text);
+    }
+    let signed = c
+        .get("encrypted_content")?
+        .as_str()?
+        .strip_prefix(SIGNATURE)?;
+    signed.splitn(3, ':').nth(2)
+}
+
 /// `body` (a request of `shape`, its bytes) without what an upstream that
 /// lacks the providers' context management must not get: the parameters
 /// (`context_management`, Anthropic's `compaction`), compaction blocks
@@ -58,10 +85,18 @@ pub fn strip_for_upstream(shape: Shape, body: &[u8]) -> Option<Vec<u8>> {
     match shape {
         Shape::Messages => {
             o.remove(COMPACTION);
+            // Where blocks go: a message's content, a tool result's inside
+            // it, and the system prompt's blocks.
+            if let Some(Value::Array(system)) = o.get_mut("system") {
+                strip_blocks(system);
+                if system.is_empty() {
+                    o.remove("system");
+                }
+            }
             if let Some(Value::Array(msgs)) = o.get_mut("messages") {
                 for m in msgs.iter_mut() {
                     if let Some(Value::Array(blocks)) = m.get_mut("content") {
-                        blocks.retain(|b| !is_compaction(b));
+                        strip_blocks(blocks);
                     }
                 }
                 msgs.retain(|m| !matches!(m.get("content"), Some(Value::Array(b)) if b.is_empty()));
@@ -70,11 +105,29 @@ pub fn strip_for_upstream(shape: Shape, body: &[u8]) -> Option<Vec<u8>> {
         Shape::Responses => {
             if let Some(Value::Array(items)) = o.get_mut("input") {
                 items.retain(|i| !is_compaction(i) && !is_trigger(i));
+                for i in items.iter_mut() {
+                    for k in ["content", "output"] {
+                        if let Some(Value::Array(parts)) = i.get_mut(k) {
+                            strip_blocks(parts);
+                        }
+                    }
+                }
             }
         }
         Shape::Chat => {}
     }
     serde_json::to_vec(&v).ok()
+}
+
+/// `blocks` without compaction blocks, at any depth of a block's own
+/// `content` (a tool result's).
+fn strip_blocks(blocks: &mut Vec<Value>) {
+    blocks.retain(|b| !is_compaction(b));
+    for b in blocks.iter_mut() {
+        if let Some(Value::Array(inner)) = b.get_mut("content") {
+            strip_blocks(inner);
+        }
+    }
 }
 
 /// What `body` (a request's keys besides its history) and `client` (its
@@ -215,6 +268,52 @@ mod tests {
                 author: None,
             },
         )
+    }
+
+    #[test]
+    fn an_emulated_compaction_names_its_conversation_seq_and_summary() {
+        let item = json!({"type": "compaction", "id": "cmp_x",
+            "encrypted_content": "ctxfold:20261206-1200-ab12:8:Digest: a:b"});
+        assert_eq!(emulated_origin(&item), Some(("20261206-1200-ab12", 8)));
+        assert_eq!(emulated_summary(&item), Some("Digest: a:b"));
+        let block = json!({"type": "compaction", "content": "Digest", "signature": "ctxfold:c1:3"});
+        assert_eq!(emulated_origin(&block), Some(("c1", 3)));
+        assert_eq!(emulated_summary(&block), Some("Digest"));
+        // The provider's own, or a signature of another form.
+        for c in [
+            json!({"type": "compaction", "encrypted_content": "gAAAA"}),
+            json!({"type": "compaction", "signature": "ctxfold::3"}),
+            json!({"type": "compaction", "signature": "ctxfold:c1:x"}),
+        ] {
+            assert_eq!(emulated_origin(&c), None, "{c}");
+        }
+    }
+
+    #[test]
+    fn compaction_blocks_are_stripped_wherever_a_client_put_them() {
+        let block = json!({"type": "compaction", "content": "S", "signature": "x"});
+        let body = json!({"model": "m", "compaction": {"type": "summarize"},
+            "system": [block],
+            "messages": [
+                {"role": "assistant", "content": [block]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                    "content": [{"type": "text", "text": "ok"}, block]}]}]});
+        let out = strip_for_upstream(Shape::Messages, body.to_string().as_bytes()).unwrap();
+        let out: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            out,
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                    "content": [{"type": "text", "text": "ok"}]}]}]})
+        );
+        let body = json!({"input": [{"type": "compaction_trigger"},
+            {"type": "function_call_output", "call_id": "c", "output": [block]}]});
+        let out = strip_for_upstream(Shape::Responses, body.to_string().as_bytes()).unwrap();
+        let out: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            out,
+            json!({"input": [{"type": "function_call_output", "call_id": "c", "output": []}]})
+        );
     }
 
     #[test]

@@ -181,6 +181,14 @@ fn compared(r: &Record) -> bool {
     }
 }
 
+/// Whether `r` is a provider's compaction or Codex's trigger, which the
+/// log keeps whole and does not compare.
+fn kept_whole(r: &Record) -> bool {
+    ctxfold_formats::provider_compaction(r).is_some()
+        || ctxfold_formats::responses::other_item(r)
+            .is_some_and(ctxfold_wire::context_management::is_trigger)
+}
+
 /// Whether two records say the same to the model. Tool-call arguments
 /// that say nothing (an empty string, `{}`, `null`) are the same: a
 /// stream's parser and a request's reader spell a call without arguments
@@ -274,12 +282,23 @@ pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
     else {
         return whole;
     };
-    match stored.iter().rposition(|r| {
+    let recorded = stored.iter().rposition(|r| {
         ctxfold_formats::provider_compaction(r).is_some() && same(&r.body, &client[cj].body)
-    }) {
+    });
+    // One ctxfold emulated whose answer the log does not hold (the client
+    // sent its next request before the proxy recorded it, or it never
+    // was): its compaction record stands for it, and the client's copy of
+    // the block or item is new.
+    let anchor = match recorded {
+        Some(si) => Some((si, cj + 1)),
+        None => ctxfold_formats::provider_compaction(&client[cj])
+            .and_then(|c| emulated_record(stored, c))
+            .map(|si| (si, cj)),
+    };
+    match anchor {
         // The compaction is the first pair (overlays like it are not
         // compared), and everything after it is aligned as usual.
-        Some(si) => match align_from(stored, client, si + 1, cj + 1) {
+        Some((si, c0)) => match align_from(stored, client, si + 1, c0) {
             Alignment::Extends {
                 mut pairs,
                 tail,
@@ -302,6 +321,25 @@ pub fn align(stored: &[Record], client: &[Record]) -> Alignment {
             diverges => diverges,
         },
         None => whole,
+    }
+}
+
+/// The compaction record of `stored` that `c`, a compaction block or item
+/// ctxfold emulated, names by its signature's `seq`, when it is the
+/// client's and holds the same summary.
+fn emulated_record(stored: &[Record], c: &serde_json::Value) -> Option<usize> {
+    let (_, seq) = crate::context_management::emulated_origin(c)?;
+    let text = crate::context_management::emulated_summary(c)?;
+    // Seqs grow along the log.
+    let i = stored.partition_point(|r| r.seq < seq);
+    match &stored.get(i)?.body {
+        Body::Compaction(k)
+            if k.source == ctxfold_core::compaction::Source::Client
+                && k.summary.as_ref().is_some_and(|s| s.text == text) =>
+        {
+            Some(i)
+        }
+        _ => None,
     }
 }
 
@@ -403,6 +441,16 @@ fn align_from(stored: &[Record], client: &[Record], s0: usize, c0: usize) -> Ali
         if stored[next].body != client[tail].body {
             break;
         }
+        (k, tail) = (next + 1, tail + 1);
+    }
+    // So are the blocks and items the log keeps whole but does not
+    // compare (a compaction, Codex's trigger) that the log holds after
+    // the last pair: a retried `compaction_trigger`, or the compaction
+    // item sent back after the history it was answered to.
+    while let Some(c) = client.get(tail).filter(|c| kept_whole(c)) {
+        let Some(next) = (k..stored.len()).find(|&i| stored[i].body == c.body) else {
+            break;
+        };
         (k, tail) = (next + 1, tail + 1);
     }
     Alignment::Extends {
@@ -513,6 +561,89 @@ mod tests {
         ));
         let other = recs(vec![user("time?"), call(json!({"tz": "UTC"}))]);
         assert_eq!(align(&stored, &other), Alignment::Diverges { at: 1 });
+    }
+
+    #[test]
+    fn a_compaction_or_trigger_the_log_holds_after_the_last_pair_is_not_new() {
+        let read = |input: serde_json::Value| {
+            ctxfold_formats::responses::from_json(&json!({"model": "m", "input": input}))
+                .unwrap()
+                .records
+        };
+        let asked = json!({"type": "message", "role": "user", "content": "fix it"});
+        let trigger = json!({"type": "compaction_trigger"});
+        let item = json!({"type": "compaction", "id": "cmp_1",
+            "encrypted_content": "ctxfold:c:3:Digest of turn 1"});
+        let stored = read(json!([asked, trigger, item]));
+        // Codex's trigger sent again: nothing is new.
+        let retried = read(json!([asked, trigger]));
+        assert!(
+            matches!(align(&stored, &retried), Alignment::Extends { tail, .. } if tail == retried.len())
+        );
+        // The item sent back after the history, then a question: only the
+        // question is new.
+        let question = json!({"type": "message", "role": "user", "content": "and?"});
+        let next = read(json!([asked, item, question]));
+        let Alignment::Extends { tail, .. } = align(&stored, &next) else {
+            panic!("{:?}", align(&stored, &next))
+        };
+        let new: Vec<&Body> = next[tail..].iter().map(|r| &r.body).collect();
+        assert!(
+            new.iter().all(|b| !matches!(b, Body::Other { .. })) && new.contains(&&user("and?")),
+            "{new:?}"
+        );
+    }
+
+    #[test]
+    fn an_emulated_compaction_whose_answer_is_not_recorded_aligns_on_its_record() {
+        use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
+        let read = |input: serde_json::Value| {
+            ctxfold_formats::responses::from_json(&json!({"model": "m", "input": input}))
+                .unwrap()
+                .records
+        };
+        let u = |t: &str| json!({"type": "message", "role": "user", "content": t});
+        let a = |t: &str| json!({"type": "message", "role": "assistant", "content": t});
+        let mut stored = read(json!([u("fix it"), a("done"), u("again"), a("done too")]));
+        let mut c = Compaction::new(0, 1, Source::Client);
+        c.summary = Some(Summary {
+            text: "Digest of turns 1–2".into(),
+            provenance: Provenance::Supplied {
+                author: Source::Client,
+            },
+        });
+        stored.push(Record::new(0, "", Body::Compaction(Box::new(c))));
+        let stored = ctxfold_core::log::renumber(stored);
+        let seq = stored.last().unwrap().seq;
+        // The compact endpoint's output, sent back before the proxy
+        // recorded it, and a question.
+        let item = |text: &str| {
+            json!({"type": "compaction", "id": "cmp_1",
+                "encrypted_content": format!("ctxfold:c:{seq}:{text}")})
+        };
+        let next = read(json!([
+            u("fix it"),
+            u("again"),
+            item("Digest of turns 1–2"),
+            u("and?")
+        ]));
+        let Alignment::Extends { pairs, tail, .. } = align(&stored, &next) else {
+            panic!("{:?}", align(&stored, &next))
+        };
+        let at = (next.iter())
+            .position(|r| ctxfold_formats::provider_compaction(r).is_some())
+            .unwrap();
+        assert_eq!(pairs[0], (stored.len() - 1, at));
+        // The item is new to the log, and so is the question.
+        assert_eq!(tail, at);
+        // Another summary under that seq is not that compaction.
+        let other = read(json!([
+            u("fix it"),
+            u("again"),
+            item("Something else"),
+            u("and?")
+        ]));
+        assert!(matches!(align(&stored, &other), Alignment::Diverges { .. }));
     }
 
     #[test]

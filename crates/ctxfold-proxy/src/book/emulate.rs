@@ -32,6 +32,13 @@
 //!
 //! The provider edits the prompt of each request anew; ctxfold records a
 //! compaction once, which later requests' views keep.
+//!
+//! A compaction asked of the whole conversation that folds nothing (its
+//! summary would not be smaller, SPEC §6, or there is nothing before it)
+//! is refused ([`PrepareError::Unservable`]): answering one would name a
+//! compaction that does not exist and drop what the user said from the
+//! view. A retried request that was answered with a compaction is
+//! answered with it again ([`Book::repeated`]), made from its record.
 
 use ctxfold_compactor::compact_with_rules;
 use ctxfold_core::bounds::Keep;
@@ -63,11 +70,28 @@ pub struct Emulated {
     pub applied_edits: Vec<Value>,
 }
 
-/// The signature of the compaction `s` just recorded: [`SIGNATURE`],
-/// the conversation and the record's `seq`.
-fn signature(s: &Session) -> String {
-    let seq = s.conv.log().next_seq().saturating_sub(1);
-    format!("{SIGNATURE}{}:{seq}", s.id())
+/// The signature of conversation `id`'s compaction record `seq`:
+/// [`SIGNATURE`], the conversation and the record's `seq`.
+fn signature(id: &str, seq: u64) -> String {
+    format!("{SIGNATURE}{id}:{seq}")
+}
+
+/// The compaction item, as the Responses API shapes it, of conversation
+/// `id`'s compaction record `seq` summarized as `text`: the same bytes
+/// each time it is made.
+fn responses_item(id: &str, seq: u64, text: &str) -> Value {
+    let sig = signature(id, seq);
+    let item_id = format!("cmp_{}", sig.replace(':', "_"));
+    emulated::responses_item(&item_id, &format!("{sig}:{text}"))
+}
+
+/// What a request that compacts the whole conversation (`summarize`,
+/// Codex's trigger, the compact endpoint) is told when nothing can be
+/// folded: `why`, from the compactor.
+fn nothing_to_compact(id: &str, why: &str) -> PrepareError {
+    PrepareError::Unservable(format!(
+        "conversation {id} cannot be compacted now: {why}. ctxfold records a summary only when it is smaller than what it replaces (a conversation this short needs none), and nothing was sent upstream"
+    ))
 }
 
 /// Whether `tokens` are past an edit's `trigger` (input tokens; `default`
@@ -118,7 +142,7 @@ impl Book {
                         reasoning: Some(ReasoningPolicy::Strip),
                         ..Rule::default()
                     };
-                    if let Some(e) = self.run(s, rule, Vec::new(), CLEAR_THINKING)? {
+                    if let Ok(e) = self.run(s, rule, Vec::new(), CLEAR_THINKING)? {
                         let edit = applied(CLEAR_THINKING, "cleared_thinking_turns", e.0, now, s);
                         out.applied_edits.push(edit);
                     }
@@ -147,7 +171,7 @@ impl Book {
                             continue;
                         }
                     }
-                    if let Some(e) = self.run(s, rule, exclude, CLEAR_TOOL_USES)? {
+                    if let Ok(e) = self.run(s, rule, exclude, CLEAR_TOOL_USES)? {
                         let edit = applied(CLEAR_TOOL_USES, "cleared_tool_uses", e.1, now, s);
                         out.applied_edits.push(edit);
                     }
@@ -156,11 +180,12 @@ impl Book {
                     if !past(c.trigger.as_ref(), 150_000, now) {
                         continue;
                     }
-                    if let Some(text) =
-                        self.summarize(s, Some(1), c.instructions.clone(), "compact_20260112")?
+                    let what = "compact_20260112";
+                    if let Ok((text, seq)) =
+                        self.summarize(s, Some(1), c.instructions.clone(), what)?
                     {
-                        out.compaction =
-                            Some(emulated::anthropic_block(Some(&text), &signature(s)));
+                        let sig = signature(s.id(), seq);
+                        out.compaction = Some(emulated::anthropic_block(Some(&text), &sig));
                         out.alone = c.pause_after_compaction == Some(true);
                     }
                 }
@@ -173,8 +198,13 @@ impl Book {
                 .and_then(Value::as_str)
                 .filter(|i| !i.trim().is_empty())
                 .map(str::to_owned);
-            let text = self.summarize(s, None, instructions, "compaction (summarize)")?;
-            out.compaction = Some(emulated::anthropic_block(text.as_deref(), &signature(s)));
+            // Asked now, of the whole conversation: a compaction that
+            // folds nothing cannot be answered as the provider would.
+            let (text, seq) = self
+                .summarize(s, None, instructions, "compaction (summarize)")?
+                .map_err(|why| nothing_to_compact(s.id(), &why))?;
+            let sig = signature(s.id(), seq);
+            out.compaction = Some(emulated::anthropic_block(Some(&text), &sig));
             out.alone = true;
         }
         if shape == Shape::Responses {
@@ -183,35 +213,84 @@ impl Book {
                 .find_map(|e| e.get("compact_threshold").and_then(Value::as_u64));
             let now = tokens(s.conv.log(), s.scale);
             let whole = compacts || asks.trigger;
-            let text = if whole {
-                Some(
-                    self.summarize(s, None, None, "compaction")?
-                        .unwrap_or_default(),
-                )
+            let made = if whole {
+                let made = self.summarize(s, None, None, "compaction")?;
+                Some(made.map_err(|why| nothing_to_compact(s.id(), &why))?)
             } else if threshold.is_some_and(|t| now > t as usize) {
-                self.summarize(s, Some(1), None, "compaction")?
+                self.summarize(s, Some(1), None, "compaction")?.ok()
             } else {
                 None
             };
-            if let Some(text) = text {
-                let sig = signature(s);
-                let id = format!("cmp_{}", sig.replace(':', "_"));
-                out.compaction = Some(emulated::responses_item(&id, &format!("{sig}:{text}")));
+            if let Some((text, seq)) = made {
+                out.compaction = Some(responses_item(s.id(), seq, &text));
                 out.alone = whole;
             }
         }
         Ok(out)
     }
 
-    /// Summarize conversation `s` but its last `keep_last` turns; the
-    /// summary's text, or `None` when there was nothing to fold.
+    /// What a request that repeats one the emulation already answered
+    /// with a compaction (a retry: the same history, or an earlier state
+    /// of the log) is answered: that compaction again, made from its
+    /// record, as the first answer had it. `after`: where the request's
+    /// history ends in the log (its last record's index there). The
+    /// compaction recorded for it is the first with a summary of the
+    /// client's after it, before anything the log compares; `None` when
+    /// there is none (the request asked for none, or was never answered).
+    pub(super) fn repeated(
+        s: &Session,
+        shape: Shape,
+        asks: &Asks,
+        compacts: bool,
+        after: usize,
+    ) -> Option<Emulated> {
+        let records = s.conv.log().records();
+        let (seq, text, note) = records
+            .get(after + 1..)?
+            .iter()
+            .find_map(|r| match &r.body {
+                Body::Compaction(c) if c.source == Source::Client => {
+                    let text = &c.summary.as_ref()?.text;
+                    Some((r.seq, text.clone(), c.note.clone().unwrap_or_default()))
+                }
+                _ => None,
+            })?;
+        let pause = asks
+            .edits
+            .iter()
+            .any(|e| matches!(e, Edit::Compact(c) if c.pause_after_compaction == Some(true)));
+        let (compaction, alone) = match shape {
+            Shape::Messages => {
+                let by_edit = note.starts_with("compact_20260112");
+                if asks.summarize.is_none() && !by_edit {
+                    return None;
+                }
+                let block = emulated::anthropic_block(Some(&text), &signature(s.id(), seq));
+                (block, asks.summarize.is_some() || pause)
+            }
+            Shape::Responses => {
+                let whole = compacts || asks.trigger;
+                (responses_item(s.id(), seq, &text), whole)
+            }
+            Shape::Chat => return None,
+        };
+        Some(Emulated {
+            compaction: Some(compaction),
+            alone,
+            applied_edits: Vec::new(),
+        })
+    }
+
+    /// Summarize conversation `s` but its last `keep_last` turns: the
+    /// summary's text and its compaction record's `seq`, or why nothing
+    /// was folded.
     fn summarize(
         &self,
         s: &mut Session,
         keep_last: Option<u32>,
         instructions: Option<String>,
         what: &str,
-    ) -> Result<Option<String>, PrepareError> {
+    ) -> Result<Result<(String, u64), String>, PrepareError> {
         let rule = Rule {
             keep_last: keep_last.map(Keep::Count),
             summary: Some(SummaryRequest::Derive {
@@ -221,15 +300,17 @@ impl Book {
             ..Rule::default()
         };
         let before = s.conv.log().len();
-        self.run(s, rule, Vec::new(), what)?;
-        let text = s.conv.log().records()[before.min(s.conv.log().len())..]
+        if let Err(why) = self.run(s, rule, Vec::new(), what)? {
+            return Ok(Err(why));
+        }
+        let made = s.conv.log().records()[before.min(s.conv.log().len())..]
             .iter()
             .rev()
             .find_map(|r| match &r.body {
-                Body::Compaction(c) => c.summary.as_ref().map(|x| x.text.clone()),
+                Body::Compaction(c) => c.summary.as_ref().map(|x| (x.text.clone(), r.seq)),
                 _ => None,
             });
-        Ok(text)
+        Ok(made.ok_or_else(|| "the compaction recorded has no summary".to_owned()))
     }
 
     /// The tokens of the request (its keys besides the history: `body`)
@@ -274,14 +355,14 @@ impl Book {
 
     /// Run `rule` on `s` as the client's compaction (`what` names the
     /// edit); `exclude`: tools left as they are. The reasoning blocks and
-    /// tool results it changes, or `None` when it recorded nothing.
+    /// tool results it changes, or why it recorded nothing.
     fn run(
         &self,
         s: &mut Session,
         rule: Rule,
         exclude: Vec<String>,
         what: &str,
-    ) -> Result<Option<(usize, usize)>, PrepareError> {
+    ) -> Result<Result<(usize, usize), String>, PrepareError> {
         let ctx = self.plan_context(exclude, what);
         let summarizers = (self.compaction.summarizers)();
         let run = match compact_with_rules(&mut s.conv, &[rule], &ctx, summarizers.as_ref(), false)
@@ -292,7 +373,7 @@ impl Book {
             // (a block without a summary) changes nothing.
             Err(ctxfold_compactor::CompactError::Summary(e)) => {
                 tracing::info!("{what}: not compacted: {e}");
-                return Ok(None);
+                return Ok(Err(e));
             }
             // Another process (`c compact`, a replica) is compacting this
             // conversation: the request goes on without this edit rather
@@ -301,15 +382,15 @@ impl Book {
                 tracing::info!(
                     "{what}: not compacted now: the conversation is being compacted elsewhere"
                 );
-                return Ok(None);
+                return Ok(Err("it is being compacted elsewhere; try again".into()));
             }
             Err(e) => return Err(e.into()),
         };
         if run.compactions.is_empty() {
-            return Ok(None);
+            return Ok(Err("it holds nothing to fold".into()));
         }
         let reasoning = run.effects.iter().map(|e| e.reasoning_stripped).sum();
         let results = run.effects.iter().map(|e| e.stripped_results).sum();
-        Ok(Some((reasoning, results)))
+        Ok(Ok((reasoning, results)))
     }
 }

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use super::index::gone_for_good;
 use super::{Book, META_KEY, Naming};
 use crate::agent;
+use crate::context_management::emulated_origin;
 use crate::shape::Shape;
 
 impl Book {
@@ -28,6 +29,13 @@ impl Book {
         let Some(h) = naming.header else {
             if let Some(session) = agent::session_of(shape, body, naming.agent) {
                 return Ok(session.key());
+            }
+            // A history holding ctxfold's own compaction (the emulated
+            // provider's, sent back) is the conversation its signature
+            // names, whatever else its head changed (Codex's compact
+            // request has no tools, its next request has).
+            if let Some(key) = self.emulated_key(client)? {
+                return Ok(key);
             }
             // A history that starts with the provider's compaction is that
             // compaction's conversation, wherever its head was.
@@ -51,6 +59,27 @@ impl Book {
             }
         };
         Ok(recorded.unwrap_or_else(|| format!("header:{h}")))
+    }
+
+    /// The key of the conversation that the latest compaction ctxfold
+    /// emulated in `client` names (its signature), when the proxy
+    /// recorded that conversation and it can still be read.
+    fn emulated_key(&self, client: &[Record]) -> Result<Option<String>, StoreError> {
+        let named = client.iter().rev().find_map(|r| {
+            let c = ctxfold_formats::provider_compaction(r)?;
+            emulated_origin(c).map(|(id, _)| id)
+        });
+        let Some(id) = named else {
+            return Ok(None);
+        };
+        if id.starts_with('.') || id.contains(['/', '\\']) {
+            return Ok(None);
+        }
+        match self.store.read_meta(id) {
+            Ok(m) => Ok(recorded_key(&m).map(str::to_owned)),
+            Err(e) if gone_for_good(&e) || matches!(e, StoreError::InvalidId { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -289,7 +289,34 @@ impl Book {
         };
         let acts = history != History::Earlier && !self.compaction.observe;
         let mut emulated = None;
-        if let Mode::Emulate(asks, compacts) = mode {
+        // A retried request the emulation answered with a compaction
+        // already: answered with it again, nothing recorded anew.
+        let mut repeat = false;
+        if let Mode::Emulate(asks, compacts) = mode
+            && !self.compaction.observe
+            && (compacts || asks.compaction())
+        {
+            let after = align(s.conv.log().records(), client)
+                .paired()
+                .and_then(|p| p.pairs.last().map(|&(si, _)| si));
+            if let Some(e) = after.and_then(|a| Book::repeated(&s, shape, asks, compacts, a)) {
+                emulated = Some(e);
+                repeat = true;
+            } else if history == History::Earlier
+                && (compacts || asks.trigger || asks.summarize.is_some())
+            {
+                // It asks to compact an earlier state of the log, which
+                // was never answered with a compaction: the log has gone
+                // on past it, and a summary of it now would fold what
+                // came after.
+                return Err(PrepareError::Unservable(format!(
+                    "the request repeats an earlier state of conversation {id}, which has gone on since without a compaction there; ctxfold cannot compact that state. Send the conversation's whole history"
+                )));
+            }
+        }
+        if let Mode::Emulate(asks, compacts) = mode
+            && !repeat
+        {
             if acts {
                 let before = s.conv.log().len();
                 let e = self.emulate(&mut s, shape, body, asks, compacts)?;
@@ -353,7 +380,7 @@ impl Book {
         } else {
             (r.body, up(r.before), up(r.after), fixed + r.after)
         };
-        let answer = (history != History::Earlier).then(|| AnswerSlot {
+        let answer = (history != History::Earlier && !repeat).then(|| AnswerSlot {
             conversation: id.to_owned(),
             len: s.conv.log().len(),
             sent: sent_est,

@@ -164,7 +164,24 @@ pub(super) fn render_stored(
     }
     let mut summarized = std::collections::HashSet::new();
     let stored = log.records();
+    let resumed = resumed_at(stored, paired, &stored_of);
     for (j, c) in client.iter().enumerate() {
+        if let Some((si, cj)) = resumed {
+            if j < cj {
+                // What the client sends in place of what ctxfold's
+                // compaction stands for: the view has it, below. Its own
+                // system messages still go.
+                if matches!(c.body, Body::System { .. }) {
+                    out.push_sent(c, j);
+                } else {
+                    out.folded(c);
+                }
+                continue;
+            }
+            if j == cj {
+                out.view_before(log, &view.items, si, &mut summarized);
+            }
+        }
         let Some(si) = stored_of[j] else {
             let inside = prev_summary[j].is_some() && prev_summary[j] == next_summary[j];
             if inside {
@@ -257,6 +274,26 @@ pub(super) fn render_stored(
     }
 }
 
+/// Where a history resumes from a compaction ctxfold emulated: the
+/// stored record and the client record of that block or item, when it is
+/// the first pair and nothing the client sends before it pairs with the
+/// log (the emulated compact endpoint's output, `compaction_trigger`'s and
+/// `summarize`'s answer sent back in place of what they summarize). What
+/// the client sends before it stands for the log before it. The stored
+/// record is the block or item as recorded, or the compaction record it
+/// names when its answer is not recorded (see [`crate::reconcile::align`]).
+fn resumed_at(
+    stored: &[Record],
+    paired: &Paired,
+    stored_of: &[Option<usize>],
+) -> Option<(usize, usize)> {
+    let &(si, cj) = paired.pairs.first()?;
+    let emulated = matches!(stored[si].body, Body::Compaction(_))
+        || ctxfold_formats::provider_compaction(&stored[si])
+            .is_some_and(crate::context_management::is_emulated);
+    (emulated && stored_of[..cj].iter().all(Option::is_none)).then_some((si, cj))
+}
+
 /// The records of the body being made, beside the client record each one
 /// is as sent (`sent_as`) and the client record it stands for, changed or
 /// not (`from`; a stripped call or result is still that call or result,
@@ -303,6 +340,41 @@ impl<'c> Out<'c> {
             let m = m.clone();
             if let Some(r) = self.records.iter_mut().rev().find(|r| carries_marker(r)) {
                 set_cache_marker(r.to_mut(), m);
+            }
+        }
+    }
+
+    /// The view of the log before stored record `si`, as the model sees
+    /// it (but its system messages: the client's go), the summaries
+    /// written noted in `summarized`.
+    fn view_before(
+        &mut self,
+        log: &Log,
+        items: &[Item<'_>],
+        si: usize,
+        summarized: &mut std::collections::HashSet<usize>,
+    ) {
+        let stored = log.records();
+        for (n, item) in items.iter().enumerate() {
+            match *item {
+                Item::Event { index, .. }
+                    if index < si && !matches!(stored[index].body, Body::System { .. }) =>
+                {
+                    self.push_made(uncached(stored[index].clone()));
+                }
+                Item::StrippedCall { index, .. }
+                | Item::StrippedResult { index, .. }
+                | Item::Clipped { index, .. }
+                    if index < si =>
+                {
+                    if let Some(r) = item_record(item) {
+                        self.push_made(r);
+                    }
+                }
+                Item::Summary { first, .. } if first < si && summarized.insert(n) => {
+                    self.summary(log, item);
+                }
+                _ => {}
             }
         }
     }

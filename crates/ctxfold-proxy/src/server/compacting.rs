@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::emulating;
@@ -16,7 +16,7 @@ use super::forward::forward;
 use super::respond::respond;
 use super::{CONVERSATION_HEADER, Proxy, error};
 use crate::agent::Agent;
-use crate::book::{History, Naming, Prepared};
+use crate::book::{History, Naming, PrepareError, Prepared};
 use crate::config::OnError;
 use crate::context_management::strip_for_upstream;
 use crate::metrics::endpoint;
@@ -25,6 +25,9 @@ use crate::shape::Shape;
 /// The largest error answer read whole to see whether it says "over the
 /// context window" (real ones are a few hundred bytes).
 const MAX_ERROR_BYTES: u64 = 1 << 20;
+
+/// The type of a compaction block or item, as bytes.
+const COMPACTION: &[u8] = ctxfold_wire::context_management::COMPACTION.as_bytes();
 
 pub(super) async fn compacting(
     p: Arc<Proxy>,
@@ -61,22 +64,36 @@ pub(super) async fn compacting(
                     .inc();
             }
             let mut send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
-            if let Some(e) = &prep.emulated {
-                if e.alone {
-                    // Compacted, nothing to sample: the upstream is not asked.
-                    let resp = emulating::alone(shape, compacts, e, &body);
-                    return respond(&p, name, resp, Some(shape), prep.answer, extra);
-                }
-                // What the upstream lacks must not reach it.
-                if let Some(stripped) = strip_for_upstream(shape, &send) {
-                    send = Bytes::from(stripped);
-                }
+            if let Some(e) = &prep.emulated
+                && e.alone
+            {
+                // Compacted, nothing to sample: the upstream is not asked.
+                let resp = emulating::alone(shape, compacts, e, &body);
+                return respond(&p, name, resp, Some(shape), prep.answer, extra);
+            }
+            // What the upstream lacks must not reach it: the parameters,
+            // and compaction blocks wherever a client put them (in a tool
+            // result, in the system prompt), also in a request that asks
+            // nothing else of it.
+            if (prep.emulated.is_some()
+                || (p.config.emulate.of(shape) && mentions_compaction(&send)))
+                && let Some(stripped) = strip_for_upstream(shape, &send)
+            {
+                send = Bytes::from(stripped);
             }
             (send, prep.answer, extra, prep.emulated)
         }
+        // What the request asks of the emulated context management
+        // cannot be done as asked: the client is told why, in the
+        // provider's shape; nothing goes upstream.
+        Err(Failed::Unservable(e)) => {
+            p.metrics.rejected.get_or_create(&endpoint(name)).inc();
+            tracing::info!("{name}: refused: {e}");
+            return unservable(&format!("ctxfold proxy: {e}"));
+        }
         // The request uses what the upstream lacks and ctxfold could not
         // provide: sent on, it would fail there or silently do nothing.
-        Err(e)
+        Err(Failed::Other(e))
             if p.config.emulate.of(shape)
                 && (compacts || uses_context_management(shape, &body)) =>
         {
@@ -91,7 +108,7 @@ pub(super) async fn compacting(
                 ),
             );
         }
-        Err(e) => {
+        Err(Failed::Other(e)) => {
             // Name the agent's shape, so a failure says whose requests
             // the proxy cannot read (the body, never the headers' keys).
             let user_agent = headers
@@ -165,7 +182,8 @@ pub(super) async fn compacting(
                 p.metrics.compactions.inc_by(prep.compactions as u64);
                 let extra = ctxfold_headers(&prep);
                 let mut send = Bytes::from(prep.body.unwrap_or_default());
-                if emulated.is_some()
+                if (emulated.is_some()
+                    || (p.config.emulate.of(shape) && mentions_compaction(&send)))
                     && let Some(stripped) = strip_for_upstream(shape, &send)
                 {
                     send = Bytes::from(stripped);
@@ -184,6 +202,12 @@ pub(super) async fn compacting(
     }
     let resp = reqwest::Response::from(axum::http::Response::from_parts(parts, error_body));
     respond(&p, name, resp, Some(shape), None, extra)
+}
+
+/// Whether `body` holds the word of a compaction block or item anywhere
+/// (cheap: read before the body is parsed to strip them).
+fn mentions_compaction(body: &[u8]) -> bool {
+    body.windows(COMPACTION.len()).any(|w| w == COMPACTION)
 }
 
 /// Whether a request body asks for the providers' context management or
@@ -243,6 +267,30 @@ pub(super) fn agent_of(headers: &HeaderMap) -> Option<Agent> {
     Agent::from_headers(get("user-agent"), get("originator"))
 }
 
+/// Why a request could not be prepared.
+enum Failed {
+    /// It asks what ctxfold cannot do as asked
+    /// ([`PrepareError::Unservable`]).
+    Unservable(String),
+    /// Anything else: the store, the body, a compaction failed.
+    Other(String),
+}
+
+/// A 400 in the providers' error shape (`invalid_request_error`, which
+/// both SDKs raise as a bad request), saying `message`.
+fn unservable(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        ctxfold_wire::value(&ctxfold_wire::error::ErrorBody::new(
+            "invalid_request_error",
+            message,
+        ))
+        .to_string(),
+    )
+        .into_response()
+}
+
 /// Parse and prepare on the blocking pool.
 async fn prepare(
     p: &Arc<Proxy>,
@@ -251,7 +299,7 @@ async fn prepare(
     key: Option<String>,
     agent: Option<Agent>,
     compacts: bool,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, Failed> {
     let book = p.book.clone();
     let body = body.clone();
     tokio::task::spawn_blocking(move || {
@@ -263,8 +311,11 @@ async fn prepare(
         book.prepare_bytes(shape, &body, &naming)
     })
     .await
-    .map_err(|e| format!("preparing the request failed: {e}"))?
-    .map_err(|e| e.to_string())
+    .map_err(|e| Failed::Other(format!("preparing the request failed: {e}")))?
+    .map_err(|e| match e {
+        PrepareError::Unservable(why) => Failed::Unservable(why),
+        e => Failed::Other(e.to_string()),
+    })
 }
 
 fn ctxfold_headers(prep: &Prepared) -> HeaderMap {
