@@ -551,7 +551,7 @@ pub struct ExportArgs {
     /// The transcript format to write.
     #[arg(long, value_enum, default_value_t = OutputTranscript(Format::Ctxfold))]
     pub output_format: OutputTranscript,
-    /// Where to write (a folder for jp); standard output if omitted.
+    /// Where to write (a folder for jp); standard output if omitted or `-`.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Export the view the model gets, with compactions applied.

@@ -252,3 +252,92 @@ fn jp_records_that_cannot_be_understood_are_kept_and_written_back() {
         events
     );
 }
+
+/// `ctxfold ARGS` in `s`, killed if it has not ended within 30 s (a
+/// command that waits for ever is a failure, not a hung suite).
+fn within_30s(s: &Scratch, args: &[&str]) -> Output {
+    let child = s
+        .command()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("ctxfold {args:?} still waits after 30 s");
+        }
+    }
+}
+
+/// A named pipe as the input of `c import` or `compact`: with nothing
+/// writing to it, a clear error at once (it used to wait for ever for a
+/// writer); with a writer already there, read as any file.
+#[test]
+fn a_named_pipe_as_input_never_waits_for_ever() {
+    let s = Scratch::new();
+    let fifo = s.path().join("session.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let f = fifo.to_str().unwrap();
+    let out_file = s.path().join("out.json");
+    let out = out_file.to_str().unwrap();
+    for args in [
+        &["c", "import", f][..],
+        &["c", "import", f, "--input-format", "openai"][..],
+        &["compact", f, "-o", out][..],
+    ] {
+        let got = within_30s(&s, args);
+        fails_saying(&got, &["session.json", "named pipe"]);
+    }
+    assert!(!out_file.exists());
+    assert!(s.json(&["c", "ls"]).as_array().unwrap().is_empty());
+    // A writer that is there first: the pipe is read whole.
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/rate-limiter-session.openai.json"
+    );
+    let mut writer = std::process::Command::new("sh")
+        .args(["-c", &format!("cat '{example}' > '{f}'")])
+        .spawn()
+        .unwrap();
+    // The writer's open waits for a reader: give it the time to start.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let got = within_30s(&s, &["c", "import", f, "--input-format", "openai"]);
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert!(writer.wait().unwrap().success());
+    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), 1);
+}
+
+/// `c export -o -` writes to standard output, as `compact -o -` does,
+/// never a file named `-`.
+#[test]
+fn export_to_dash_is_standard_output() {
+    let s = Scratch::new();
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/rate-limiter-session.openai.json"
+    );
+    let id = s.ok(&["c", "import", example]).trim().to_owned();
+    let to_dash = s.ok(&["c", "export", &id, "--output-format", "openai", "-o", "-"]);
+    let plain = s.ok(&["c", "export", &id, "--output-format", "openai"]);
+    assert_eq!(to_dash, plain);
+    assert!(serde_json::from_str::<serde_json::Value>(&to_dash).is_ok());
+    assert!(!s.path().join("-").exists(), "a file named - was written");
+    // A JP conversation is a folder: `-` cannot be one.
+    let out = s.run(&["c", "export", &id, "--output-format", "jp", "-o", "-"]);
+    fails_saying(&out, &["folder"]);
+}

@@ -223,3 +223,148 @@ fn undoing_the_agents_compaction_gives_a_session_of_the_whole_history() {
         }
     }
 }
+
+/// What no session file holds: stands for `/etc/shadow` in the tests
+/// below (a file the user can read that no agent wrote).
+const SECRET: &str = "root:$6$not-a-session$secret-hash:19000:0:99999:7:::";
+
+/// Every file of the workspace holding `needle`.
+fn stored_with(s: &Scratch, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![s.path().join(".ctxfold")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+            {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// `c import --from claude-code|codex` reads only regular files of the
+/// agent's folders: a link named like a session (to a secret file, or to a
+/// session elsewhere) is passed over with a warning naming it, a linked
+/// folder is not entered, and a named pipe does not block the import.
+#[test]
+fn links_and_pipes_in_an_agents_folders_are_not_read() {
+    let s = Scratch::new();
+    let secret = s.path().join("shadow");
+    // The secret as a session would look, so only the link stops it.
+    let line = std::fs::read_to_string(data("claude-code.jsonl"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .replace("50bd4b88-6cc9-4887-974d-9b1c1ca43f67", "linked-session")
+        .replacen(
+            "{",
+            &format!("{{\"secret\":{},", serde_json::json!(SECRET)),
+            1,
+        );
+    std::fs::write(&secret, format!("{line}\n")).unwrap();
+    let folder = s.path().join(".claude/projects/-home-dev-proj-work");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(
+        data("claude-code.jsonl"),
+        folder.join("50bd4b88-6cc9-4887-974d-9b1c1ca43f67.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret, folder.join("linked-session.jsonl")).unwrap();
+    let fifo = folder.join("pipe.jsonl");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = s.run(&[
+        "c",
+        "import",
+        "--from",
+        "claude-code",
+        PROJECT,
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sessions"].as_array().unwrap().len(), 1, "{v}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("linked-session.jsonl") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(err.contains("pipe.jsonl"), "{err}");
+    assert_eq!(stored_with(&s, "secret-hash"), Vec::<PathBuf>::new());
+
+    // Codex: a linked rollout and a linked folder of rollouts.
+    let day = s.path().join(".codex/sessions/2026/12/03");
+    std::fs::create_dir_all(&day).unwrap();
+    let rollout = std::fs::read_to_string(data("codex.jsonl"))
+        .unwrap()
+        .replacen(
+            "{",
+            &format!("{{\"secret\":{},", serde_json::json!(SECRET)),
+            1,
+        );
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let target = elsewhere.join("rollout-2026-12-03T13-15-00-linked.jsonl");
+    std::fs::write(&target, rollout).unwrap();
+    std::os::unix::fs::symlink(
+        &target,
+        day.join("rollout-2026-12-03T13-15-00-linked.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, day.join("more")).unwrap();
+    let out = s.run(&[
+        "c", "import", "--from", "codex", PROJECT, "--format", "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sessions"].as_array().unwrap().len(), 0, "{v}");
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert_eq!(stored_with(&s, "secret-hash"), Vec::<PathBuf>::new());
+}
+
+/// A session file that starts with a byte-order mark (an editor saved it)
+/// exports with it, byte for byte, for both agents.
+#[test]
+fn a_byte_order_mark_is_kept_through_import_and_export() {
+    let s = Scratch::new();
+    for (name, format) in [
+        ("claude-code.jsonl", "claude-code"),
+        ("codex.jsonl", "codex"),
+    ] {
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend(std::fs::read(data(name)).unwrap());
+        let file = s.path().join(format!("bom-{name}"));
+        std::fs::write(&file, &bytes).unwrap();
+        let id = s
+            .ok(&["c", "import", file.to_str().unwrap()])
+            .trim()
+            .to_owned();
+        let show = s.json(&["c", "show", &id]);
+        assert_eq!(show["imported_from"]["format"], format, "{show}");
+        let out = s.path().join(format!("back-{name}"));
+        s.ok(&[
+            "c",
+            "export",
+            &id,
+            "--output-format",
+            format,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            std::fs::read(&out).unwrap() == bytes,
+            "{format}: not the same bytes"
+        );
+    }
+}

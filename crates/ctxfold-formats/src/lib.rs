@@ -34,6 +34,7 @@ pub mod output;
 mod pairing;
 pub mod responses;
 mod session_lines;
+pub use session_lines::Found;
 
 /// One message as an export writes it: built from its records (`M`, the
 /// wire crate's message of the format), or a message ctxfold keeps whole
@@ -274,7 +275,7 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FormatError> {
             "more than {limit} bytes, the input limit; set {MAX_INPUT_VAR} to raise it"
         ),
     };
-    let f = std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?;
+    let (f, pipe) = open_input(path)?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     if len > limit {
         return Err(too_large());
@@ -286,7 +287,44 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FormatError> {
     if buf.len() as u64 > limit {
         return Err(too_large());
     }
+    if pipe && buf.is_empty() {
+        return Err(FormatError::Unreadable {
+            path: path.to_owned(),
+            detail: "is a named pipe that nothing was written to (no program had it open for writing); start the writer first".to_owned(),
+        });
+    }
     Ok(buf)
+}
+
+/// Open `path` to read, and whether it is a named pipe. A pipe is opened
+/// without waiting for a writer (a plain open waits for ever when none
+/// comes), then read as usual: what a writer already there sends, or
+/// nothing.
+#[cfg(unix)]
+fn open_input(path: &Path) -> Result<(std::fs::File, bool), FormatError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let io = |e| FormatError::io(path, e);
+    let pipe = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    if !pipe {
+        return Ok((std::fs::File::open(path).map_err(io)?, false));
+    }
+    use rustix::fs::OFlags;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    let flags = rustix::fs::fcntl_getfl(&f).map_err(|e| io(e.into()))?;
+    rustix::fs::fcntl_setfl(&f, flags - OFlags::NONBLOCK).map_err(|e| io(e.into()))?;
+    Ok((f, true))
+}
+
+#[cfg(not(unix))]
+fn open_input(path: &Path) -> Result<(std::fs::File, bool), FormatError> {
+    Ok((
+        std::fs::File::open(path).map_err(|e| FormatError::io(path, e))?,
+        false,
+    ))
 }
 
 /// Read a whole file as UTF-8 text, without a leading byte-order mark.
@@ -294,10 +332,13 @@ pub(crate) fn read_text(path: &Path) -> Result<String, FormatError> {
     utf8_text(path, read_bytes(path)?)
 }
 
+/// The UTF-8 byte-order mark, which some editors write first.
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// `bytes` read from `path` as UTF-8 text, without a leading byte-order
 /// mark; an error names where the text stops being UTF-8.
 fn utf8_text(path: &Path, mut bytes: Vec<u8>) -> Result<String, FormatError> {
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
+    if bytes.starts_with(BOM) {
         bytes.drain(..3);
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -405,13 +446,13 @@ fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
         return Ok(Sniffed::Format(Format::Jp));
     }
     let mut bytes = read_bytes(path)?;
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        bytes.drain(..3);
-    }
-    let start = bytes
+    // An agent's session keeps its mark (written back by an export); the
+    // other formats are read without it.
+    let bom = if bytes.starts_with(BOM) { BOM.len() } else { 0 };
+    let start = bytes[bom..]
         .iter()
         .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
+        .map_or(bytes.len(), |p| p + bom);
     if start == bytes.len() {
         return Err(FormatError::Undetected {
             path: path.to_owned(),
@@ -425,6 +466,7 @@ fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
     let first = serde_json::from_slice::<Value>(first).ok();
     if let Some(Value::Object(o)) = &first {
         if o.contains_key("seq") && o.contains_key("type") {
+            bytes.drain(..bom);
             return Ok(Sniffed::Jsonl(bytes));
         }
         if codex::looks_like(o) {

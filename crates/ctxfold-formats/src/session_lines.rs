@@ -13,6 +13,31 @@ use serde_json::Value;
 
 use crate::FormatError;
 
+/// The session files found in an agent's folder, and the entries passed
+/// over.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Each session's file and id, sorted.
+    pub sessions: Vec<(std::path::PathBuf, String)>,
+    /// Entries named like a session that are not read, and why: only
+    /// regular files are. A symbolic link may lead anywhere (a link to
+    /// `/etc/shadow` in a project's folder would be stored as a session)
+    /// and a named pipe would block the import for ever.
+    pub skipped: Vec<(std::path::PathBuf, &'static str)>,
+}
+
+/// Why an entry of this type (not followed through a link) is not read as
+/// a session file: `None` for a regular file.
+pub(crate) fn not_a_session_file(t: &std::fs::FileType) -> Option<&'static str> {
+    if t.is_file() {
+        None
+    } else if t.is_symlink() {
+        Some("a symbolic link (links in an agent's folder are not followed)")
+    } else {
+        Some("not a regular file")
+    }
+}
+
 /// One line of a session file.
 pub(crate) struct Line {
     /// 1-based.
@@ -92,26 +117,45 @@ impl Line {
     }
 }
 
-/// The lines of a session file, and whether its last line ends with a
-/// newline. A line that is not UTF-8 is read with its bad bytes replaced
-/// and reported: it cannot be written back as it was.
+/// A session file read: its lines, whether its last line ends with a
+/// newline, and whether it started with a UTF-8 byte-order mark (which an
+/// editor may have added); an export writes both back as they were.
+pub(crate) struct SessionText {
+    pub(crate) lines: Vec<Line>,
+    pub(crate) final_newline: bool,
+    pub(crate) bom: bool,
+}
+
+/// The lines of a session file. A line that is not UTF-8 is read with its
+/// bad bytes replaced and reported: it cannot be written back as it was.
 pub(crate) fn read_lines(
     path: &Path,
     warnings: &mut Vec<String>,
-) -> Result<(Vec<Line>, bool), FormatError> {
-    let mut bytes = crate::read_bytes(path)?;
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        bytes.drain(..3);
-    }
+) -> Result<SessionText, FormatError> {
+    let bytes = crate::read_bytes(path)?;
     Ok(split_lines(path, &bytes, warnings))
 }
 
 /// [`read_lines`] on bytes already read.
-pub(crate) fn split_lines(
-    path: &Path,
-    bytes: &[u8],
-    warnings: &mut Vec<String>,
-) -> (Vec<Line>, bool) {
+pub(crate) fn split_lines(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> SessionText {
+    let (lines, final_newline, bom) = match bytes.strip_prefix(crate::BOM) {
+        Some(rest) => {
+            let (lines, nl) = split(path, rest, warnings);
+            (lines, nl, true)
+        }
+        None => {
+            let (lines, nl) = split(path, bytes, warnings);
+            (lines, nl, false)
+        }
+    };
+    SessionText {
+        lines,
+        final_newline,
+        bom,
+    }
+}
+
+fn split(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> (Vec<Line>, bool) {
     let final_newline = bytes.is_empty() || bytes.ends_with(b"\n");
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let mut lines = Vec::new();
@@ -318,9 +362,13 @@ impl Out {
 }
 
 /// The file's bytes: `lines` one per line, with a newline after the last
-/// unless the file read had none (`final_newline`).
-pub(crate) fn join(lines: &[Out], final_newline: bool) -> Vec<u8> {
+/// unless the file read had none (`final_newline`), after a byte-order
+/// mark if it had one (`bom`).
+pub(crate) fn join(lines: &[Out], final_newline: bool, bom: bool) -> Vec<u8> {
     let mut out = Vec::new();
+    if bom {
+        out.extend_from_slice(crate::BOM);
+    }
     for (i, l) in lines.iter().enumerate() {
         if i > 0 {
             out.push(b'\n');
@@ -352,7 +400,8 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_kept_and_reported() {
         let mut w = Vec::new();
-        let (lines, nl) = split_lines(Path::new("s.jsonl"), b"{\"a\":1}\n{\"b\":", &mut w);
+        let read = split_lines(Path::new("s.jsonl"), b"{\"a\":1}\n{\"b\":", &mut w);
+        let (lines, nl) = (read.lines, read.final_newline);
         assert!(!nl);
         assert_eq!(lines.len(), 2);
         assert!(lines[0].writes_back());

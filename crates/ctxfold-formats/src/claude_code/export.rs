@@ -8,7 +8,7 @@ use ctxfold_wire::anthropic::{Content, Message, Reply};
 use serde_json::Value;
 
 use super::import::placeholder;
-use super::{FINAL_NEWLINE, KEY, NEW_SESSION, SIGNATURE, extra};
+use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SIGNATURE, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
 use crate::session_lines::{Out, fingerprint, uuid_v4};
@@ -68,7 +68,8 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
         None => lines,
     };
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
-    crate::session_lines::join(&lines, final_newline)
+    let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
+    crate::session_lines::join(&lines, final_newline, bom)
 }
 
 fn lines(records: &[Record]) -> Vec<Out> {

@@ -6,8 +6,8 @@ use std::path::Path;
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
-use super::{CWD, FINAL_NEWLINE, KEY, SESSION_ID, SIGNATURE};
-use crate::session_lines::{Line, fingerprint, read_lines, split_lines, with_turns};
+use super::{BOM, CWD, FINAL_NEWLINE, KEY, SESSION_ID, SIGNATURE};
+use crate::session_lines::{Line, SessionText, fingerprint, read_lines, split_lines, with_turns};
 use crate::{FormatError, Transcript};
 
 /// Whether the first line of a file (parsed) is one Claude Code writes:
@@ -28,23 +28,23 @@ pub fn looks_like(first: &Object) -> bool {
 /// Read the Claude Code session at `path`.
 pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     let mut warnings = Vec::new();
-    let (lines, final_newline) = read_lines(path, &mut warnings)?;
-    Ok(from_lines(path, lines, final_newline, warnings))
+    let read = read_lines(path, &mut warnings)?;
+    Ok(from_lines(path, read, warnings))
 }
 
 /// [`import`] from the file's bytes, already read.
 pub fn import_bytes(path: &Path, bytes: &[u8]) -> Transcript {
     let mut warnings = Vec::new();
-    let (lines, final_newline) = split_lines(path, bytes, &mut warnings);
-    from_lines(path, lines, final_newline, warnings)
+    let read = split_lines(path, bytes, &mut warnings);
+    from_lines(path, read, warnings)
 }
 
-fn from_lines(
-    path: &Path,
-    lines: Vec<Line>,
-    final_newline: bool,
-    mut warnings: Vec<String>,
-) -> Transcript {
+fn from_lines(path: &Path, read: SessionText, mut warnings: Vec<String>) -> Transcript {
+    let SessionText {
+        lines,
+        final_newline,
+        bom,
+    } = read;
     let mut t = Transcript::default();
     let mut records: Vec<Record> = Vec::with_capacity(lines.len() * 2);
     let mut uuids = std::collections::HashSet::new();
@@ -77,6 +77,9 @@ fn from_lines(
         }
     }
     super::set_extra(&mut t.extras, FINAL_NEWLINE, Value::Bool(final_newline));
+    if bom {
+        super::set_extra(&mut t.extras, BOM, Value::Bool(true));
+    }
     let mut records = with_turns(records, KEY, opens_turn());
     for (i, r) in records.iter_mut().enumerate() {
         r.seq = i as u64;

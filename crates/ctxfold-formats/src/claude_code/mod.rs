@@ -74,6 +74,8 @@ pub(crate) const SESSION_ID: &str = "session_id";
 pub(crate) const NEW_SESSION: &str = "new_session_id";
 /// Extras key: `false` when the file's last line had no newline.
 pub(crate) const FINAL_NEWLINE: &str = "final_newline";
+/// Extras key: `true` when the file started with a UTF-8 byte-order mark.
+pub(crate) const BOM: &str = "bom";
 /// Extras key: the session's working folder (the first line's `cwd`).
 pub(crate) const CWD: &str = "cwd";
 
@@ -117,18 +119,25 @@ pub fn project_folder(projects: &std::path::Path, project: &std::path::Path) -> 
 
 /// The sessions in `folder` (a project's folder of Claude Code): its
 /// `*.jsonl` files (subagents' files, in subfolders, are not sessions of
-/// their own), with their session ids (the file names), sorted.
-pub fn sessions_in(folder: &std::path::Path) -> std::io::Result<Vec<(std::path::PathBuf, String)>> {
-    let mut out = Vec::new();
+/// their own), with their session ids (the file names), sorted; a
+/// `*.jsonl` that is not a regular file (a link, a pipe) is passed over.
+pub fn sessions_in(folder: &std::path::Path) -> std::io::Result<crate::Found> {
+    let mut out = crate::Found::default();
     for e in std::fs::read_dir(folder)? {
-        let p = e?.path();
-        if p.is_file()
-            && p.extension().is_some_and(|x| x == "jsonl")
-            && let Some(stem) = p.file_stem().and_then(|s| s.to_str())
-        {
-            out.push((p.clone(), stem.to_owned()));
+        let e = e?;
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        // The entry's own type: a link is not followed.
+        let kind = e.file_type()?;
+        if let Some(why) = crate::session_lines::not_a_session_file(&kind) {
+            out.skipped.push((p, why));
+        } else if let Some(stem) = p.file_stem().and_then(|s| s.to_str()) {
+            out.sessions.push((p.clone(), stem.to_owned()));
         }
     }
-    out.sort();
+    out.sessions.sort();
+    out.skipped.sort();
     Ok(out)
 }

@@ -5,7 +5,7 @@ use ctxfold_core::{Body, Object, Record};
 use ctxfold_wire::responses::{CallOutput, Content, FunctionCall, Item, Message};
 use serde_json::Value;
 
-use super::{FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
+use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
 use crate::session_lines::{Out, fingerprint};
@@ -53,7 +53,8 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
         }
     }
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
-    crate::session_lines::join(&lines, final_newline)
+    let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
+    crate::session_lines::join(&lines, final_newline, bom)
 }
 
 /// A `session_meta` line for a transcript that has none: the new

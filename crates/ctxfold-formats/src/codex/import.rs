@@ -7,8 +7,8 @@ use ctxfold_core::json_text::JsonText;
 use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
-use super::{FINAL_NEWLINE, KEY, SESSION_ID};
-use crate::session_lines::{Line, fingerprint, read_lines, split_lines, with_turns};
+use super::{BOM, FINAL_NEWLINE, KEY, SESSION_ID};
+use crate::session_lines::{Line, SessionText, fingerprint, read_lines, split_lines, with_turns};
 use crate::{FormatError, Transcript};
 
 /// Whether the first line of a file (parsed) is one Codex writes:
@@ -30,18 +30,23 @@ pub fn looks_like(first: &Object) -> bool {
 /// Read the Codex rollout at `path`.
 pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     let mut warnings = Vec::new();
-    let (lines, final_newline) = read_lines(path, &mut warnings)?;
-    Ok(from_lines(lines, final_newline, warnings))
+    let read = read_lines(path, &mut warnings)?;
+    Ok(from_lines(read, warnings))
 }
 
 /// [`import`] from the file's bytes, already read.
 pub fn import_bytes(path: &Path, bytes: &[u8]) -> Transcript {
     let mut warnings = Vec::new();
-    let (lines, final_newline) = split_lines(path, bytes, &mut warnings);
-    from_lines(lines, final_newline, warnings)
+    let read = split_lines(path, bytes, &mut warnings);
+    from_lines(read, warnings)
 }
 
-fn from_lines(lines: Vec<Line>, final_newline: bool, mut warnings: Vec<String>) -> Transcript {
+fn from_lines(read: SessionText, mut warnings: Vec<String>) -> Transcript {
+    let SessionText {
+        lines,
+        final_newline,
+        bom,
+    } = read;
     let mut t = Transcript::default();
     let mut extras = Object::new();
     let mut records = Vec::with_capacity(lines.len());
@@ -74,6 +79,9 @@ fn from_lines(lines: Vec<Line>, final_newline: bool, mut warnings: Vec<String>) 
         records.push(rec.unwrap_or_else(|| line.opaque(KEY)));
     }
     extras.insert(FINAL_NEWLINE.into(), Value::Bool(final_newline));
+    if bom {
+        extras.insert(BOM.into(), Value::Bool(true));
+    }
     t.extras.insert(KEY.into(), Value::Object(extras));
     let mut records = with_turns(records, KEY, |r, since| {
         matches!(r.body, Body::User { .. })

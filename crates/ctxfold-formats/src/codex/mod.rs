@@ -65,6 +65,8 @@ pub(crate) const SESSION_ID: &str = "session_id";
 pub(crate) const NEW_SESSION: &str = "new_session_id";
 /// Extras key: `false` when the file's last line had no newline.
 pub(crate) const FINAL_NEWLINE: &str = "final_newline";
+/// Extras key: `true` when the file started with a UTF-8 byte-order mark.
+pub(crate) const BOM: &str = "bom";
 
 /// Set a transcript's `extras` up to be written as a new session: a
 /// fresh session id, which is returned.
@@ -91,13 +93,15 @@ pub(crate) fn extra<'a>(t: &'a crate::Transcript, key: &str) -> Option<&'a serde
 }
 
 /// The rollouts under `codex_home/sessions` whose `session_meta` names
-/// `project` as the working folder, with their session ids, sorted.
+/// `project` as the working folder, with their session ids, sorted; a
+/// rollout that is not a regular file (a link, a pipe) is passed over, and
+/// a linked folder is not entered.
 pub fn sessions_of(
     codex_home: &std::path::Path,
     project: &std::path::Path,
-) -> std::io::Result<Vec<(std::path::PathBuf, String)>> {
+) -> std::io::Result<crate::Found> {
     use std::io::BufRead;
-    let mut out = Vec::new();
+    let mut out = crate::Found::default();
     let mut stack = vec![codex_home.join("sessions")];
     let same = |cwd: &str| {
         let a = std::path::Path::new(cwd);
@@ -112,13 +116,20 @@ pub fn sessions_of(
             Err(e) => return Err(e),
         };
         for e in rd {
-            let p = e?.path();
-            if p.is_dir() {
+            let e = e?;
+            let p = e.path();
+            // The entry's own type: a link is not followed.
+            let kind = e.file_type()?;
+            if kind.is_dir() {
                 stack.push(p);
                 continue;
             }
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if !(name.starts_with("rollout-") && name.ends_with(".jsonl")) {
+                continue;
+            }
+            if let Some(why) = crate::session_lines::not_a_session_file(&kind) {
+                out.skipped.push((p, why));
                 continue;
             }
             let mut first = String::new();
@@ -132,10 +143,11 @@ pub fn sessions_of(
                 && payload["cwd"].as_str().is_some_and(same)
                 && let Some(id) = payload["id"].as_str()
             {
-                out.push((p.clone(), id.to_owned()));
+                out.sessions.push((p.clone(), id.to_owned()));
             }
         }
     }
-    out.sort();
+    out.sessions.sort();
+    out.skipped.sort();
     Ok(out)
 }

@@ -77,7 +77,9 @@ pub fn run(ctx: &Context, args: ExportArgs) -> anyhow::Result<Exported> {
         // The compacted view of an agent's session is a new session.
         ctxfold_formats::new_session(&mut t.extras, format);
     }
-    match &args.output {
+    // `-o -` is standard output, as for `compact -o -`, never a file named `-`.
+    let output = args.output.as_deref().filter(|p| *p != Path::new("-"));
+    match output {
         Some(path) => {
             let base = match &target.workspace {
                 Some(ws) => Protect::none().and_workspace(ws.root()),

@@ -153,7 +153,7 @@ fn sessions(store: &dyn Store, agent: SessionsOf, project: &Path) -> anyhow::Res
             };
             let found = match ctxfold_formats::claude_code::sessions_in(&folder) {
                 Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
                 Err(e) => return Err(e).with_context(|| folder.display().to_string()),
             };
             (Format::ClaudeCode, folder, found)
@@ -165,9 +165,12 @@ fn sessions(store: &dyn Store, agent: SessionsOf, project: &Path) -> anyhow::Res
             (Format::Codex, home.join("sessions"), found)
         }
     };
+    for (file, why) in &found.skipped {
+        render::say!("warning: {}: not read as a session: {why}", file.display());
+    }
     let key = format!("/{}/session_id", extras_key(format));
     let mut out = Vec::new();
-    for (file, session_id) in found {
+    for (file, session_id) in found.sessions {
         let t = ctxfold_formats::import(&file, Some(format))?;
         render::warn_all(&t.warnings);
         let existing = store.find_by_extra(&key, &Value::String(session_id.clone()))?;
