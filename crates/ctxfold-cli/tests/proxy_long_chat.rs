@@ -314,6 +314,7 @@ fn a_chat_that_rewrites_its_newest_message_is_one_conversation_whose_prefix_chan
         assert_eq!(up.problems(), Vec::<String>::new());
         assert_eq!(ids.len(), 1, "anthropic: {anthropic}: one conversation");
         let id = ids.into_iter().next().unwrap();
+        title_is_the_first_message_typed(&s, &id);
         let log = stored(&s, &id);
         let firings = log
             .records()
@@ -364,6 +365,20 @@ fn a_chat_that_rewrites_its_newest_message_is_one_conversation_whose_prefix_chan
             "anthropic: {anthropic}: {since} requests since the last firing"
         );
     }
+}
+
+/// The conversation's title is what was typed first (its first line's
+/// first words), never aider's example exchange or its "I am not sharing
+/// any files that you can edit yet." that come before it.
+fn title_is_the_first_message_typed(s: &Scratch, id: &str) {
+    let shown = s.json(&["c", "show", id]);
+    let title = shown["title"].as_str().unwrap_or_default().to_owned();
+    let typed = user_message(0);
+    let first_words: String = typed.lines().next().unwrap().chars().take(20).collect();
+    assert!(
+        title.starts_with(&first_words),
+        "title {title:?}, typed {first_words:?}"
+    );
 }
 
 /// Issue 44, point 4: a summary's lead is never a user message right after
@@ -681,6 +696,7 @@ fn aider_chat(aider: &std::path::Path, api: Api) {
         .map(|c| c["id"].as_str().unwrap().to_owned())
         .collect();
     let logs: Vec<Log> = ids.iter().map(|id| stored(&s, id)).collect();
+    title_is_the_first_message_typed(&s, &ids[0]);
     // Every message typed is stored, byte for byte.
     for i in 0..AIDER_MESSAGES {
         let typed = user_message(i);

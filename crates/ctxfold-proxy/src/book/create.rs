@@ -57,18 +57,29 @@ impl Book {
     }
 }
 
-/// A new conversation's title: the user's first own words, skipping the
-/// wrappers agents put around what they add (Claude Code's
-/// `<system-reminder>` blocks and `<command-…>` tags, Codex's
-/// `<environment_context>`, `<user_instructions>` and AGENTS.md message);
-/// the first user message whatever it holds when nothing else is there.
+/// A new conversation's title: the user's newest own words in the request
+/// that started it, skipping the wrappers agents put around what they add
+/// (Claude Code's `<system-reminder>` blocks and `<command-…>` tags,
+/// Codex's `<environment_context>`, `<user_instructions>` and AGENTS.md
+/// message); the first user message whatever it holds when nothing else
+/// is there.
+///
+/// The newest, not the first: what comes before it in a conversation's
+/// first request is the agent's own context (aider's example exchange,
+/// "I am not sharing any files that you can edit yet."), the same in
+/// every conversation it starts, while its newest message is what the
+/// user asked.
 pub(super) fn title_from(client: &[Record]) -> Option<String> {
-    let mut users = client.iter().filter_map(|r| match &r.body {
-        Body::User { content, .. } => Some(content.as_str()),
-        _ => None,
-    });
-    let first = users.clone().next();
-    users.find_map(own_words).or(first).map(title_of)
+    let users: Vec<&str> = client
+        .iter()
+        .filter_map(|r| match &r.body {
+            Body::User { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    (users.iter().rev().find_map(|u| own_words(u)))
+        .or(users.first().copied())
+        .map(title_of)
 }
 
 /// `text` after the wrappers it starts with (elements `<tag …>…</tag>`, as
@@ -98,14 +109,35 @@ fn own_words(text: &str) -> Option<&str> {
     (!rest.trim().is_empty()).then_some(rest)
 }
 
+/// Longest title kept whole, in characters.
+const TITLE_CHARS: usize = 72;
+
+/// A title from `text`: its first line, whole up to [`TITLE_CHARS`];
+/// longer, its start and its end around ` … `, each cut at a word, so
+/// that requests alike but at their end (runs of one script) keep titles
+/// apart.
 fn title_of(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let t: String = line.trim().chars().take(60).collect();
-    if t.len() < line.trim().len() {
-        format!("{t}…")
-    } else {
-        t
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= TITLE_CHARS {
+        return line.to_owned();
     }
+    let (head_max, tail_max) = (TITLE_CHARS * 2 / 3, TITLE_CHARS / 3 - 3);
+    // At the last space that leaves most of the part, else mid-word.
+    let head_end = (head_max / 2..=head_max)
+        .rev()
+        .find(|&i| chars[i].is_whitespace())
+        .unwrap_or(head_max);
+    let tail_start = (chars.len() - tail_max..chars.len() - tail_max / 2)
+        .find(|&i| chars[i - 1].is_whitespace())
+        .unwrap_or(chars.len() - tail_max);
+    let head: String = chars[..head_end].iter().collect();
+    let tail: String = chars[tail_start..].iter().collect();
+    format!("{} … {}", head.trim_end(), tail.trim_start())
 }
 
 /// A new conversation's title (its first user message) and the proxy's
@@ -138,7 +170,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn titles_are_the_users_first_own_words_not_the_agents_wrappers() {
+    fn titles_are_the_users_own_words_not_the_agents_wrappers() {
         let user = |t: &str| {
             Record::new(
                 0,
@@ -172,5 +204,43 @@ mod tests {
             "nothing else: the first message as before"
         );
         assert_eq!(title_from(&[]), None);
+    }
+
+    #[test]
+    fn a_title_is_the_newest_request_not_the_agents_context_and_keeps_its_end() {
+        let user = |t: &str| {
+            Record::new(
+                0,
+                "",
+                Body::User {
+                    content: t.into(),
+                    author: None,
+                },
+            )
+        };
+        // aider's first request: its example exchange and chat-files
+        // message, then what was typed with its reminder.
+        let aider = [
+            user("Change the greeting to be more casual"),
+            user("I am not sharing any files that you can edit yet."),
+            user("Make the retry loop back off\n\nTo suggest changes you MUST ..."),
+        ];
+        assert_eq!(
+            title_from(&aider).as_deref(),
+            Some("Make the retry loop back off")
+        );
+        // Two runs of a script, alike but at their end.
+        let run = |n: u32| {
+            title_from(&[user(&format!(
+                "Benchmark the parser on the large corpus and report the p99 latency for run {n}"
+            ))])
+            .unwrap()
+        };
+        assert_ne!(run(1), run(2));
+        assert!(run(1).ends_with("for run 1"), "{}", run(1));
+        assert!(run(1).starts_with("Benchmark the parser"), "{}", run(1));
+        assert!(run(1).chars().count() <= TITLE_CHARS, "{}", run(1));
+        // Short enough: whole.
+        assert_eq!(title_of("Fix the bug"), "Fix the bug");
     }
 }
