@@ -374,4 +374,25 @@ fn nested_compaction_blocks_never_reach_an_emulating_upstream() {
         assert!(holds(&sent, "// src/m0.rs"), "{sent:#}");
     }
     assert!(up.problems().is_empty(), "{:?}", up.problems());
+    // A request ctxfold cannot read goes as the client sent it (it asks
+    // nothing of the context management), but without the blocks.
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 50,
+        "system": [{"type": "text", "text": "Be brief."}, block],
+        "messages": [{"role": 7, "content": [{"type": "tool_result", "tool_use_id": "t",
+            "content": [block]}]}]});
+    let status = ureq::post(format!("{}/v1/messages", p.base))
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .header("content-type", "application/json")
+        .send(body.to_string())
+        .unwrap()
+        .status();
+    let got = last_on(&up, "/v1/messages");
+    let text = String::from_utf8(got.body.clone()).unwrap();
+    assert!(
+        text.contains("\"role\":7"),
+        "{status}: not the unread request: {text}"
+    );
+    assert!(!text.contains("\"compaction\""), "{text}");
 }

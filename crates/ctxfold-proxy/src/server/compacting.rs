@@ -63,23 +63,13 @@ pub(super) async fn compacting(
                     .get_or_create(&crate::metrics::outcome(name, by))
                     .inc();
             }
-            let mut send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
+            let send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
             if let Some(e) = &prep.emulated
                 && e.alone
             {
                 // Compacted, nothing to sample: the upstream is not asked.
                 let resp = emulating::alone(shape, compacts, e, &body);
                 return respond(&p, name, resp, Some(shape), prep.answer, extra);
-            }
-            // What the upstream lacks must not reach it: the parameters,
-            // and compaction blocks wherever a client put them (in a tool
-            // result, in the system prompt), also in a request that asks
-            // nothing else of it.
-            if (prep.emulated.is_some()
-                || (p.config.emulate.of(shape) && mentions_compaction(&send)))
-                && let Some(stripped) = strip_for_upstream(shape, &send)
-            {
-                send = Bytes::from(stripped);
             }
             (send, prep.answer, extra, prep.emulated)
         }
@@ -132,6 +122,16 @@ pub(super) async fn compacting(
                 }
             }
         }
+    };
+    // What the upstream lacks must not reach it: the parameters, and
+    // compaction blocks wherever a client put them (in a tool result, in
+    // the system prompt), also in a request that asks nothing else of it
+    // or that goes as the client sent it.
+    let strip = emulated.is_some() || (p.config.emulate.of(shape) && mentions_compaction(&send));
+    let send = if strip {
+        strip_for_upstream(shape, &send).map_or(send, Bytes::from)
+    } else {
+        send
     };
     let resp = match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
         Ok(resp) => resp,
