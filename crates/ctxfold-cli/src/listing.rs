@@ -73,10 +73,8 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
         let Body::Compaction(c) = &log.records()[i].body else {
             continue;
         };
-        let status = statuses
-            .get(&i)
-            .map(Standing::to_string)
-            .unwrap_or_default();
+        let standing = statuses.get(&i).copied();
+        let status = standing.map(|s| s.to_string()).unwrap_or_default();
         let policies = c.describe();
         let note = c
             .note
@@ -99,6 +97,24 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
         if let Some(k) = &kept {
             text.push_str(&format!("      {}\n", k.line()));
         }
+        // In force but deciding nothing: say so rather than a figure of
+        // what is in view of its range, which another compaction made.
+        match standing {
+            Some(Standing::Superseded { by, more }) => {
+                let (who, until) = if more > 0 {
+                    (format!("#{by} and {more} more decide"), "they are")
+                } else {
+                    (format!("#{by} decides"), "it is")
+                };
+                text.push_str(&format!(
+                    "      superseded: {who} everything it covers; revoking #{n} changes nothing in the view until {until} revoked\n"
+                ));
+            }
+            Some(Standing::NoEffect) => text.push_str(
+                "      no effect: the view is the same without it (nothing in its range it acts on, or what it does is done under it too)\n",
+            ),
+            _ => {}
+        }
         if let Some(f) = &c.budget {
             text.push_str(&format!("      {}\n", f.line()));
         }
@@ -107,6 +123,13 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
             m.insert("number".into(), json!(n));
             m.insert("seq".into(), json!(log.records()[i].seq));
             m.insert("status".into(), json!(status));
+            m.insert(
+                "changes_view".into(),
+                json!(standing.is_some_and(Standing::changes_view)),
+            );
+            if let Some(Standing::Superseded { by, .. }) = standing {
+                m.insert("superseded_by".into(), json!(by));
+            }
             if let Some(k) = kept {
                 m.insert("kept".into(), json!(k));
             }

@@ -445,3 +445,83 @@ fn one_compaction_at_a_time() {
     s.ok(&["c", "compact", &id, "--keep-first", "1", "--keep-last", "3"]);
     assert_eq!(records(&s, &id), n0 + 1);
 }
+
+/// Compactions a later summary covers (issue 45): `show` says they are
+/// superseded and by which, instead of "active" with a figure of ~0
+/// tokens; revoking one says the view does not change (and it does not);
+/// revoking the summary over them brings them back into force.
+#[test]
+fn superseded_compactions_are_listed_and_reset_as_what_they_are() {
+    let (s, id) = setup();
+    s.ok(&["c", "compact", &id, "-k", "s:2..3"]);
+    s.ok(&["c", "compact", &id, "-k", "r:2..5"]);
+    s.ok(&["c", "compact", &id, "-k", "t:4..6"]);
+    // Before the summary over all three, each of them is in force.
+    let shown = s.json(&["c", "show", &id]);
+    for c in shown["compactions"].as_array().unwrap() {
+        assert_eq!(c["status"], "active", "{c}");
+        assert_eq!(c["changes_view"], true, "{c}");
+    }
+    s.ok(&["c", "compact", &id, "-k", "s:1..7"]);
+
+    let text = s.ok(&["c", "show", &id]);
+    for n in 1..=3 {
+        assert!(
+            text.contains(&format!("[superseded by #4, by user]\n      superseded: #4 decides everything it covers; revoking #{n} changes nothing in the view until it is revoked")),
+            "#{n}: {text}"
+        );
+    }
+    assert!(
+        text.contains("#4 turns 1–7: summary by digest [active, by user]"),
+        "{text}"
+    );
+    // No figure of what is in view of a range another compaction made.
+    assert_eq!(text.matches("the range ~").count(), 1, "{text}");
+    let shown = s.json(&["c", "show", &id]);
+    let listed = shown["compactions"].as_array().unwrap();
+    for c in &listed[..3] {
+        assert_eq!(c["status"], "superseded by #4", "{c}");
+        assert_eq!(c["superseded_by"], 4, "{c}");
+        assert_eq!(c["changes_view"], false, "{c}");
+        assert!(c.get("kept").is_none(), "{c}");
+    }
+    assert_eq!(listed[3]["changes_view"], true);
+
+    // Revoking a superseded one: recorded, and said to change nothing,
+    // which it does not.
+    let before = s.ok(&["c", "print", &id, "--compacted"]);
+    let n = records(&s, &id);
+    let out = s.ok(&["c", "compact", &id, "--reset=1"]);
+    assert!(
+        out.contains("the view does not change: #1 is superseded by #4, which decides everything it covers; it stays revoked if it is revoked"),
+        "{out}"
+    );
+    assert_eq!(records(&s, &id), n + 1, "the reset is recorded");
+    assert_eq!(s.ok(&["c", "print", &id, "--compacted"]), before);
+    let json = s.json(&["c", "compact", &id, "--reset=2", "--dry-run"]);
+    assert_eq!(json["view_changes"], false, "{json}");
+    assert!(
+        json["unchanged_because"]
+            .as_str()
+            .unwrap()
+            .starts_with("#2 is superseded by #4"),
+        "{json}"
+    );
+
+    // Revoking the summary over them: the view changes, nothing more is
+    // said, and the two not revoked are in force again.
+    let out = s.ok(&["c", "compact", &id, "--reset=4"]);
+    assert!(!out.contains("does not change"), "{out}");
+    assert_ne!(s.ok(&["c", "print", &id, "--compacted"]), before);
+    let shown = s.json(&["c", "show", &id]);
+    let status: Vec<&str> = shown["compactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["revoked", "active", "active", "revoked"]);
+    // Restoring #1 now puts it back in force: said without a caveat.
+    let out = s.ok(&["c", "compact", &id, "--restore=1"]);
+    assert!(!out.contains("does not change"), "{out}");
+}

@@ -630,3 +630,85 @@ fn an_open_page_does_not_hold_up_shutdown() {
         }
     }
 }
+
+/// A compaction a later summary covers (issue 45): the page counts only
+/// what is in force, says which compaction supersedes it, offers no Undo
+/// for it (a link to the one that supersedes it instead), and its
+/// confirmation page, asked for by address, says revoking it changes
+/// nothing; the summary over it keeps its Undo.
+#[test]
+fn a_superseded_compaction_is_shown_as_such_without_an_undo() {
+    let s = Scratch::new();
+    let f = s.path().join("t.jsonl");
+    let lines: String = (0..6)
+        .flat_map(|k| {
+            [
+                json!({"type": "turn_start"}),
+                json!({"type": "user", "content": format!("question {k}")}),
+                json!({"type": "reasoning", "content": "thinking ".repeat(50)}),
+                json!({"type": "assistant", "content": format!("answer {k}: {}", "words ".repeat(40))}),
+            ]
+        })
+        .enumerate()
+        .map(|(i, mut v)| {
+            v["seq"] = json!(i);
+            v["ts"] = json!("2026-01-01T00:00:00Z");
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&f, lines).unwrap();
+    let id = s.import(&f);
+    s.ok(&["c", "compact", &id, "-k", "r:2..3"]);
+    s.ok(&["c", "compact", &id, "-k", "s:1..5"]);
+    let ui = serve(&s, &["ui"]);
+    let a = agent();
+    let get = |path: &str| -> String {
+        let mut r = a.get(&format!("{}{path}", ui.base)).call().unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        r.body_mut().read_to_string().unwrap()
+    };
+    let page = get(&format!("/c/{id}"));
+    assert!(page.contains(r#"data-count="2">1 in force of 2"#), "{page}");
+    // #1: superseded by #2, no Undo, a link to #2.
+    let row = |n: usize| -> String {
+        let start = page
+            .find(&format!(r#"data-number="{n}"><td>"#))
+            .unwrap_or_else(|| panic!("no row #{n}: {page}"));
+        let end = start + page[start..].find("</tr>").unwrap();
+        page[start..end].to_owned()
+    };
+    assert!(
+        page.contains(r#"<tr class="compaction superseded" data-number="1">"#),
+        "{page}"
+    );
+    let first = row(1);
+    assert!(
+        first.contains("superseded by #2: revoking it changes nothing"),
+        "{first}"
+    );
+    assert!(!first.contains("button undo"), "{first}");
+    assert!(first.contains(r#"data-by="2""#), "{first}");
+    let second = row(2);
+    assert!(second.contains("in force"), "{second}");
+    assert!(second.contains("button undo"), "{second}");
+    // Its details say the same, with no Undo.
+    let details = get(&format!("/c/{id}?c=1"));
+    let article = &details[details.find("<article").unwrap()..details.find("</article>").unwrap()];
+    assert!(
+        article.contains("Revoking it changes nothing in the view until"),
+        "{article}"
+    );
+    assert!(!article.contains("button undo"), "{article}");
+    // Its confirmation page says what revoking it does: nothing.
+    let confirm = get(&format!("/c/{id}/reset?n=1"));
+    assert!(
+        confirm.contains("This changes nothing the model sees: #1 is superseded by #2"),
+        "{confirm}"
+    );
+    let confirm = get(&format!("/c/{id}/reset?n=2"));
+    assert!(!confirm.contains("changes nothing"), "{confirm}");
+    assert!(
+        confirm.contains("the model sees its turns again"),
+        "{confirm}"
+    );
+}

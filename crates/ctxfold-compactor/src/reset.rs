@@ -7,7 +7,7 @@
 //! grows.
 
 use ctxfold_core::compaction::{AllMarker, CompactionReset, ResetTargets};
-use ctxfold_core::projection::{Inactive, compaction_status};
+use ctxfold_core::projection::{Inactive, Standing, compaction_status, project, standings};
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_store::{Store, StoreError};
 
@@ -44,8 +44,9 @@ pub enum ResetError {
     Busy(String),
 }
 
-/// What a reset does: the record to append, and how many compactions it
-/// names. `record` is `None` when there is nothing to revoke or restore.
+/// What a reset does: the record to append, how many compactions it
+/// names, and whether what the model sees changes. `record` is `None`
+/// when there is nothing to revoke or restore.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reset {
     /// The `compaction_reset` record (its `seq` is given by the store).
@@ -54,6 +55,44 @@ pub struct Reset {
     pub count: usize,
     /// Whether it restores (else it revokes).
     pub restore: bool,
+    /// Whether the model's view changes: a superseded compaction revoked
+    /// (or restored under the one that supersedes it) leaves it as it is.
+    pub view_changes: bool,
+    /// The one compaction named (`--reset N`), by number, and where it
+    /// stands: before a revoke, after a restore (what a person is told
+    /// when the view does not change).
+    pub named: Option<(usize, Standing)>,
+}
+
+/// Why revoking (or restoring) compaction `number`, standing as `s` (see
+/// [`Reset::named`]), leaves the view as it is; `None` when it would not.
+pub fn unchanged_because(number: usize, s: Standing, restore: bool) -> Option<String> {
+    Some(match s {
+        Standing::Active => return None,
+        Standing::Superseded { by, more } => {
+            let (who, them) = if more > 0 {
+                (format!("#{by} and {more} more, which decide"), "they are")
+            } else {
+                (format!("#{by}, which decides"), "it is")
+            };
+            let then = if restore {
+                "it comes back into force if"
+            } else {
+                "it stays revoked if"
+            };
+            format!("#{number} is superseded by {who} everything it covers; {then} {them} revoked")
+        }
+        Standing::NoEffect => format!(
+            "#{number} has no effect on the view (nothing in its range it acts on, or what it does is done under it too)"
+        ),
+        Standing::Revoked if restore => format!("#{number} is still revoked"),
+        Standing::Revoked => format!("#{number} was revoked already"),
+        Standing::Deferred(t) => format!(
+            "#{number} is deferred until turn {} and not in force yet",
+            u64::from(t) + 1
+        ),
+        Standing::OutOfBounds => format!("#{number}'s range lies outside the log"),
+    })
 }
 
 /// The reset that revokes (`restore == false`) or restores compaction
@@ -105,10 +144,36 @@ pub fn plan_reset(
             })),
         )
     });
+    // What the model sees, with the record and without: a reset of a
+    // compaction another decides over changes nothing, and says so.
+    let (view_changes, named) = match &record {
+        None => (false, None),
+        Some(r) => {
+            let mut after = log.clone();
+            after.push(Record {
+                seq: log.next_seq(),
+                ..r.clone()
+            });
+            let sent = |l: &Log| ctxfold_core::materialize::materialize(l, &project(l));
+            let changes = sent(log) != sent(&after);
+            let named = which.and_then(|n| {
+                let (_, i) = numbered.iter().find(|(k, _)| *k == n)?;
+                let s = if restore {
+                    standings(&after)
+                } else {
+                    standings(log)
+                };
+                Some((n, *s.get(i)?))
+            });
+            (changes, named)
+        }
+    };
     Ok(Reset {
         record,
         count,
         restore,
+        view_changes,
+        named,
     })
 }
 
@@ -206,6 +271,46 @@ mod tests {
         };
         assert_eq!(r.targets, ResetTargets::Some(vec![1]));
         assert!(r.restore);
+    }
+
+    #[test]
+    fn revoking_a_superseded_compaction_says_the_view_stays() {
+        use ctxfold_core::compaction::{Provenance, Summary};
+        let mut log = Log::new();
+        for b in [
+            Body::TurnStart,
+            Body::User {
+                content: "question".into(),
+                author: None,
+            },
+            Body::Assistant {
+                content: "answer".into(),
+            },
+        ] {
+            let seq = log.next_seq();
+            log.push(Record::new(seq, "t", b));
+        }
+        for text in ["first", "second"] {
+            let mut c = Compaction::new(0, 0, Source::User);
+            c.summary = Some(Summary {
+                text: text.into(),
+                provenance: Provenance::Supplied {
+                    author: Source::User,
+                },
+            });
+            let seq = log.next_seq();
+            log.push(Record::new(seq, "t", Body::Compaction(Box::new(c))));
+        }
+        let first = plan_reset(&log, false, Some(1), "t").unwrap();
+        assert!(!first.view_changes);
+        let (n, s) = first.named.unwrap();
+        assert_eq!((n, s), (1, Standing::Superseded { by: 2, more: 0 }));
+        let why = unchanged_because(n, s, false).unwrap();
+        assert!(why.contains("superseded by #2"), "{why}");
+        assert!(why.contains("stays revoked if it is revoked"), "{why}");
+        let second = plan_reset(&log, false, Some(2), "t").unwrap();
+        assert!(second.view_changes);
+        assert_eq!(unchanged_because(2, second.named.unwrap().1, false), None);
     }
 
     #[test]

@@ -18,13 +18,15 @@
 //! the result again.
 //!
 //! The code is laid out by job: `status` says which compactions are in
-//! force and what each covers, `sweep` makes the view, `strip` makes the
+//! force and what each covers, `supersede` which of them revoking would
+//! change the view, `sweep` makes the view, `strip` makes the
 //! stripped calls and result lines; the view's types are here.
 
 #[cfg(test)]
 mod fixtures;
 mod status;
 mod strip;
+mod supersede;
 mod sweep;
 
 use serde::Serialize;

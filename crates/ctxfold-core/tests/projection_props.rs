@@ -470,3 +470,154 @@ proptest! {
         prop_assert_eq!(fates(&log, &project(&log)), reference_fates(&log));
     }
 }
+
+/// Clips, excerpts and diagnostic budgets on the generated compactions,
+/// and long and short tool results and user messages (some with several
+/// diagnostics), picked by `tweaks`: what the generator leaves out, and
+/// where a later compaction can do what an earlier one did.
+fn with_tweaks(log: Log, tweaks: &[(u8, u8)]) -> Log {
+    if tweaks.is_empty() {
+        return log;
+    }
+    let long_failure = format!(
+        "{}\nerror: first failure at src/a.rs:1\nerror: second failure at src/b.rs:2\nerror: third failure at src/c.rs:3\n{}",
+        "line ".repeat(100),
+        "tail ".repeat(60)
+    );
+    let records = log
+        .records()
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let (a, b) = tweaks[k % tweaks.len()];
+            let mut r = r.clone();
+            match &mut r.body {
+                Body::Compaction(c) => match a % 5 {
+                    1 => c.clip_chars = Some(150 + u32::from(b)),
+                    2 => c.excerpt_chars = Some(100 + u32::from(b)),
+                    3 => c.keep_diagnostics = Some(u32::from(b % 3)),
+                    4 => {
+                        c.clip_chars = Some(400);
+                        c.keep_diagnostics = Some(1);
+                    }
+                    _ => {}
+                },
+                Body::ToolResult { content, .. } => match b % 3 {
+                    0 => *content = long_failure.clone(),
+                    1 => *content = "ok".into(),
+                    _ => {}
+                },
+                Body::User { content, .. } if a % 2 == 0 => *content = "question ".repeat(80),
+                _ => {}
+            }
+            r
+        })
+        .collect();
+    Log::from_records(records)
+}
+
+/// What the model is sent, record by record (overlay records left out).
+fn sent(log: &Log) -> Vec<Record> {
+    ctxfold_core::materialize::materialize(log, &project(log))
+}
+
+/// `log` with a reset revoking the compaction at record `i` appended.
+fn revoking(log: &Log, i: usize) -> Log {
+    let mut out = log.clone();
+    out.push(Record::new(
+        out.next_seq(),
+        "2026-01-01T00:00:00Z",
+        Body::CompactionReset(Box::new(ctxfold_core::compaction::CompactionReset {
+            targets: ResetTargets::Some(vec![log.records()[i].seq]),
+            restore: false,
+            extra: ctxfold_core::Object::new(),
+        })),
+    ));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// What the listings and the pages say of a compaction is what
+    /// revoking it does: every one called in force (active) changes what
+    /// the model is sent when revoked; none called superseded or of no
+    /// effect does (nor a revoked, deferred or out-of-bounds one).
+    #[test]
+    fn in_force_means_revoking_changes_the_view(
+        turns in prop::collection::vec(turn(), 1..10),
+        comps in prop::collection::vec(comp(), 0..10),
+        resets in prop::collection::vec(reset(), 0..3),
+        tweaks in prop::collection::vec((any::<u8>(), any::<u8>()), 0..12),
+        open_end in prop::bool::weighted(0.2),
+    ) {
+        use ctxfold_core::projection::{Standing, standings};
+        let log = with_tweaks(build(&turns, &comps, &resets, open_end), &tweaks);
+        let now = sent(&log);
+        for (i, standing) in standings(&log) {
+            let changed = sent(&revoking(&log, i)) != now;
+            prop_assert_eq!(
+                changed,
+                standing == Standing::Active,
+                "compaction at record {} is {} but revoking it {} the view",
+                i,
+                standing,
+                if changed { "changes" } else { "does not change" }
+            );
+            if let Standing::Superseded { by, .. } = standing {
+                // It names a compaction of the log, itself not.
+                let number = log.records()[..=i]
+                    .iter()
+                    .filter(|r| matches!(r.body, Body::Compaction(_)))
+                    .count();
+                prop_assert!(by >= 1 && by != number, "superseded by #{} (it is #{})", by, number);
+            }
+        }
+    }
+}
+
+/// The generator of the property above makes every standing it is about.
+#[test]
+fn generated_logs_have_superseded_and_no_effect_compactions() {
+    use ctxfold_core::projection::{Standing, standings};
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let strategy = (
+        prop::collection::vec(turn(), 1..10),
+        prop::collection::vec(comp(), 0..10),
+        prop::collection::vec(reset(), 0..3),
+        prop::collection::vec((any::<u8>(), any::<u8>()), 0..12),
+    );
+    let mut runner = TestRunner::deterministic();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for _ in 0..300 {
+        let (turns, comps, resets, tweaks) = strategy.new_tree(&mut runner).unwrap().current();
+        let log = with_tweaks(build(&turns, &comps, &resets, false), &tweaks);
+        for s in standings(&log).values() {
+            let k = match s {
+                Standing::Active => "active",
+                Standing::Superseded { more: 0, .. } => "superseded by one",
+                Standing::Superseded { .. } => "superseded by several",
+                Standing::NoEffect => "no effect",
+                Standing::Revoked => "revoked",
+                Standing::Deferred(_) => "deferred",
+                Standing::OutOfBounds => "out of bounds",
+            };
+            *seen.entry(k).or_default() += 1;
+        }
+    }
+    for case in [
+        "active",
+        "superseded by one",
+        "superseded by several",
+        "no effect",
+        "revoked",
+        "deferred",
+    ] {
+        assert!(
+            seen.get(case).copied().unwrap_or(0) > 0,
+            "never saw {case}: {seen:?}"
+        );
+    }
+    println!("{seen:?}");
+}

@@ -134,7 +134,7 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
         }
         section #compaction {
             h2 { "Compactions" }
-            @if let Some(b) = selected { (details(ctx, log, &view, b, id)) }
+            @if let Some(b) = selected { (details(ctx, log, &view, b, id, &link)) }
             @else if let Some(n) = opts.selected {
                 p.error { "There is no compaction " (n) " in this conversation; it has " (bands.len()) "." }
             }
@@ -198,7 +198,7 @@ fn compaction_table(
                             td { span class=(format!("source {}", source_name(c.source))) { (source_name(c.source)) } }
                             td { (c.describe().join(", ")) @if let Some(n) = &c.note { br; small.note { (n) } } }
                             td { (status_words(b.status)) }
-                            td { (button(ctx, id, b)) }
+                            td { (button(ctx, id, b, link)) }
                         }
                     }
                 }
@@ -207,17 +207,33 @@ fn compaction_table(
     }
 }
 
-/// As the command line says it, but "in force" for one that is.
+/// As the command line says it, but "in force" for one that is; one in
+/// force that decides nothing says that revoking it changes nothing.
 fn status_words(s: Status) -> String {
     match s {
         Status::Active => "in force".into(),
+        Status::Superseded { .. } | Status::NoEffect => {
+            format!("{s}: revoking it changes nothing")
+        }
         other => other.to_string(),
     }
 }
 
 /// The undo (or, for a revoked compaction, restore) button: a link to the
-/// confirmation page, so it works without JavaScript.
-fn button(ctx: &Ctx, id: &str, b: &Band) -> Markup {
+/// confirmation page, so it works without JavaScript. A compaction that
+/// decides nothing in the view gets none: undoing it would change nothing
+/// (its confirmation page, asked for by address, says so); a superseded
+/// one links to the compaction that supersedes it.
+fn button(ctx: &Ctx, id: &str, b: &Band, link: &dyn Fn(usize) -> String) -> Markup {
+    match b.status {
+        Status::Superseded { by, .. } => {
+            return html! {
+                a.superseded-by data-number=(b.number) data-by=(by) href=(link(by)) { "see #" (by) }
+            };
+        }
+        Status::NoEffect => return html! { span.muted { "nothing to undo" } },
+        _ => {}
+    }
     let restore = b.status == Status::Revoked;
     let href = ctx.href(&format!(
         "{}/reset?n={}&restore={}",
@@ -240,6 +256,7 @@ fn details(
     view: &ctxfold_core::projection::View<'_>,
     b: &Band,
     id: &str,
+    link: &dyn Fn(usize) -> String,
 ) -> Markup {
     let Body::Compaction(c) = &log.records()[b.index].body else {
         return html! {};
@@ -251,6 +268,8 @@ fn details(
     };
     let kept: Option<Kept> = b.covered.and_then(|range| match b.status {
         Status::Active => report(view, range),
+        // What is in view of its range is another compaction's doing.
+        Status::Superseded { .. } | Status::NoEffect => None,
         Status::Deferred(t) => report(&project_as_of(log, t), range),
         Status::Revoked | Status::OutOfBounds => {
             let mut again = c.as_ref().clone();
@@ -284,7 +303,18 @@ fn details(
             @if let Some(f) = &c.budget {
                 (firing(f))
             }
-            @if let Some(k) = &kept {
+            @if let Status::Superseded { by, more } = b.status {
+                p.superseded #superseded data-by=(by) {
+                    "Superseded: " a href=(link(by)) { "#" (by) }
+                    @if more > 0 { " and " (more) " more" }
+                    " decide everything it covers, so the model sees their work, not its. Revoking it changes nothing in the view until "
+                    a href=(link(by)) { "#" (by) } " is revoked."
+                }
+            } @else if b.status == Status::NoEffect {
+                p.no-effect #no-effect {
+                    "No effect: the view is the same without it (nothing in its range it acts on, or what it does is done under it too). Revoking it changes nothing."
+                }
+            } @else if let Some(k) = &kept {
                 h4 { @if b.status == Status::Active { "What it keeps and loses" } @else { "What it would keep and lose in force" } }
                 p { "Its range: " (tokens(k.tokens.0)) " tokens raw → " (tokens(k.tokens.1)) " in view" }
                 ul.kept {
@@ -295,7 +325,7 @@ fn details(
             } @else {
                 p.muted { "Its range lies outside the log: it folds nothing." }
             }
-            p { (button(ctx, id, b)) }
+            p { (button(ctx, id, b, link)) }
         }
     }
 }
@@ -348,6 +378,15 @@ pub fn confirm(
     };
     let id = &meta.id;
     let verb = if restore { "Restore" } else { "Undo" };
+    // What it would do, measured as the reset itself will be.
+    let unchanged = match ctxfold_compactor::reset::plan_reset(log, restore, Some(number), "") {
+        Ok(r) if !r.view_changes => Some(
+            r.named
+                .and_then(|(n, s)| ctxfold_compactor::reset::unchanged_because(n, s, restore))
+                .unwrap_or_else(|| "nothing it covers would look different".into()),
+        ),
+        _ => None,
+    };
     Some(page(
         ctx,
         &format!("{verb} compaction #{number}"),
@@ -356,11 +395,15 @@ pub fn confirm(
             h1 { (verb) " compaction #" (number) "?" }
             p { "Turns " (c.from_turn + 1) "–" (c.to_turn + 1) " by " (source_name(c.source)) ": "
                 (c.describe().join(", ")) " (" (status_words(b.status)) ")." }
-            p { @if restore {
-                "This appends a reset record that puts the compaction back in force. Nothing is deleted."
+            @if let Some(why) = &unchanged {
+                p.unchanged #unchanged { "This changes nothing the model sees: " (why) ". It appends a reset record all the same; nothing is deleted." }
             } @else {
-                "This appends a reset record that revokes the compaction: the model sees its turns again. Nothing is deleted; Restore brings it back."
-            } }
+                p { @if restore {
+                    "This appends a reset record that puts the compaction back in force. Nothing is deleted."
+                } @else {
+                    "This appends a reset record that revokes the compaction: the model sees its turns again. Nothing is deleted; Restore brings it back."
+                } }
+            }
             form.confirm method="post" action=(ctx.href(&format!("{}/reset", crate::html::conversation_path(id)))) {
                 input type="hidden" name="csrf" value=(ctx.csrf);
                 input type="hidden" name="n" value=(number);

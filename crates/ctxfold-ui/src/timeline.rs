@@ -34,6 +34,8 @@ pub use ctxfold_core::projection::Standing as Status;
 pub fn status_name(s: Status) -> &'static str {
     match s {
         Status::Active => "active",
+        Status::Superseded { .. } => "superseded",
+        Status::NoEffect => "no-effect",
         Status::Revoked => "revoked",
         Status::Deferred(_) => "deferred",
         Status::OutOfBounds => "out-of-bounds",
@@ -61,7 +63,7 @@ pub struct Band {
     pub number: usize,
     /// Index of its record in the log.
     pub index: usize,
-    /// Whether it is in force.
+    /// Whether it is in force, and whether revoking it changes the view.
     pub status: Status,
     /// The records it covers (inclusive), when its range is in the log.
     pub covered: Option<(usize, usize)>,
@@ -324,16 +326,21 @@ mod tests {
             push(
                 &mut log,
                 Body::User {
-                    content: format!("q{k}"),
+                    content: format!("q{k} {}", "word ".repeat(200)),
                     author: None,
                 },
             );
         }
-        for source in [Source::User, Source::Auto, Source::Assistant] {
-            push(
-                &mut log,
-                Body::Compaction(Box::new(Compaction::new(0, 2, source))),
-            );
+        // Each clips the long messages; the assistant's, last, to another
+        // length over the same turns: the automatic one is superseded.
+        for (source, clip) in [
+            (Source::User, 100),
+            (Source::Auto, 100),
+            (Source::Assistant, 300),
+        ] {
+            let mut c = Compaction::new(0, 2, source);
+            c.clip_chars = Some(clip);
+            push(&mut log, Body::Compaction(Box::new(c)));
         }
         // The first is revoked; then a failed attempt and an orphan.
         push(
@@ -371,7 +378,7 @@ mod tests {
             got,
             [
                 (1, Status::Revoked),
-                (2, Status::Active),
+                (2, Status::Superseded { by: 3, more: 0 }),
                 (3, Status::Active)
             ]
         );
@@ -389,7 +396,7 @@ mod tests {
         assert_eq!(svg.matches("<rect class=\"band ").count(), 3);
         for (source, status) in [
             ("manual", "revoked"),
-            ("auto", "active selected"),
+            ("auto", "superseded selected"),
             ("assistant", "active"),
         ] {
             assert!(

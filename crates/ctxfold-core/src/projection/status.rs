@@ -7,6 +7,7 @@ use crate::log::Log;
 use crate::record::{Body, Record};
 
 use super::Inactive;
+use super::supersede::IfRevoked;
 
 /// The first index whose record has `seq >= seq`.
 fn index_of_seq(records: &[Record], seq: u64) -> usize {
@@ -57,8 +58,22 @@ pub fn active_or_deferred(log: &Log) -> Vec<(usize, &Compaction, (usize, usize))
 /// Where a compaction record stands, as the listings and pages show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
-    /// In force.
+    /// In force, and revoking it changes what the model sees.
     Active,
+    /// In force, but later compactions decide every record it acts on (a
+    /// summary over its range, or later policies of the same kind):
+    /// revoking it changes nothing in the view until they are revoked.
+    Superseded {
+        /// The number (from 1, as the listings count) of the compaction
+        /// that decides the most of its records.
+        by: usize,
+        /// How many other compactions decide the rest.
+        more: usize,
+    },
+    /// In force, but it leaves the view as it would be without it: nothing
+    /// in its range is of a kind it acts on, or the compactions under it
+    /// do the same.
+    NoEffect,
     /// Revoked by a reset.
     Revoked,
     /// Deferred until this (0-based) turn.
@@ -67,11 +82,22 @@ pub enum Standing {
     OutOfBounds,
 }
 
-/// `active`, `revoked`, `deferred until turn N` (1-based), `out of bounds`.
+impl Standing {
+    /// Whether revoking it changes the view: only an active one's does.
+    pub fn changes_view(self) -> bool {
+        self == Standing::Active
+    }
+}
+
+/// `active`, `superseded by #N` (`and K more`), `no effect`, `revoked`,
+/// `deferred until turn N` (1-based), `out of bounds`.
 impl std::fmt::Display for Standing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Standing::Active => f.write_str("active"),
+            Standing::Superseded { by, more: 0 } => write!(f, "superseded by #{by}"),
+            Standing::Superseded { by, more } => write!(f, "superseded by #{by} and {more} more"),
+            Standing::NoEffect => f.write_str("no effect"),
             Standing::Revoked => f.write_str("revoked"),
             Standing::Deferred(t) => write!(f, "deferred until turn {}", u64::from(*t) + 1),
             Standing::OutOfBounds => f.write_str("out of bounds"),
@@ -79,12 +105,31 @@ impl std::fmt::Display for Standing {
     }
 }
 
-/// Where each compaction record of `log` stands, by record index.
+/// Where each compaction record of `log` stands, by record index. Of the
+/// compactions in force, those whose revocation would leave the view as
+/// it is are superseded or of no effect (see [`Standing`]).
 pub fn standings(log: &Log) -> std::collections::HashMap<usize, Standing> {
     let (active, inactive) = compaction_status(log);
     let mut out = std::collections::HashMap::with_capacity(active.len() + inactive.len());
+    let numbers: std::collections::HashMap<usize, usize> = log
+        .records()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.body, Body::Compaction(_)))
+        .enumerate()
+        .map(|(n, (i, _))| (i, n + 1))
+        .collect();
+    let effects = super::supersede::effects(log, &active);
     for i in active {
-        out.insert(i, Standing::Active);
+        let s = match effects.get(&i) {
+            Some(IfRevoked::Superseded { by, more }) => Standing::Superseded {
+                by: numbers.get(by).copied().unwrap_or_default(),
+                more: *more,
+            },
+            Some(IfRevoked::NoEffect) => Standing::NoEffect,
+            Some(IfRevoked::Changes) | None => Standing::Active,
+        };
+        out.insert(i, s);
     }
     for (i, why) in inactive {
         let s = match (why, &log.records()[i].body) {
@@ -136,6 +181,47 @@ mod tests {
     use crate::compaction::{ReasoningPolicy, Source};
     use crate::projection::fixtures::{compaction, log_of, turn};
     use crate::projection::{project, project_as_of};
+
+    #[test]
+    fn a_summary_over_earlier_compactions_supersedes_them() {
+        use crate::compaction::{Provenance, Summary, ToolPolicy};
+        let summary = |from, to, text: &str| {
+            let mut c = Compaction::new(from, to, Source::User);
+            c.summary = Some(Summary {
+                text: text.into(),
+                provenance: Provenance::Supplied {
+                    author: Source::User,
+                },
+            });
+            c
+        };
+        let mut bodies: Vec<Body> = (0..4).flat_map(|n| turn(n, "body", false)).collect();
+        let mut strip = Compaction::new(1, 2, Source::User);
+        strip.reasoning = Some(ReasoningPolicy::Strip);
+        // #1 strips reasoning of turns 2–3; #2 summarizes turn 2; #3
+        // summarizes turns 1–3 (over both); #4 says #3 again; #5 strips
+        // tool calls of turn 4, which #6 does again.
+        bodies.push(compaction(strip));
+        bodies.push(compaction(summary(1, 1, "two")));
+        bodies.push(compaction(summary(0, 2, "one to three")));
+        bodies.push(compaction(summary(0, 2, "one to three")));
+        let mut tools = Compaction::new(3, 3, Source::User);
+        tools.tool_calls = Some(ToolPolicy::Strip);
+        bodies.push(compaction(tools.clone()));
+        bodies.push(compaction(tools));
+        let log = log_of(bodies);
+        let s = standings(&log);
+        let by_number = |n: usize| s[&(23 + n)];
+        assert_eq!(by_number(1), Standing::Superseded { by: 4, more: 0 });
+        assert_eq!(by_number(2), Standing::Superseded { by: 4, more: 0 });
+        assert_eq!(by_number(3), Standing::Superseded { by: 4, more: 0 });
+        // The same summary again, over the same turns, changes nothing.
+        assert_eq!(by_number(4), Standing::NoEffect);
+        assert_eq!(by_number(5), Standing::Superseded { by: 6, more: 0 });
+        assert_eq!(by_number(6), Standing::NoEffect);
+        assert_eq!(by_number(1).to_string(), "superseded by #4");
+        assert!(!by_number(4).changes_view());
+    }
 
     #[test]
     fn deferred_compaction_waits_for_its_turn() {

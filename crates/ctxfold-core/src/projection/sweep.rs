@@ -28,10 +28,10 @@ struct Span<'a> {
 }
 
 /// Max-heap entries: (append order, last covered index).
-type Heap = BinaryHeap<(usize, usize)>;
+pub(super) type Heap = BinaryHeap<(usize, usize)>;
 
 /// The winner covering `i` in `heap`, dropping expired entries on top.
-fn top(heap: &mut Heap, i: usize) -> Option<usize> {
+pub(super) fn top(heap: &mut Heap, i: usize) -> Option<usize> {
     while let Some(&(order, hi)) = heap.peek() {
         if hi >= i {
             return Some(order);

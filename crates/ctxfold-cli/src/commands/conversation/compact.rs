@@ -99,6 +99,10 @@ pub struct Reset {
     count: usize,
     restoring: bool,
     dry_run: bool,
+    /// Whether what the model sees changes.
+    view_changes: bool,
+    /// Why it does not, for the one compaction named.
+    unchanged: Option<String>,
 }
 
 impl Serialize for Reset {
@@ -107,7 +111,11 @@ impl Serialize for Reset {
         if count == 0 {
             return json!({"id": id, verb: 0}).serialize(s);
         }
-        json!({"id": id, verb: count, "dry_run": self.dry_run}).serialize(s)
+        let mut v = json!({"id": id, verb: count, "dry_run": self.dry_run, "view_changes": self.view_changes});
+        if let Some(why) = &self.unchanged {
+            v["unchanged_because"] = json!(why);
+        }
+        v.serialize(s)
     }
 }
 
@@ -125,7 +133,22 @@ impl std::fmt::Display for Reset {
             f,
             "{} {} compaction(s) of {}; nothing was deleted",
             self.verb, self.count, self.id
-        )
+        )?;
+        // Said whenever the model's view stays as it was: the record is
+        // kept (it matters once what overrides it is revoked), but the
+        // reader must not think the view changed.
+        if !self.view_changes {
+            let would = if self.dry_run {
+                "would not"
+            } else {
+                "does not"
+            };
+            match &self.unchanged {
+                Some(why) => write!(f, "\nthe view {would} change: {why}")?,
+                None => write!(f, "\nthe view {would} change")?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -205,11 +228,17 @@ fn reset_or_restore(
         (true, false) => "restored",
         (true, true) => "would restore",
     };
+    let unchanged = done
+        .reset
+        .named
+        .and_then(|(n, s)| ctxfold_compactor::reset::unchanged_because(n, s, restoring));
     Ok(Reset {
         id: id.to_owned(),
         verb,
         count: done.reset.count,
         restoring,
         dry_run,
+        view_changes: done.reset.view_changes,
+        unchanged,
     })
 }

@@ -1,0 +1,456 @@
+//! Which compactions in force change the view: a second pass over the
+//! records with the sweep's heaps, asking at each record the model sees
+//! which compaction decides it and what the record would become without
+//! that one (the next compaction down the same heap decides instead).
+//!
+//! A compaction that decides nothing anywhere is *superseded*: a later
+//! summary over its range, or later policies of the same kind, decide every
+//! record it acts on, and revoking it changes nothing until they are
+//! revoked. One that decides some records but would leave them as they are
+//! (a policy with nothing of its kind in its range, a policy or a summary
+//! repeated over the same range) has *no effect*. Only the others are in
+//! force in the sense the listings and the pages show: revoking one of
+//! them changes what the model sees (a property test in
+//! `tests/projection_props.rs` holds this against the projection).
+//!
+//! Cost: one pass, O(events × log compactions), and, for each compaction
+//! that changes nothing, a walk over its own range to say what supersedes
+//! it.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
+use crate::handle::Tag;
+use crate::log::Log;
+use crate::record::Body;
+use crate::text::more_chars_than;
+
+use super::status::covered_indices;
+use super::sweep::{Heap, KEEP_RESULT_CHARS, top};
+use super::{Item, KEEP_DIAGNOSTICS};
+
+/// What revoking a compaction in force would do to the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IfRevoked {
+    /// It changes the view.
+    Changes,
+    /// It decides nothing: other compactions decide every record it acts
+    /// on; `by` (a record index) decides the most of them, `more` others
+    /// decide the rest.
+    Superseded {
+        /// The compaction record that decides the most of its records.
+        by: usize,
+        /// How many other compactions decide some of them.
+        more: usize,
+    },
+    /// It decides records but leaves them as they would be without it.
+    NoEffect,
+}
+
+/// Who decides a record the model sees (compaction record indices): the
+/// summary over it, else the winning policy of its kind (reasoning, or the
+/// tool policy of a call or result) and the winning clip.
+#[derive(Debug, Clone, Copy, Default)]
+struct Deciders {
+    summary: Option<usize>,
+    policy: Option<usize>,
+    clip: Option<usize>,
+}
+
+/// The winner covering `i` in `heap` and the one under it.
+fn top2(heap: &mut Heap, i: usize) -> (Option<usize>, Option<usize>) {
+    if top(heap, i).is_none() {
+        return (None, None);
+    }
+    let Some(first) = heap.pop() else {
+        return (None, None);
+    };
+    let second = top(heap, i);
+    heap.push(first);
+    (Some(first.0), second)
+}
+
+/// The tool policy compaction `order` gives tool `name` (as the sweep's
+/// `tool_policy` reads it); `None` for no compaction: the call is kept.
+fn tool_override(
+    by_order: &HashMap<usize, &Compaction>,
+    order: Option<usize>,
+    name: &str,
+) -> ToolOverride {
+    let Some(c) = order.and_then(|o| by_order.get(&o)) else {
+        return ToolOverride::Keep;
+    };
+    match c.tool_overrides.get(name) {
+        Some(o) => *o,
+        None => c.tool_calls.map_or(ToolOverride::Keep, ToolOverride::from),
+    }
+}
+
+/// The winning tool policy for `name` at `i` and the one under it, over
+/// the general heap and the tool's own.
+fn tool_top2(
+    i: usize,
+    name: &str,
+    tools_heap: &mut Heap,
+    tool_heaps: &mut HashMap<&str, Heap>,
+) -> (Option<usize>, Option<usize>) {
+    let (g1, g2) = top2(tools_heap, i);
+    let (s1, s2) = tool_heaps
+        .get_mut(name)
+        .map_or((None, None), |h| top2(h, i));
+    let Some(first) = g1.max(s1) else {
+        return (None, None);
+    };
+    let second = [g1, g2, s1, s2]
+        .into_iter()
+        .flatten()
+        .filter(|&o| o != first)
+        .max();
+    (Some(first), second)
+}
+
+/// How a call shows under a policy: left out, stripped, or as it is.
+fn call_shape(p: ToolOverride) -> u8 {
+    match p {
+        ToolOverride::Omit => 0,
+        ToolOverride::Strip | ToolOverride::StripRequests => 1,
+        ToolOverride::Keep | ToolOverride::StripResponses => 2,
+    }
+}
+
+/// The text record `i` shows under clip compaction `order`: its head and
+/// tail (a clip or an excerpt), or `None` when it shows as it is.
+fn clipped(
+    by_order: &HashMap<usize, &Compaction>,
+    order: Option<usize>,
+    (index, record, scan): (usize, &crate::record::Record, &crate::diagnostics::ScanCell),
+    content: &str,
+    tag: Tag,
+) -> Option<String> {
+    let c = by_order.get(&order?)?;
+    let (keep_chars, over, excerpt) = match (c.excerpt_chars, c.clip_chars) {
+        (Some(n), _) => (n as usize, n as usize, true),
+        (None, Some(n)) => (n as usize, n as usize + 200, false),
+        (None, None) => return None,
+    };
+    if !more_chars_than(content, over) {
+        return None;
+    }
+    Item::Clipped {
+        index,
+        record,
+        keep_chars,
+        excerpt,
+        scan,
+        tag,
+        at: 0,
+    }
+    .clipped_text()
+}
+
+/// A call waiting for its result: the compaction whose policy changes how
+/// the call shows, credited only if the call stays in the view (its
+/// result comes outside any summary), and whether it is in the view.
+struct Waiting<'a> {
+    credit: Option<usize>,
+    in_view: bool,
+    name: &'a str,
+}
+
+/// What revoking each compaction of `active` (record indices, in force)
+/// would do to the view of `log`.
+pub(super) fn effects(log: &Log, active: &[usize]) -> HashMap<usize, IfRevoked> {
+    let records = log.records();
+    let mut spans: Vec<(usize, usize, usize, &Compaction)> = active
+        .iter()
+        .filter_map(|&i| {
+            let Body::Compaction(c) = &records.get(i)?.body else {
+                return None;
+            };
+            let (lo, hi) = covered_indices(log, c)?;
+            Some((lo, hi, i, c.as_ref()))
+        })
+        .collect();
+    spans.sort_by_key(|s| s.0);
+    let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.2, s.3)).collect();
+    // The turns each summary names (as the sweep's `span_turns`).
+    let visible = |k: &usize| records[*k].body.is_model_visible();
+    let turns_of: HashMap<usize, (u32, u32)> = spans
+        .iter()
+        .filter(|s| s.3.summary.is_some())
+        .map(|&(lo, hi, order, _)| {
+            let first = (lo..=hi).find(visible).unwrap_or(lo);
+            let last = (lo..=hi).rev().find(visible).unwrap_or(hi);
+            (order, (log.turn_of(first), log.turn_of(last)))
+        })
+        .collect();
+    let mut unsure: HashSet<usize> = HashSet::new();
+
+    let mut summary_heap = Heap::new();
+    let mut reasoning_heap = Heap::new();
+    let mut tools_heap = Heap::new();
+    let mut clip_heap = Heap::new();
+    let mut tool_heaps: HashMap<&str, Heap> = HashMap::new();
+    let mut changes: HashSet<usize> = HashSet::new();
+    let mut deciders: Vec<Deciders> = vec![Deciders::default(); records.len()];
+    let mut names: Vec<Option<&str>> = vec![None; records.len()];
+    let mut call_names: HashMap<&str, &str> = HashMap::new();
+    let mut waiting: HashMap<&str, Waiting<'_>> = HashMap::new();
+    let tag = Tag::of(log).unwrap_or_default();
+    let mut next_span = 0;
+
+    for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
+        while next_span < spans.len() && spans[next_span].0 <= i {
+            let (_, hi, order, c) = spans[next_span];
+            let entry = (order, hi);
+            if c.summary.is_some() {
+                summary_heap.push(entry);
+            }
+            if c.reasoning.is_some() {
+                reasoning_heap.push(entry);
+            }
+            if c.tool_calls.is_some() {
+                tools_heap.push(entry);
+            }
+            if c.clip_chars.is_some() || c.excerpt_chars.is_some() {
+                clip_heap.push(entry);
+            }
+            for name in c.tool_overrides.keys() {
+                tool_heaps.entry(name.as_str()).or_default().push(entry);
+            }
+            next_span += 1;
+        }
+        if matches!(rec.body, Body::System { .. }) || !rec.body.is_model_visible() {
+            continue;
+        }
+        // The tool of a call or result, whoever decides it (to say what
+        // supersedes a tool policy).
+        match &rec.body {
+            Body::ToolCall { id, name, .. } => {
+                call_names.insert(id, name);
+                names[i] = Some(name);
+            }
+            Body::ToolResult { id, .. } => names[i] = call_names.get(id.as_str()).copied(),
+            _ => {}
+        }
+        let (s1, s2) = top2(&mut summary_heap, i);
+        if let Some(s1) = s1 {
+            deciders[i].summary = Some(s1);
+            // Calls waiting for a result leave the view (or never were in
+            // it) with or without whatever decided how they show; their
+            // results then do too.
+            waiting.clear();
+            // The summary under it could stand for the record just as
+            // well only with the same text over the same turns; whether it
+            // does is settled at the end, by projecting without this one.
+            let alike = s2.is_some_and(|s2| {
+                turns_of.get(&s1) == turns_of.get(&s2)
+                    && by_order[&s1].summary.as_ref().map(|s| &s.text)
+                        == by_order[&s2].summary.as_ref().map(|s| &s.text)
+            });
+            if alike {
+                unsure.insert(s1);
+            } else {
+                changes.insert(s1);
+            }
+            continue;
+        }
+        match &rec.body {
+            Body::Reasoning { .. } => {
+                let (r1, r2) = top2(&mut reasoning_heap, i);
+                deciders[i].policy = r1;
+                let strips = |o: Option<usize>| {
+                    o.and_then(|o| by_order[&o].reasoning) == Some(ReasoningPolicy::Strip)
+                };
+                if let Some(r1) = r1
+                    && strips(Some(r1)) != strips(r2)
+                {
+                    changes.insert(r1);
+                }
+            }
+            Body::ToolCall { id, name, .. } => {
+                let (t1, t2) = tool_top2(i, name, &mut tools_heap, &mut tool_heaps);
+                deciders[i].policy = t1;
+                let (p1, p2) = (
+                    tool_override(&by_order, t1, name),
+                    tool_override(&by_order, t2, name),
+                );
+                let credit = t1.filter(|_| call_shape(p1) != call_shape(p2));
+                // A call with the same id before it leaves the view.
+                waiting.insert(
+                    id,
+                    Waiting {
+                        credit,
+                        in_view: p1 != ToolOverride::Omit,
+                        name,
+                    },
+                );
+            }
+            Body::ToolResult { id, content, .. } => {
+                let Some(w) = waiting.remove(id.as_str()) else {
+                    continue;
+                };
+                if let Some(c) = w.credit {
+                    changes.insert(c);
+                }
+                if !w.in_view {
+                    continue;
+                }
+                let (t1, t2) = tool_top2(i, w.name, &mut tools_heap, &mut tool_heaps);
+                let (c1, c2) = top2(&mut clip_heap, i);
+                deciders[i] = Deciders {
+                    summary: None,
+                    policy: t1,
+                    clip: c1,
+                };
+                let long = more_chars_than(content, KEEP_RESULT_CHARS);
+                let strips = |o: Option<usize>| {
+                    long && matches!(
+                        tool_override(&by_order, o, w.name),
+                        ToolOverride::Strip | ToolOverride::StripResponses
+                    )
+                };
+                let tool = w.name.to_owned();
+                let line = |o: Option<usize>| {
+                    let keep_diagnostics = o
+                        .and_then(|o| by_order[&o].keep_diagnostics)
+                        .map_or(KEEP_DIAGNOSTICS, |n| n as usize);
+                    Item::StrippedResult {
+                        index: i,
+                        record: rec,
+                        tool: &tool,
+                        scan,
+                        keep_diagnostics,
+                        tag,
+                        at: 0,
+                    }
+                    .stripped_line()
+                };
+                let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
+                // What the result becomes: its line, or its text clipped
+                // (`None`: as it is).
+                let shown = |t, c| {
+                    if strips(t) {
+                        (true, line(t))
+                    } else {
+                        (false, clip(c))
+                    }
+                };
+                let now = shown(t1, c1);
+                for x in [t1, c1].into_iter().flatten() {
+                    let t = if t1 == Some(x) { t2 } else { t1 };
+                    let c = if c1 == Some(x) { c2 } else { c1 };
+                    if shown(t, c) != now {
+                        changes.insert(x);
+                    }
+                }
+            }
+            Body::User { content, .. } => {
+                let (c1, c2) = top2(&mut clip_heap, i);
+                deciders[i].clip = c1;
+                let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
+                if let Some(c1) = c1
+                    && clip(Some(c1)) != clip(c2)
+                {
+                    changes.insert(c1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    spans
+        .iter()
+        .map(|&(lo, hi, order, c)| {
+            let effect = if changes.contains(&order)
+                || (unsure.contains(&order) && changes_when_revoked(log, order))
+            {
+                IfRevoked::Changes
+            } else {
+                unchanged(log, (lo, hi), order, c, &deciders, &names)
+            };
+            (order, effect)
+        })
+        .collect()
+}
+
+/// Whether revoking the compaction at record `order` changes what the
+/// model is sent, found by projecting the log with it revoked: for the
+/// rare summary whose twin (the same text over the same turns) lies
+/// under it.
+fn changes_when_revoked(log: &Log, order: usize) -> bool {
+    let mut without = log.clone();
+    without.push(crate::record::Record::new(
+        log.next_seq(),
+        "",
+        Body::CompactionReset(Box::new(crate::compaction::CompactionReset {
+            targets: crate::compaction::ResetTargets::Some(vec![log.records()[order].seq]),
+            restore: false,
+            extra: crate::record::Object::new(),
+        })),
+    ));
+    let now = crate::materialize::materialize(log, &super::project(log));
+    now != crate::materialize::materialize(&without, &super::project(&without))
+}
+
+/// Why compaction `order` (over records `lo..=hi`) changes nothing: the
+/// compactions that decide the records it acts on, or, when it decides
+/// some itself, no effect.
+fn unchanged(
+    log: &Log,
+    (lo, hi): (usize, usize),
+    order: usize,
+    c: &Compaction,
+    deciders: &[Deciders],
+    names: &[Option<&str>],
+) -> IfRevoked {
+    let clips = c.clip_chars.is_some() || c.excerpt_chars.is_some();
+    let mut count: HashMap<usize, usize> = HashMap::new();
+    let mut decides_some = false;
+    for (i, rec) in log.records()[lo..=hi].iter().enumerate() {
+        let i = lo + i;
+        let d = deciders[i];
+        let on_tool =
+            names[i].is_some_and(|n| c.tool_calls.is_some() || c.tool_overrides.contains_key(n));
+        let acts = c.summary.is_some()
+            || (matches!(rec.body, Body::Reasoning { .. }) && c.reasoning.is_some())
+            || on_tool
+            || (matches!(rec.body, Body::User { .. } | Body::ToolResult { .. }) && clips);
+        if !acts {
+            continue;
+        }
+        let who: Vec<usize> = match d.summary {
+            Some(s) => vec![s],
+            None => {
+                let mut v = Vec::new();
+                if (on_tool || matches!(rec.body, Body::Reasoning { .. }))
+                    && let Some(p) = d.policy
+                {
+                    v.push(p);
+                }
+                if clips && let Some(k) = d.clip {
+                    v.push(k);
+                }
+                v
+            }
+        };
+        for w in who {
+            if w == order {
+                decides_some = true;
+            } else {
+                *count.entry(w).or_default() += 1;
+            }
+        }
+    }
+    if decides_some {
+        return IfRevoked::NoEffect;
+    }
+    // The one deciding the most; the latest among equals.
+    match count.iter().max_by_key(|&(&o, &n)| (n, o)) {
+        Some((&by, _)) => IfRevoked::Superseded {
+            by,
+            more: count.len() - 1,
+        },
+        None => IfRevoked::NoEffect,
+    }
+}
