@@ -670,3 +670,84 @@ fn a_step_of_the_same_turn_does_not_fold_over_what_was_deferred() {
         );
     }
 }
+
+/// A conversation whose view is `head` (a summary over its first turn, or
+/// that turn's opening request kept verbatim) and then a short newest
+/// message, with nothing else to fold; and the window the view is twice
+/// as large as.
+fn over_by_its_head(summary: bool) -> (Log, u32) {
+    use ctxfold_core::compaction::{Compaction, Provenance, Summary};
+    let big =
+        "The user and the assistant went through every module of the repository. ".repeat(400);
+    let at = |b| ctxfold_core::Record::new(0, "2026-01-01T00:00:00Z", b);
+    let mut conv = Conversation::new(Log::new(), &ctxfold_compactor::Memory);
+    let opening = if summary {
+        "Fix the tests.".to_owned()
+    } else {
+        big.clone()
+    };
+    conv.append(vec![
+        at(Body::TurnStart),
+        at(Body::User {
+            content: opening,
+            author: None,
+        }),
+    ])
+    .unwrap();
+    if summary {
+        // An agent's own compaction of the first turn (as a Claude Code
+        // session's is imported), with a long summary.
+        let mut head = Compaction::new(0, 0, Source::Agent);
+        head.summary = Some(Summary {
+            text: big,
+            provenance: Provenance::Supplied {
+                author: Source::Agent,
+            },
+        });
+        conv.append(vec![at(Body::Compaction(Box::new(head)))])
+            .unwrap();
+    }
+    conv.append(vec![
+        at(Body::TurnStart),
+        at(Body::User {
+            content: "And now the docs.".into(),
+            author: None,
+        }),
+    ])
+    .unwrap();
+    let log = conv.log().clone();
+    let tokens = checked_view(&log);
+    (log, (tokens / 2) as u32)
+}
+
+/// When what lies before the newest unit keeps a request over the window
+/// (the fixed part and the newest unit fit by far) and nothing more can
+/// be folded, the firing names it: a summary at the head of the view that
+/// cannot be made smaller, or the opening request kept verbatim; not the
+/// newest unit, which fits (issue 45: "the fixed part and the newest unit
+/// alone are over the window … unit_tokens=4021 fixed=0 limit=18750").
+#[test]
+fn what_keeps_a_request_over_the_window_is_named() {
+    for (summary, cause) in [
+        (true, "the summary at the head of the view holds ~"),
+        (false, "what stays verbatim before the newest unit"),
+    ] {
+        let (log, window) = over_by_its_head(summary);
+        let mut conv = Conversation::new(log, &ctxfold_compactor::Memory);
+        let ctx = Context::new(Moment::BeforeStep, Some(window));
+        // No excerpts on arrival: the long opening stays whole.
+        let c = compactor(AutoPolicy {
+            excerpt_share: 0.0,
+            ..on()
+        });
+        let out = c.compact_if_needed(&mut conv, &ctx).unwrap();
+        let budget = out.budget.unwrap();
+        assert!(out.before > budget.limit(), "{out:?}");
+        assert!(out.committed.is_empty(), "{out:?}");
+        let Status::StillOver { reason } = &out.status else {
+            panic!("{summary}: {out:?}");
+        };
+        assert!(reason.contains(cause), "{reason}");
+        assert!(reason.contains("nothing more can be folded"), "{reason}");
+    }
+}

@@ -2,6 +2,7 @@
 //! ladder chose, and say how far it got (no room, unfit, still over).
 
 use ctxfold_core::budget::{Budget, Firing};
+use ctxfold_core::projection::{Item, project};
 use ctxfold_core::retention::tail_cuts;
 use tracing::warn;
 
@@ -44,21 +45,10 @@ impl BasicCompactor {
             return Ok(out);
         }
         let Some(choice) = self.choose(conv, ctx, budget, before)? else {
-            let est = self.estimator.as_ref();
-            let newest = tail_cuts(conv.log(), |r| est.record_tokens(r))
-                .first()
-                .map_or(0, |&(_, t)| ctx.scaled(t));
             let status = if before > budget.limit() {
-                warn!(
-                    unit_tokens = newest,
-                    fixed = budget.fixed,
-                    limit = budget.limit(),
-                    "the fixed part and the newest unit alone are over the window less the reply's reserve, and nothing more can be folded: the request goes upstream as it is"
-                );
-                Status::Unfit {
-                    unit_tokens: newest,
-                    threshold: budget.limit(),
-                }
+                let over = Over::of(self, conv, ctx, budget);
+                over.warn(budget);
+                over.status(before, budget)
             } else {
                 Status::NothingToCompact {
                     reason: "nothing lies before the newest unit, or it is all folded already"
@@ -123,15 +113,13 @@ impl BasicCompactor {
             conv.stuck = Some((conv.log().len(), status.clone()));
             out.status = status;
         } else if current > budget.limit() {
-            warn!(
-                after = current,
-                limit = budget.limit(),
-                "the fixed part and the newest message or step alone do not fit the window: the request goes upstream over it"
-            );
+            let over = Over::of(self, conv, ctx, budget);
+            over.warn(budget);
             out.status = Status::StillOver {
                 reason: format!(
-                    "~{current} tokens after compacting, over the ~{}-token limit (the window less the reply's reserve)",
-                    budget.limit()
+                    "~{current} tokens after compacting, over the ~{}-token limit (the window less the reply's reserve): {}",
+                    budget.limit(),
+                    over.cause()
                 ),
             };
         } else if current > budget.target {
@@ -169,5 +157,126 @@ impl BasicCompactor {
             .map(|i| est.item_tokens(i))
             .sum();
         Some(ctx.scaled(tokens) / k)
+    }
+}
+
+/// What a request over the limit is made of, once nothing more can be
+/// folded (all as the upstream counts): which part is the cause decides
+/// what the warning and the status say. The newest unit alone is the
+/// cause only when it does not fit with the fixed part; otherwise what
+/// lies before it in the view does: a summary at its head (kept because
+/// it cannot be made smaller), or what stays verbatim (the opening request
+/// the rule keeps, what cannot be folded).
+struct Over {
+    /// The fixed part (system prompt, tools).
+    fixed: usize,
+    /// The newest unit (the newest message, the open step).
+    unit: usize,
+    /// The summaries in view before the newest unit.
+    summaries: usize,
+    /// Everything else in view before the newest unit.
+    verbatim: usize,
+}
+
+impl Over {
+    fn of(c: &BasicCompactor, conv: &Conversation<'_>, ctx: &Context, budget: &Budget) -> Self {
+        let est = c.estimator.as_ref();
+        let log = conv.log();
+        let newest = tail_cuts(log, |r| est.record_tokens(r))
+            .first()
+            .map_or(log.len(), |&(start, _)| start);
+        let view = project(log);
+        let (mut unit, mut summaries, mut verbatim) = (0, 0, 0);
+        for item in &view.items {
+            let t = est.item_tokens(item);
+            match item {
+                Item::Preamble => verbatim += t,
+                _ if *item.origin().start() >= newest => unit += t,
+                Item::Summary { .. } => summaries += t,
+                _ => verbatim += t,
+            }
+        }
+        Over {
+            fixed: budget.fixed,
+            unit: ctx.scaled(unit),
+            summaries: ctx.scaled(summaries),
+            verbatim: ctx.scaled(verbatim),
+        }
+    }
+
+    /// Whether the fixed part and the newest unit alone are over `limit`.
+    fn unit_is_the_cause(&self, limit: usize) -> bool {
+        self.fixed + self.unit > limit
+    }
+
+    /// Whether the summaries before the newest unit are the larger part
+    /// of what lies before it.
+    fn summary_is_the_cause(&self) -> bool {
+        self.summaries > 0 && self.summaries >= self.verbatim
+    }
+
+    /// The cause, for people.
+    fn cause(&self) -> String {
+        let (fixed, unit) = (self.fixed, self.unit);
+        if self.summary_is_the_cause() {
+            format!(
+                "the summary at the head of the view holds ~{} tokens and cannot be made smaller (with the fixed part, ~{fixed}, and the newest unit, ~{unit})",
+                self.summaries
+            )
+        } else {
+            format!(
+                "what stays verbatim before the newest unit (the opening request the rule keeps, what cannot be folded) holds ~{} tokens (with the fixed part, ~{fixed}, and the newest unit, ~{unit})",
+                self.verbatim
+            )
+        }
+    }
+
+    /// The warning a firing that cannot reach the limit logs.
+    fn warn(&self, budget: &Budget) {
+        let limit = budget.limit();
+        if self.unit_is_the_cause(limit) {
+            warn!(
+                unit_tokens = self.unit,
+                fixed = self.fixed,
+                limit,
+                "the fixed part and the newest unit alone are over the window less the reply's reserve, and nothing more can be folded: the request goes upstream as it is"
+            );
+        } else if self.summary_is_the_cause() {
+            warn!(
+                summary_tokens = self.summaries,
+                unit_tokens = self.unit,
+                fixed = self.fixed,
+                limit,
+                "the summary at the head of the view cannot be made smaller, and with it the request is over the window less the reply's reserve: the request goes upstream as it is"
+            );
+        } else {
+            warn!(
+                verbatim_tokens = self.verbatim,
+                unit_tokens = self.unit,
+                fixed = self.fixed,
+                limit,
+                "what stays verbatim before the newest unit (the opening request the rule keeps, what cannot be folded) puts the request over the window less the reply's reserve: the request goes upstream as it is"
+            );
+        }
+    }
+
+    /// The status of a firing that recorded nothing and is over the limit:
+    /// unfit when the newest unit is the cause, else still over, saying
+    /// what is.
+    fn status(&self, before: usize, budget: &Budget) -> Status {
+        let limit = budget.limit();
+        if self.unit_is_the_cause(limit) {
+            Status::Unfit {
+                unit_tokens: self.unit,
+                threshold: limit,
+            }
+        } else {
+            Status::StillOver {
+                reason: format!(
+                    "~{before} tokens, over the ~{limit}-token limit (the window less the reply's reserve), and nothing more can be folded: {}",
+                    self.cause()
+                ),
+            }
+        }
     }
 }
