@@ -7,6 +7,7 @@
 // `[:port]` and `[store]` are literal brackets, not links.
 #![allow(rustdoc::broken_intra_doc_links)]
 
+mod agents;
 mod auto;
 mod cli;
 mod commands;
