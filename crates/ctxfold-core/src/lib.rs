@@ -11,6 +11,7 @@ pub mod attempt;
 pub mod bounds;
 pub mod budget;
 pub mod compaction;
+pub mod cost;
 pub mod cut_short;
 pub mod diagnostics;
 pub mod digest;
