@@ -3,8 +3,6 @@
 
 /// The known agents: the command that starts each, and the name it is
 /// shown by.
-// `doctor` and `run` use it; until both are in, the list may go unused.
-#[allow(dead_code)]
 pub const KNOWN: &[(&str, &str)] = &[
     ("claude", "Claude Code"),
     ("codex", "Codex"),

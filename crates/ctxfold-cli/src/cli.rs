@@ -116,6 +116,10 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Check the store, the config, the upstreams, a running proxy, the
+    /// agents on PATH and their MCP registration: a line each, with its
+    /// fix; fails when a check does.
+    Doctor,
     /// Tokens by kind, raw and in the view the model gets, and the share of
     /// the model's window used.
     Stats(StatsArgs),

@@ -100,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init => out.print(&init::run(&ctx)?),
         Command::Compact(args) => out.print(&compact::run(&ctx, *args)?),
         Command::Config(ConfigCommand::Show) => out.print(&config::show(&ctx)?),
+        Command::Doctor => out.print(&commands::doctor::run(&ctx)?),
         Command::Stats(args) => out.print(&stats::run(&ctx, args)?),
         Command::Query(args) => query::run(&ctx, *args),
         Command::Conversation(cmd) => match cmd {

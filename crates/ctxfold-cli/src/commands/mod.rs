@@ -7,6 +7,7 @@ pub mod compact;
 pub mod completions;
 pub mod config;
 pub mod conversation;
+pub mod doctor;
 pub mod init;
 pub mod mcp;
 pub mod proxy;
