@@ -158,6 +158,30 @@ pub enum Command {
     /// Protocol on standard input and output (register it with the agent:
     /// see the README).
     Mcp(McpArgs),
+    /// Run an agent (claude, codex, opencode, aider; or any command after
+    /// `--`) in front of a proxy of its own: pointed at it without editing
+    /// its files, with `ctxfold mcp` for recall; at its exit, what was
+    /// recorded and saved.
+    Run(RunArgs),
+}
+
+/// `ctxfold run …`
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The agent: claude, codex, opencode or aider (a name on PATH, or a
+    /// path to one). Omitted: the command after `--` is run with the
+    /// OpenAI and Anthropic base-URL variables set.
+    #[arg(value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// The agent's own arguments (after `--`), or the command to run.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+    /// Record and report, but send every request upstream unchanged.
+    #[arg(long)]
+    pub observe: bool,
+    /// Do not give the agent `ctxfold mcp` (the recall tools).
+    #[arg(long)]
+    pub no_mcp: bool,
 }
 
 /// `ctxfold store …`

@@ -17,6 +17,7 @@ mod listing;
 mod progress;
 mod render;
 mod rules;
+mod serving;
 mod settings;
 mod shutdown;
 mod store;
@@ -51,12 +52,19 @@ fn main() -> ExitCode {
         }
     }
     let cli = Cli::parse();
-    logging(cli.verbose);
+    // `run`'s agent owns the terminal: the proxy's log goes to a file.
+    let log_file = matches!(cli.command, Command::Run(_)).then(commands::run::log_path);
+    logging(cli.verbose, log_file.as_deref());
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped reading (`print | head`) is no error of
         // ours: stop quietly, as other command-line tools do.
         Err(e) if e.is::<render::StdoutClosed>() => ExitCode::SUCCESS,
+        // `run`: the agent's own status, after its closing lines.
+        Err(e) if e.is::<commands::run::AgentExit>() => ExitCode::from(
+            e.downcast_ref::<commands::run::AgentExit>()
+                .map_or(1, |x| x.0),
+        ),
         Err(e) => {
             crate::render::say!("error: {e:#}");
             ExitCode::FAILURE
@@ -67,7 +75,7 @@ fn main() -> ExitCode {
 /// Log records (`tracing`) go to standard error: warnings by default, what
 /// automatic compaction does with -v, why it did not with -vv; `RUST_LOG`
 /// (e.g. `ctxfold_compactor=debug`) overrides.
-fn logging(verbose: u8) {
+fn logging(verbose: u8, file: Option<&std::path::Path>) {
     use tracing_subscriber::EnvFilter;
     let level = match verbose {
         0 => "warn",
@@ -75,16 +83,24 @@ fn logging(verbose: u8) {
         _ => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
+    let opened = file.and_then(|p| std::fs::File::create(p).ok());
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
         // A record that cannot be written (a full disk, a closed pipe) is
         // lost, as `say!`'s are; reporting that with `eprintln!` panicked.
         .log_internal_errors(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .without_time()
-        .try_init();
+        .without_time();
+    let _ = match opened {
+        Some(f) => builder
+            .with_writer(std::sync::Mutex::new(f))
+            .with_ansi(false)
+            .try_init(),
+        None => builder
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+    };
 }
 
 /// Dispatch: each command runs over the context, and its report is
@@ -92,7 +108,8 @@ fn logging(verbose: u8) {
 fn run(cli: Cli) -> anyhow::Result<()> {
     use commands::conversation as c;
     use commands::{
-        compact, completions, config, init, mcp, proxy, query, recall, search, stats, store, ui,
+        compact, completions, config, init, mcp, proxy, query, recall, run as run_agent, search,
+        stats, store, ui,
     };
     let ctx = Context::new(&cli)?;
     let out = &ctx.printer;
@@ -122,6 +139,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Recall(args) => out.print(&recall::run(&ctx, args)?),
         Command::Search(args) => out.print(&search::run(&ctx, args)?),
         Command::Mcp(args) => mcp::run(&ctx, args),
+        Command::Run(args) => run_agent::run(&ctx, args),
         Command::Completions(args) => out.print(&completions::run(&ctx, args)?),
     }
 }

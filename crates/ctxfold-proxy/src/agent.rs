@@ -14,6 +14,11 @@
 //!   only when the request comes from Codex (its `originator` header or
 //!   `user-agent`): other clients use it for cache buckets that many
 //!   conversations share.
+//!
+//! An agent's side request is no turn of its conversation: opencode asks
+//! a model, with a system prompt of its own, for the title of a session
+//! it starts. Such a request goes upstream as sent and is recorded
+//! nowhere ([`is_side_request`]).
 
 use serde_json::Value;
 
@@ -26,6 +31,8 @@ pub enum Agent {
     ClaudeCode,
     /// OpenAI's Codex.
     Codex,
+    /// opencode (npm `opencode-ai`).
+    Opencode,
 }
 
 impl Agent {
@@ -34,6 +41,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::Opencode => "opencode",
         }
     }
 
@@ -47,6 +55,8 @@ impl Agent {
             Some(Agent::ClaudeCode)
         } else if origin.starts_with("codex") || ua.starts_with("codex") {
             Some(Agent::Codex)
+        } else if ua.starts_with("opencode/") {
+            Some(Agent::Opencode)
         } else {
             None
         }
@@ -62,6 +72,50 @@ impl Agent {
             None
         }
     }
+}
+
+/// Whether `body` (from `agent`) is a side request: opencode's title of a
+/// new session, known by the system prompt opencode gives it.
+pub fn is_side_request(agent: Option<Agent>, body: &[u8]) -> bool {
+    if agent != Some(Agent::Opencode) {
+        return false;
+    }
+    // Cheap before the parse: most requests are no side request.
+    const TITLE: &str = "You are a title generator";
+    if !body.windows(TITLE.len()).any(|w| w == TITLE.as_bytes()) {
+        return false;
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let text_of = |c: &Value| -> String {
+        match c {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect(),
+            _ => String::new(),
+        }
+    };
+    // Anthropic's `system`, Responses' `instructions`, or a chat's first
+    // message when it is the system's.
+    let first_system = v
+        .get("messages")
+        .or_else(|| v.get("input"))
+        .and_then(Value::as_array)
+        .and_then(|m| m.first())
+        .filter(|m| {
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("system" | "developer")
+            )
+        })
+        .and_then(|m| m.get("content"));
+    [v.get("system"), v.get("instructions"), first_system]
+        .into_iter()
+        .flatten()
+        .any(|c| text_of(c).trim_start().starts_with(TITLE))
 }
 
 /// A session an agent named.
@@ -161,6 +215,28 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn opencodes_title_request_is_a_side_request_and_nothing_else_is() {
+        let ua = Some("opencode/1.18.33 ai-sdk/provider-utils/4.0.46 runtime/bun/1.3.14");
+        let opencode = Agent::from_headers(ua, None);
+        assert_eq!(opencode, Some(Agent::Opencode));
+        let title = json!({"system": [{"type": "text", "text": "You are a title generator. You output ONLY a thread title."}],
+            "messages": [{"role": "user", "content": "Fix the bug"}]});
+        let chat = json!({"messages": [{"role": "system", "content": "You are a title generator. …"},
+            {"role": "user", "content": "Fix the bug"}]});
+        for body in [&title, &chat] {
+            assert!(
+                is_side_request(opencode, body.to_string().as_bytes()),
+                "{body}"
+            );
+            assert!(!is_side_request(None, body.to_string().as_bytes()));
+        }
+        // The words in a user's message are no title request.
+        let asked = json!({"system": "You are OpenCode.",
+            "messages": [{"role": "user", "content": "You are a title generator: what would you call this?"}]});
+        assert!(!is_side_request(opencode, asked.to_string().as_bytes()));
+    }
 
     #[test]
     fn claude_codes_session_is_read_from_its_json_user_id_or_the_old_plain_one() {

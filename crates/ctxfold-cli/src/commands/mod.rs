@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod proxy;
 pub mod query;
 pub mod recall;
+pub mod run;
 pub mod search;
 pub mod stats;
 pub mod store;

@@ -1,51 +1,19 @@
-//! `ctxfold proxy`: the settings, the runtime, and the listening socket;
-//! everything else is `ctxfold-proxy`.
-
-use std::sync::Arc;
+//! `ctxfold proxy`: the runtime and the listening socket; the proxy is
+//! set up in `serving`, everything else is `ctxfold-proxy`.
 
 use crate::cli::ProxyArgs;
 use crate::context::Context;
 use anyhow::Context as _;
-use ctxfold_proxy::server::Proxy;
-use ctxfold_proxy::{Book, Compaction};
 
 /// Run the proxy on the store until Ctrl-C or SIGTERM. A server, not a
 /// report: it prints its address when it listens (one line on standard
 /// output, which scripts read), serves, and ends with nothing to report.
 pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
-    let settings = ctx.settings()?;
-    let target = ctx.target()?;
-    let mut config = settings.proxy.clone();
-    if let Some(a) = args.listen {
-        config.listen = a;
-    }
-    config.observe = args.observe;
-    config.check_listen().map_err(anyhow::Error::msg)?;
-    let mut policy = settings.auto.clone();
-    // The proxy is there to compact: on unless config says otherwise.
-    if !settings.auto_enabled_set {
-        policy.enabled = true;
-    }
-    let summarizing = settings.clone();
-    let compaction = Compaction {
-        policy,
-        hints: settings.hints.clone(),
-        summarizers: Arc::new(move || {
-            Box::new(crate::summarizers::CliSummarizers::new(summarizing.clone()))
-        }),
-        window: config.window,
-        observe: config.observe,
-        emulate: config.emulate,
-    };
-    if let Some(ws) = &target.workspace {
-        for note in ws.clean_staging() {
-            tracing::info!("{note}");
-        }
-    }
-    let place = target.store.location();
-    let book = Book::open_with(target.store, compaction, config.cache)
-        .with_context(|| format!("reading the conversations of {place}"))?;
-    let proxy = Arc::new(Proxy::new(book, config.clone()).map_err(anyhow::Error::msg)?);
+    let crate::serving::Built {
+        proxy,
+        config,
+        place,
+    } = crate::serving::build(ctx, args.listen, args.observe, (None, None))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

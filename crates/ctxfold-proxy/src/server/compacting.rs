@@ -43,6 +43,14 @@ pub(super) async fn compacting(
     };
     let key = conversation_key(&headers);
     let agent = agent_of(&headers);
+    if crate::agent::is_side_request(agent, &body) {
+        // No turn of the conversation (opencode's title of its session):
+        // as sent, recorded nowhere.
+        return match forward(&p, name, Method::POST, &base, &uri, &headers, body).await {
+            Ok(resp) => respond(&p, name, resp, Some(shape), None, HeaderMap::new()),
+            Err(r) => r,
+        };
+    }
     // `/v1/responses/compact`: the endpoint compacts.
     let compacts = name == "responses_compact";
     let prepared = prepare(&p, shape, &body, key, agent, compacts).await;
