@@ -120,8 +120,9 @@ pub enum Command {
     /// agents on PATH and their MCP registration: a line each, with its
     /// fix; fails when a check does.
     Doctor,
-    /// Tokens by kind, raw and in the view the model gets, and the share of
-    /// the model's window used.
+    /// Tokens by kind, raw and in the view the model gets, the share of
+    /// the model's window used, and the cost with ctxfold and without
+    /// (`--all`: of every conversation).
     Stats(StatsArgs),
     /// Work with the conversations of the workspace.
     #[command(visible_alias = "c", subcommand)]
@@ -466,6 +467,10 @@ pub struct StatsArgs {
     /// models) and the window.
     #[arg(short = 'm', long, value_name = "MODEL")]
     pub model: Option<String>,
+    /// The cost with ctxfold and without of every conversation, and the
+    /// total.
+    #[arg(long, conflicts_with_all = ["id", "model"])]
+    pub all: bool,
 }
 
 // The arguments of `completions` (no doc comment: the variant's is its help).

@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 mod compacting;
 mod context;
+mod cost;
 mod listing;
 mod progress;
 mod render;

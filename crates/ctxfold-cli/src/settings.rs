@@ -41,6 +41,8 @@ pub struct Settings {
     pub recall_tools: bool,
     /// `[proxy]`.
     pub proxy: ctxfold_proxy::ProxyConfig,
+    /// The built-in price table with `[prices.MODEL]` over it.
+    pub prices: ctxfold_core::cost::PriceTable,
     /// `[store] url`, and where it was set (for messages).
     pub store_url: Option<(String, String)>,
     /// Whether a layer other than the built-in defaults set
@@ -51,6 +53,10 @@ pub struct Settings {
 /// The checks of the sections the config crate passes through: each layer
 /// is checked on its own so that an error names its file and line.
 const CHECKS: &[SectionCheck] = &[
+    SectionCheck {
+        section: "prices",
+        check: ctxfold_config::check_prices,
+    },
     SectionCheck {
         section: "providers",
         check: check_providers,
@@ -190,6 +196,13 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
     let l = loaded(workspace_root, extra)?;
     // A value of `[query]`.
     let query = |key: &str| l.config.other.get("query").and_then(|q| q.get(key));
+    let prices = ctxfold_config::price_table(l.config.other.get("prices")).map_err(|e| {
+        let (key, expected) = match e {
+            SectionProblem::Invalid { key, expected } => (key, expected),
+            SectionProblem::UnknownKey { key, expected } => (key, expected.join(", ")),
+        };
+        anyhow::anyhow!("config: prices.{}: expected {expected}", key.join("."))
+    })?;
     Ok(Settings {
         rules: l.config.rules_or_builtin(),
         hints: l.config.hints.clone(),
@@ -214,7 +227,11 @@ pub fn load(workspace_root: Option<PathBuf>, extra: &[PathBuf]) -> anyhow::Resul
                 .apply(v)
                 .map_err(|e| anyhow::anyhow!("config [proxy]: {e:?}"))?,
             None => ctxfold_proxy::ProxyConfig::default(),
-        },
+        }
+        .with_prices(prices.clone()),
+        // Each layer passed the check; the merged one named input and
+        // output for every model.
+        prices,
         store_url: l
             .config
             .other

@@ -41,7 +41,7 @@ fn write(s: &Scratch, name: &str, text: &str) -> PathBuf {
 #[test]
 fn config_show_refuses_top_level_typos_naming_file_line_and_nearest_key() {
     let s = Scratch::new();
-    let known = "expected one of compaction, providers, proxy, query, store, tools";
+    let known = "expected one of compaction, prices, providers, proxy, query, store, tools";
     for (text, line, key, nearest) in [
         (
             "[compation.auto]\nenabled = true\n",

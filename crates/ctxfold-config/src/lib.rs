@@ -40,6 +40,7 @@
 mod error;
 mod keys;
 mod layer;
+mod prices;
 pub mod rules;
 mod schema;
 mod secret;
@@ -53,6 +54,7 @@ use ctxfold_core::planner::{Rule, ToolHints};
 use toml::{Table, Value};
 
 pub use error::ConfigError;
+pub use prices::{PRICE_KEYS, check_prices, price_table};
 pub use schema::{SectionCheck, SectionProblem, TOP_LEVEL_KEYS, rule_to_toml};
 pub use secret::mask_url;
 pub use tools::{DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, RunMode, ToolDecl};

@@ -24,6 +24,7 @@ use crate::keys::{index, join};
 /// [`SectionCheck`] so that its errors name the file and line too.
 pub const TOP_LEVEL_KEYS: &[&str] = &[
     "compaction", // [[compaction.rules]], [compaction.auto]: read here
+    "prices",     // [prices.MODEL]: dollars per million tokens (checked by the CLI)
     "providers",  // [providers.NAME]: ctxfold-providers (checked by the CLI)
     "proxy",      // [proxy]: ctxfold-proxy (checked by the CLI)
     "query",      // [query]: the agent host (checked by the CLI)

@@ -77,7 +77,7 @@ fn an_unknown_section_with_no_near_key_lists_the_known_ones() {
     assert_eq!(
         msg,
         format!(
-            "{path}:1: unknown key answer: expected one of compaction, providers, proxy, query, store, tools"
+            "{path}:1: unknown key answer: expected one of compaction, prices, providers, proxy, query, store, tools"
         )
     );
 }
@@ -137,7 +137,7 @@ fn a_typo_in_a_flag_key_or_an_environment_variable_is_named_too() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "flag --set: unknown key compation: expected one of compaction, providers, proxy, query, store, tools; did you mean compaction?"
+        "flag --set: unknown key compation: expected one of compaction, prices, providers, proxy, query, store, tools; did you mean compaction?"
     );
     let e = load(&Layers {
         env: vec![("CTXFOLD_COMPACTION_AUTO_ENABLE".into(), "1".into())],

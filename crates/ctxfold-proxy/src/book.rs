@@ -186,6 +186,31 @@ pub struct AnswerSlot {
     pub managed: bool,
     /// Held while an answer that may hold a compaction is in flight.
     pub in_flight: Option<Arc<pending::InFlight>>,
+    /// The request's tokens with ctxfold and without, and their parts
+    /// shared with the previous request, as estimated when it was sent.
+    pub estimate: ctxfold_core::cost::Estimate,
+}
+
+impl AnswerSlot {
+    /// Keep the request's cost figures ([`ctxfold_core::cost::Request`]:
+    /// the upstream's usage where the answer reports it, else the
+    /// estimate) on the answer's last record, and return them.
+    pub fn annotate(&self, records: &mut [Record]) -> Option<ctxfold_core::cost::Request> {
+        let output = records
+            .iter()
+            .map(|r| ctxfold_core::estimate::record_tokens(r) as u64)
+            .sum();
+        let last = records.last_mut()?;
+        let usage = last
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get(ctxfold_providers::response::USAGE));
+        let request = self.estimate.request(&self.model, output, usage);
+        last.metadata
+            .get_or_insert_default()
+            .insert(ctxfold_core::cost::REQUEST_META.into(), request.to_value());
+        Some(request)
+    }
 }
 
 /// Why a request could not be prepared (the server fails open on it).

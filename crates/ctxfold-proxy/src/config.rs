@@ -109,6 +109,16 @@ pub struct ProxyConfig {
     pub cache: crate::cache::Limits,
     /// The upstreams whose context management ctxfold emulates.
     pub emulate: Emulate,
+    /// The price table `/metrics` and the pages count cost with (config's
+    /// `[prices]`, not `[proxy]`).
+    pub prices: ctxfold_core::cost::PriceTable,
+}
+
+impl ProxyConfig {
+    /// The same with `prices` (config's `[prices]`).
+    pub fn with_prices(self, prices: ctxfold_core::cost::PriceTable) -> Self {
+        ProxyConfig { prices, ..self }
+    }
 }
 
 impl Default for ProxyConfig {
@@ -135,6 +145,7 @@ impl Default for ProxyConfig {
             observe: false,
             cache: crate::cache::Limits::default(),
             emulate: Emulate::default(),
+            prices: Default::default(),
         }
     }
 }

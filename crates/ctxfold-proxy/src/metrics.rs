@@ -1,8 +1,10 @@
 //! What `GET /metrics` reports, in the Prometheus text format: requests by
 //! endpoint and outcome, upstream latency, compactions, estimated tokens
-//! before and after compaction, errors and fail-opens, and what the proxy
-//! holds in memory. No label ever holds anything from a request but the
-//! endpoint, so no key or content leaks.
+//! before and after compaction, errors and fail-opens, what the proxy
+//! holds in memory, and the cost of the requests recorded with ctxfold and
+//! without. No label ever holds anything from a request but the endpoint
+//! (the cost's model label is a family of the price table, never the name
+//! a request sent), so no key or content leaks.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -25,6 +27,23 @@ pub struct Outcome {
     pub endpoint: String,
     /// `2xx`, `4xx`, `5xx`, or `error` when no answer came.
     pub status: String,
+}
+
+/// The cost labels: a family of the price table and the side.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CostSide {
+    /// The price table's family (`claude-sonnet-4`, `gpt-5`).
+    pub model: String,
+    /// `with` (what was sent) or `without` ctxfold (the client's history).
+    pub side: String,
+}
+
+/// Where a request's cost figures came from: `usage` (the upstream's) or
+/// `estimate`; and `unpriced` for a model with no price.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CostSource {
+    /// `usage`, `estimate` or `unpriced`.
+    pub source: String,
 }
 
 /// A cache label: `conversations` (loaded logs), `readers`, `keys`,
@@ -68,6 +87,12 @@ pub struct Metrics {
     /// Requests that use the providers' context management, by who
     /// served it (status `provider`: passed through; `emulated`: ctxfold).
     pub context_management: Family<Outcome, Counter>,
+    /// Micro-dollars of the requests recorded, by price family, with
+    /// ctxfold and without (`stats` and the pages sum the same records).
+    pub cost_microdollars: Family<CostSide, Counter>,
+    /// Requests whose cost was counted, by where the figures came from
+    /// (`unpriced`: a model with no price, counted nowhere in dollars).
+    pub cost_requests: Family<CostSource, Counter>,
     /// Entries each cache holds (set when `/metrics` is read).
     pub cache_entries: Family<Cache, Gauge>,
     /// Bytes the conversation caches hold, as counted against
@@ -90,6 +115,8 @@ impl Default for Metrics {
             answers: Family::default(),
             overflow_retries: Counter::default(),
             context_management: Family::default(),
+            cost_microdollars: Family::default(),
+            cost_requests: Family::default(),
             cache_entries: Family::default(),
             cache_bytes: Family::default(),
             registry: Registry::default(),
@@ -149,6 +176,16 @@ impl Default for Metrics {
                 overflow_retries
             ),
             (
+                "cost_microdollars",
+                "Cost of the requests recorded in micro-dollars, by price family, with ctxfold and without (the client's own history), the prompt cache counted",
+                cost_microdollars
+            ),
+            (
+                "cost_requests",
+                "Requests whose cost was counted, by source: usage (the upstream's), estimate, or unpriced (no price for the model)",
+                cost_requests
+            ),
+            (
                 "cache_entries",
                 "Entries held in memory: loaded conversations, readers, keys, Responses answer ids",
                 cache_entries
@@ -178,6 +215,40 @@ impl Metrics {
         set(&self.cache_bytes, "readers", held.readers.1);
         set(&self.cache_entries, "keys", held.keys);
         set(&self.cache_entries, "chains", held.chains);
+    }
+
+    /// Count one recorded request's cost, priced with `prices` as `stats`
+    /// prices the same record.
+    pub fn add_cost(
+        &self,
+        r: &ctxfold_core::cost::Request,
+        prices: &ctxfold_core::cost::PriceTable,
+    ) {
+        let Some((family, price)) = prices.lookup(&r.model) else {
+            self.cost_requests
+                .get_or_create(&CostSource {
+                    source: "unpriced".into(),
+                })
+                .inc();
+            return;
+        };
+        let source = match r.source {
+            ctxfold_core::cost::Source::Usage => "usage",
+            ctxfold_core::cost::Source::Estimate => "estimate",
+        };
+        self.cost_requests
+            .get_or_create(&CostSource {
+                source: source.into(),
+            })
+            .inc();
+        for (side, tokens) in [("with", &r.with), ("without", &r.without)] {
+            self.cost_microdollars
+                .get_or_create(&CostSide {
+                    model: family.to_owned(),
+                    side: side.into(),
+                })
+                .inc_by(tokens.micros(&price));
+        }
     }
 
     /// The Prometheus text exposition.

@@ -70,12 +70,15 @@ impl Proxy {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("the HTTP client could not be set up: {e}"))?;
-        let ui = Arc::new(ctxfold_ui::Ui::new(
-            Arc::clone(book.store()),
-            config.token.clone(),
-            "/ui",
-            config.window,
-        ));
+        let ui = Arc::new(
+            ctxfold_ui::Ui::new(
+                Arc::clone(book.store()),
+                config.token.clone(),
+                "/ui",
+                config.window,
+            )
+            .with_prices(config.prices.clone()),
+        );
         Ok(Proxy {
             ui,
             book: Arc::new(book),

@@ -31,6 +31,8 @@ pub struct Options {
     pub turns: Option<(u32, u32)>,
     /// The window configured for every model (`[proxy] window`).
     pub window: Option<u32>,
+    /// What the cost is priced with.
+    pub prices: ctxfold_core::cost::PriceTable,
 }
 
 /// The turns (0-based, inclusive) shown beside the view: those asked for,
@@ -56,6 +58,8 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
     let in_view = view_tokens(&view);
     // The window holds the view and what every request carries besides it.
     let fixed = meta.fixed_tokens();
+    let mut cost = ctxfold_core::cost::CostSum::default();
+    cost.add_records(log.records(), &opts.prices);
     let request = in_view + fixed.unwrap_or(0);
     let window = data::window(meta, opts.window);
     let bands = timeline::bands(log);
@@ -109,6 +113,7 @@ pub fn render(ctx: &Ctx, meta: &ConversationMeta, log: &Log, opts: &Options) -> 
             } }
             div { dt { "Compactions" } dd #compaction-count data-count=(bands.len()) { (active) " in force of " (bands.len()) } }
             div { dt { "Records" } dd #records data-next-seq=(log.next_seq()) { (log.len()) } }
+            (crate::html::cost_figure(&cost))
         }
         p.live { span #live-status { "Reload the page to see what was recorded since." } }
 
@@ -546,6 +551,7 @@ mod tests {
             selected: Some(7),
             turns: Some((5, 2)),
             window: Some(1000),
+            ..Options::default()
         };
         let empty = render(&Ctx::default(), &meta(), &Log::new(), &opts).into_string();
         assert!(empty.contains("No turns yet."), "{empty}");

@@ -110,12 +110,19 @@ pub struct Figures {
     pub compactions: usize,
     /// The time of its last record, when it reads as one.
     pub last_record: Option<jiff::Timestamp>,
+    /// The cost of the requests the proxy recorded, with ctxfold and
+    /// without.
+    pub cost: ctxfold_core::cost::CostSum,
 }
 
 impl Figures {
-    /// The figures of `log` (one projection).
-    pub fn of(log: &Log) -> Figures {
+    /// The figures of `log` (one projection), its cost priced with
+    /// `prices`.
+    pub fn of(log: &Log, prices: &ctxfold_core::cost::PriceTable) -> Figures {
+        let mut cost = ctxfold_core::cost::CostSum::default();
+        cost.add_records(log.records(), prices);
         Figures {
+            cost,
             turns: log.turn_count(),
             raw: raw_tokens(log),
             view: view_tokens(&project(log)),
@@ -133,7 +140,11 @@ impl Figures {
 /// counted at. Logs only grow, so a log whose next `seq` is unchanged has
 /// the same figures: the list loads again only the logs that grew.
 #[derive(Debug, Default)]
-pub struct FigureCache(Mutex<HashMap<String, (u64, Figures)>>);
+pub struct FigureCache {
+    counted: Mutex<HashMap<String, (u64, Figures)>>,
+    /// What the cost is priced with.
+    pub prices: ctxfold_core::cost::PriceTable,
+}
 
 impl FigureCache {
     /// The figures of conversation `id` in `store`, from the cache when
@@ -148,7 +159,7 @@ impl FigureCache {
         }
         let loaded = store.load(id)?;
         let log = loaded.into_log();
-        let f = Figures::of(&log);
+        let f = Figures::of(&log, &self.prices);
         self.lock()
             .insert(id.to_owned(), (log.next_seq(), f.clone()));
         Ok(f)
@@ -161,7 +172,7 @@ impl FigureCache {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, Figures)>> {
         // The map holds no invariant a panic could break.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.counted.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -290,7 +301,10 @@ mod tests {
         assert_eq!(rows2[0].figures.turns, 2);
         assert_eq!(cache.lock()[&a.id].0, 4);
         // What a fresh count gives.
-        let fresh = Figures::of(&Log::from_records(ws.load(&a.id).unwrap().records));
+        let fresh = Figures::of(
+            &Log::from_records(ws.load(&a.id).unwrap().records),
+            &cache.prices,
+        );
         assert_eq!(cache.lock()[&a.id].1, fresh);
 
         ws.trash(&b.id).unwrap();

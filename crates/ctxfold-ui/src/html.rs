@@ -28,6 +28,44 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'~');
 
+/// The cost figure of a conversation's page: with ctxfold and without,
+/// where the figures came from, and the models without a price.
+pub fn cost_figure(cost: &ctxfold_core::cost::CostSum) -> Markup {
+    use ctxfold_core::cost::{TABLE_DATE, dollars};
+    let (with, without) = cost.micros();
+    let unpriced: Vec<&str> = cost.unpriced().collect();
+    html! {
+        div title=(format!("{}; prices of {TABLE_DATE}", cost.source_words())) {
+            dt { "Cost with / without ctxfold" }
+            dd #cost data-with-micros=(with) data-without-micros=(without) data-requests=(cost.requests()) data-from-usage=(cost.from_usage()) {
+                @if cost.requests() == 0 {
+                    span.muted title="no request recorded by the proxy with its figures" { "—" }
+                } @else {
+                    (dollars(with)) " / " (dollars(without))
+                    small.source { " (" (cost.source_words()) ")" }
+                    @for m in &unpriced {
+                        br; small.unpriced { "no price for " (m) ": set [prices.\"" (m) "\"]" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The list's cost cell: with ctxfold and without.
+pub fn cost_cell(cost: &ctxfold_core::cost::CostSum) -> Markup {
+    let (with, without) = cost.micros();
+    html! {
+        @if cost.requests() == 0 {
+            span.muted title="no request recorded by the proxy with its figures" { "—" }
+        } @else {
+            span.cost data-with-micros=(with) data-without-micros=(without) title=(cost.source_words()) {
+                (ctxfold_core::cost::dollars(with)) " / " (ctxfold_core::cost::dollars(without))
+            }
+        }
+    }
+}
+
 /// The path of conversation `id`'s page, `id` percent-encoded (ids are
 /// folder names: they may hold `?`, `#`, `%` or spaces).
 pub fn conversation_path(id: &str) -> String {

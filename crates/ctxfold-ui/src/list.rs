@@ -38,7 +38,7 @@ pub fn render(ctx: &Ctx, rows: &[Row], broken: &[(String, String)], q: &str) -> 
             table #conversations.list {
                 thead { tr {
                     th { "Title" } th { "Source" } th.num { "Turns" } th.num { "Raw tokens" }
-                    th.num { "In view" } th.num { "Window" } th.num { "Compactions" } th { "Last activity" }
+                    th.num { "In view" } th.num { "Window" } th.num { "Compactions" } th.num { "Cost with / without" } th { "Last activity" }
                 } }
                 tbody {
                     @for r in &shown {
@@ -55,6 +55,7 @@ pub fn render(ctx: &Ctx, rows: &[Row], broken: &[(String, String)], q: &str) -> 
                                 None => span.muted title="the model's window is not known" { "—" },
                             } }
                             td.num { (r.figures.compactions) }
+                            td.num { (crate::html::cost_cell(&r.figures.cost)) }
                             td { (when(r.last_activity)) }
                         }
                     }

@@ -65,6 +65,13 @@ impl Ui {
         }
     }
 
+    /// The same pages with cost priced with `prices` (config's
+    /// `[prices]`; the built-in table otherwise).
+    pub fn with_prices(mut self, prices: ctxfold_core::cost::PriceTable) -> Ui {
+        self.figures.prices = prices;
+        self
+    }
+
     /// The checks these pages make, for a server that serves more than
     /// them (the proxy's API): one token, one loopback rule, one notion of
     /// a request from another site.
@@ -414,6 +421,7 @@ async fn conversation(State(ui): State<Arc<Ui>>, visit: Visit, uri: Uri) -> Resp
             selected,
             turns,
             window: ui.window,
+            prices: ui.figures.prices.clone(),
         })
     })();
     let opts = match parsed {

@@ -3,7 +3,9 @@
 //! fixed part: what every request carries besides the conversation, where
 //! the proxy or `query` recorded it: the tools, `query`'s system prompt,
 //! Responses' instructions; a system prompt the conversation records is in
-//! the view).
+//! the view), and the cost with ctxfold and without of the requests the
+//! proxy recorded (`crate::cost`). `--all`: the cost of every
+//! conversation, and the total.
 
 use ctxfold_core::projection::{Item, project};
 use ctxfold_core::{Body, Record};
@@ -12,6 +14,7 @@ use serde::Serialize;
 
 use crate::cli::StatsArgs;
 use crate::context::Context;
+use crate::cost::{CostReport, conversations_cost};
 use crate::render::Report;
 use crate::settings::Settings;
 
@@ -81,9 +84,106 @@ pub struct Stats {
     window: Option<u32>,
     window_source: String,
     share_of_window: Option<f64>,
+    cost: CostReport,
 }
 
-impl Report for Stats {}
+/// `stats` of one conversation, or the cost of all (`--all`).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum StatsReport {
+    /// One conversation.
+    One(Box<Stats>),
+    /// Every conversation's cost, and the total.
+    All(AllCost),
+}
+
+impl Report for StatsReport {}
+
+impl std::fmt::Display for StatsReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatsReport::One(s) => s.fmt(f),
+            StatsReport::All(a) => a.fmt(f),
+        }
+    }
+}
+
+/// The cost of every conversation the store holds.
+#[derive(Serialize)]
+pub struct AllCost {
+    conversations: Vec<ConversationCost>,
+    total: CostReport,
+}
+
+/// One conversation's line of [`AllCost`].
+#[derive(Serialize)]
+struct ConversationCost {
+    id: String,
+    title: Option<String>,
+    requests: u64,
+    from_usage: u64,
+    with_micros: u64,
+    without_micros: u64,
+}
+
+fn all(ctx: &Context) -> anyhow::Result<StatsReport> {
+    let settings = ctx.settings()?;
+    let target = ctx.target()?;
+    let listing = target.store.list()?;
+    let mut total = ctxfold_core::cost::CostSum::default();
+    let mut rows = Vec::new();
+    for meta in listing.conversations {
+        let one = conversations_cost(ctx, std::slice::from_ref(&meta.id))?;
+        total.merge(&one.sum, &settings.prices);
+        rows.push(ConversationCost {
+            id: meta.id,
+            title: meta.title,
+            requests: one.sum.requests(),
+            from_usage: one.sum.from_usage(),
+            with_micros: one.with_micros,
+            without_micros: one.without_micros,
+        });
+    }
+    let ids = rows.iter().map(|r| r.id.clone()).collect();
+    Ok(StatsReport::All(AllCost {
+        conversations: rows,
+        total: crate::cost::report(ids, total, &settings.prices),
+    }))
+}
+
+impl std::fmt::Display for AllCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use ctxfold_core::cost::dollars;
+        writeln!(
+            f,
+            "{:<24}{:>10}{:>14}{:>14}  title",
+            "id", "requests", "with", "without"
+        )?;
+        for c in self.conversations.iter().filter(|c| c.requests > 0) {
+            let title: String = c.title.as_deref().unwrap_or("").chars().take(40).collect();
+            writeln!(
+                f,
+                "{:<24}{:>10}{:>14}{:>14}  {title}",
+                c.id,
+                c.requests,
+                dollars(c.with_micros),
+                dollars(c.without_micros)
+            )?;
+        }
+        let none = self
+            .conversations
+            .iter()
+            .filter(|c| c.requests == 0)
+            .count();
+        if none > 0 {
+            writeln!(
+                f,
+                "({none} conversations without requests recorded by the proxy not listed)"
+            )?;
+        }
+        write!(f, "total {}", self.total)
+    }
+}
 
 /// Raw and in-view tokens of one kind, or of all.
 #[derive(Serialize)]
@@ -113,7 +213,10 @@ impl Serialize for ByKind {
     }
 }
 
-pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<Stats> {
+pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<StatsReport> {
+    if args.all {
+        return all(ctx);
+    }
     let settings = ctx.settings()?;
     let target = ctx.target()?;
     let model = args.model.as_deref();
@@ -153,7 +256,8 @@ pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<Stats> {
     let (window, window_from) = window(model, settings);
     let share = window.map(|w| request as f64 / w as f64);
     let exact = est.name() != "heuristic";
-    Ok(Stats {
+    let cost = conversations_cost(ctx, std::slice::from_ref(&meta.id))?;
+    Ok(StatsReport::One(Box::new(Stats {
         id: meta.id,
         estimator: est.name().to_owned(),
         exact,
@@ -167,7 +271,8 @@ pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<Stats> {
         window,
         window_source: window_from,
         share_of_window: share,
-    })
+        cost,
+    })))
 }
 
 impl std::fmt::Display for Stats {
@@ -213,6 +318,7 @@ impl std::fmt::Display for Stats {
             )),
             _ => s.push_str(&format!("window: {window_from}\n")),
         }
+        s.push_str(&self.cost.to_string());
         f.write_str(&s)
     }
 }

@@ -35,12 +35,10 @@ pub fn run(ctx: &Context, args: UiArgs) -> anyhow::Result<()> {
     }
     let has_token = token.is_some();
     let place = target.store.location();
-    let ui = Arc::new(ctxfold_ui::Ui::new(
-        target.store,
-        token,
-        "",
-        settings.proxy.window,
-    ));
+    let ui = Arc::new(
+        ctxfold_ui::Ui::new(target.store, token, "", settings.proxy.window)
+            .with_prices(settings.prices.clone()),
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -122,6 +122,13 @@ impl Book {
                 model: model.to_owned(),
                 managed: false,
                 in_flight: None,
+                // The history is the upstream's: only the new input is
+                // sent, the same on both sides.
+                estimate: ctxfold_core::cost::Estimate {
+                    without_input: tokens as u64,
+                    with_input: tokens as u64,
+                    ..Default::default()
+                },
             }),
             emulated: None,
         })

@@ -131,6 +131,22 @@ impl Book {
         );
         let Some(out) = r.body else { return Ok(None) };
         let fixed = fixed_tokens(body);
+        // The refused request was not cached: what the retry reads is at
+        // most what both it and the request before it shared.
+        let now = ctxfold_core::cost::Sent {
+            fixed: fixed as u64,
+            without: r.before as u64,
+            with: r.after as u64,
+            prefix: r.prefix,
+        };
+        let mut estimate = slot.estimate;
+        estimate.with_input = (fixed + r.after) as u64;
+        let shared = s
+            .last_sent
+            .as_ref()
+            .map_or(0, |p| now.estimate(Some(p)).with_cached);
+        estimate.with_cached = estimate.with_cached.min(shared);
+        s.last_sent = Some(now);
         Ok(Some(Prepared {
             body: Some(out),
             conversation: slot.conversation.clone(),
@@ -141,6 +157,7 @@ impl Book {
             answer: Some(AnswerSlot {
                 len: s.conv.log().len(),
                 sent: fixed + r.after,
+                estimate,
                 ..slot.clone()
             }),
             emulated: None,

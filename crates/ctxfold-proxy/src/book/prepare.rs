@@ -375,11 +375,33 @@ impl Book {
             self.touch_with(&mut s, Some(fixed));
         }
         let up = |t: usize| scaled(fixed + t, s.scale);
-        let (body, tokens_before, tokens_after, sent_est) = if self.compaction.observe || managed {
+        let unchanged = self.compaction.observe || managed;
+        let (body, tokens_before, tokens_after, sent_est) = if unchanged {
             (None, up(r.before), up(r.before), fixed + r.before)
         } else {
             (r.body, up(r.before), up(r.after), fixed + r.after)
         };
+        // The cost of both sides (issue 46): the prefix shared with the
+        // conversation's previous request is read from the prompt cache.
+        let now = ctxfold_core::cost::Sent {
+            fixed: fixed as u64,
+            without: r.before as u64,
+            with: if unchanged { r.before } else { r.after } as u64,
+            prefix: r.prefix,
+        };
+        let previous = if history == History::New {
+            None
+        } else {
+            s.last_sent.as_ref()
+        };
+        let mut estimate = now.estimate(previous);
+        if unchanged {
+            // Sent as the client sent it: both sides are the client's.
+            estimate.with_cached = estimate.without_cached;
+        }
+        if history != History::Earlier {
+            s.last_sent = Some(now);
+        }
         let answer = (history != History::Earlier && !repeat).then(|| AnswerSlot {
             conversation: id.to_owned(),
             len: s.conv.log().len(),
@@ -388,6 +410,7 @@ impl Book {
             model: model.to_owned(),
             managed,
             in_flight: compacting.then(|| std::sync::Arc::new(self.pending.begin())),
+            estimate,
         });
         Ok(Prepared {
             body,

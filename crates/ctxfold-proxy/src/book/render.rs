@@ -25,6 +25,9 @@ pub(super) struct Rendered {
     pub(super) before: usize,
     /// Estimated tokens of the view.
     pub(super) after: usize,
+    /// The view's items, for the next request's prefix read from the
+    /// prompt cache.
+    pub(super) prefix: ctxfold_core::cost::Prefix,
 }
 
 /// What the view does with one stored record.
@@ -75,11 +78,13 @@ pub(super) fn render_stored(
     let tokens: Vec<usize> = client.iter().map(|r| est.record_tokens(r)).collect();
     let before = tokens.iter().sum();
     let view = project(log);
+    let prefix = ctxfold_core::cost::Prefix::of(&view.items, |i| est.item_tokens(i));
     if view.active.is_empty() && paired.rewrites.is_empty() {
         return Rendered {
             body: None,
             before,
             after: before,
+            prefix,
         };
     }
     let mut fate = vec![Fate::Dropped; log.len()];
@@ -120,6 +125,7 @@ pub(super) fn render_stored(
             body: None,
             before,
             after: before,
+            prefix,
         };
     }
     // For a record the log does not compare: the summary folding both the
@@ -271,6 +277,7 @@ pub(super) fn render_stored(
         body: Some(bytes),
         before,
         after,
+        prefix,
     }
 }
 

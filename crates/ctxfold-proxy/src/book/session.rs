@@ -24,6 +24,9 @@ pub(super) struct Session {
     /// When this process last wrote the conversation's `last_used_at`,
     /// and the fixed part it wrote.
     touched: Option<(Instant, Option<usize>)>,
+    /// What the conversation's previous request sent, for the next one's
+    /// prefix read from the prompt cache (see [`ctxfold_core::cost`]).
+    pub(super) last_sent: Option<ctxfold_core::cost::Sent>,
     /// The records [`bytes`](Self::bytes) counts, from the first.
     measured: usize,
     /// What those records take in memory.
@@ -48,6 +51,7 @@ impl Session {
             id: id.to_owned(),
             scale: 1.0,
             touched: None,
+            last_sent: None,
             measured: 0,
             bytes: 0,
         })
@@ -86,6 +90,9 @@ impl Session {
         *self = Session {
             scale: self.scale,
             touched: self.touched,
+            // The log only grew: what the last request sent still names
+            // its records by their places.
+            last_sent: self.last_sent.take(),
             ..fresh
         };
         Ok(())

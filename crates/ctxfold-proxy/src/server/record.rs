@@ -122,15 +122,24 @@ pub(super) fn record(
         }
     };
     let status = match records {
-        Ok(records) => match p.book.record_answer(&slot, records) {
-            Ok(true) if whole => "recorded",
-            Ok(true) => "cut_short",
-            Ok(false) => "skipped",
-            Err(e) => {
-                tracing::warn!("{name}: the answer could not be recorded: {e}");
-                "failed"
+        Ok(mut records) => {
+            let cost = slot.annotate(&mut records);
+            match p.book.record_answer(&slot, records) {
+                Ok(true) => {
+                    // Counted as `stats` and the pages count it: the
+                    // figures just kept on the record.
+                    if let Some(c) = cost {
+                        p.metrics.add_cost(&c, &p.config.prices);
+                    }
+                    if whole { "recorded" } else { "cut_short" }
+                }
+                Ok(false) => "skipped",
+                Err(e) => {
+                    tracing::warn!("{name}: the answer could not be recorded: {e}");
+                    "failed"
+                }
             }
-        },
+        }
         Err(e) => {
             tracing::info!("{name}: the answer was not recorded: {e}");
             "unreadable"
