@@ -303,47 +303,53 @@ pub fn reported(usage: &Value) -> Option<Tokens> {
     })
 }
 
-/// A view as a request sends it, for comparing with the next request's:
-/// each item's identity and the tokens up to its end.
+/// A view as a request sent it, for comparing with the next request's:
+/// each item's identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Prefix {
     keys: Vec<u64>,
-    ends: Vec<u64>,
 }
 
 impl Prefix {
-    /// The prefix of `items`, `tokens` counting each. An item is the same
-    /// in two views when it renders the same record the same way (or the
-    /// same summary): the log is append-only, so its index names it.
-    pub fn of(items: &[Item<'_>], tokens: impl Fn(&Item<'_>) -> usize) -> Prefix {
-        let mut p = Prefix {
-            keys: Vec::with_capacity(items.len()),
-            ends: Vec::with_capacity(items.len()),
-        };
-        let mut end = 0u64;
-        for item in items {
-            end += tokens(item) as u64;
-            p.keys.push(key(item));
-            p.ends.push(end);
+    /// The identities of `items`. An item is the same in two views when
+    /// it renders the same record the same way (or the same summary): the
+    /// log is append-only, so its index names it.
+    pub fn of(items: &[Item<'_>]) -> Prefix {
+        Prefix {
+            keys: items.iter().map(key).collect(),
         }
-        p
     }
 
-    /// Tokens of this view's items from the first up to the first that
-    /// `previous` does not have at the same place.
-    pub fn shared(&self, previous: &Prefix) -> u64 {
-        let same = self
-            .keys
+    /// How many items, from the first, this view has in common with
+    /// `previous`.
+    pub fn same(&self, previous: &Prefix) -> usize {
+        self.keys
             .iter()
             .zip(&previous.keys)
             .take_while(|(a, b)| a == b)
-            .count();
-        if same == 0 { 0 } else { self.ends[same - 1] }
+            .count()
     }
 
-    /// Tokens of the whole view.
-    pub fn total(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+    /// Tokens of the view `items` (this prefix's) that `previous` also
+    /// had, from the first: `total`, the view's tokens, less those of the
+    /// items after the common ones, so that only what is new is counted
+    /// (most of a request is what the one before sent). 0 when nothing is
+    /// in common or there is no previous request.
+    pub fn shared_tokens(
+        &self,
+        previous: Option<&Prefix>,
+        items: &[Item<'_>],
+        total: u64,
+        tokens: impl Fn(&Item<'_>) -> usize,
+    ) -> u64 {
+        let same = previous.map_or(0, |p| self.same(p));
+        if same == 0 {
+            return 0;
+        }
+        let fresh: u64 = (items.get(same..).unwrap_or(&[]).iter())
+            .map(|i| tokens(i) as u64)
+            .sum();
+        total.saturating_sub(fresh)
     }
 }
 
@@ -377,8 +383,8 @@ fn key(item: &Item<'_>) -> u64 {
     h.finish()
 }
 
-/// What the previous request of a conversation sent, for the next one's
-/// shared prefix.
+/// What a request of a conversation sent, and what of it the previous
+/// request of the conversation sent too.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sent {
     /// Tokens of the fixed part (tools, instructions): it comes first, so
@@ -388,6 +394,10 @@ pub struct Sent {
     pub without: u64,
     /// Tokens of the conversation sent (the view).
     pub with: u64,
+    /// Of `with`, the tokens of the view the previous request's view had
+    /// too, from the first ([`Prefix::shared_tokens`] against the
+    /// previous request's `prefix`).
+    pub shared: u64,
     /// The view sent.
     pub prefix: Prefix,
 }
@@ -404,7 +414,7 @@ impl Sent {
         let (without_cached, with_cached) = match previous {
             Some(p) if p.fixed == self.fixed => (
                 (p.fixed + p.without).min(without_input),
-                (self.fixed + self.prefix.shared(&p.prefix)).min(with_input),
+                (self.fixed + self.shared).min(with_input),
             ),
             _ => (0, 0),
         };

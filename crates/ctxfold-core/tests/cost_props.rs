@@ -43,11 +43,15 @@ proptest! {
                 .filter(|r| r.body.is_model_visible())
                 .map(|r| record_tokens(r) as u64)
                 .sum();
+            let prefix = Prefix::of(&view.items);
+            let with = tokens.iter().sum();
+            let before = previous.as_ref().map(|p| &p.0.prefix);
             let sent = Sent {
                 fixed,
                 without: raw,
-                with: tokens.iter().sum(),
-                prefix: Prefix::of(&view.items, item_tokens),
+                with,
+                shared: prefix.shared_tokens(before, &view.items, with, item_tokens),
+                prefix,
             };
             let sig = signature(&log, &view);
             let e = sent.estimate(previous.as_ref().map(|p| &p.0));

@@ -128,6 +128,7 @@ impl Book {
             &pairs,
             &transcript.extras,
             None,
+            s.last_sent.as_ref().map(|l| &l.prefix),
         );
         let Some(out) = r.body else { return Ok(None) };
         let fixed = fixed_tokens(body);
@@ -137,6 +138,7 @@ impl Book {
             fixed: fixed as u64,
             without: r.before as u64,
             with: r.after as u64,
+            shared: r.shared as u64,
             prefix: r.prefix,
         };
         let mut estimate = slot.estimate;

@@ -367,7 +367,12 @@ impl Book {
             }
             aligned => aligned.paired().unwrap_or_default(),
         };
-        let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent);
+        // What the conversation's previous request sent, for the prefix
+        // this one shares with it (a new conversation has none).
+        let previous = (s.last_sent.as_ref())
+            .filter(|_| history != History::New)
+            .map(|l| &l.prefix);
+        let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent, previous);
         // The fixed part counts as the trigger counts it, and everything
         // as the upstream counted the last answer's request.
         let fixed = fixed_tokens(body);
@@ -387,6 +392,7 @@ impl Book {
             fixed: fixed as u64,
             without: r.before as u64,
             with: if unchanged { r.before } else { r.after } as u64,
+            shared: r.shared as u64,
             prefix: r.prefix,
         };
         let previous = if history == History::New {

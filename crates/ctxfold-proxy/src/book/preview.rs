@@ -52,6 +52,7 @@ impl Book {
                 &pairs,
                 &transcript.extras,
                 None,
+                None,
             );
             Ok(Some(r.body))
         })?;

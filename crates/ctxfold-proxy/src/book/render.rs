@@ -28,6 +28,9 @@ pub(super) struct Rendered {
     /// The view's items, for the next request's prefix read from the
     /// prompt cache.
     pub(super) prefix: ctxfold_core::cost::Prefix,
+    /// Tokens of the view sent that the previous request's view had too,
+    /// from the first.
+    pub(super) shared: usize,
 }
 
 /// What the view does with one stored record.
@@ -72,18 +75,24 @@ pub(super) fn render_stored(
     paired: &Paired,
     extras: &Object,
     sent: Option<Sent>,
+    previous: Option<&ctxfold_core::cost::Prefix>,
 ) -> Rendered {
     let est = Heuristic::default();
     // Each client record is estimated once: most of them go as sent.
     let tokens: Vec<usize> = client.iter().map(|r| est.record_tokens(r)).collect();
     let before = tokens.iter().sum();
     let view = project(log);
-    let prefix = ctxfold_core::cost::Prefix::of(&view.items, |i| est.item_tokens(i));
+    let prefix = ctxfold_core::cost::Prefix::of(&view.items);
+    // Only the items after those the previous request sent are counted.
+    let shared = |total: usize| {
+        prefix.shared_tokens(previous, &view.items, total as u64, |i| est.item_tokens(i)) as usize
+    };
     if view.active.is_empty() && paired.rewrites.is_empty() {
         return Rendered {
             body: None,
             before,
             after: before,
+            shared: shared(before),
             prefix,
         };
     }
@@ -125,6 +134,7 @@ pub(super) fn render_stored(
             body: None,
             before,
             after: before,
+            shared: shared(before),
             prefix,
         };
     }
@@ -277,6 +287,7 @@ pub(super) fn render_stored(
         body: Some(bytes),
         before,
         after,
+        shared: shared(after),
         prefix,
     }
 }
