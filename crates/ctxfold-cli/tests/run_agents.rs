@@ -185,73 +185,125 @@ fn ctxfold_in(work: &Path, home: &Path) -> Command {
     c
 }
 
+/// Where one agent session under `ctxfold run` lives: HOME, the working
+/// folder (a workspace whose `[proxy]` upstreams are the scripted
+/// upstream's), and a folder on `PATH` holding the agent by its name.
+struct Session {
+    _root: tempfile::TempDir,
+    up: AgentUpstream,
+    home: std::path::PathBuf,
+    work: std::path::PathBuf,
+    path: String,
+}
+
+impl Session {
+    fn new(exe: &Path, name: &str) -> Session {
+        let up = AgentUpstream::start(Some(60_000));
+        // Under target/tmp: Codex refuses to make its helper binaries under
+        // a temporary folder.
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(tmp).unwrap();
+        let root = tempfile::Builder::new()
+            .prefix(&format!("run-{name}-"))
+            .tempdir_in(tmp)
+            .unwrap();
+        let (home, work, bin) = (
+            root.path().join("home"),
+            root.path().join("work"),
+            root.path().join("bin"),
+        );
+        for d in [&home, &work, &bin] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink(exe, bin.join(name)).unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        // Codex's own switches that stop its traffic; the provider is
+        // `ctxfold run`'s.
+        std::fs::write(
+            home.join(".codex/config.toml"),
+            "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n",
+        )
+        .unwrap();
+        assert!(
+            ctxfold_in(&work, &home)
+                .arg("init")
+                .status()
+                .unwrap()
+                .success()
+        );
+        std::fs::write(
+            work.join(".ctxfold/config.toml"),
+            // The agents' default models are newer than the built-in
+            // price table: priced here by family, as a user would.
+            format!(
+                "[proxy]\nopenai = \"{0}\"\nanthropic = \"{0}\"\nwindow = 60000\n\n\
+                 [prices.\"claude-opus\"]\ninput = 5.0\noutput = 25.0\n\n\
+                 [prices.\"gpt-6\"]\ninput = 1.25\noutput = 10.0\n",
+                up.base
+            ),
+        )
+        .unwrap();
+        Session {
+            _root: root,
+            up,
+            home,
+            work,
+            path,
+        }
+    }
+
+    /// `program` in the session's folders (HOME, the XDG folders, the
+    /// working folder), with the agents' switches that keep their traffic
+    /// in.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.current_dir(&self.work)
+            .env("HOME", &self.home)
+            .env("XDG_DATA_HOME", self.home.join("xdg-data"))
+            .env("XDG_CONFIG_HOME", self.home.join("xdg-config"))
+            .env("PATH", &self.path)
+            .env("CODEX_HOME", self.home.join(".codex"))
+            .env("IS_SANDBOX", "1")
+            .env("ANTHROPIC_API_KEY", "test")
+            .env("OPENAI_API_KEY", "test")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("LANG", "C.UTF-8")
+            // opencode, offline: its models from its own snapshot.
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1");
+        c
+    }
+
+    /// The conversations recorded, by `c ls`.
+    fn conversations(&self) -> Vec<Value> {
+        let ls = ctxfold_in(&self.work, &self.home)
+            .args(["c", "ls", "--format", "json"])
+            .output()
+            .unwrap();
+        let ls: Value = serde_json::from_slice(&ls.stdout).unwrap();
+        ls.as_array().unwrap().clone()
+    }
+}
+
 /// A real agent under `ctxfold run NAME` (found on PATH, as a user's
 /// would be), in the namespace, against the scripted upstream: the task
 /// done, exit 0, one conversation named in the closing lines, every
 /// model request recorded.
 fn agent_runs(exe: &Path, name: &str, args: &[&str], steps: u64) {
-    let up = AgentUpstream::start(Some(60_000));
-    // Under target/tmp: Codex refuses to make its helper binaries under a
-    // temporary folder.
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(tmp).unwrap();
-    let root = tempfile::Builder::new()
-        .prefix(&format!("run-{name}-"))
-        .tempdir_in(tmp)
-        .unwrap();
-    let (home, work, bin) = (
-        root.path().join("home"),
-        root.path().join("work"),
-        root.path().join("bin"),
-    );
-    for d in [&home, &work, &bin] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::os::unix::fs::symlink(exe, bin.join(name)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    std::fs::create_dir_all(home.join(".codex")).unwrap();
-    // Codex's own switches that stop its traffic; the provider is
-    // `ctxfold run`'s.
-    std::fs::write(
-        home.join(".codex/config.toml"),
-        "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n",
-    )
-    .unwrap();
-    assert!(
-        ctxfold_in(&work, &home)
-            .arg("init")
-            .status()
-            .unwrap()
-            .success()
-    );
-    std::fs::write(
-        work.join(".ctxfold/config.toml"),
-        format!(
-            "[proxy]\nopenai = \"{0}\"\nanthropic = \"{0}\"\nwindow = 60000\n",
-            up.base
-        ),
-    )
-    .unwrap();
-    let out = ctxfold_in(&work, &home)
+    let session = Session::new(exe, name);
+    let (up, home, work) = (&session.up, &session.home, &session.work);
+    let out = session
+        .command(env!("CARGO_BIN_EXE_ctxfold"))
         .args(["run", name, "--"])
         .args(args)
-        .env("PATH", &path)
-        .env("CODEX_HOME", home.join(".codex"))
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_API_KEY", "test")
-        .env("OPENAI_API_KEY", "test")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("LANG", "C.UTF-8")
         .env("TERM", "dumb")
-        // opencode, offline: its models from its own snapshot.
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -261,12 +313,8 @@ fn agent_runs(exe: &Path, name: &str, args: &[&str], steps: u64) {
     assert_eq!(out.status.code(), Some(0), "{name}: {err}\n{said}");
     assert!(said.contains(FINAL), "{name}: {said}\n{err}");
     assert!(up.len() >= 1, "the upstream served the agent");
-    let ls = ctxfold_in(&work, &home)
-        .args(["c", "ls", "--format", "json"])
-        .output()
-        .unwrap();
-    let ls: Value = serde_json::from_slice(&ls.stdout).unwrap();
-    let convs = ls.as_array().unwrap();
+    let convs = session.conversations();
+    let ls = Value::Array(convs.clone());
     let seen: Vec<String> = up
         .records()
         .iter()
@@ -287,7 +335,18 @@ fn agent_runs(exe: &Path, name: &str, args: &[&str], steps: u64) {
         err.contains("1 conversation recorded") && err.contains(id),
         "{err}"
     );
-    let show = ctxfold_in(&work, &home)
+    // The cost in the closing lines is what `ctxfold stats` says.
+    let stats = ctxfold_in(work, home).args(["stats", id]).output().unwrap();
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    let cost = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("cost:"))
+        .unwrap_or_else(|| panic!("{name}: no cost in the closing lines: {err}"));
+    assert!(
+        stats.lines().any(|l| l.trim() == cost.trim()),
+        "{name}: run said {cost:?}, stats said:\n{stats}"
+    );
+    let show = ctxfold_in(work, home)
         .args(["c", "show", id, "--format", "json"])
         .output()
         .unwrap();
@@ -390,5 +449,85 @@ fn aider_under_ctxfold_run() {
             ],
             0,
         )
+    });
+}
+
+/// Claude Code at a terminal (a pseudo-terminal driven by
+/// `tests/pty/drive.py`) under `ctxfold run claude`: its prompt comes up,
+/// a task typed is answered on screen, Ctrl-C twice ends it as it does
+/// without ctxfold, ctxfold ends with it (its closing lines on the screen)
+/// and the proxy is gone.
+#[test]
+#[ignore = "needs the real agents (scripts/agents) and a network namespace: run through scripts/test"]
+fn claude_code_interactively_under_ctxfold_run() {
+    in_namespace(Agent::Claude, |exe| {
+        let session = Session::new(exe, "claude");
+        // What a first start would ask (theme, the key, trusting the
+        // folder), answered as a user who has used Claude Code before.
+        std::fs::write(
+            session.home.join(".claude.json"),
+            serde_json::json!({
+                "hasCompletedOnboarding": true,
+                "theme": "dark",
+                "bypassPermissionsModeAccepted": true,
+                "customApiKeyResponses": {"approved": ["test"], "rejected": []},
+                "projects": {session.work.to_str().unwrap(): {
+                    "hasTrustDialogAccepted": true,
+                    "hasCompletedProjectOnboarding": true
+                }}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let script = serde_json::json!([
+            {"wait": "through the proxy at", "timeout": 30},
+            {"wait": "bypass permissions on", "timeout": 90},
+            {"sleep": 1},
+            {"type": task("tty", 2)},
+            {"sleep": 0.5},
+            {"key": "enter"},
+            {"wait": FINAL, "timeout": 120},
+            {"key": "ctrl-c"},
+            {"sleep": 0.3},
+            {"key": "ctrl-c"},
+            {"wait": "conversation recorded", "timeout": 60},
+        ]);
+        let drive = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pty/drive.py");
+        let out = session
+            .command("python3")
+            .args([drive, &script.to_string(), "--"])
+            .args([env!("CARGO_BIN_EXE_ctxfold"), "run", "claude", "--"])
+            .args(["--dangerously-skip-permissions"])
+            .output()
+            .unwrap();
+        let line = String::from_utf8_lossy(&out.stdout);
+        let got: Value = serde_json::from_str(line.trim())
+            .unwrap_or_else(|e| panic!("{e}: {line} {}", stderr(&out)));
+        let screen = got["screen"].as_str().unwrap_or_default();
+        assert!(
+            got["failed"].is_null(),
+            "stuck at {}:\n{screen}",
+            got["failed"]
+        );
+        assert_eq!(got["exit"], 0, "{screen}");
+        let convs = session.conversations();
+        assert_eq!(convs.len(), 1, "{convs:?}");
+        let id = convs[0]["id"].as_str().unwrap();
+        assert!(
+            screen.contains(id),
+            "the closing lines name {id}:\n{screen}"
+        );
+        // The proxy is gone with it.
+        let base = screen
+            .split("through the proxy at ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .unwrap();
+        let addr = base.trim_start_matches("http://");
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "the proxy at {addr} still listens"
+        );
+        assert!(session.up.len() > 1);
     });
 }

@@ -120,6 +120,11 @@ pub fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<()> {
         let _ = stopped.await;
     }));
 
+    // One line before the agent takes the terminal: where its requests go.
+    crate::render::say!(
+        "ctxfold: {command} through the proxy at {base}, recording in {}",
+        built.place
+    );
     let mut cmd = Command::new(&command);
     cmd.args(prefix_args(kind, &base, ctx, args.no_mcp)?);
     cmd.args(&rest);
@@ -140,7 +145,20 @@ pub fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<()> {
     let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), serving).await });
     rt.shutdown_timeout(Duration::from_secs(10));
 
-    let mut summary = closing_lines(&proxy, &before, &started, &command, status);
+    let touched = recorded(&proxy, &before, &started);
+    let mut summary = closing_lines(&proxy, &touched, &command, status);
+    if !touched.is_empty() {
+        let ids: Vec<String> = touched.iter().map(|c| c.id.clone()).collect();
+        // What `ctxfold stats` says of the same conversations.
+        match crate::cost::conversations_cost(ctx, &ids) {
+            Ok(cost) => {
+                for line in cost.to_string().lines() {
+                    summary.push_str(&format!("\n  {line}"));
+                }
+            }
+            Err(e) => summary.push_str(&format!("\n  cost: not counted: {e:#}")),
+        }
+    }
     let log = log_path();
     if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
         summary.push_str(&format!("\n  the proxy's log: {}", log.display()));
@@ -352,16 +370,16 @@ fn metric(text: &str, name: &str) -> u64 {
         .sum::<f64>() as u64
 }
 
-/// What the session recorded and saved, in a few lines.
-fn closing_lines(
+/// The conversations the session recorded in: new ones, and those it
+/// appended to (their `last_used_at` is written at a proxy's first append).
+fn recorded(
     proxy: &ctxfold_proxy::server::Proxy,
     before: &std::collections::HashSet<String>,
     started: &str,
-    command: &str,
-    status: ExitStatus,
-) -> String {
-    let store = proxy.book.store();
-    let mut touched: Vec<ctxfold_store::ConversationMeta> = store
+) -> Vec<ctxfold_store::ConversationMeta> {
+    let mut touched: Vec<ctxfold_store::ConversationMeta> = proxy
+        .book
+        .store()
         .list()
         .map(|l| l.conversations)
         .unwrap_or_default()
@@ -369,6 +387,17 @@ fn closing_lines(
         .filter(|c| !before.contains(&c.id) || c.last_used_at.as_str() >= started)
         .collect();
     touched.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    touched
+}
+
+/// What the session recorded and saved, in a few lines.
+fn closing_lines(
+    proxy: &ctxfold_proxy::server::Proxy,
+    touched: &[ctxfold_store::ConversationMeta],
+    command: &str,
+    status: ExitStatus,
+) -> String {
+    let store = proxy.book.store();
     let text = proxy.metrics.render();
     let requests = metric(&text, "ctxfold_proxy_requests_total");
     let compactions = metric(&text, "ctxfold_proxy_compactions_total");
@@ -386,7 +415,7 @@ fn closing_lines(
         n => out.push_str(&format!("{n} conversations recorded")),
     }
     out.push_str(&format!(" in {}\n", store.location()));
-    for c in &touched {
+    for c in touched {
         out.push_str(&format!(
             "  {}  {}\n",
             c.id,
