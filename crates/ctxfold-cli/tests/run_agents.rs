@@ -232,6 +232,7 @@ impl Session {
         assert!(
             ctxfold_in(&work, &home)
                 .arg("init")
+                .stdout(Stdio::null())
                 .status()
                 .unwrap()
                 .success()

@@ -561,12 +561,17 @@ impl CostSum {
     /// Where the figures came from, in words.
     pub fn source_words(&self) -> String {
         let (n, u) = (self.requests(), self.from_usage());
+        let requests = if n == 1 {
+            "1 request".to_owned()
+        } else {
+            format!("{n} requests")
+        };
         match (n, u) {
             (0, _) => "no request recorded with its figures".to_owned(),
-            (n, u) if u == n => format!("{n} requests, from the upstream's usage"),
-            (n, 0) => format!("{n} requests, estimated (the upstream reported no usage)"),
-            (n, u) => format!(
-                "{n} requests: {u} from the upstream's usage, {} estimated",
+            (_, u) if u == n => format!("{requests}, from the upstream's usage"),
+            (_, 0) => format!("{requests}, estimated (the upstream reported no usage)"),
+            (_, u) => format!(
+                "{requests}: {u} from the upstream's usage, {} estimated",
                 n - u
             ),
         }
