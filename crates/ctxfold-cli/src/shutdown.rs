@@ -1,23 +1,37 @@
 //! What stops a server (`proxy`, `ui`): Ctrl-C or SIGTERM.
 
-/// Ctrl-C or SIGTERM.
-pub async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+use std::future::Future;
+
+/// Ctrl-C or SIGTERM, listened for from this call on: call it (inside the
+/// runtime) before the server says it listens. A signal sent between that
+/// line and a handler installed later would find the default action and
+/// end the process by the signal (a service manager stopping it at once
+/// would see no clean exit).
+pub fn shutdown() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let int = signal(SignalKind::interrupt()).ok();
+        let term = signal(SignalKind::terminate()).ok();
+        async fn one(s: Option<Signal>) {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+        async move {
+            tokio::select! {
+                _ = one(int) => {},
+                _ = one(term) => {},
+            }
+        }
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

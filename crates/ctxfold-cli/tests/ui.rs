@@ -712,3 +712,33 @@ fn a_superseded_compaction_is_shown_as_such_without_an_undo() {
         "{confirm}"
     );
 }
+
+/// A SIGTERM sent as soon as `ctxfold ui` or the proxy says it listens (a
+/// service manager stopping it at once) is a clean stop, exit 0: the
+/// handler is in place before the line is printed.
+#[test]
+fn a_sigterm_right_after_the_listening_line_is_a_clean_stop() {
+    let s = Scratch::new();
+    for round in 0..10 {
+        for args in [&["ui"][..], &["proxy"][..]] {
+            let mut server = serve(&s, args);
+            let term = std::process::Command::new("kill")
+                .args(["-TERM", &server.child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(term.success());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let status = loop {
+                if let Some(status) = server.child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{args:?} did not stop"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            assert!(status.success(), "{args:?}, round {round}: {status}");
+        }
+    }
+}

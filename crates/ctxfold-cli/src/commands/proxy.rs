@@ -19,6 +19,7 @@ pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the proxy's runtime")?;
     rt.block_on(async move {
+        let stop = crate::shutdown::shutdown();
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
@@ -43,7 +44,7 @@ pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
                 ""
             }
         );
-        ctxfold_proxy::serve(listener, proxy, crate::shutdown::shutdown())
+        ctxfold_proxy::serve(listener, proxy, stop)
             .await
             .context("serving")
     })

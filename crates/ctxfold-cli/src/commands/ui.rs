@@ -44,6 +44,7 @@ pub fn run(ctx: &Context, args: UiArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the pages' runtime")?;
     rt.block_on(async move {
+        let stop = crate::shutdown::shutdown();
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("listening on {listen}"))?;
@@ -64,7 +65,7 @@ pub fn run(ctx: &Context, args: UiArgs) -> anyhow::Result<()> {
         let pages = Arc::clone(&ui);
         axum::serve(listener, ctxfold_ui::router(ui))
             .with_graceful_shutdown(async move {
-                crate::shutdown::shutdown().await;
+                stop.await;
                 // Open pages' live streams would hold the shutdown up.
                 pages.close();
             })
