@@ -125,6 +125,7 @@ pub fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<()> {
         "ctxfold: {command} through the proxy at {base}, recording in {}",
         built.place
     );
+    let signals = listen_signals(&rt);
     let mut cmd = Command::new(&command);
     cmd.args(prefix_args(kind, &base, ctx, args.no_mcp)?);
     cmd.args(&rest);
@@ -136,9 +137,9 @@ pub fn run(ctx: &Context, args: RunArgs) -> anyhow::Result<()> {
     // this process only lets it pass; a SIGTERM or SIGHUP sent to this
     // process is passed on to the agent.
     let pid = child.id();
-    let signals = rt.spawn(pass_signals(pid));
+    let passing = rt.spawn(pass_signals(signals, pid));
     let status = child.wait().context("waiting for the agent")?;
-    signals.abort();
+    passing.abort();
 
     // Answers still being recorded finish before the runtime goes.
     let _ = stop.send(());
@@ -306,17 +307,39 @@ fn point(
     Ok(None)
 }
 
-/// Let Ctrl-C pass to the agent (a handler, not an ignore: an ignored
-/// signal would be the agent's too), and pass SIGTERM and SIGHUP on.
-async fn pass_signals(pid: u32) {
+/// SIGINT, SIGTERM and SIGHUP, listened for from [`listen_signals`] on:
+/// one that comes before the agent's pid is known waits in its stream.
+#[cfg(unix)]
+type Signals = [tokio::signal::unix::Signal; 3];
+#[cfg(not(unix))]
+type Signals = ();
+
+/// Register the handlers before the agent starts: a signal in between
+/// would otherwise end this process by its default action and leave the
+/// agent behind.
+fn listen_signals(rt: &tokio::runtime::Runtime) -> Option<Signals> {
+    let _in = rt.enter();
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
+        Some([
+            signal(SignalKind::interrupt()).ok()?,
+            signal(SignalKind::terminate()).ok()?,
+            signal(SignalKind::hangup()).ok()?,
+        ])
+    }
+    #[cfg(not(unix))]
+    {
+        Some(())
+    }
+}
+
+/// Let Ctrl-C pass to the agent (a handler, not an ignore: an ignored
+/// signal would be the agent's too), and pass SIGTERM and SIGHUP on.
+async fn pass_signals(signals: Option<Signals>, pid: u32) {
+    #[cfg(unix)]
+    {
+        let Some([mut int, mut term, mut hup]) = signals else {
             return;
         };
         let Some(pid) = i32::try_from(pid)
@@ -338,7 +361,7 @@ async fn pass_signals(pid: u32) {
     }
     #[cfg(not(unix))]
     {
-        let _ = pid;
+        let _ = (signals, pid);
         std::future::pending::<()>().await;
     }
 }
