@@ -15,6 +15,7 @@ mod compacting;
 mod context;
 mod cost;
 mod listing;
+mod metrics_text;
 mod progress;
 mod render;
 mod rules;

@@ -547,22 +547,7 @@ fn the_proxy_and_the_pages_on_postgres_stop_cleanly_on_sigterm() {
                 let got = ureq::get(&server.url(page)).call().unwrap();
                 assert_eq!(got.status(), 200, "{command}");
             }
-            let term = std::process::Command::new("kill")
-                .args(["-TERM", &server.child.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(term.success());
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            let status = loop {
-                if let Some(status) = server.child.try_wait().unwrap() {
-                    break status;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{command} did not stop"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            };
+            let status = server.terminate();
             // The log reader may still be catching up with the last lines.
             std::thread::sleep(std::time::Duration::from_millis(200));
             let log = server.logged().join("\n");

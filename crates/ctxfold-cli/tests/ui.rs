@@ -721,23 +721,7 @@ fn a_sigterm_right_after_the_listening_line_is_a_clean_stop() {
     let s = Scratch::new();
     for round in 0..10 {
         for args in [&["ui"][..], &["proxy"][..]] {
-            let mut server = serve(&s, args);
-            let term = std::process::Command::new("kill")
-                .args(["-TERM", &server.child.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(term.success());
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            let status = loop {
-                if let Some(status) = server.child.try_wait().unwrap() {
-                    break status;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{args:?} did not stop"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            };
+            let status = serve(&s, args).terminate();
             assert!(status.success(), "{args:?}, round {round}: {status}");
         }
     }

@@ -382,17 +382,6 @@ fn exit_code(status: ExitStatus) -> u8 {
     1
 }
 
-/// A counter's value in the proxy's metrics, summed over its labels.
-fn metric(text: &str, name: &str) -> u64 {
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
-
 /// The conversations the session recorded in: new ones, and those it
 /// appended to (their `last_used_at` is written at a proxy's first append).
 fn recorded(
@@ -422,11 +411,11 @@ fn closing_lines(
 ) -> String {
     let store = proxy.book.store();
     let text = proxy.metrics.render();
-    let requests = metric(&text, "ctxfold_proxy_requests_total");
-    let compactions = metric(&text, "ctxfold_proxy_compactions_total");
+    let requests = crate::metrics_text::total(&text, "ctxfold_proxy_requests_total");
+    let compactions = crate::metrics_text::total(&text, "ctxfold_proxy_compactions_total");
     let (raw, sent) = (
-        metric(&text, "ctxfold_proxy_tokens_before_total"),
-        metric(&text, "ctxfold_proxy_tokens_after_total"),
+        crate::metrics_text::total(&text, "ctxfold_proxy_tokens_before_total"),
+        crate::metrics_text::total(&text, "ctxfold_proxy_tokens_after_total"),
     );
     let name = Path::new(command)
         .file_name()

@@ -114,6 +114,30 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// Send it SIGTERM and wait for it to end (at most 10 s, else the
+    /// test fails): its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let term = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(term.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} did not stop within 10 s of SIGTERM",
+                self.base
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
 impl Drop for Proxy {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -1,5 +1,5 @@
 //! New conversations: recorded with the proxy's entry in their metadata
-//! (key, shape, model, fork) and a title from the user's first own words;
+//! (key, shape, model, fork) and a title from the user's own words;
 //! in a shared store, a key's first one gets an id made from the key.
 
 use ctxfold_core::{Body, Object, Record};
@@ -169,18 +169,19 @@ fn new_meta(
 mod tests {
     use super::*;
 
+    fn user(t: &str) -> Record {
+        Record::new(
+            0,
+            "",
+            Body::User {
+                content: t.into(),
+                author: None,
+            },
+        )
+    }
+
     #[test]
     fn titles_are_the_users_own_words_not_the_agents_wrappers() {
-        let user = |t: &str| {
-            Record::new(
-                0,
-                "",
-                Body::User {
-                    content: t.into(),
-                    author: None,
-                },
-            )
-        };
         let claude = [
             user("<system-reminder>\nContext: today is Tuesday.\n</system-reminder>"),
             user("<command-name>/review</command-name>\n<command-args></command-args>"),
@@ -208,16 +209,6 @@ mod tests {
 
     #[test]
     fn a_title_is_the_newest_request_not_the_agents_context_and_keeps_its_end() {
-        let user = |t: &str| {
-            Record::new(
-                0,
-                "",
-                Body::User {
-                    content: t.into(),
-                    author: None,
-                },
-            )
-        };
         // aider's first request: its example exchange and chat-files
         // message, then what was typed with its reminder.
         let aider = [

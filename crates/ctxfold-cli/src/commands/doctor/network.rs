@@ -247,8 +247,8 @@ fn served(agent: &ureq::Agent, base: &str, s: &Settings) -> String {
     };
     match get(agent, &format!("{base}/metrics"), &token) {
         Ok((200, text, _)) => {
-            let requests = total(&text, "ctxfold_proxy_requests_total");
-            let compactions = total(&text, "ctxfold_proxy_compactions_total");
+            let requests = crate::metrics_text::total(&text, "ctxfold_proxy_requests_total");
+            let compactions = crate::metrics_text::total(&text, "ctxfold_proxy_compactions_total");
             let (r, c) = (plural(requests), plural(compactions));
             format!("; {requests} request{r} answered, {compactions} compaction{c} recorded")
         }
@@ -262,30 +262,9 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// The sum of every sample of `metric` (all its labels) in Prometheus
-/// text.
-fn total(text: &str, metric: &str) -> u64 {
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix(metric)
-                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|v| v.max(0.0) as u64)
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn totals_add_up_every_label() {
-        let text = "# HELP x\nctxfold_proxy_requests_total{endpoint=\"messages\",status=\"2xx\"} 3\nctxfold_proxy_requests_total{endpoint=\"chat\",status=\"4xx\"} 2\nctxfold_proxy_requests_total_other 9\nctxfold_proxy_compactions_total 1\n";
-        assert_eq!(total(text, "ctxfold_proxy_requests_total"), 5);
-        assert_eq!(total(text, "ctxfold_proxy_compactions_total"), 1);
-        assert_eq!(total(text, "ctxfold_proxy_missing_total"), 0);
-    }
 
     #[test]
     fn every_address_is_reached_on_loopback() {
