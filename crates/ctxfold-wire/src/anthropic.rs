@@ -49,26 +49,33 @@ impl Message {
 }
 
 /// A whole answer as the Messages API returns it (`type: "message"`):
-/// what Claude Code keeps as the `message` of its assistant lines.
+/// what Claude Code keeps as the `message` of its assistant lines. Read
+/// from the servers that copy the API, its id, type, role and model may be
+/// missing (empty).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
     /// Its id (`msg_…`).
+    #[serde(default)]
     pub id: String,
     /// `message`.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     pub kind: String,
     /// `assistant`.
+    #[serde(default)]
     pub role: String,
     /// The model that wrote it.
+    #[serde(default)]
     pub model: Value,
-    /// Its content blocks (`null` while they are still to be set).
-    pub content: Value,
+    /// Its content blocks (`None`, written `null`, while they are still
+    /// to be set).
+    pub content: Option<Vec<Block>>,
     /// Why it stopped (`end_turn`, `tool_use`, …).
     pub stop_reason: Option<String>,
     /// The stop sequence met, if any.
     pub stop_sequence: Option<String>,
-    /// Tokens used.
-    pub usage: Object,
+    /// Tokens used, as sent (see [`Usage`]; `None`: no `usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Object>,
     /// Every other key.
     #[serde(flatten)]
     pub extra: Object,
@@ -86,13 +93,31 @@ impl Reply {
             kind: "message".into(),
             role: role::ASSISTANT.into(),
             model,
-            content: Value::Null,
+            content: None,
             stop_reason: Some("end_turn".into()),
             stop_sequence: None,
-            usage,
+            usage: Some(usage),
             extra: Object::new(),
         }
     }
+}
+
+/// An answer's `usage`, the counts ctxfold reads.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// The prompt's tokens that were neither written to nor read from the
+    /// prompt cache.
+    pub input_tokens: Option<u64>,
+    /// The prompt's tokens written to the cache.
+    pub cache_creation_input_tokens: Option<u64>,
+    /// The prompt's tokens read from the cache.
+    pub cache_read_input_tokens: Option<u64>,
+    /// The answer's tokens.
+    pub output_tokens: Option<u64>,
+    /// Every other key (`cache_creation`, `service_tier`, …).
+    #[serde(flatten)]
+    pub extra: Object,
 }
 
 /// A message's content, or the top-level `system`.
@@ -517,6 +542,10 @@ pub struct MessageDelta {
     pub delta: Object,
     /// Usage keys that changed.
     pub usage: Option<Object>,
+    /// The edits the provider applied (its context management), beside
+    /// the delta as in a whole message (`Some(null)`: a `null` sent).
+    #[serde(default, deserialize_with = "crate::present")]
+    pub context_management: Option<Value>,
     /// Every other key.
     #[serde(flatten)]
     pub extra: Object,
@@ -619,6 +648,33 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_reads_with_what_servers_leave_out_and_writes_as_before() {
+        let ended = crate::value(&Reply::ended("msg_1", Value::from("m")));
+        assert_eq!(
+            ended.to_string(),
+            r#"{"id":"msg_1","type":"message","role":"assistant","model":"m","content":null,"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}"#
+        );
+        let r: Reply = serde_json::from_str(
+            r#"{"content":[{"type":"text","text":"hi"},{"type":"compaction","content":"c"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"cache_read_input_tokens":100,"output_tokens":7,"service_tier":"standard"},"container":null}"#,
+        )
+        .unwrap();
+        assert_eq!((r.id.as_str(), r.kind.as_str()), ("", ""));
+        let blocks = r.content.as_deref().unwrap();
+        assert!(matches!(&blocks[0], Block::Text(t) if t.text == "hi"));
+        assert_eq!(blocks[1].kind(), Some("compaction"));
+        let usage: Usage = serde_json::from_value(Value::Object(r.usage.unwrap())).unwrap();
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.cache_read_input_tokens,
+                usage.output_tokens
+            ),
+            (Some(10), Some(100), Some(7))
+        );
+        assert_eq!(r.extra.keys().collect::<Vec<_>>(), ["container"]);
+    }
+
+    #[test]
     fn stream_events_round_trip_and_unknown_ones_are_kept() {
         for data in [
             r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","usage":{"input_tokens":10,"output_tokens":1}}}"#,
@@ -628,6 +684,8 @@ mod tests {
             r#"{"type":"content_block_delta","index":2,"delta":{"type":"compaction_delta","content":"so far"}}"#,
             r#"{"type":"content_block_stop","index":0}"#,
             r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":50}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5},"context_management":{"applied_edits":[]}}"#,
+            r#"{"type":"message_delta","delta":{},"context_management":null}"#,
             r#"{"type":"message_stop"}"#,
             r#"{"type":"ping"}"#,
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,

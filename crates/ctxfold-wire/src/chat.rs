@@ -267,6 +267,123 @@ pub struct Choice {
     pub finish_reason: Option<Value>,
 }
 
+/// An answer as read: a whole completion (its choices hold a `message`)
+/// or one chunk of a stream (`delta`). Unlike [`Completion`], which is what
+/// ctxfold writes, every key is optional: the servers that copy the API
+/// leave out what they do not have (a choice's index, a tool call's id or
+/// type, a chunk's delta).
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Answer {
+    /// `chat.completion` or `chat.completion.chunk`.
+    pub object: Option<Value>,
+    /// The answers; ctxfold reads the one of index 0.
+    pub choices: Option<Vec<AnswerChoice>>,
+    /// Tokens used, as sent (see [`Usage`]).
+    pub usage: Option<Value>,
+    /// What went wrong: a chunk of a stream may be an error instead.
+    pub error: Option<Value>,
+    /// Every other key (`id`, `model`, `created`, …).
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// One answer of an [`Answer`].
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnswerChoice {
+    /// Its index (none: 0).
+    pub index: Option<u64>,
+    /// The whole message (a whole completion).
+    pub message: Option<AnswerMessage>,
+    /// A piece of the message (a chunk).
+    pub delta: Option<AnswerMessage>,
+    /// Why it stopped (`stop`, `tool_calls`, `length`, …).
+    pub finish_reason: Option<Value>,
+    /// Every other key (`logprobs`, …).
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// An assistant's message as an answer holds it, whole or a piece of it.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnswerMessage {
+    /// `assistant`.
+    pub role: Option<String>,
+    /// Its text (or parts).
+    pub content: Option<Content>,
+    /// Its reasoning (DeepSeek, vLLM, llama.cpp).
+    pub reasoning_content: Option<String>,
+    /// Its reasoning, as OpenRouter and newer vLLM name it.
+    pub reasoning: Option<String>,
+    /// Its tool calls (in a chunk: pieces of them, by `index`).
+    pub tool_calls: Option<Vec<AnswerToolCall>>,
+    /// Every other key (`refusal`, …).
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// A tool call as an answer holds it, whole or a piece of it.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnswerToolCall {
+    /// Which call a piece belongs to (a chunk's).
+    pub index: Option<u64>,
+    /// The call's id.
+    pub id: Option<String>,
+    /// `function`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The function called.
+    pub function: Option<AnswerFunction>,
+    /// Every other key.
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// The function of an [`AnswerToolCall`].
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnswerFunction {
+    /// The tool.
+    pub name: Option<String>,
+    /// Its arguments: JSON text in a string (in a chunk, a piece of it).
+    pub arguments: Option<Value>,
+    /// Every other key.
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// An answer's `usage`, the counts ctxfold reads.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// The prompt's tokens, cached ones included.
+    pub prompt_tokens: Option<u64>,
+    /// The answer's tokens, reasoning included.
+    pub completion_tokens: Option<u64>,
+    /// Every other key (`total_tokens`, `prompt_tokens_details`, …).
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+impl Content {
+    /// Its text: the text itself, or the `text` of each part that has one,
+    /// joined with `sep`; empty for `null` and anything else.
+    pub fn text(&self, sep: &str) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(sep),
+            Content::Null | Content::Other(_) => String::new(),
+        }
+    }
+}
+
 impl Request {
     /// The request as a body to send, its messages kept typed until
     /// they are written (see [`RequestBody`]).
@@ -415,6 +532,34 @@ mod tests {
         let moved = messages.clone().into_value();
         assert_eq!(moved.to_string(), crate::value(&messages).to_string());
         assert_eq!(moved.to_string(), body);
+    }
+
+    #[test]
+    fn answers_read_whole_or_in_chunks_with_what_servers_leave_out() {
+        let whole = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls","logprobs":null}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}"#;
+        let a: Answer = serde_json::from_str(whole).unwrap();
+        let choice = &a.choices.as_ref().unwrap()[0];
+        let call = &choice
+            .message
+            .as_ref()
+            .unwrap()
+            .tool_calls
+            .as_ref()
+            .unwrap()[0];
+        assert_eq!((call.id.as_deref(), call.kind.as_deref()), (None, None));
+        assert_eq!(a.extra.keys().collect::<Vec<_>>(), ["id"]);
+        let usage: Usage = serde_json::from_value(a.usage.clone().unwrap()).unwrap();
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (Some(3), Some(1))
+        );
+        let chunk = r#"{"id":"c","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}],"tool_calls":[{"index":1,"id":null,"function":{"arguments":"{\"p"}}]},"finish_reason":null}]}"#;
+        let a: Answer = serde_json::from_str(chunk).unwrap();
+        let delta = a.choices.unwrap().remove(0).delta.unwrap();
+        assert_eq!(delta.content.unwrap().text("|"), "a|b");
+        assert_eq!(delta.tool_calls.unwrap()[0].index, Some(1));
+        let error: Answer = serde_json::from_str(r#"{"error":{"message":"no"}}"#).unwrap();
+        assert!(error.error.is_some() && error.choices.is_none());
     }
 
     #[test]

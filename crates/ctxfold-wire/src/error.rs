@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Object;
+use crate::{Object, Value};
 
 /// An error answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,9 +42,66 @@ impl ErrorBody {
     }
 }
 
+/// An error answer as read, in any of the shapes the servers that speak
+/// these APIs send: `{"error": {"message", "type", "code"}}` (OpenAI,
+/// llama.cpp, Anthropic's [`ErrorBody`]), `{"error": "text"}` (Ollama),
+/// `{"message", "type", "code"}` (vLLM), `{"detail": …}` (FastAPI
+/// servers). Only the keys that say what went wrong are read (the body is
+/// quoted whole where none does), so reading a large answer to see whether
+/// it is an error copies nothing else.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reported {
+    /// What went wrong: an object (read as [`Detail`]) or text (`null`:
+    /// none).
+    pub error: Option<Value>,
+    /// What went wrong, beside no `error` object.
+    pub message: Option<Value>,
+    /// What went wrong, as FastAPI says it (text, or a list of problems).
+    pub detail: Option<Value>,
+    /// A code (`context_length_exceeded`, `400`, …).
+    pub code: Option<Value>,
+    /// A type (`invalid_request_error`, …).
+    #[serde(rename = "type")]
+    pub kind: Option<Value>,
+}
+
+/// The `error` object of a [`Reported`] error.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Detail {
+    /// For people.
+    pub message: Option<Value>,
+    /// A code (`context_length_exceeded`, `400`, …).
+    pub code: Option<Value>,
+    /// A type (`overloaded_error`, …).
+    #[serde(rename = "type")]
+    pub kind: Option<Value>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_of_every_shape_read() {
+        let r: Reported = serde_json::from_str(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
+        .unwrap();
+        let d: Detail = serde_json::from_value(r.error.unwrap()).unwrap();
+        assert_eq!(d.kind, Some("overloaded_error".into()));
+        let r: Reported =
+            serde_json::from_str(r#"{"error":"model \"x\" not found","code":404}"#).unwrap();
+        assert_eq!((r.error.is_some(), r.code), (true, Some(404.into())));
+        let r: Reported = serde_json::from_str(
+            r#"{"object":"error","message":"too long","type":"BadRequestError","code":400}"#,
+        )
+        .unwrap();
+        assert_eq!((r.error, r.message), (None, Some("too long".into())));
+        let r: Reported = serde_json::from_str(r#"{"error":null,"choices":[]}"#).unwrap();
+        assert_eq!(r, Reported::default());
+    }
 
     #[test]
     fn written_as_the_apis_write_it() {
