@@ -219,7 +219,7 @@ fn recall_scenario(agent: Agent, exe: &Path, window: usize) {
             strings(&r.json(), &mut all);
             all.contains(&folded)
         });
-        let stored = ctxfold_core::handle::index_of_position(&log, n).and_then(|i| {
+        let stored = ctxfold_core::position::index_of_position(&log, n).and_then(|i| {
             match &log.records()[i].body {
                 ctxfold_core::Body::ToolResult { content, .. } => Some(content.clone()),
                 _ => None,

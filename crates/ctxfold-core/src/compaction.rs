@@ -9,9 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::record::{Object, RecordError};
+use serde_json::{Map, Value};
 
 /// A compaction: which events it covers and what it does to them.
 #[serde_with::skip_serializing_none]
@@ -44,7 +42,7 @@ pub struct Compaction {
     /// Takes effect only once the log's highest turn index reaches this.
     pub deferred_until_turn: Option<u32>,
     /// An automatic firing's budget, sizes and escalation steps.
-    pub budget: Option<crate::budget::Firing>,
+    pub budget: Option<crate::firing::Firing>,
     /// Tool results and user messages in the range longer than this many
     /// characters are shown as their head and tail with a note saying how
     /// much was left out (the record itself is untouched).
@@ -63,7 +61,7 @@ pub struct Compaction {
     pub keep_diagnostics: Option<u32>,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]
-    pub extra: Object,
+    pub extra: Map<String, Value>,
 }
 
 impl Compaction {
@@ -234,7 +232,7 @@ pub struct CompactionReset {
     pub restore: bool,
     /// Fields this version does not know, kept for the round trip.
     #[serde(flatten)]
-    pub extra: Object,
+    pub extra: Map<String, Value>,
 }
 
 /// Which compactions a [`CompactionReset`] names.
@@ -255,35 +253,6 @@ pub enum AllMarker {
     All,
 }
 
-/// The `seq`s of the compactions that `compaction_reset` records in
-/// `records` leave revoked, applying the resets in log order (a restore
-/// undoes a revocation).
-pub fn revoked_seqs(records: &[crate::record::Record]) -> std::collections::HashSet<u64> {
-    use crate::record::Body;
-    let mut revoked = std::collections::HashSet::new();
-    let mut seen: Vec<u64> = Vec::new();
-    for r in records {
-        match &r.body {
-            Body::Compaction(_) => seen.push(r.seq),
-            Body::CompactionReset(reset) => {
-                let targets: &[u64] = match &reset.targets {
-                    ResetTargets::All(_) => &seen,
-                    ResetTargets::Some(v) => v,
-                };
-                for &t in targets {
-                    if reset.restore {
-                        revoked.remove(&t);
-                    } else {
-                        revoked.insert(t);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    revoked
-}
-
 impl From<ToolPolicy> for ToolOverride {
     fn from(p: ToolPolicy) -> ToolOverride {
         match p {
@@ -293,52 +262,6 @@ impl From<ToolPolicy> for ToolOverride {
             ToolPolicy::Omit => ToolOverride::Omit,
         }
     }
-}
-
-fn check<T: for<'de> Deserialize<'de>>(
-    fields: &Object,
-    kind: &'static str,
-) -> Result<T, RecordError> {
-    // serde's message names the field and what it expected: keep it.
-    serde_json::from_value(Value::Object(fields.clone())).map_err(|e| RecordError::Fields {
-        kind,
-        detail: e.to_string(),
-    })
-}
-
-/// An overlay record's body, read from and written to a record's fields
-/// by serde (both kinds the same way).
-pub(crate) trait OverlayFields: Serialize + for<'de> Deserialize<'de> {
-    /// The record's `type`.
-    const KIND: &'static str;
-
-    fn check_fields(fields: &Object) -> Result<(), RecordError> {
-        check::<Self>(fields, Self::KIND).map(|_| ())
-    }
-
-    /// Only after [`OverlayFields::check_fields`] accepted `fields`.
-    // Cannot fail: `record::take_body`, the only caller, runs after
-    // `check_fields` accepted these very fields, and `check` is the same
-    // deterministic deserialization.
-    #[allow(clippy::expect_used)]
-    fn take_fields(fields: &mut Object) -> Self {
-        let taken = std::mem::take(fields);
-        check(&taken, Self::KIND).expect("fields were checked")
-    }
-
-    fn write_fields(&self, obj: &mut Object) {
-        if let Ok(Value::Object(m)) = serde_json::to_value(self) {
-            obj.extend(m);
-        }
-    }
-}
-
-impl OverlayFields for Compaction {
-    const KIND: &'static str = "compaction";
-}
-
-impl OverlayFields for CompactionReset {
-    const KIND: &'static str = "compaction_reset";
 }
 
 impl Compaction {
@@ -361,7 +284,7 @@ impl Compaction {
             clip_chars: None,
             excerpt_chars: None,
             keep_diagnostics: None,
-            extra: Object::new(),
+            extra: Map::new(),
         }
     }
 

@@ -14,7 +14,8 @@
 //!
 //! The target names records by their position among the conversation's
 //! records, ctxfold's own overlay records (compactions, resets, attempts:
-//! [`is_overlay`]) not counted. Positions never change as the log grows,
+//! [`is_overlay`](crate::position::is_overlay)) not counted (see
+//! [`crate::position`]). Positions never change as the log grows,
 //! and they are the same in a log, in its replay with automatic
 //! compaction (which puts compactions between the records) and in the
 //! transcript it was imported from, so a handle written into a compacted
@@ -29,49 +30,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::attempt::{FINISHED, STARTED};
-use crate::log::Log;
 use crate::record::{Body, Record};
-
-/// Whether a record is ctxfold's bookkeeping over the conversation (a
-/// compaction, a reset, a compaction attempt's start or end) rather than
-/// part of it: handles do not count it.
-pub fn is_overlay(body: &Body) -> bool {
-    match body {
-        Body::Compaction(_) | Body::CompactionReset(_) => true,
-        Body::Other { kind, .. } => kind == STARTED || kind == FINISHED,
-        _ => false,
-    }
-}
-
-/// The index in `log` of the record at position `n` (see the module
-/// docs), if there is one.
-pub fn index_of_position(log: &Log, n: u64) -> Option<usize> {
-    log.records()
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| !is_overlay(&r.body))
-        .nth(usize::try_from(n).ok()?)
-        .map(|(i, _)| i)
-}
-
-/// The position of the record at index `index` of `log` (the number a
-/// handle on it gives; not its `seq`, which counts overlays too).
-pub fn position(log: &Log, index: usize) -> u64 {
-    log.records()
-        .iter()
-        .take(index)
-        .filter(|r| !is_overlay(&r.body))
-        .count() as u64
-}
-
-/// How many records count for positions (the last position plus one).
-pub fn positions(log: &Log) -> u64 {
-    log.records()
-        .iter()
-        .filter(|r| !is_overlay(&r.body))
-        .count() as u64
-}
 
 /// Characters a tag is written with: lower-case letters and digits, with
 /// the ones easily misread (`0`/`o`, `1`/`l`/`i`) left out.
@@ -95,12 +54,6 @@ impl Default for Tag {
 }
 
 impl Tag {
-    /// The tag of `log`: a hash of its first record (kept by the log, see
-    /// [`Log::tag`]). `None` for an empty log.
-    pub fn of(log: &Log) -> Option<Tag> {
-        log.tag()
-    }
-
     /// The tag of a log whose first record is `first`.
     pub(crate) fn of_first(first: &Record) -> Tag {
         // FNV-1a, written out: the tag must not change between builds or
@@ -306,6 +259,7 @@ pub fn recall_hint(handle: &Handle) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::Log;
 
     fn log(records: Vec<Record>) -> Log {
         Log::from_records(records)

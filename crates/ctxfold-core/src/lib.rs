@@ -7,6 +7,7 @@
 //! crates and depend on this one, never the other way round.
 
 pub mod anchor;
+pub mod arrival;
 pub mod attempt;
 pub mod bounds;
 pub mod budget;
@@ -18,12 +19,14 @@ pub mod digest;
 pub mod dsl;
 pub mod estimate;
 pub mod excerpt;
+pub mod firing;
 pub mod handle;
 pub mod json_text;
 pub mod kept;
 pub mod log;
 pub mod materialize;
 pub mod planner;
+pub mod position;
 pub mod projection;
 pub mod recall;
 pub mod record;

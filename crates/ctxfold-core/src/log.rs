@@ -130,7 +130,19 @@ impl Log {
     pub fn tag(&self) -> Option<Tag> {
         self.tag
     }
+}
 
+// Here rather than in `handle`, beside the tag the log keeps: the handles'
+// text sits below the log.
+impl Tag {
+    /// The tag of `log`: a hash of its first record (kept by the log, see
+    /// [`Log::tag`]). `None` for an empty log.
+    pub fn of(log: &Log) -> Option<Tag> {
+        log.tag()
+    }
+}
+
+impl Log {
     /// Index the record that is (or is about to be) at `idx`, the next
     /// place after those indexed so far.
     fn index(&mut self, idx: usize, record: &Record) {
@@ -572,6 +584,34 @@ pub fn read_lines(text: &[u8]) -> ReadLines {
         r.push(line);
     }
     r.finish()
+}
+
+/// The `seq`s of the compactions that `compaction_reset` records in
+/// `records` leave revoked, applying the resets in log order (a restore
+/// undoes a revocation).
+pub fn revoked_seqs(records: &[Record]) -> std::collections::HashSet<u64> {
+    let mut revoked = std::collections::HashSet::new();
+    let mut seen: Vec<u64> = Vec::new();
+    for r in records {
+        match &r.body {
+            Body::Compaction(_) => seen.push(r.seq),
+            Body::CompactionReset(reset) => {
+                let targets: &[u64] = match &reset.targets {
+                    crate::compaction::ResetTargets::All(_) => &seen,
+                    crate::compaction::ResetTargets::Some(v) => v,
+                };
+                for &t in targets {
+                    if reset.restore {
+                        revoked.remove(&t);
+                    } else {
+                        revoked.insert(t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    revoked
 }
 
 #[cfg(test)]

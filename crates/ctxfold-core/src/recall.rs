@@ -6,8 +6,9 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
-use crate::handle::{Handle, Tag, Target, index_of_position, is_overlay, positions, recall_hint};
+use crate::handle::{Handle, Tag, Target, recall_hint};
 use crate::log::Log;
+use crate::position::{index_of_position, is_overlay, positions};
 use crate::record::{Body, Record};
 
 /// Characters a page holds unless the caller asks otherwise: about 3,000

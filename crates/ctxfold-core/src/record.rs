@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::compaction::{Compaction, CompactionReset, OverlayFields};
+use crate::compaction::{Compaction, CompactionReset};
 use crate::json_text::JsonText;
 use crate::ts::Ts;
 
@@ -728,6 +728,11 @@ impl serde::Serialize for Line<'_> {
 /// The records most of a log is made of, read straight into their typed
 /// form (see the module).
 mod fast;
+/// The overlay records' bodies read from and written to a record's
+/// fields.
+mod overlay;
+
+use overlay::OverlayFields;
 
 #[cfg(test)]
 mod fast_tests {

@@ -20,9 +20,8 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::bounds::{Bound, after_last_compaction};
-use crate::budget::Budget;
-use crate::compaction::revoked_seqs;
-use crate::log::Log;
+use crate::firing::Budget;
+use crate::log::{Log, revoked_seqs};
 use crate::planner::Rule;
 use crate::projection::covered_indices;
 use crate::record::Body;
@@ -53,9 +52,9 @@ pub struct AutoPolicy {
     /// it, newest first, older ones as a first line and a recall handle.
     pub summary_share: f64,
     /// A tool result over this share of the window (in tokens; a user
-    /// message over [`USER_FACTOR`](crate::excerpt::USER_FACTOR) times
+    /// message over [`USER_FACTOR`](crate::arrival::USER_FACTOR) times
     /// it) is excerpted when it arrives, before the request that first
-    /// carries it goes upstream (see [`crate::excerpt`]), in [0, 1]; 0
+    /// carries it goes upstream (see [`crate::arrival`]), in [0, 1]; 0
     /// turns it off.
     pub excerpt_share: f64,
     /// A firing folds deep enough that the band from its result to the
@@ -83,14 +82,6 @@ impl Default for AutoPolicy {
             band_steps: 8,
             rule: Rule::builtin(),
         }
-    }
-}
-
-impl AutoPolicy {
-    /// The budget of a request to a model of `window` tokens carrying
-    /// `fixed` tokens besides the conversation (see [`Budget::new`]).
-    pub fn budget(&self, window: u32, fixed: usize, max_tokens: Option<u32>) -> Budget {
-        Budget::new(self, window, fixed, max_tokens)
     }
 }
 

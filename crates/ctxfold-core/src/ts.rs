@@ -56,16 +56,25 @@ impl Ts {
         matches!(&self.0, Repr::Text(t) if t.is_empty())
     }
 
-    /// The instant, when the text names one (see
-    /// [`crate::bounds::parse_ts`]).
+    /// The instant, when the text names one (see [`parse_ts`]).
     pub fn timestamp(&self) -> Option<jiff::Timestamp> {
         match &self.0 {
             Repr::Utc { secs, nanos, .. } => {
                 jiff::Timestamp::new(*secs, i32::try_from(*nanos).ok()?).ok()
             }
-            Repr::Text(t) => crate::bounds::parse_ts(t),
+            Repr::Text(t) => parse_ts(t),
         }
     }
+}
+
+/// The time a record was written, if its `ts` can be read: RFC 3339, or a
+/// date and time without offset (JP's format), taken as UTC.
+pub fn parse_ts(ts: &str) -> Option<jiff::Timestamp> {
+    if let Ok(t) = ts.parse::<jiff::Timestamp>() {
+        return Some(t);
+    }
+    let civil: jiff::civil::DateTime = ts.parse().ok()?;
+    jiff::tz::TimeZone::UTC.to_timestamp(civil).ok()
 }
 
 impl Default for Ts {
@@ -196,6 +205,13 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn jp_timestamps_are_read_as_utc() {
+        let t = parse_ts("2026-03-05 19:31:48.190208").unwrap();
+        assert_eq!(t.to_string(), "2026-03-05T19:31:48.190208Z");
+        assert!(parse_ts("not a time").is_none());
+    }
 
     #[test]
     fn utc_times_are_held_as_numbers_and_written_back_unchanged() {

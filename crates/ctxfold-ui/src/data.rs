@@ -84,7 +84,7 @@ fn last_record_time(log: &Log) -> Option<jiff::Timestamp> {
 /// `text` as a point in time: RFC 3339, else a date and time without a zone
 /// (read as UTC), as range bounds read record times.
 pub fn timestamp(text: &str) -> Option<jiff::Timestamp> {
-    ctxfold_core::bounds::parse_ts(text)
+    ctxfold_core::ts::parse_ts(text)
 }
 
 /// Raw tokens of a log, counted as the timeline counts them (model-visible

@@ -5,9 +5,9 @@
 //! [`ctxfold_core::excerpt`]). The text the model sees for the output then
 //! never changes, and neither does the prefix the provider caches.
 
+use ctxfold_core::arrival::arrivals;
 use ctxfold_core::compaction::{Compaction, Source};
 use ctxfold_core::estimate::CHARS_PER_TOKEN;
-use ctxfold_core::excerpt::arrivals;
 use ctxfold_core::planner::Planned;
 use ctxfold_core::record::Body;
 use tracing::{info, warn};

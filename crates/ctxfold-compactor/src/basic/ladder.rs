@@ -80,7 +80,7 @@ impl BasicCompactor {
         let undone_end = if before > budget.limit() {
             0
         } else {
-            let revoked = ctxfold_core::compaction::revoked_seqs(log.records());
+            let revoked = ctxfold_core::log::revoked_seqs(log.records());
             log.records()
                 .iter()
                 .filter(|r| revoked.contains(&r.seq))

@@ -23,7 +23,8 @@ use super::forms::{Short, render_full_with, render_short_with};
 use super::requests::{item_head, spaced, verbatim};
 use super::scan::{Request, scan};
 use crate::compaction::Provenance;
-use crate::handle::{Handle, Tag, is_overlay, position, recall_hint};
+use crate::handle::{Handle, Tag, recall_hint};
+use crate::position::{is_overlay, position};
 use crate::summarizer::{SummarizeError, SummaryInput, SummaryOutput};
 use crate::text::truncate_words;
 

@@ -2,8 +2,9 @@
 //! whether it is revoked, deferred or out of bounds. Read by the sweep and
 //! by anyone who lists compactions.
 
-use crate::compaction::{Compaction, revoked_seqs};
+use crate::compaction::Compaction;
 use crate::log::Log;
+use crate::log::revoked_seqs;
 use crate::record::{Body, Record};
 
 use super::Inactive;

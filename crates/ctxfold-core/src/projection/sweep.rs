@@ -6,8 +6,9 @@
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
-use crate::handle::{Tag, is_overlay};
+use crate::handle::Tag;
 use crate::log::Log;
+use crate::position::is_overlay;
 use crate::record::{Body, Record};
 use crate::text::more_chars_than;
 

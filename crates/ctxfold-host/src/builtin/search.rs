@@ -8,7 +8,8 @@
 //! means the whole of it. The call being answered is never a hit (its own
 //! arguments hold the query).
 
-use ctxfold_core::handle::{Tag, Target, position};
+use ctxfold_core::handle::{Tag, Target};
+use ctxfold_core::position::position;
 use ctxfold_core::recall::{DEFAULT_HITS, RecallError, render_found, search};
 use ctxfold_core::{Body, Log};
 use ctxfold_providers::ToolSpec;
