@@ -146,7 +146,7 @@ fn one(key: &str, value: &str) -> Object {
 
 /// The JP `events.json` array for `records`.
 pub fn events_json(records: &[Record]) -> Value {
-    let revoked = ctxfold_core::compaction::revoked_seqs(records);
+    let revoked = ctxfold_core::log::revoked_seqs(records);
     // An answer cut short that a retry replaced is not part of the
     // conversation JP would go on with.
     let replaced = ctxfold_core::cut_short::replaced(records);
