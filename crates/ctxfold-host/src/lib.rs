@@ -19,6 +19,9 @@
 //!   [`builtin::search`] (while a compaction is in force, unless switched
 //!   off: what a fold's handle stands for, byte for byte, and where a text
 //!   occurs in the raw log, read from the host's own log, no approval).
+//! - [`output`]: what a tool run gives back to the turn loop
+//!   ([`output::ToolOutput`]), and what a built-in tool asks it to record
+//!   with the result ([`output::HostEffect`]).
 //! - [`approval`]: whether a tool call runs, asked on the terminal for
 //!   `run = "ask"` tools (`y`, `n` with a reason, `e` to edit the arguments
 //!   in `$EDITOR`, `?`).
@@ -27,6 +30,7 @@
 
 pub mod approval;
 pub mod builtin;
+pub mod output;
 #[cfg(unix)]
 pub mod reaper;
 pub mod request_cache;

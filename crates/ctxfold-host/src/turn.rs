@@ -32,33 +32,13 @@ use ctxfold_providers::{ChatRequest, Provider, ProviderError, ToolSpec};
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde::Serialize;
 
-use crate::builtin::compact::HostEffect;
+use crate::output::HostEffect;
 use crate::request_cache::RequestCache;
 use ctxfold_compactor::assistant::{Proposal, record_proposals};
 use serde_json::Value;
 
-/// What a tool run gives back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    /// The text the model reads.
-    pub content: String,
-    /// Whether the tool failed (or was declined, timed out, interrupted).
-    pub is_error: bool,
-    /// What the turn loop records with the result (built-in tools only:
-    /// the `compact` tool's approved compactions).
-    pub effects: Vec<HostEffect>,
-}
-
-impl ToolOutput {
-    /// A result with no effects.
-    pub fn text(content: impl Into<String>, is_error: bool) -> Self {
-        ToolOutput {
-            content: content.into(),
-            is_error,
-            effects: Vec::new(),
-        }
-    }
-}
+// What the runners implementing `ToolRunner` return, with the tools.
+pub use crate::output::ToolOutput;
 
 /// Runs the tool calls the model makes: local commands, with approval, and
 /// the built-in tools ([`crate::builtin`]).

@@ -28,14 +28,14 @@ use ctxfold_core::compaction::{ReasoningPolicy, Source, ToolPolicy};
 use ctxfold_core::planner::{Rule, SummaryRequest, ToolHints};
 use ctxfold_core::projection::project;
 use ctxfold_core::report::Fate;
-use ctxfold_core::{Body, Compaction, Log, Record};
+use ctxfold_core::{Body, Log, Record};
 use ctxfold_providers::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::approval::{Decision, Presenter};
+use crate::output::ToolOutput;
 use crate::tools::ToolResult;
-use crate::turn::ToolOutput;
 
 /// The tool's name, as the model calls it and `-t` / `-u` name it.
 pub const NAME: &str = "compact";
@@ -43,20 +43,8 @@ pub const NAME: &str = "compact";
 /// Characters of a range's first and last words the preview shows.
 const BOUNDARY_CHARS: usize = 70;
 
-/// What a built-in tool asks the turn loop to do besides recording its
-/// result. Only built-in tools return these.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostEffect {
-    /// Record the compactions the user approved, with the call's result.
-    Compact {
-        /// The rules, to plan again under the lock against the log as it
-        /// then is.
-        proposals: Vec<Proposal>,
-        /// What they gave when approved: what is recorded, provided
-        /// planning again gives the same (else nothing is).
-        approved: Vec<Compaction>,
-    },
-}
+// With the output it rides on, below the turn loop that records it.
+pub use crate::output::HostEffect;
 
 /// How a call is put to the user: the run mode, the arguments, `--yes`,
 /// and the presenter that shows them (see

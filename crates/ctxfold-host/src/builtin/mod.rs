@@ -24,7 +24,7 @@ use ctxfold_core::projection::compaction_status;
 use ctxfold_providers::ToolSpec;
 use serde_json::Value;
 
-use crate::turn::ToolOutput;
+use crate::output::ToolOutput;
 use compact::{CompactTool, Decide};
 
 /// When a built-in tool is offered to the model.

@@ -13,7 +13,7 @@ use ctxfold_core::recall::{DEFAULT_PAGE_CHARS, page, recall, render_page};
 use ctxfold_providers::ToolSpec;
 use serde_json::{Map, Value, json};
 
-use crate::turn::ToolOutput;
+use crate::output::ToolOutput;
 
 /// The tool's name, as the model calls it.
 pub const NAME: &str = "recall";

@@ -16,7 +16,7 @@ use ctxfold_providers::ToolSpec;
 use serde_json::{Value, json};
 
 use super::recall::{handle, object};
-use crate::turn::ToolOutput;
+use crate::output::ToolOutput;
 
 /// The tool's name, as the model calls it.
 pub const NAME: &str = "search";
