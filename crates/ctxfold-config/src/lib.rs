@@ -41,6 +41,7 @@ mod error;
 mod keys;
 mod layer;
 mod prices;
+mod reading;
 pub mod rules;
 mod schema;
 mod secret;
@@ -60,7 +61,8 @@ pub use secret::mask_url;
 pub use tools::{DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, RunMode, ToolDecl};
 
 use layer::Layer;
-use schema::{Ctx, Parsed};
+use reading::Ctx;
+use schema::Parsed;
 
 /// The environment variables ctxfold reads, and the key each one sets.
 ///
@@ -446,7 +448,7 @@ impl Loaded {
                 .origins
                 .get(p)
                 .map_or_else(|| "unknown".to_owned(), Source::to_string);
-            rows.push((format!("{p} = {}", schema::render(v)), src));
+            rows.push((format!("{p} = {}", reading::render(v)), src));
         });
         let width = rows
             .iter()

@@ -11,9 +11,9 @@ use ctxfold_core::compaction::{ReasoningPolicy, ToolPolicy};
 use ctxfold_core::planner::{Rule, SummaryRequest, ToolHints};
 use toml::{Table, Value};
 
-use crate::Source;
 use crate::error::ConfigError;
 use crate::keys::{index, join};
+use crate::reading::{Ctx, int, positive, table};
 
 /// Every top-level key a config file may hold: the one list to extend when
 /// ctxfold gains a section. Any other top-level key is an error, as a
@@ -61,69 +61,6 @@ const SUMMARY_KEYS: &[&str] = &["instructions", "model"];
 
 const BOUND_EXPECTED: &str = "a turn number from 1 (3), a count from the end (-3 or \"-3\"), a duration (\"5h\", \"30m\", \"2d\") or \"last-compaction\"";
 const KEEP_EXPECTED: &str = "a number of turns (3) or a duration (\"2h\", \"30m\", \"2d\")";
-
-/// Where the values being read came from, to word errors.
-pub(crate) enum Ctx<'a> {
-    /// One layer: a file (with the line of each key), the environment or a
-    /// flag.
-    Layer {
-        source: &'a Source,
-        lines: &'a BTreeMap<String, usize>,
-    },
-    /// The merged table: each key's source is in the origins.
-    Merged {
-        origins: &'a BTreeMap<String, Source>,
-    },
-}
-
-impl Ctx<'_> {
-    fn locate(&self, key: &str) -> (Source, Option<usize>) {
-        match self {
-            Ctx::Layer { source, lines } => ((*source).clone(), lines.get(key).copied()),
-            Ctx::Merged { origins } => {
-                let found = origins.get(key).or_else(|| {
-                    origins
-                        .iter()
-                        .find(|(k, _)| crate::keys::is_under(k, key))
-                        .map(|(_, s)| s)
-                });
-                (found.cloned().unwrap_or(Source::Builtin), None)
-            }
-        }
-    }
-
-    pub(crate) fn invalid(
-        &self,
-        key: &str,
-        value: &Value,
-        expected: impl Into<String>,
-    ) -> ConfigError {
-        let (origin, line) = self.locate(key);
-        ConfigError::Invalid {
-            origin,
-            line,
-            key: key.to_owned(),
-            // An error is pasted into bug reports: a bad token is not shown.
-            value: match key.rsplit('.').next() {
-                Some(leaf) if crate::secret::is_secret_key(leaf) => "\"***\"".to_owned(),
-                _ => render(value),
-            },
-            expected: expected.into(),
-        }
-    }
-
-    /// `key` (a dotted path ending in `name`) is not one of `expected`.
-    pub(crate) fn unknown(&self, key: &str, name: &str, expected: &[&'static str]) -> ConfigError {
-        let (origin, line) = self.locate(key);
-        ConfigError::UnknownKey {
-            origin,
-            line,
-            key: key.to_owned(),
-            expected: expected.to_vec(),
-            nearest: crate::error::nearest(name, expected),
-        }
-    }
-}
 
 /// What a [`SectionCheck`] found wrong, at a key inside its section.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,29 +145,6 @@ pub(crate) fn run_check(table: &Table, c: &SectionCheck, ctx: &Ctx) -> Result<()
     }
 }
 
-/// A value as TOML, for messages.
-pub(crate) fn render(v: &Value) -> String {
-    match v {
-        Value::String(s) => Value::String(s.clone()).to_string(),
-        Value::Table(t) => {
-            let inner: Vec<String> = t
-                .iter()
-                .map(|(k, v)| format!("{} = {}", join("", k), render(v)))
-                .collect();
-            if inner.is_empty() {
-                "{}".to_owned()
-            } else {
-                format!("{{ {} }}", inner.join(", "))
-            }
-        }
-        Value::Array(a) => {
-            let inner: Vec<String> = a.iter().map(render).collect();
-            format!("[{}]", inner.join(", "))
-        }
-        other => other.to_string(),
-    }
-}
-
 /// What one table says; every field is `None`/empty when not set.
 #[derive(Debug, Default)]
 pub(crate) struct Parsed {
@@ -260,7 +174,12 @@ pub(crate) fn parse(table: &Table, ctx: &Ctx) -> Result<Parsed, ConfigError> {
     for (k, v) in table {
         match k.as_str() {
             "compaction" => parse_compaction(v, ctx, &mut out)?,
-            "tools" => crate::tools::parse_tools(v, ctx, &mut out)?,
+            "tools" => {
+                let tools = crate::tools::parse_tools(v, ctx)?;
+                out.hints = tools.hints;
+                out.tools = tools.tools;
+                out.compact_run = tools.compact_run;
+            }
             _ if TOP_LEVEL_KEYS.contains(&k.as_str()) => {
                 out.other.insert(k.clone(), v.clone());
             }
@@ -268,15 +187,6 @@ pub(crate) fn parse(table: &Table, ctx: &Ctx) -> Result<Parsed, ConfigError> {
         }
     }
     Ok(out)
-}
-
-pub(crate) fn table<'v>(
-    v: &'v Value,
-    key: &str,
-    ctx: &Ctx,
-    what: &str,
-) -> Result<&'v Table, ConfigError> {
-    v.as_table().ok_or_else(|| ctx.invalid(key, v, what))
 }
 
 fn parse_compaction(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), ConfigError> {
@@ -370,36 +280,6 @@ fn ratio(v: &Value, key: &str, ctx: &Ctx, expected: &str) -> Result<f64, ConfigE
         return Err(ctx.invalid(key, v, expected));
     }
     Ok(r)
-}
-
-/// A non-negative integer up to `max`.
-fn int<T: TryFrom<i64>>(
-    v: &Value,
-    key: &str,
-    ctx: &Ctx,
-    max: i64,
-    expected: &str,
-) -> Result<T, ConfigError> {
-    match v {
-        Value::Integer(i) if (0..=max).contains(i) => {
-            T::try_from(*i).map_err(|_| ctx.invalid(key, v, expected))
-        }
-        _ => Err(ctx.invalid(key, v, expected)),
-    }
-}
-
-/// A whole number >= 1 that fits `T` (a count of something that must be
-/// there at all).
-pub(crate) fn positive<T: TryFrom<i64>>(
-    v: &Value,
-    key: &str,
-    ctx: &Ctx,
-    expected: &str,
-) -> Result<T, ConfigError> {
-    match v {
-        Value::Integer(0) => Err(ctx.invalid(key, v, expected)),
-        _ => int(v, key, ctx, i64::MAX, expected),
-    }
 }
 
 /// One rule: a `[[compaction.rules]]` entry or `[compaction.auto.rule]`.

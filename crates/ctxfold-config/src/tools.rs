@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ctxfold_core::compaction::ToolOverride;
+use ctxfold_core::planner::ToolHints;
 use toml::{Table, Value};
 
 use crate::error::ConfigError;
 use crate::keys::join;
-use crate::schema::{Ctx, Parsed, positive, table};
+use crate::reading::{Ctx, positive, table};
 
 /// How long a tool may run when its table does not say (`timeout`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -118,10 +119,22 @@ impl Partial {
     }
 }
 
+/// What a `[tools]` table says.
+#[derive(Debug, Default)]
+pub(crate) struct ToolsTable {
+    /// The per-tool compaction hints (`compaction = …`).
+    pub hints: ToolHints,
+    /// The local tools; only filled when reading the merged table.
+    pub tools: BTreeMap<String, ToolDecl>,
+    /// `[tools.compact] run`.
+    pub compact_run: Option<RunMode>,
+}
+
 /// Read `[tools]`. Each layer is read on its own (a layer may set only
 /// `run` for a tool another layer declares); the merged table must give
 /// every declared tool a `command`, and yields the declarations.
-pub(crate) fn parse_tools(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), ConfigError> {
+pub(crate) fn parse_tools(v: &Value, ctx: &Ctx) -> Result<ToolsTable, ConfigError> {
+    let mut out = ToolsTable::default();
     let t = table(v, "tools", ctx, "a table of tools ([tools.NAME])")?;
     for (name, v) in t {
         let key = join("tools", name);
@@ -200,7 +213,7 @@ pub(crate) fn parse_tools(v: &Value, ctx: &Ctx, out: &mut Parsed) -> Result<(), 
             );
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 fn run_mode(v: &Value, key: &str, ctx: &Ctx) -> Result<RunMode, ConfigError> {
