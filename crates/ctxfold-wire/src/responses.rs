@@ -58,6 +58,30 @@ impl Content {
     }
 }
 
+impl Content {
+    /// The `type` of `part`, a content part (`input_text`, …), if it has
+    /// one.
+    pub fn part_kind(part: &Value) -> Option<&str> {
+        part.get("type").and_then(Value::as_str)
+    }
+
+    /// The `text` of `part`, a content part, if it has one.
+    pub fn part_text(part: &Value) -> Option<&str> {
+        part.get("text").and_then(Value::as_str)
+    }
+}
+
+impl Reasoning {
+    /// Its `content` parts (`reasoning_text`), if it has them: kept among
+    /// its other keys, as the API sends them back only to some clients.
+    pub fn content(&self) -> Option<&[Value]> {
+        self.extra
+            .get("content")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+    }
+}
+
 impl Default for Content {
     fn default() -> Self {
         Content::Text(String::new())
