@@ -244,18 +244,28 @@ pub(crate) fn text_parts(parts: &[Value]) -> String {
     text_of(parts, &["text"])
 }
 
+/// The text blocks of Anthropic content, joined with "\n" (what
+/// [`text_parts`] makes of the same blocks as JSON).
+pub(crate) fn block_text(blocks: &[ctxfold_wire::anthropic::Block]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ctxfold_wire::anthropic::Block::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The texts of the parts of a content array whose `type` is one of
 /// `types`, joined with "\n" (what every format makes of a content
 /// array's text).
 pub(crate) fn text_of(parts: &[Value], types: &[&str]) -> String {
+    use ctxfold_wire::responses::Content;
     parts
         .iter()
-        .filter(|p| {
-            p.get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| types.contains(&t))
-        })
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .filter(|p| Content::part_kind(p).is_some_and(|t| types.contains(&t)))
+        .filter_map(Content::part_text)
         .collect::<Vec<_>>()
         .join("\n")
 }

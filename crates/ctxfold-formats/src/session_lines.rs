@@ -9,6 +9,7 @@ use std::path::Path;
 
 use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::{Body, Object, Record};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::FormatError;
@@ -60,22 +61,29 @@ impl Line {
 
     /// The line's `timestamp`, `""` when it has none.
     pub fn ts(&self) -> String {
+        /// The one field both agents' lines carry that ctxfold reads here.
+        #[derive(Deserialize, Default)]
+        struct Stamp<'a> {
+            #[serde(default, borrow)]
+            timestamp: Field<'a>,
+        }
         self.value
             .as_ref()
-            .and_then(|v| v.get("timestamp"))
-            .and_then(Value::as_str)
+            .and_then(|v| Stamp::deserialize(v).ok())
+            .and_then(|s| s.timestamp.str())
             .unwrap_or("")
             .to_owned()
     }
 
     /// The hints of a record made from the line: the line as `envelope`
     /// (what the record does not hold of it), and its text when the JSON
-    /// would be written with other bytes.
-    pub fn hints(&self, envelope: Value) -> Object {
+    /// would be written with other bytes (`writes_back`, the line's
+    /// [`Line::writes_back`] before it became the envelope).
+    pub fn hints(&self, envelope: Value, writes_back: bool) -> Object {
         let mut h = Object::new();
-        h.insert("line".into(), envelope);
-        if !self.writes_back() {
-            h.insert("raw".into(), Value::String(self.text.clone()));
+        h.insert(hint::LINE.into(), envelope);
+        if !writes_back {
+            h.insert(hint::RAW.into(), Value::String(self.text.clone()));
         }
         h
     }
@@ -101,10 +109,10 @@ impl Line {
     pub fn opaque(&self, key: &str) -> Record {
         let mut fields = Object::new();
         if let Some(v) = &self.value {
-            fields.insert("line".into(), v.clone());
+            fields.insert(hint::LINE.into(), v.clone());
         }
         if !self.writes_back() {
-            fields.insert("text".into(), Value::String(self.text.clone()));
+            fields.insert(hint::TEXT.into(), Value::String(self.text.clone()));
         }
         Record::new(
             0,
@@ -211,6 +219,210 @@ pub(crate) fn hints<'a>(r: &'a Record, key: &str) -> Option<&'a Object> {
         _ => r.extra.get(key),
     }
     .and_then(Value::as_object)
+}
+
+/// The keys of the hints a record of a session line keeps under the
+/// agent's key in its `extra` (ctxfold's own layout, not the agent's: read
+/// through [`Hints`]).
+pub(crate) mod hint {
+    /// The line the record came from, its record's fields `null`; on an
+    /// opaque record, the line whole.
+    pub(crate) const LINE: &str = "line";
+    /// The line's text, where its JSON would be written with other bytes.
+    pub(crate) const RAW: &str = "raw";
+    /// An opaque record's text, where its JSON is not the line's bytes.
+    pub(crate) const TEXT: &str = "text";
+    /// The lines an agent's compaction came from.
+    pub(crate) const LINES: &str = "lines";
+    /// A fingerprint of the text the record was read with.
+    pub(crate) const FNV: &str = "fnv";
+    /// Not the first record of its line.
+    pub(crate) const MORE: &str = "more";
+    /// The content was a string, not blocks.
+    pub(crate) const STRING: &str = "string";
+    /// The block the record came from, its record's fields `null`.
+    pub(crate) const BLOCK: &str = "block";
+    /// The block is written back whole while the record stands for it.
+    pub(crate) const OPAQUE: &str = "opaque";
+    /// A tool result's content was blocks.
+    pub(crate) const BLOCKS: &str = "blocks";
+    /// The first message an agent's compaction kept verbatim.
+    pub(crate) const PRESERVED_HEAD: &str = "preserved_head";
+    /// A call's arguments as written, where ctxfold would write them
+    /// otherwise.
+    pub(crate) const ARGUMENTS: &str = "arguments";
+    /// The content was one text part.
+    pub(crate) const ONE_PART: &str = "one_part";
+}
+
+/// A record's hints (see [`hint`]), read.
+#[derive(Clone, Copy)]
+pub(crate) struct Hints<'a>(pub(crate) &'a Object);
+
+impl<'a> Hints<'a> {
+    /// The record's hints under the agent's `key`.
+    pub(crate) fn of(r: &'a Record, key: &str) -> Option<Hints<'a>> {
+        hints(r, key).map(Hints)
+    }
+
+    /// The line (see [`hint::LINE`]), as a value.
+    pub(crate) fn line_value(self) -> Option<&'a Value> {
+        self.0.get(hint::LINE)
+    }
+
+    /// The line (see [`hint::LINE`]), an object.
+    pub(crate) fn line(self) -> Option<&'a Object> {
+        self.line_value().and_then(Value::as_object)
+    }
+
+    /// A string hint.
+    pub(crate) fn str(self, key: &str) -> Option<&'a str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    /// The line's text (see [`hint::RAW`]).
+    pub(crate) fn raw(self) -> Option<&'a str> {
+        self.str(hint::RAW)
+    }
+
+    /// An opaque record's text (see [`hint::TEXT`]).
+    pub(crate) fn text(self) -> Option<&'a str> {
+        self.str(hint::TEXT)
+    }
+
+    /// Whether the hint `key` is there (a flag).
+    pub(crate) fn has(self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+
+    /// The kept lines (see [`hint::LINES`]).
+    pub(crate) fn lines(self) -> Option<&'a [Value]> {
+        self.0
+            .get(hint::LINES)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+    }
+
+    /// Whether `text` is the text the record was read with (see
+    /// [`hint::FNV`]).
+    pub(crate) fn unchanged(self, text: &str) -> bool {
+        self.str(hint::FNV) == Some(fingerprint(text).as_str())
+    }
+
+    /// The block (see [`hint::BLOCK`]), an object.
+    pub(crate) fn block(self) -> Option<&'a Object> {
+        self.0.get(hint::BLOCK).and_then(Value::as_object)
+    }
+}
+
+/// The `type` of `o` (a line, a payload, a block), if it has one: typed
+/// or not, every shape the agents write is tagged by it.
+pub(crate) fn type_tag(o: &Object) -> Option<&str> {
+    #[derive(Deserialize)]
+    struct Tagged<'a> {
+        #[serde(rename = "type", default, borrow)]
+        kind: Field<'a>,
+    }
+    Tagged::deserialize(o).ok()?.kind.str()
+}
+
+/// A field of an agent's line as ctxfold reads it: a string, a flag,
+/// `null`, or anything else (read as neither), so a line of an unexpected
+/// shape still reads. Borrowed from the line's parsed JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) enum Field<'a> {
+    /// The key is not there.
+    #[default]
+    Missing,
+    /// `null`.
+    Null,
+    /// A string.
+    Str(&'a str),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A whole number from 0.
+    U64(u64),
+    /// Another number, an array or an object.
+    Other,
+}
+
+impl<'a> Field<'a> {
+    /// The string, if it is one.
+    pub(crate) fn str(self) -> Option<&'a str> {
+        match self {
+            Field::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The flag, if it is one.
+    pub(crate) fn bool(self) -> Option<bool> {
+        match self {
+            Field::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Whether the key is there (`null` included).
+    pub(crate) fn present(self) -> bool {
+        self != Field::Missing
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Field<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Field<'a>, E> {
+                Ok(Field::Str(s))
+            }
+            // Lines are read from their parsed JSON, whose strings are
+            // always borrowed; another string cannot be kept.
+            fn visit_str<E>(self, _: &str) -> Result<Field<'a>, E> {
+                Ok(Field::Other)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Field<'a>, E> {
+                Ok(Field::Bool(b))
+            }
+            fn visit_unit<E>(self) -> Result<Field<'a>, E> {
+                Ok(Field::Null)
+            }
+            fn visit_none<E>(self) -> Result<Field<'a>, E> {
+                Ok(Field::Null)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Field<'a>, E> {
+                Ok(Field::Other)
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Field<'a>, E> {
+                Ok(Field::U64(n))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Field<'a>, E> {
+                Ok(Field::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Field<'a>, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Field::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Field<'a>, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Field::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 /// Hint: a `turn_start` the importer made.
@@ -335,15 +547,25 @@ impl Out {
     /// text (not JSON, or JSON ctxfold would write with other bytes), else
     /// the JSON itself.
     pub(crate) fn kept(v: &Value) -> Out {
-        match v.as_object() {
-            Some(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
-                let raw = o.get("text").and_then(Value::as_str).unwrap_or("");
+        match v.as_object().map(Hints) {
+            Some(h) if h.0.len() == 1 && h.text().is_some() => {
+                let raw = h.text().unwrap_or("");
                 Out {
                     value: serde_json::from_str(raw).ok(),
                     raw: Some(raw.to_owned()),
                 }
             }
             _ => Out::json(v.clone()),
+        }
+    }
+
+    /// The line an `Other` record of the agent's kind keeps whole (see
+    /// [`Line::opaque`]).
+    pub(crate) fn of_opaque(fields: &Object) -> Out {
+        let h = Hints(fields);
+        Out {
+            value: h.line_value().cloned(),
+            raw: h.text().map(str::to_owned),
         }
     }
 

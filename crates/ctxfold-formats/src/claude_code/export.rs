@@ -4,19 +4,16 @@
 use std::collections::HashMap;
 
 use ctxfold_core::{Body, Object, Record};
-use ctxfold_wire::anthropic::{Content, Message, Reply};
+use ctxfold_wire::IntoValue;
+use ctxfold_wire::anthropic::{Block, Content, Message, Reply, Thinking, ToolResult, ToolUse};
 use serde_json::Value;
 
 use super::import::placeholder;
+use super::line::{Envelope, key, put_content};
 use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SIGNATURE, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
-use crate::session_lines::{Out, fingerprint, uuid_v4};
-
-/// The hints of a record from a Claude Code line.
-pub(crate) fn hint(r: &Record) -> Option<&Object> {
-    crate::session_lines::hints(r, KEY)
-}
+use crate::session_lines::{Field, Hints, Out, hint, uuid_v4};
 
 /// A message line being put together from its records.
 struct Group {
@@ -31,19 +28,18 @@ struct Group {
 impl Group {
     fn finish(mut self) -> Out {
         let content = if self.string && self.blocks.len() == 1 {
-            match self.blocks.pop() {
-                Some(Value::Object(mut b)) => b.remove("text").unwrap_or(Value::Null),
-                other => other.unwrap_or(Value::Null),
+            // The text of the one block, as the line had it.
+            match self.blocks.pop().map(Block::from_value) {
+                Some(Block::Text(t)) => Value::String(t.text),
+                _ => Value::Null,
             }
         } else {
             Value::Array(self.blocks)
         };
-        if let Some(Value::Object(m)) = self.envelope.get_mut("message") {
-            m.insert("content".into(), content);
-        }
+        put_content(&mut self.envelope, content);
         if self.changed_result {
             // Claude Code's own copy of the raw output: not the view's.
-            self.envelope.shift_remove("toolUseResult");
+            self.envelope.shift_remove(key::TOOL_USE_RESULT);
         }
         Out {
             value: Some(Value::Object(self.envelope)),
@@ -83,24 +79,15 @@ fn lines(records: &[Record]) -> Vec<Out> {
         }
     };
     for r in records {
-        let h = hint(r);
+        let h = Hints::of(r, KEY);
         match &r.body {
             Body::TurnStart => {}
             Body::Other { kind, fields } if kind == KEY => {
                 flush(&mut group, &mut out);
-                out.push(match (fields.get("line"), fields.get("text")) {
-                    (Some(v), raw) => Out {
-                        value: Some(v.clone()),
-                        raw: raw.and_then(Value::as_str).map(str::to_owned),
-                    },
-                    (None, raw) => Out {
-                        value: None,
-                        raw: raw.and_then(Value::as_str).map(str::to_owned),
-                    },
-                });
+                out.push(Out::of_opaque(fields));
             }
             Body::Compaction(_) => {
-                let Some(Value::Array(kept)) = h.and_then(|h| h.get("lines")) else {
+                let Some(kept) = h.and_then(Hints::lines) else {
                     continue;
                 };
                 flush(&mut group, &mut out);
@@ -114,8 +101,8 @@ fn lines(records: &[Record]) -> Vec<Out> {
             | Body::Structured { .. } => {
                 let assistant = r.body.is_assistant_side();
                 let Some(block) = block(r, h) else { continue };
-                let starts = h.and_then(|h| h.get("line")).and_then(Value::as_object);
-                let continues = h.is_some_and(|h| h.contains_key("more"))
+                let starts = h.and_then(Hints::line);
+                let continues = h.is_some_and(|h| h.has(hint::MORE))
                     && group.as_ref().is_some_and(|g| g.assistant == assistant);
                 if let Some(env) = starts {
                     flush(&mut group, &mut out);
@@ -123,12 +110,9 @@ fn lines(records: &[Record]) -> Vec<Out> {
                     group = Some(Group {
                         envelope: env.clone(),
                         assistant,
-                        string: h.is_some_and(|h| h.contains_key("string")),
+                        string: h.is_some_and(|h| h.has(hint::STRING)),
                         blocks: Vec::new(),
-                        raw: h
-                            .and_then(|h| h.get("raw"))
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
+                        raw: h.and_then(Hints::raw).map(str::to_owned),
                         changed_result: false,
                     });
                 } else if !continues {
@@ -144,8 +128,7 @@ fn lines(records: &[Record]) -> Vec<Out> {
                 }
                 if let Some(g) = group.as_mut() {
                     if let Body::ToolResult { content, .. } = &r.body
-                        && h.and_then(|h| h.get("fnv")).and_then(Value::as_str)
-                            != Some(fingerprint(content).as_str())
+                        && !h.is_some_and(|h| h.unchanged(content))
                     {
                         g.changed_result = true;
                     }
@@ -169,9 +152,7 @@ fn made_envelope(template: Option<&Object>, assistant: bool, r: &Record) -> Obje
     env.insert("type".into(), Value::String(role.into()));
     let message = if assistant {
         let model = template
-            .and_then(|t| t.get("message"))
-            .and_then(|m| m.get("model"))
-            .cloned()
+            .and_then(super::line::model)
             .unwrap_or(Value::String("<synthetic>".into()));
         ctxfold_wire::value(&Reply::ended(format!("msg_ctxfold_{}", r.seq), model))
     } else {
@@ -219,26 +200,20 @@ fn made_envelope(template: Option<&Object>, assistant: bool, r: &Record) -> Obje
     env
 }
 
-fn fill(left: Option<&Object>, default_type: &str, fields: Vec<(&str, Value)>) -> Value {
-    let mut b = match left {
-        Some(l) => l.clone(),
-        None => {
-            let mut o = Object::new();
-            o.insert("type".into(), Value::String(default_type.into()));
-            o
-        }
-    };
-    for (k, v) in fields {
-        b.insert(k.into(), v);
+/// `b` written over `template` (the block it was read from, its record's
+/// fields `null`), so the block's other keys and their order come back.
+fn over(template: Option<&Object>, b: Block) -> Value {
+    match template {
+        Some(t) => Value::Object(ctxfold_wire::write_over(t.clone(), b.into_value())),
+        None => b.into_value(),
     }
-    Value::Object(b)
 }
 
 /// The content block a record writes, or `None` when it writes none.
-fn block(r: &Record, h: Option<&Object>) -> Option<Value> {
-    let left = h.and_then(|h| h.get("block")).and_then(Value::as_object);
-    let opaque = h.is_some_and(|h| h.contains_key("opaque"));
-    let of_type = |t: &str| left.filter(|l| l.get("type").and_then(Value::as_str) == Some(t));
+fn block(r: &Record, h: Option<Hints>) -> Option<Value> {
+    let left = h.and_then(Hints::block);
+    let opaque = h.is_some_and(|h| h.has(hint::OPAQUE));
+    let of_type = |t: &str| left.filter(|l| crate::session_lines::type_tag(l) == Some(t));
     Some(match &r.body {
         Body::User { content, .. } | Body::Assistant { content } => {
             if let (true, Some(l)) = (opaque, left)
@@ -246,66 +221,54 @@ fn block(r: &Record, h: Option<&Object>) -> Option<Value> {
             {
                 return Some(Value::Object(l.clone()));
             }
-            fill(
-                of_type("text"),
-                "text",
-                vec![("text", content.clone().into())],
-            )
+            over(of_type("text"), Block::text(content.clone()))
         }
-        Body::Structured { data } => fill(None, "text", vec![("text", data.to_string().into())]),
+        Body::Structured { data } => over(None, Block::text(data.to_string())),
         Body::Reasoning { content } => {
             if let (true, Some(l)) = (opaque, left)
                 && content.is_empty()
             {
                 return Some(Value::Object(l.clone()));
             }
-            let sig = r
-                .metadata
-                .as_ref()
-                .and_then(|m| m.get(SIGNATURE))
-                .cloned()?;
-            fill(
-                of_type("thinking"),
-                "thinking",
-                vec![("thinking", content.clone().into()), ("signature", sig)],
-            )
+            // Thinking without a signature is not written (the API would
+            // refuse it); a `null` one read stays in the block's template.
+            let sig = r.metadata.as_ref().and_then(|m| m.get(SIGNATURE))?;
+            let b = Thinking {
+                thinking: content.clone(),
+                signature: sig.as_str().map(str::to_owned),
+                extra: Object::new(),
+            };
+            over(of_type("thinking"), Block::Thinking(b))
         }
         Body::ToolCall {
             id,
             name,
             arguments,
-        } => fill(
-            of_type("tool_use"),
-            "tool_use",
-            vec![
-                ("id", export_id(r, id, KEY).into()),
-                ("name", name.clone().into()),
-                ("input", arguments.value()),
-            ],
-        ),
+        } => {
+            let b = ToolUse {
+                id: export_id(r, id, KEY).to_owned(),
+                name: name.clone(),
+                input: arguments.value(),
+                extra: Object::new(),
+            };
+            over(of_type("tool_use"), Block::ToolUse(b))
+        }
         Body::ToolResult {
             id,
             content,
             is_error,
         } => {
             let l = of_type("tool_result");
-            let kept_parts = h.is_some_and(|h| h.contains_key("blocks"))
-                && l.and_then(|l| l.get("content"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|parts| {
-                        h.and_then(|h| h.get("fnv")).and_then(Value::as_str)
-                            == Some(fingerprint(content).as_str())
-                            && !parts.is_empty()
-                    });
-            let mut fields = vec![("tool_use_id", Value::from(export_id(r, id, KEY)))];
-            if !kept_parts {
-                fields.push(("content", content.clone().into()));
-            }
+            // Blocks are written back as they were while their text is.
+            let kept_parts = h.is_some_and(|h| h.has(hint::BLOCKS) && h.unchanged(content));
             let has_flag = l.is_some_and(|l| l.contains_key("is_error"));
-            if has_flag || *is_error {
-                fields.push(("is_error", Value::Bool(*is_error)));
-            }
-            fill(l, "tool_result", fields)
+            let b = ToolResult {
+                tool_use_id: export_id(r, id, KEY).to_owned(),
+                content: (!kept_parts).then(|| Content::Text(content.clone())),
+                is_error: (has_flag || *is_error).then_some(*is_error),
+                extra: Object::new(),
+            };
+            over(l, Block::ToolResult(b))
         }
         _ => return None,
     })
@@ -316,9 +279,9 @@ fn block(r: &Record, h: Option<&Object>) -> Option<Value> {
 fn renumber(lines: Vec<Out>, session: &str) -> Vec<Out> {
     let mut map: HashMap<String, String> = HashMap::new();
     let mut last: Option<String> = None;
-    let relink = |v: Option<&Value>, map: &HashMap<String, String>, last: &Option<String>| match v
-        .and_then(Value::as_str)
-    {
+    // The line a link names now: its new id, else (a line not written)
+    // the line written before; `null` when it names none.
+    let relink = |v: Option<&str>, map: &HashMap<String, String>, last: &Option<String>| match v {
         Some(p) => match map.get(p) {
             Some(n) => Value::String(n.clone()),
             None => last.clone().map_or(Value::Null, Value::String),
@@ -331,42 +294,50 @@ fn renumber(lines: Vec<Out>, session: &str) -> Vec<Out> {
             let Some(Value::Object(o)) = l.value.as_mut() else {
                 return l;
             };
-            if o.contains_key("sessionId") {
-                o.insert("sessionId".into(), Value::String(session.into()));
-            }
-            if o.contains_key("parentUuid") && !o.get("parentUuid").is_some_and(Value::is_null) {
-                let p = relink(o.get("parentUuid"), &map, &last);
-                o.insert("parentUuid".into(), p);
-            } else if o.contains_key("parentUuid") && last.is_some() && o.contains_key("message") {
-                // A message line that started a chain now follows the
-                // line before it (what came before it was folded).
-                o.insert(
-                    "parentUuid".into(),
-                    last.clone().map_or(Value::Null, Value::String),
-                );
-            }
-            for k in ["logicalParentUuid", "leafUuid"] {
-                if o.get(k).is_some_and(Value::is_string) {
-                    let p = relink(o.get(k), &map, &last);
-                    o.insert(k.into(), p);
+            let mut sets: Vec<(&str, Value)> = Vec::new();
+            {
+                let env = Envelope::of_object(o);
+                if env.session_id.present() {
+                    sets.push((key::SESSION_ID, Value::String(session.into())));
                 }
-            }
-            for k in ["messageId", "sourceToolAssistantUUID"] {
-                if let Some(Value::String(m)) = o.get(k)
-                    && let Some(n) = map.get(m)
+                match env.parent_uuid {
+                    Field::Missing => {}
+                    Field::Null => {
+                        if last.is_some() && o.contains_key(key::MESSAGE) {
+                            // A message line that started a chain now
+                            // follows the line before it (what came
+                            // before it was folded).
+                            let p = last.clone().map_or(Value::Null, Value::String);
+                            sets.push((key::PARENT_UUID, p));
+                        }
+                    }
+                    p => sets.push((key::PARENT_UUID, relink(p.str(), &map, &last))),
+                }
+                for (k, f) in key::LINKS
+                    .into_iter()
+                    .zip([env.logical_parent_uuid, env.leaf_uuid])
                 {
-                    let n = n.clone();
-                    o.insert(k.into(), Value::String(n));
+                    if let Some(p) = f.str() {
+                        sets.push((k, relink(Some(p), &map, &last)));
+                    }
+                }
+                let refs = [env.message_id, env.source_tool_assistant_uuid];
+                for (k, f) in key::REFERENCES.into_iter().zip(refs) {
+                    if let Some(n) = f.str().and_then(|m| map.get(m)) {
+                        sets.push((k, Value::String(n.clone())));
+                    }
+                }
+                if let Some(old) = env.uuid.str() {
+                    let new = uuid_v4();
+                    map.insert(old.to_owned(), new.clone());
+                    sets.push((key::UUID, Value::String(new.clone())));
+                    if env.is_sidechain.bool() != Some(true) {
+                        last = Some(new);
+                    }
                 }
             }
-            if let Some(Value::String(u)) = o.get("uuid") {
-                let old = u.clone();
-                let new = uuid_v4();
-                map.insert(old, new.clone());
-                o.insert("uuid".into(), Value::String(new.clone()));
-                if o.get("isSidechain").and_then(Value::as_bool) != Some(true) {
-                    last = Some(new);
-                }
+            for (k, v) in sets {
+                o.insert(k.to_owned(), v);
             }
             l.raw = None;
             l

@@ -4,16 +4,21 @@
 use std::path::Path;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::anthropic::{Block, Content};
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::line::{Envelope, take_content};
 use super::{BOM, CWD, FINAL_NEWLINE, KEY, SESSION_ID, SIGNATURE};
-use crate::session_lines::{Line, SessionText, fingerprint, read_lines, split_lines, with_turns};
+use crate::session_lines::{
+    Hints, Line, SessionText, fingerprint, hint, read_lines, split_lines, with_turns,
+};
 use crate::{FormatError, Transcript};
 
 /// Whether the first line of a file (parsed) is one Claude Code writes:
 /// a `type` and one of the fields every line of its own carries.
 pub fn looks_like(first: &Object) -> bool {
-    let Some(ty) = first.get("type").and_then(Value::as_str) else {
+    let Some(ty) = Envelope::of_object(first).kind.str() else {
         return false;
     };
     if first.contains_key("payload") || first.contains_key("seq") {
@@ -49,29 +54,41 @@ fn from_lines(path: &Path, read: SessionText, mut warnings: Vec<String>) -> Tran
     let mut records: Vec<Record> = Vec::with_capacity(lines.len() * 2);
     let mut uuids = std::collections::HashSet::new();
     let mut iter = lines.into_iter().peekable();
-    while let Some(line) = iter.next() {
-        let Some(Value::Object(obj)) = &line.value else {
+    while let Some(mut line) = iter.next() {
+        let Some(value @ Value::Object(_)) = &line.value else {
             records.push(line.opaque(KEY));
             continue;
         };
-        remember_session(&mut t, obj);
-        check_parent(path, &line, obj, &uuids, &mut warnings);
-        if let Some(u) = obj.get("uuid").and_then(Value::as_str) {
+        let env = Envelope::of(value);
+        remember_session(&mut t, &env);
+        check_parent(path, &line, &env, &uuids, &mut warnings);
+        if let Some(u) = env.uuid.str() {
             uuids.insert(u.to_owned());
         }
-        let ty = obj.get("type").and_then(Value::as_str).unwrap_or("");
-        if ty == "system" && obj.get("subtype").and_then(Value::as_str) == Some("compact_boundary")
-        {
-            let summary = iter.next_if(is_compact_summary);
+        let kind = env.kind.str().unwrap_or("");
+        if kind == "system" && env.subtype.str() == Some("compact_boundary") {
+            let summary = iter.next_if(|l| {
+                l.value
+                    .as_ref()
+                    .is_some_and(|v| Envelope::of(v).is_compact_summary())
+            });
             if let Some(s) = summary.as_ref().and_then(|s| s.value.as_ref())
-                && let Some(u) = s.get("uuid").and_then(Value::as_str)
+                && let Some(u) = Envelope::of(s).uuid.str()
             {
                 uuids.insert(u.to_owned());
             }
-            records.push(boundary(&line, summary.as_ref()));
+            records.push(boundary(&line, env.preserved_head(), summary.as_ref()));
             continue;
         }
-        match message_records(&line, obj) {
+        let assistant = match kind {
+            "user" => false,
+            "assistant" => true,
+            _ => {
+                records.push(line.opaque(KEY));
+                continue;
+            }
+        };
+        match message_records(&mut line, assistant) {
             Some(recs) => records.extend(recs),
             None => records.push(line.opaque(KEY)),
         }
@@ -93,17 +110,17 @@ fn from_lines(path: &Path, read: SessionText, mut warnings: Vec<String>) -> Tran
 }
 
 /// The session's id and working folder: the first line's that has them.
-fn remember_session(t: &mut Transcript, obj: &Object) {
+fn remember_session(t: &mut Transcript, env: &Envelope) {
     let entry = t
         .extras
         .entry(KEY.to_owned())
         .or_insert_with(|| Value::Object(Object::new()));
     let Value::Object(o) = entry else { return };
-    for (key, field) in [(SESSION_ID, "sessionId"), (CWD, "cwd")] {
+    for (key, field) in [(SESSION_ID, env.session_id), (CWD, env.cwd)] {
         if !o.contains_key(key)
-            && let Some(v) = obj.get(field).filter(|v| v.is_string())
+            && let Some(v) = field.str()
         {
-            o.insert(key.into(), v.clone());
+            o.insert(key.into(), Value::String(v.to_owned()));
         }
     }
 }
@@ -113,11 +130,11 @@ fn remember_session(t: &mut Transcript, obj: &Object) {
 fn check_parent(
     path: &Path,
     line: &Line,
-    obj: &Object,
+    env: &Envelope,
     uuids: &std::collections::HashSet<String>,
     warnings: &mut Vec<String>,
 ) {
-    if let Some(p) = obj.get("parentUuid").and_then(Value::as_str)
+    if let Some(p) = env.parent_uuid.str()
         && !uuids.contains(p)
     {
         warnings.push(format!(
@@ -128,36 +145,20 @@ fn check_parent(
     }
 }
 
-fn is_compact_summary(line: &Line) -> bool {
-    line.value
-        .as_ref()
-        .and_then(|v| v.get("isCompactSummary"))
-        .and_then(Value::as_bool)
-        == Some(true)
-}
-
 /// The boundary and its summary line as one compaction record; its range
-/// is set once every record has its `seq` ([`set_ranges`]).
-fn boundary(line: &Line, summary: Option<&Line>) -> Record {
+/// is set once every record has its `seq` ([`set_ranges`]). `head` is the
+/// first message the boundary says Claude Code kept verbatim.
+fn boundary(line: &Line, head: Option<&str>, summary: Option<&Line>) -> Record {
     let mut h = Object::new();
     let mut lines = vec![line_value(line)];
     let mut text = String::new();
     if let Some(s) = summary {
         lines.push(line_value(s));
-        text = s
-            .value
-            .as_ref()
-            .and_then(|v| v.get("message"))
-            .map(message_text)
-            .unwrap_or_default();
+        text = s.value.as_ref().map(message_text).unwrap_or_default();
     }
-    h.insert("lines".into(), Value::Array(lines));
-    if let Some(head) = line
-        .value
-        .as_ref()
-        .and_then(|v| v.pointer("/compactMetadata/preservedSegment/headUuid"))
-    {
-        h.insert("preserved_head".into(), head.clone());
+    h.insert(hint::LINES.into(), Value::Array(lines));
+    if let Some(head) = head {
+        h.insert(hint::PRESERVED_HEAD.into(), Value::String(head.to_owned()));
     }
     let mut r = line.agent_compaction(text, "Claude Code's own compaction");
     r.extra.insert(KEY.into(), Value::Object(h));
@@ -171,18 +172,35 @@ fn line_value(line: &Line) -> Value {
         (Some(v), true) => v.clone(),
         _ => {
             let mut o = Object::new();
-            o.insert("text".into(), Value::String(line.text.clone()));
+            o.insert(hint::TEXT.into(), Value::String(line.text.clone()));
             Value::Object(o)
         }
     }
 }
 
-/// The text of a message: a string content, or its text blocks joined.
-fn message_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => crate::chat::text_parts(blocks),
-        _ => String::new(),
+/// The text of line `v`'s message: a string content, or its text blocks
+/// joined.
+fn message_text(v: &Value) -> String {
+    #[derive(serde::Deserialize)]
+    struct Said {
+        message: Message,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        content: Content,
+    }
+    match Said::deserialize(v) {
+        Ok(Said {
+            message: Message {
+                content: Content::Text(s),
+            },
+        }) => s,
+        Ok(Said {
+            message: Message {
+                content: Content::Blocks(blocks),
+            },
+        }) => crate::chat::block_text(&blocks),
+        Err(_) => String::new(),
     }
 }
 
@@ -192,22 +210,19 @@ fn set_ranges(records: &mut [Record]) {
     let positions: Vec<usize> = records
         .iter()
         .enumerate()
-        .filter(|(_, r)| matches!(r.body, Body::Compaction(_)) && super::export::hint(r).is_some())
+        .filter(|(_, r)| matches!(r.body, Body::Compaction(_)) && Hints::of(r, KEY).is_some())
         .map(|(i, _)| i)
         .collect();
     for at in positions {
-        let head = super::export::hint(&records[at])
-            .and_then(|h| h.get("preserved_head"))
-            .and_then(Value::as_str)
+        let head = Hints::of(&records[at], KEY)
+            .and_then(|h| h.str(hint::PRESERVED_HEAD))
             .map(str::to_owned);
         let mut end = at;
         if let Some(head) = head
             && let Some(i) = records[..at].iter().position(|r| {
-                super::export::hint(r)
-                    .and_then(|h| h.get("line"))
-                    .and_then(|l| l.get("uuid"))
-                    .and_then(Value::as_str)
-                    == Some(head.as_str())
+                Hints::of(r, KEY)
+                    .and_then(Hints::line_value)
+                    .is_some_and(|l| Envelope::of(l).uuid.str() == Some(head.as_str()))
             })
         {
             end = i;
@@ -260,16 +275,14 @@ fn opens_turn() -> impl FnMut(&Record, &[Record]) -> bool {
         let Body::User { .. } = r.body else {
             return false;
         };
-        let Some(line) = super::export::hint(r).and_then(|h| h.get("line")) else {
+        let Some(line) = Hints::of(r, KEY).and_then(Hints::line_value) else {
             return false;
         };
-        if line.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+        let env = Envelope::of(line);
+        if env.is_compact_summary() {
             return false;
         }
-        let prompt = line
-            .get("promptId")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let prompt = env.prompt_id.str().map(str::to_owned);
         let answered = since
             .iter()
             .any(|r| r.body.is_assistant_side() || matches!(r.body, Body::ToolResult { .. }));
@@ -289,18 +302,19 @@ fn opens_turn() -> impl FnMut(&Record, &[Record]) -> bool {
 /// `ai-title`'s, else the newest `summary` line's.
 fn title(records: &[Record]) -> Option<String> {
     let lines = records.iter().filter_map(|r| match &r.body {
-        Body::Other { kind, fields } if kind == KEY => fields.get("line"),
+        Body::Other { kind, fields } if kind == KEY => Hints(fields).line_value(),
         _ => None,
     });
     let mut best: (u8, Option<String>) = (0, None);
     for l in lines {
-        let (rank, key) = match l.get("type").and_then(Value::as_str) {
-            Some("custom-title") => (3, "customTitle"),
-            Some("ai-title") => (2, "aiTitle"),
-            Some("summary") => (1, "summary"),
+        let env = Envelope::of(l);
+        let (rank, title) = match env.kind.str() {
+            Some("custom-title") => (3, env.custom_title),
+            Some("ai-title") => (2, env.ai_title),
+            Some("summary") => (1, env.summary),
             _ => continue,
         };
-        if let Some(s) = l.get(key).and_then(Value::as_str)
+        if let Some(s) = title.str()
             && rank >= best.0
         {
             best = (rank, Some(s.to_owned()));
@@ -309,31 +323,23 @@ fn title(records: &[Record]) -> Option<String> {
     best.1
 }
 
-/// The records of a `user` or `assistant` line, or `None` when it is not
-/// one ctxfold reads as messages.
-fn message_records(line: &Line, obj: &Object) -> Option<Vec<Record>> {
-    let ty = obj.get("type").and_then(Value::as_str)?;
-    let assistant = match ty {
-        "user" => false,
-        "assistant" => true,
-        _ => return None,
-    };
-    let message = obj.get("message")?.as_object()?;
-    let content = message.get("content")?;
+/// The records of a `user` or `assistant` line, or `None` when its message
+/// holds no content ctxfold reads (the line is left as it was).
+fn message_records(line: &mut Line, assistant: bool) -> Option<Vec<Record>> {
+    let writes_back = line.writes_back();
     let ts = line.ts();
-    let mut envelope = obj.clone();
-    if let Some(Value::Object(m)) = envelope.get_mut("message") {
-        m.insert("content".into(), Value::Null);
-    }
-    let mut first = line.hints(Value::Object(envelope));
+    let content = take_content(line.value.as_mut()?)?;
+    // The line without its content is what the hints keep of it.
+    let envelope = line.value.take()?;
+    let mut first = line.hints(envelope, writes_back);
     match content {
         Value::String(s) => {
-            first.insert("string".into(), Value::Bool(true));
+            first.insert(hint::STRING.into(), Value::Bool(true));
             let body = if assistant {
-                Body::Assistant { content: s.clone() }
+                Body::Assistant { content: s }
             } else {
                 Body::User {
-                    content: s.clone(),
+                    content: s,
                     author: None,
                 }
             };
@@ -341,14 +347,14 @@ fn message_records(line: &Line, obj: &Object) -> Option<Vec<Record>> {
             r.extra.insert(KEY.into(), Value::Object(first));
             Some(vec![r])
         }
-        Value::Array(blocks) if !blocks.is_empty() => {
+        Value::Array(blocks) => {
             let mut out = Vec::with_capacity(blocks.len());
-            for (i, b) in blocks.iter().enumerate() {
+            for (i, b) in blocks.into_iter().enumerate() {
                 let mut h = if i == 0 {
                     std::mem::take(&mut first)
                 } else {
                     let mut h = Object::new();
-                    h.insert("more".into(), Value::Bool(true));
+                    h.insert(hint::MORE.into(), Value::Bool(true));
                     h
                 };
                 let mut r = block_record(b, assistant, &ts, &mut h);
@@ -364,15 +370,15 @@ fn message_records(line: &Line, obj: &Object) -> Option<Vec<Record>> {
 /// `[TYPE block]`: the text that stands for a block ctxfold does not read.
 pub(crate) fn placeholder(block: &Value) -> String {
     let ty = block
-        .get("type")
-        .and_then(Value::as_str)
+        .as_object()
+        .and_then(crate::session_lines::type_tag)
         .unwrap_or("unknown");
     format!("[{ty} block]")
 }
 
 /// One content block as a record; its leftover (the block with the
 /// record's fields set to null) goes into `h["block"]`.
-fn block_record(b: &Value, assistant: bool, ts: &str, h: &mut Object) -> Record {
+fn block_record(b: Value, assistant: bool, ts: &str, h: &mut Object) -> Record {
     let text = |s: String| {
         if assistant {
             Body::Assistant { content: s }
@@ -383,85 +389,88 @@ fn block_record(b: &Value, assistant: bool, ts: &str, h: &mut Object) -> Record 
             }
         }
     };
-    let Some(obj) = b.as_object() else {
-        h.insert("block".into(), b.clone());
-        h.insert("opaque".into(), Value::Bool(true));
-        return Record::new(0, ts, text(placeholder(b)));
+    if !b.is_object() {
+        let body = text(placeholder(&b));
+        h.insert(hint::BLOCK.into(), b);
+        h.insert(hint::OPAQUE.into(), Value::Bool(true));
+        return Record::new(0, ts, body);
+    }
+    let typed = Block::from_value(b.clone());
+    let Value::Object(mut left) = b else {
+        unreachable!("an object, checked above")
     };
-    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
-    let mut left = obj.clone();
-    let mut null = |keys: &[&str]| {
+    fn null(left: &mut Object, keys: &[&str]) {
         for k in keys {
-            if left.contains_key(*k) {
-                left.insert((*k).to_owned(), Value::Null);
+            if let Some(v) = left.get_mut(*k) {
+                *v = Value::Null;
             }
         }
-    };
+    }
     let mut metadata: Option<Object> = None;
-    let body = match (obj.get("type").and_then(Value::as_str), s("text")) {
-        (Some("text"), Some(t)) => {
-            null(&["text"]);
-            text(t)
+    let body = match typed {
+        Block::Text(t) => {
+            null(&mut left, &["text"]);
+            text(t.text)
         }
-        (Some("thinking"), _) if s("thinking").is_some() => {
-            null(&["thinking", "signature"]);
-            if let Some(sig) = obj.get("signature") {
+        Block::Thinking(t) => {
+            null(&mut left, &["thinking", "signature"]);
+            // A `null` signature is kept as it is, as any other.
+            let sig = match t.signature {
+                Some(s) => Some(Value::String(s)),
+                None => left.contains_key("signature").then_some(Value::Null),
+            };
+            if let Some(sig) = sig {
                 let mut m = Object::new();
-                m.insert(SIGNATURE.into(), sig.clone());
+                m.insert(SIGNATURE.into(), sig);
                 metadata = Some(m);
             }
             Body::Reasoning {
-                content: s("thinking").unwrap_or_default(),
+                content: t.thinking,
             }
         }
-        (Some("redacted_thinking"), _) => {
-            h.insert("opaque".into(), Value::Bool(true));
+        Block::ToolUse(t) => {
+            null(&mut left, &["id", "name", "input"]);
+            Body::ToolCall {
+                id: t.id,
+                name: t.name,
+                arguments: t.input.into(),
+            }
+        }
+        Block::ToolResult(t) => {
+            let content = match t.content {
+                Some(Content::Text(c)) => {
+                    null(&mut left, &["content"]);
+                    c
+                }
+                Some(Content::Blocks(parts)) => {
+                    // Written back as they are while their text is.
+                    if !parts.is_empty() {
+                        h.insert(hint::BLOCKS.into(), Value::Bool(true));
+                    }
+                    crate::chat::block_text(&parts)
+                }
+                None => String::new(),
+            };
+            null(&mut left, &["tool_use_id", "is_error"]);
+            h.insert(hint::FNV.into(), Value::String(fingerprint(&content)));
+            Body::ToolResult {
+                id: t.tool_use_id,
+                content,
+                is_error: t.is_error.unwrap_or(false),
+            }
+        }
+        b if b.kind() == Some("redacted_thinking") => {
+            h.insert(hint::OPAQUE.into(), Value::Bool(true));
             Body::Reasoning {
                 content: String::new(),
             }
         }
-        (Some("tool_use"), _) if s("id").is_some() && s("name").is_some() => {
-            null(&["id", "name", "input"]);
-            Body::ToolCall {
-                id: s("id").unwrap_or_default(),
-                name: s("name").unwrap_or_default(),
-                arguments: obj.get("input").cloned().unwrap_or(Value::Null).into(),
-            }
-        }
-        (Some("tool_result"), _) if s("tool_use_id").is_some() => {
-            let content = match obj.get("content") {
-                Some(Value::String(c)) => {
-                    null(&["content"]);
-                    c.clone()
-                }
-                Some(Value::Array(parts)) => {
-                    let t = crate::chat::text_parts(parts);
-                    h.insert("blocks".into(), Value::Bool(true));
-                    t
-                }
-                None => String::new(),
-                Some(_) => {
-                    h.insert("blocks".into(), Value::Bool(true));
-                    String::new()
-                }
-            };
-            null(&["tool_use_id", "is_error"]);
-            h.insert("fnv".into(), Value::String(fingerprint(&content)));
-            Body::ToolResult {
-                id: s("tool_use_id").unwrap_or_default(),
-                content,
-                is_error: obj
-                    .get("is_error")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-            }
-        }
-        _ => {
-            h.insert("opaque".into(), Value::Bool(true));
-            text(placeholder(b))
+        b => {
+            h.insert(hint::OPAQUE.into(), Value::Bool(true));
+            text(format!("[{} block]", b.kind().unwrap_or("unknown")))
         }
     };
-    h.insert("block".into(), Value::Object(left));
+    h.insert(hint::BLOCK.into(), Value::Object(left));
     let mut r = Record::new(0, ts, body);
     r.metadata = metadata.map(Box::new);
     r

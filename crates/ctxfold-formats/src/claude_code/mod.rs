@@ -60,6 +60,7 @@
 
 mod export;
 mod import;
+mod line;
 
 pub use export::export_bytes;
 pub use import::{import, import_bytes, looks_like};

@@ -5,10 +5,11 @@ use ctxfold_core::{Body, Object, Record};
 use ctxfold_wire::responses::{CallOutput, Content, FunctionCall, Item, Message};
 use serde_json::Value;
 
+use super::line::{Envelope, Payload, first_part_mut, payload_mut};
 use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
-use crate::session_lines::{Out, fingerprint};
+use crate::session_lines::{Field, Hints, Out, hint};
 
 /// The rollout's bytes: every record back to its line (see the module
 /// docs); a new session when the transcript says so
@@ -44,7 +45,7 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
             if let Some(v) = l.value.as_mut() {
                 replace_strings(v, old, new);
                 if let Value::Object(o) = v
-                    && o.get("ordinal").is_some_and(Value::is_u64)
+                    && matches!(Envelope::of_object(o).ordinal, Field::U64(_))
                 {
                     o.insert("ordinal".into(), Value::from(ordinal as u64));
                 }
@@ -97,24 +98,22 @@ fn about_folded_call(r: &Record, calls: &std::collections::HashSet<String>) -> b
     let Body::Other { kind, fields } = &r.body else {
         return false;
     };
-    let Some(line) = fields.get("line").filter(|_| kind == KEY) else {
+    let Some(line) = Hints(fields).line_value().filter(|_| kind == KEY) else {
         return false;
     };
-    if line.get("type").and_then(Value::as_str) != Some("event_msg") {
+    let env = Envelope::of(line);
+    if env.kind.str() != Some("event_msg") {
         return false;
     }
-    let p = &line["payload"];
-    let item_is_call = p["item"]["type"]
-        .as_str()
+    let p = &env.payload;
+    let item = p.item.as_ref();
+    let item_is_call = item
+        .and_then(|i| i.kind.str())
         .is_some_and(|t| t.contains("Command") || t.contains("ToolCall"));
-    let item_id = if item_is_call {
-        &p["item"]["id"]
-    } else {
-        &Value::Null
-    };
-    [&p["call_id"], &p["item"]["call_id"], item_id]
+    let item_id = item.filter(|_| item_is_call).and_then(|i| i.id.str());
+    [p.call_id.str(), item.and_then(|i| i.call_id.str()), item_id]
         .into_iter()
-        .filter_map(Value::as_str)
+        .flatten()
         .any(|id| !calls.contains(id))
 }
 
@@ -128,46 +127,36 @@ fn replace_strings(v: &mut Value, old: &str, new: &str) {
 }
 
 fn record_lines(r: &Record) -> Vec<Out> {
-    let h = crate::session_lines::hints(r, KEY);
+    let h = Hints::of(r, KEY);
     match &r.body {
         Body::TurnStart | Body::CompactionReset(_) => Vec::new(),
-        Body::Other { kind, fields } if kind == KEY => vec![Out {
-            value: fields.get("line").cloned(),
-            raw: fields
-                .get("text")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        }],
+        Body::Other { kind, fields } if kind == KEY => vec![Out::of_opaque(fields)],
         Body::Other { .. } => Vec::new(),
-        Body::Compaction(_) => match h.and_then(|h| h.get("lines")) {
-            Some(Value::Array(lines)) => lines.iter().map(Out::kept).collect(),
-            _ => Vec::new(),
+        Body::Compaction(_) => match h.and_then(Hints::lines) {
+            Some(lines) => lines.iter().map(Out::kept).collect(),
+            None => Vec::new(),
         },
         _ => match item_line(r, h) {
             Some(v) => vec![Out {
                 value: Some(v),
-                raw: h
-                    .and_then(|h| h.get("raw"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
+                raw: h.and_then(Hints::raw).map(str::to_owned),
             }],
             None => Vec::new(),
         },
     }
 }
 
-fn unchanged(h: Option<&Object>, text: &str) -> bool {
-    h.and_then(|h| h.get("fnv")).and_then(Value::as_str) == Some(fingerprint(text).as_str())
+fn unchanged(h: Option<Hints>, text: &str) -> bool {
+    h.is_some_and(|h| h.unchanged(text))
 }
 
 /// The line a conversation record writes, or `None` when it writes none.
-fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
-    let env = h.and_then(|h| h.get("line")).and_then(Value::as_object);
-    let Some(env) = env else {
+fn item_line(r: &Record, h: Option<Hints>) -> Option<Value> {
+    let Some(env) = h.and_then(Hints::line) else {
         return made_line(r);
     };
     let mut env = env.clone();
-    let Some(Value::Object(p)) = env.get_mut("payload") else {
+    let Some(p) = payload_mut(&mut env) else {
         return made_line(r);
     };
     let set = |p: &mut Object, k: &str, v: Value| {
@@ -175,12 +164,10 @@ fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
     };
     match &r.body {
         Body::User { content, .. } | Body::Assistant { content } | Body::System { content } => {
-            if h.is_some_and(|h| h.contains_key("string")) {
+            if h.is_some_and(|h| h.has(hint::STRING)) {
                 set(p, "content", content.clone().into());
-            } else if h.is_some_and(|h| h.contains_key("one_part")) {
-                if let Some(Value::Array(c)) = p.get_mut("content")
-                    && let Some(Value::Object(part)) = c.get_mut(0)
-                {
+            } else if h.is_some_and(|h| h.has(hint::ONE_PART)) {
+                if let Some(part) = first_part_mut(p) {
                     part.insert("text".into(), content.clone().into());
                 }
             } else if !unchanged(h, content) {
@@ -207,7 +194,7 @@ fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
             arguments,
         } => {
             let id = Value::from(export_id(r, id, KEY));
-            match p.get("type").and_then(Value::as_str) {
+            match Payload::of_object(p).kind.str() {
                 Some("custom_tool_call") => {
                     set(p, "call_id", id);
                     set(p, "name", name.clone().into());
@@ -230,7 +217,9 @@ fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
         }
         Body::ToolResult { id, content, .. } => {
             set(p, "call_id", export_id(r, id, KEY).into());
-            let keep = !p.get("output").is_some_and(Value::is_null) && unchanged(h, content);
+            // Output kept as it was (parts) while its text is unchanged.
+            let kept = Payload::of_object(p).output != Field::Null;
+            let keep = kept && unchanged(h, content);
             if !keep {
                 set(p, "output", content.clone().into());
             }
@@ -245,8 +234,8 @@ fn item_line(r: &Record, h: Option<&Object>) -> Option<Value> {
 
 /// The `arguments` text: the text read while it still reads as the
 /// arguments the record holds, else the arguments' JSON.
-fn arguments_text(h: Option<&Object>, arguments: &ctxfold_core::json_text::JsonText) -> String {
-    if let Some(raw) = h.and_then(|h| h.get("arguments")).and_then(Value::as_str) {
+fn arguments_text(h: Option<Hints>, arguments: &ctxfold_core::json_text::JsonText) -> String {
+    if let Some(raw) = h.and_then(|h| h.str(hint::ARGUMENTS)) {
         let read = ctxfold_core::json_text::JsonText::parse(raw).unwrap_or_else(|| {
             ctxfold_core::json_text::JsonText::from_value(&Value::String(raw.to_owned()))
         });

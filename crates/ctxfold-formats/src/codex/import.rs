@@ -5,17 +5,24 @@ use std::path::Path;
 
 use ctxfold_core::json_text::JsonText;
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::responses::{Content, Item};
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::line::{
+    AnyOutput, Envelope, LocalShellCall, OutputValue, first_part_mut, put_payload, take_payload,
+};
 use super::{BOM, FINAL_NEWLINE, KEY, SESSION_ID};
-use crate::session_lines::{Line, SessionText, fingerprint, read_lines, split_lines, with_turns};
+use crate::session_lines::{
+    Line, SessionText, fingerprint, hint, read_lines, split_lines, with_turns,
+};
 use crate::{FormatError, Transcript};
 
 /// Whether the first line of a file (parsed) is one Codex writes:
 /// `{timestamp, type, payload}` with a type of its own.
 pub fn looks_like(first: &Object) -> bool {
     matches!(
-        first.get("type").and_then(Value::as_str),
+        Envelope::of_object(first).kind.str(),
         Some(
             "session_meta"
                 | "response_item"
@@ -50,30 +57,36 @@ fn from_lines(read: SessionText, mut warnings: Vec<String>) -> Transcript {
     let mut t = Transcript::default();
     let mut extras = Object::new();
     let mut records = Vec::with_capacity(lines.len());
-    for line in &lines {
-        let Some(Value::Object(obj)) = &line.value else {
+    for mut line in lines {
+        let Some(value @ Value::Object(_)) = &line.value else {
             records.push(line.opaque(KEY));
             continue;
         };
-        let ty = obj.get("type").and_then(Value::as_str).unwrap_or("");
-        let payload = obj.get("payload").and_then(Value::as_object);
+        let env = Envelope::of(value);
+        let ty = env.kind.str().unwrap_or("");
+        let payload = &env.payload;
         if ty == "session_meta"
             && !extras.contains_key(SESSION_ID)
-            && let Some(id) = payload.and_then(|p| p.get("id"))
+            && let Some(id) = &payload.id
         {
             extras.insert(SESSION_ID.into(), id.clone());
-            if let Some(cwd) = payload.and_then(|p| p.get("cwd")) {
+            if let Some(cwd) = &payload.cwd {
                 extras.insert("cwd".into(), cwd.clone());
             }
         }
-        let item_type = payload
-            .and_then(|p| p.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let rec = match (ty, item_type) {
-            ("compacted", _) => Some(compaction(line, payload, false)),
-            ("response_item", "compaction") => Some(compaction(line, payload, true)),
-            ("response_item", _) => item_record(line, obj),
+        let rec = match (ty, payload.kind.str().unwrap_or("")) {
+            ("compacted", _) => {
+                let text = payload.message.str().unwrap_or("").to_owned();
+                Some(compaction(&line, text))
+            }
+            ("response_item", "compaction") => {
+                let n = payload.encrypted_content.str().map_or(0, str::len);
+                let text = format!(
+                    "[The provider compacted the conversation before this point; its compaction is encrypted ({n} characters) and only the provider can read it.]"
+                );
+                Some(compaction(&line, text))
+            }
+            ("response_item", _) => item_record(&mut line),
             _ => None,
         };
         records.push(rec.unwrap_or_else(|| line.opaque(KEY)));
@@ -99,35 +112,20 @@ fn from_lines(read: SessionText, mut warnings: Vec<String>) -> Transcript {
     t
 }
 
-/// A `compacted` line or a `compaction` item as a compaction record; its
-/// range is set once every record has its `seq`.
-fn compaction(line: &Line, payload: Option<&Object>, encrypted: bool) -> Record {
-    let text = if encrypted {
-        let n = payload
-            .and_then(|p| p.get("encrypted_content"))
-            .and_then(Value::as_str)
-            .map_or(0, str::len);
-        format!(
-            "[The provider compacted the conversation before this point; its compaction is encrypted ({n} characters) and only the provider can read it.]"
-        )
-    } else {
-        payload
-            .and_then(|p| p.get("message"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
+/// A `compacted` line or a `compaction` item as a compaction record with
+/// summary `text`; its range is set once every record has its `seq`.
+fn compaction(line: &Line, text: String) -> Record {
     let mut r = line.agent_compaction(text, "Codex's own compaction");
     let mut h = Object::new();
     let kept = match (&line.value, line.writes_back()) {
         (Some(v), true) => v.clone(),
         _ => {
             let mut o = Object::new();
-            o.insert("text".into(), Value::String(line.text.clone()));
+            o.insert(hint::TEXT.into(), Value::String(line.text.clone()));
             Value::Object(o)
         }
     };
-    h.insert("lines".into(), Value::Array(vec![kept]));
+    h.insert(hint::LINES.into(), Value::Array(vec![kept]));
     r.extra.insert(KEY.into(), Value::Object(h));
     r
 }
@@ -173,159 +171,187 @@ fn text_parts(parts: &[Value]) -> String {
 }
 
 /// A `response_item` line as its record, or `None` when ctxfold keeps it
-/// whole.
-fn item_record(line: &Line, obj: &Object) -> Option<Record> {
-    let item = obj.get("payload")?.as_object()?;
-    let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
-    let mut env = obj.clone();
-    let mut h = Object::new();
-    let null = |env: &mut Object, keys: &[&str]| {
-        if let Some(Value::Object(p)) = env.get_mut("payload") {
-            for k in keys {
-                if p.contains_key(*k) {
-                    p.insert((*k).to_owned(), Value::Null);
-                }
-            }
-        }
+/// whole (the line is left as it was).
+fn item_record(line: &mut Line) -> Option<Record> {
+    let writes_back = line.writes_back();
+    let ts = line.ts();
+    let value = line.value.as_mut()?;
+    let mut payload = take_payload(value)?;
+    let Some(read) = read_item(&payload) else {
+        put_payload(value, payload);
+        return None;
     };
-    let body = match item.get("type").and_then(Value::as_str)? {
-        "message" => {
-            let text = match item.get("content") {
-                Some(Value::String(t)) => {
-                    null(&mut env, &["content"]);
-                    h.insert("string".into(), Value::Bool(true));
-                    t.clone()
-                }
-                Some(Value::Array(parts)) => {
-                    let t = text_parts(parts);
-                    if parts.len() == 1 && parts[0].get("text").is_some_and(Value::is_string) {
-                        if let Some(Value::Object(p)) = env.get_mut("payload")
-                            && let Some(Value::Array(c)) = p.get_mut("content")
-                            && let Some(Value::Object(part)) = c.get_mut(0)
-                        {
-                            part.insert("text".into(), Value::Null);
-                        }
-                        h.insert("one_part".into(), Value::Bool(true));
-                    } else {
-                        h.insert("fnv".into(), Value::String(fingerprint(&t)));
-                    }
-                    t
-                }
-                _ => return None,
-            };
-            match s("role").as_deref() {
-                Some("user") => Body::User {
-                    content: text,
-                    author: None,
-                },
-                Some("assistant") => Body::Assistant { content: text },
-                Some("developer" | "system") => Body::System { content: text },
-                _ => return None,
+    // The line with the record's fields `null` is what the hints keep.
+    if let Value::Object(p) = &mut payload {
+        for k in read.nulls {
+            if let Some(v) = p.get_mut(*k) {
+                *v = Value::Null;
             }
         }
-        "reasoning" => {
-            let summary = item
-                .get("summary")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join("\n\n")
-                })
-                .unwrap_or_default();
-            let text = if summary.is_empty() {
-                item.get("content")
-                    .and_then(Value::as_array)
-                    .map(|a| text_parts_reasoning(a))
-                    .unwrap_or_default()
-            } else {
-                summary
-            };
-            h.insert("fnv".into(), Value::String(fingerprint(&text)));
-            Body::Reasoning { content: text }
+        if read.one_part
+            && let Some(part) = first_part_mut(p)
+        {
+            part.insert("text".into(), Value::Null);
         }
-        "function_call" => {
-            let raw = s("arguments")?;
-            let arguments = match JsonText::parse(&raw) {
-                Some(j) => {
-                    if j.text() != raw {
-                        h.insert("arguments".into(), Value::String(raw.clone()));
-                    }
-                    j
-                }
-                None => {
-                    h.insert("arguments".into(), Value::String(raw.clone()));
-                    JsonText::from_value(&Value::String(raw.clone()))
-                }
-            };
-            null(&mut env, &["call_id", "name", "arguments"]);
-            Body::ToolCall {
-                id: s("call_id")?,
-                name: s("name")?,
-                arguments,
-            }
-        }
-        "custom_tool_call" => {
-            null(&mut env, &["call_id", "name", "input"]);
-            Body::ToolCall {
-                id: s("call_id")?,
-                name: s("name")?,
-                arguments: JsonText::from_value(&Value::String(s("input")?)),
-            }
-        }
-        "local_shell_call" => {
-            null(&mut env, &["call_id", "action"]);
-            Body::ToolCall {
-                id: s("call_id")?,
-                name: "local_shell".into(),
-                arguments: JsonText::from_value(item.get("action")?),
-            }
-        }
-        "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
-            let id = s("call_id")?;
-            let content = match item.get("output") {
-                Some(Value::String(t)) => {
-                    null(&mut env, &["output"]);
-                    t.clone()
-                }
-                Some(Value::Array(parts)) => {
-                    let t = text_parts(parts);
-                    h.insert("fnv".into(), Value::String(fingerprint(&t)));
-                    t
-                }
-                Some(Value::Object(o)) => {
-                    let t = o
-                        .get("content")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    h.insert("fnv".into(), Value::String(fingerprint(&t)));
-                    t
-                }
-                _ => return None,
-            };
-            null(&mut env, &["call_id"]);
-            Body::ToolResult {
-                id,
-                content,
-                is_error: false,
-            }
-        }
-        _ => return None,
-    };
-    for (k, v) in line.hints(Value::Object(env)) {
+    }
+    put_payload(value, payload);
+    let mut h = read.hints;
+    let env = line.value.take()?;
+    for (k, v) in line.hints(env, writes_back) {
         h.insert(k, v);
     }
-    let mut r = Record::new(0, line.ts(), body);
+    let mut r = Record::new(0, ts, read.body);
     r.extra.insert(KEY.into(), Value::Object(h));
     Some(r)
 }
 
-fn text_parts_reasoning(parts: &[Value]) -> String {
-    parts
-        .iter()
-        .filter_map(|p| p.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n\n")
+/// What an item reads as: its record's body, the payload's fields the
+/// record holds, whether it holds the text of the one content part, and
+/// its hints.
+struct Read {
+    body: Body,
+    nulls: &'static [&'static str],
+    one_part: bool,
+    hints: Object,
+}
+
+/// Read item `payload`, or `None` when it is not one ctxfold reads.
+fn read_item(payload: &Value) -> Option<Read> {
+    let mut h = Object::new();
+    let mut one_part = false;
+    let mut nulls: &'static [&'static str] = &[];
+    let body = match Item::from_value(payload.clone()) {
+        Item::Message(m) => {
+            let text = match m.content {
+                Content::Text(t) => {
+                    nulls = &["content"];
+                    h.insert(hint::STRING.into(), Value::Bool(true));
+                    t
+                }
+                Content::Parts(parts) => {
+                    let t = text_parts(&parts);
+                    if let [part] = parts.as_slice()
+                        && Content::part_text(part).is_some()
+                    {
+                        one_part = true;
+                        h.insert(hint::ONE_PART.into(), Value::Bool(true));
+                    } else {
+                        h.insert(hint::FNV.into(), Value::String(fingerprint(&t)));
+                    }
+                    t
+                }
+            };
+            match m.role.as_str() {
+                "user" => Body::User {
+                    content: text,
+                    author: None,
+                },
+                "assistant" => Body::Assistant { content: text },
+                "developer" | "system" => Body::System { content: text },
+                _ => return None,
+            }
+        }
+        Item::Reasoning(r) => {
+            let texts = |parts: &[Value]| {
+                parts
+                    .iter()
+                    .filter_map(Content::part_text)
+                    .collect::<Vec<_>>()
+                    .join("\n\n")
+            };
+            let summary = texts(&r.summary);
+            let text = if summary.is_empty() {
+                r.content().map(texts).unwrap_or_default()
+            } else {
+                summary
+            };
+            h.insert(hint::FNV.into(), Value::String(fingerprint(&text)));
+            Body::Reasoning { content: text }
+        }
+        Item::FunctionCall(f) => {
+            let Value::String(raw) = f.arguments else {
+                return None;
+            };
+            let arguments = match JsonText::parse(&raw) {
+                Some(j) => {
+                    if j.text() != raw {
+                        h.insert(hint::ARGUMENTS.into(), Value::String(raw.clone()));
+                    }
+                    j
+                }
+                None => {
+                    h.insert(hint::ARGUMENTS.into(), Value::String(raw.clone()));
+                    JsonText::from_value(&Value::String(raw))
+                }
+            };
+            nulls = &["call_id", "name", "arguments"];
+            Body::ToolCall {
+                id: f.call_id,
+                name: f.name,
+                arguments,
+            }
+        }
+        Item::CustomToolCall(c) => {
+            nulls = &["call_id", "name", "input"];
+            Body::ToolCall {
+                id: c.call_id,
+                name: c.name,
+                arguments: JsonText::from_value(&Value::String(c.input)),
+            }
+        }
+        item if item.kind() == Some("local_shell_call") => {
+            let call = LocalShellCall::deserialize(payload).ok()?;
+            nulls = &["call_id", "action"];
+            Body::ToolCall {
+                id: call.call_id,
+                name: "local_shell".into(),
+                arguments: JsonText::from_value(&call.action),
+            }
+        }
+        item => {
+            // Outputs of the three call types, in any form Codex wrote.
+            let kind = item.kind();
+            if !matches!(
+                kind,
+                Some(
+                    "function_call_output" | "custom_tool_call_output" | "local_shell_call_output"
+                )
+            ) {
+                return None;
+            }
+            let out = AnyOutput::deserialize(payload).ok()?;
+            let content = match out.output {
+                OutputValue::Text(t) => {
+                    nulls = &["call_id", "output"];
+                    t
+                }
+                OutputValue::Parts(parts) => {
+                    nulls = &["call_id"];
+                    text_parts(&parts)
+                }
+                OutputValue::Object(o) => {
+                    nulls = &["call_id"];
+                    o.content
+                        .as_ref()
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                }
+            };
+            if !nulls.contains(&"output") {
+                h.insert(hint::FNV.into(), Value::String(fingerprint(&content)));
+            }
+            Body::ToolResult {
+                id: out.call_id,
+                content,
+                is_error: false,
+            }
+        }
+    };
+    Some(Read {
+        body,
+        nulls,
+        one_part,
+        hints: h,
+    })
 }
