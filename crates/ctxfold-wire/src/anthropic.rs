@@ -675,6 +675,29 @@ mod tests {
     }
 
     #[test]
+    fn an_event_read_by_its_name_is_what_its_value_reads_as() {
+        for (name, data) in [
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a \"b\""},"x":1}"#,
+            ),
+            ("content_block_delta", r#"{"type":"ping"}"#),
+            ("content_block_stop", r#"{"type":"content_block_stop"}"#),
+            ("future_event", r#"{"type":"future_event","x":2}"#),
+        ] {
+            let by_value = StreamEvent::from_value(serde_json::from_str(data).unwrap());
+            assert_eq!(StreamEvent::from_str_as(name, data).unwrap(), by_value);
+        }
+        // Without a `type`, the name says it.
+        let ev = StreamEvent::from_str_as("content_block_stop", r#"{"index":3}"#).unwrap();
+        assert!(matches!(
+            ev,
+            StreamEvent::ContentBlockStop(Indexed { index: 3, .. })
+        ));
+        assert!(StreamEvent::from_str_as("ping", "{not json").is_err());
+    }
+
+    #[test]
     fn stream_events_round_trip_and_unknown_ones_are_kept() {
         for data in [
             r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","usage":{"input_tokens":10,"output_tokens":1}}}"#,

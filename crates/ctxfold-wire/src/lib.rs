@@ -167,6 +167,31 @@ macro_rules! tagged {
                     _ => $name::Other(v),
                 }
             }
+
+            /// Read `text`, the JSON of one whose type the caller already
+            /// knows to be `tag` (a stream's `event:` line): straight into
+            /// that type, without the detour through a JSON value that
+            /// [`from_value`](Self::from_value) takes (a stream's many
+            /// small events). One without a `type` is read as of type
+            /// `tag`; one whose `type` or fields say otherwise as
+            /// `from_value` reads it.
+            pub fn from_str_as(tag: &str, text: &str) -> serde_json::Result<Self> {
+                match tag {
+                    $($tag => {
+                        if let Ok(mut x) = serde_json::from_str::<$ty>(text) {
+                            match x.extra.shift_remove("type") {
+                                None => return Ok($name::$variant(x)),
+                                Some($crate::Value::String(t)) if t == tag => {
+                                    return Ok($name::$variant(x));
+                                }
+                                _ => {}
+                            }
+                        }
+                    })*
+                    _ => {}
+                }
+                serde_json::from_str::<$crate::Value>(text).map(Self::from_value)
+            }
         }
 
         impl<'de> serde::Deserialize<'de> for $name {
