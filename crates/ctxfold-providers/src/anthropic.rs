@@ -42,8 +42,10 @@ use std::io::BufRead;
 use ctxfold_core::projection::PREAMBLE;
 use ctxfold_wire::RequestBody;
 use ctxfold_wire::anthropic::{
-    self, Block, Content, Message, Thinking, Tool, ToolResult, ToolUse, event, role,
+    self, Block, Content, Delta, Message, Reply, StreamEvent as Event, Thinking, Tool, ToolResult,
+    ToolUse, event, role,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{self, ProviderError};
@@ -178,67 +180,67 @@ fn malformed(detail: impl Into<String>) -> ProviderError {
 /// Read a response body (see the module docs). `model` is
 /// `provider/model`, as asked for.
 pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderError> {
-    let Some(Value::Array(content)) = raw.get("content") else {
+    let reply = Reply::deserialize(&raw).map_err(|e| {
+        malformed(format!(
+            "the Anthropic-style response is not a message ({e}): {}",
+            error::quote(&raw.to_string())
+        ))
+    })?;
+    if reply.content.is_none() {
         return Err(malformed(format!(
             "the Anthropic-style response has no `content` array: {}",
             error::quote(&raw.to_string())
         )));
-    };
+    }
+    response(reply, raw, model)
+}
+
+/// The response `reply` (read from `raw`) becomes.
+fn response(reply: Reply, raw: Value, model: &str) -> Result<ChatResponse, ProviderError> {
     let mut parts = Vec::new();
-    for (i, b) in content.iter().enumerate() {
-        let s = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                let t = s("text").unwrap_or_default();
-                if !t.is_empty() {
-                    parts.push(Part::Text(t));
-                }
-            }
-            Some("thinking") => parts.push(Part::Reasoning {
-                text: s("thinking").unwrap_or_default(),
-                signature: s("signature").filter(|s| !s.is_empty()),
+    for (i, b) in reply.content.into_iter().flatten().enumerate() {
+        match b {
+            Block::Text(t) if !t.text.is_empty() => parts.push(Part::Text(t.text)),
+            Block::Thinking(t) => parts.push(Part::Reasoning {
+                text: t.thinking,
+                signature: t.signature.filter(|s| !s.is_empty()),
             }),
-            Some("tool_use") => {
-                let (Some(id), Some(name)) = (s("id"), s("name")) else {
-                    return Err(malformed(format!(
-                        "`content[{i}]` is a `tool_use` without `id` or `name`"
-                    )));
-                };
-                parts.push(Part::ToolCall {
-                    id,
-                    name,
-                    arguments: b
-                        .get("input")
-                        .cloned()
-                        .unwrap_or_else(|| Value::Object(Map::new())),
-                });
+            Block::ToolUse(t) => parts.push(Part::ToolCall {
+                id: t.id,
+                name: t.name,
+                arguments: t.input,
+            }),
+            // A `tool_use` whose fields do not read.
+            other if other.kind() == Some("tool_use") => {
+                return Err(malformed(format!(
+                    "`content[{i}]` is a `tool_use` without `id`, `name` (strings) or `input`"
+                )));
             }
             _ => {}
         }
     }
-    let stop_reason = raw
-        .get("stop_reason")
-        .and_then(Value::as_str)
-        .map(StopReason::parse);
-    let usage = Usage::from_raw(
-        raw.get("usage"),
-        &[
-            "input_tokens",
-            "cache_creation_input_tokens",
-            "cache_read_input_tokens",
-        ],
-        "output_tokens",
-    );
+    let usage = reply.usage.and_then(|u| {
+        let u = Value::Object(u);
+        let counts = anthropic::Usage::deserialize(&u).unwrap_or_default();
+        let input = [
+            counts.input_tokens,
+            counts.cache_creation_input_tokens,
+            counts.cache_read_input_tokens,
+        ];
+        let output = counts.output_tokens.unwrap_or(0);
+        Usage::of(u, input.into_iter().flatten().sum(), output)
+    });
     Ok(ChatResponse {
         model: model.to_owned(),
         parts,
         usage,
-        stop_reason,
+        stop_reason: reply.stop_reason.as_deref().map(StopReason::parse),
         raw,
     })
 }
 
-/// Append `piece` to the string at `key` of `block`.
+/// Append `piece` to the string at `key` of `block`, a block of a type
+/// ctxfold does not read (a `compaction` block's summary).
 fn append(block: &mut Value, key: &str, piece: &str) {
     if let Value::Object(b) = block {
         match b.get_mut(key) {
@@ -250,16 +252,89 @@ fn append(block: &mut Value, key: &str, piece: &str) {
     }
 }
 
-/// Read a stream (see the module docs) into the message a non-streamed call
-/// gives; text and reasoning go to `on` as they come.
+/// What a known event of the stream must hold, for its error when it does
+/// not read.
+fn expected(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        event::MESSAGE_START => "no `message` object",
+        event::CONTENT_BLOCK_START => "no valid `index` or no `content_block` object",
+        event::CONTENT_BLOCK_DELTA => "no valid `index` or no `delta`",
+        _ => return None,
+    })
+}
+
+/// `delta` joined to `block`; text and reasoning go to `on` as they come,
+/// a tool call's input (JSON text) to `input`.
+fn apply(delta: Delta, block: &mut Block, input: &mut String, on: &mut dyn FnMut(StreamEvent)) {
+    // A compaction block's summary, and its opaque part (to be sent back
+    // verbatim), as they come: each string of the delta joined to the
+    // block's own.
+    if delta.kind() == Some("compaction_delta") {
+        if let (Delta::Other(Value::Object(d)), Block::Other(b)) = (delta, block) {
+            for (k, piece) in d {
+                if let (false, Value::String(piece)) = (k == "type", piece) {
+                    append(b, &k, &piece);
+                }
+            }
+        }
+        return;
+    }
+    match (delta, block) {
+        (Delta::Text(t), b) => {
+            match b {
+                Block::Text(b) => b.text.push_str(&t.text),
+                Block::Other(b) => append(b, "text", &t.text),
+                _ => {}
+            }
+            on(StreamEvent::Text(t.text));
+        }
+        (Delta::Thinking(t), b) => {
+            match b {
+                Block::Thinking(b) => b.thinking.push_str(&t.thinking),
+                Block::Other(b) => append(b, "thinking", &t.thinking),
+                _ => {}
+            }
+            on(StreamEvent::Reasoning(t.thinking));
+        }
+        (Delta::Signature(p), Block::Thinking(b)) => {
+            b.signature.get_or_insert_default().push_str(&p.signature);
+        }
+        (Delta::Signature(p), Block::Other(b)) => append(b, "signature", &p.signature),
+        (Delta::InputJson(p), _) => input.push_str(&p.partial_json),
+        (Delta::Citations(c), b) => {
+            let keys = match b {
+                Block::Other(Value::Object(o)) => Some(o),
+                b => b.extra_mut(),
+            };
+            if let Some(keys) = keys {
+                match keys
+                    .entry("citations")
+                    .or_insert_with(|| Value::Array(Vec::new()))
+                {
+                    Value::Array(a) => a.push(c.citation),
+                    other => *other = Value::Array(vec![c.citation]),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Read a stream (see the module docs) into the response a non-streamed
+/// call gives (its `raw`: the message the events fold back into); text and
+/// reasoning go to `on` as they come. `model` is `provider/model`.
 ///
 /// `cut_short`: the stream is known to have broken off; the message holds
 /// the blocks that completed (`content_block_stop`) instead of failing, so
 /// a thinking block is kept only with its signature and a tool call only
 /// with all of its input.
-pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, ProviderError> {
+pub(crate) fn read_stream(
+    mut s: Stream<'_, impl BufRead>,
+    model: &str,
+) -> Result<ChatResponse, ProviderError> {
     let mut message: Option<Map<String, Value>> = None;
-    let mut blocks: Vec<Option<Value>> = Vec::new();
+    let mut usage: Option<Map<String, Value>> = None;
+    let mut blocks: Vec<Option<Block>> = Vec::new();
     let mut json_parts: Vec<String> = Vec::new();
     let mut closed: Vec<bool> = Vec::new();
     let mut stopped = false;
@@ -267,145 +342,110 @@ pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, Prov
         let Some(ev) = s.next("Anthropic-style")? else {
             break;
         };
-        let at = format!(
-            "Anthropic-style stream, `{}` event ending on line {}",
-            ev.event.as_deref().unwrap_or("(unnamed)"),
-            ev.line
-        );
-        // The last event of a stream cut short may be incomplete.
-        if s.cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
-            break;
-        }
-        let data: Value = serde_json::from_str(&ev.data).map_err(|e| {
-            malformed(format!(
-                "{at}: its data is not JSON ({e}): {}",
-                error::quote(&ev.data)
-            ))
-        })?;
-        let kind = data
-            .get("type")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or(ev.event.clone())
-            .unwrap_or_default();
-        let index = || -> Result<usize, ProviderError> {
-            data.get("index")
-                .and_then(Value::as_u64)
-                .map(|n| n as usize)
-                .filter(|&n| n <= 1024)
-                .ok_or_else(|| malformed(format!("{at}: no valid `index`")))
+        // Where an error is, said only when there is one.
+        let at = || {
+            format!(
+                "Anthropic-style stream, `{}` event ending on line {}",
+                ev.event.as_deref().unwrap_or("(unnamed)"),
+                ev.line
+            )
         };
-        match kind.as_str() {
-            event::MESSAGE_START => match data.get("message") {
-                Some(Value::Object(m)) => message = Some(m.clone()),
-                _ => return Err(malformed(format!("{at}: no `message` object"))),
-            },
-            event::CONTENT_BLOCK_START => {
-                let i = index()?;
-                let Some(b @ Value::Object(_)) = data.get("content_block") else {
-                    return Err(malformed(format!("{at}: no `content_block` object")));
-                };
+        // Its name (the `event:` line) says its type: read straight into it.
+        let data = match &ev.event {
+            Some(name) => Event::from_str_as(name, &ev.data),
+            None => serde_json::from_str::<Value>(&ev.data).map(Event::from_value),
+        };
+        let mut data = match data {
+            Ok(data) => data,
+            // The last event of a stream cut short may be incomplete.
+            Err(_) if s.cut_short => break,
+            Err(e) => {
+                return Err(malformed(format!(
+                    "{}: its data is not JSON ({e}): {}",
+                    at(),
+                    error::quote(&ev.data)
+                )));
+            }
+        };
+        if data.kind().is_none()
+            && let (Event::Other(Value::Object(o)), Some(name)) = (&mut data, &ev.event)
+        {
+            // No `type`: the event's name says it.
+            o.insert("type".into(), Value::String(name.clone()));
+            data = Event::from_value(Value::Object(std::mem::take(o)));
+        }
+        let index = |i: u64| -> Result<usize, ProviderError> {
+            usize::try_from(i)
+                .ok()
+                .filter(|&n| n <= 1024)
+                .ok_or_else(|| malformed(format!("{}: no valid `index`", at())))
+        };
+        match data {
+            Event::MessageStart(m) => message = Some(m.message),
+            Event::ContentBlockStart(b) => {
+                let i = index(b.index)?;
                 if blocks.len() <= i {
                     blocks.resize(i + 1, None);
                     json_parts.resize(i + 1, String::new());
                     closed.resize(i + 1, false);
                 }
-                match b.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => (s.on)(StreamEvent::ToolCall {
-                        id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
-                        name: b
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
+                match &b.content_block {
+                    Block::ToolUse(t) => (s.on)(StreamEvent::ToolCall {
+                        id: t.id.clone(),
+                        name: t.name.clone(),
                     }),
-                    Some("text") => {
-                        if let Some(t) = b.get("text").and_then(Value::as_str)
-                            && !t.is_empty()
-                        {
-                            (s.on)(StreamEvent::Text(t.to_owned()));
-                        }
+                    Block::Text(t) if !t.text.is_empty() => {
+                        (s.on)(StreamEvent::Text(t.text.clone()));
                     }
                     _ => {}
                 }
-                blocks[i] = Some(b.clone());
+                blocks[i] = Some(b.content_block);
             }
-            event::CONTENT_BLOCK_DELTA => {
-                let i = index()?;
+            Event::ContentBlockDelta(d) => {
+                let i = index(d.index)?;
                 let Some(Some(b)) = blocks.get_mut(i) else {
                     return Err(malformed(format!(
-                        "{at}: a delta for block {i} before its `content_block_start`"
+                        "{}: a delta for block {i} before its `content_block_start`",
+                        at()
                     )));
                 };
-                let Some(delta) = data.get("delta") else {
-                    return Err(malformed(format!("{at}: no `delta`")));
-                };
-                let piece = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("");
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        append(b, "text", piece("text"));
-                        (s.on)(StreamEvent::Text(piece("text").to_owned()));
-                    }
-                    Some("thinking_delta") => {
-                        append(b, "thinking", piece("thinking"));
-                        (s.on)(StreamEvent::Reasoning(piece("thinking").to_owned()));
-                    }
-                    Some("signature_delta") => append(b, "signature", piece("signature")),
-                    // A compaction block's summary, and its opaque part
-                    // (to be sent back verbatim), as they come.
-                    Some("compaction_delta") => {
-                        for k in ["content", "encrypted_content"] {
-                            if let Some(Value::String(p)) = delta.get(k) {
-                                append(b, k, p);
-                            }
-                        }
-                    }
-                    Some("input_json_delta") => json_parts[i].push_str(piece("partial_json")),
-                    Some("citations_delta") => {
-                        if let (Value::Object(o), Some(c)) = (b, delta.get("citation")) {
-                            match o.get_mut("citations") {
-                                Some(Value::Array(a)) => a.push(c.clone()),
-                                _ => {
-                                    o.insert("citations".into(), Value::Array(vec![c.clone()]));
-                                }
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+                apply(d.delta, b, &mut json_parts[i], s.on);
             }
-            event::MESSAGE_DELTA => {
+            Event::MessageDelta(d) => {
                 let Some(m) = &mut message else {
-                    return Err(malformed(format!("{at}: before `message_start`")));
+                    return Err(malformed(format!("{}: before `message_start`", at())));
                 };
-                if let Some(Value::Object(d)) = data.get("delta") {
-                    for (k, v) in d {
-                        m.insert(k.clone(), v.clone());
-                    }
-                }
+                m.extend(d.delta);
                 // The edits the provider applied (context management) come
                 // beside the delta, as in a whole message.
-                if let Some(cm) = data.get("context_management") {
-                    m.insert("context_management".into(), cm.clone());
+                if let Some(cm) = d.context_management {
+                    m.insert("context_management".into(), cm);
                 }
-                if let Some(Value::Object(u)) = data.get("usage") {
-                    let usage = m
-                        .entry("usage")
-                        .or_insert_with(|| Value::Object(Map::new()));
-                    if let Value::Object(mu) = usage {
-                        for (k, v) in u {
-                            mu.insert(k.clone(), v.clone());
-                        }
-                    }
+                if let Some(u) = d.usage {
+                    usage.get_or_insert_default().extend(u);
                 }
             }
-            event::MESSAGE_STOP => stopped = true,
-            event::CONTENT_BLOCK_STOP => {
-                if let Some(c) = index().ok().and_then(|i| closed.get_mut(i)) {
+            Event::MessageStop(_) => stopped = true,
+            Event::ContentBlockStop(b) => {
+                if let Some(c) = index(b.index).ok().and_then(|i| closed.get_mut(i)) {
                     *c = true;
                 }
             }
-            event::ERROR if !s.cut_short => return Err(error::in_body(&data, s.ctx)),
+            Event::Error(_) if s.cut_short => {}
+            e @ Event::Error(_) => {
+                return Err(error::in_body(&ctxfold_wire::value(&e), s.ctx));
+            }
+            // A known event whose fields do not read.
+            e @ Event::Other(_) => match e.kind() {
+                Some(event::ERROR) if s.cut_short => {}
+                Some(event::ERROR) => return Err(error::in_body(&ctxfold_wire::value(&e), s.ctx)),
+                Some(kind) => {
+                    if let Some(expected) = expected(kind) {
+                        return Err(malformed(format!("{}: {expected}", at())));
+                    }
+                }
+                None => {}
+            },
             _ => {} // ping, and events yet unknown
         }
     }
@@ -420,12 +460,20 @@ pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, Prov
             "the Anthropic-style stream ended before `message_stop`",
         ));
     }
-    let Some(mut message) = message else {
+    let Some(message) = message else {
         return Err(malformed(
             "the Anthropic-style stream had no `message_start`",
         ));
     };
-    let mut content = Vec::new();
+    let mut reply = Reply::deserialize(Value::Object(message)).map_err(|e| {
+        malformed(format!(
+            "Anthropic-style stream: the `message_start` message is not a message ({e})"
+        ))
+    })?;
+    if let Some(u) = usage {
+        reply.usage.get_or_insert_default().extend(u);
+    }
+    let mut content = Vec::with_capacity(blocks.len());
     for (i, b) in blocks.into_iter().enumerate() {
         let Some(mut b) = b else { continue };
         if !json_parts[i].is_empty() {
@@ -435,12 +483,20 @@ pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, Prov
                     error::quote(&json_parts[i])
                 ))
             })?;
-            b["input"] = input;
+            match &mut b {
+                Block::ToolUse(t) => t.input = input,
+                // A server tool's call.
+                Block::Other(Value::Object(o)) => {
+                    o.insert("input".into(), input);
+                }
+                _ => {}
+            }
         }
         content.push(b);
     }
-    message.insert("content".into(), Value::Array(content));
-    Ok(Value::Object(message))
+    reply.content = Some(content);
+    let raw = ctxfold_wire::value(&reply);
+    response(reply, raw, model)
 }
 
 #[cfg(test)]

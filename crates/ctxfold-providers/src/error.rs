@@ -24,6 +24,8 @@
 
 use std::time::Duration;
 
+use ctxfold_wire::error::{Detail, Reported};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// What went wrong.
@@ -204,42 +206,42 @@ fn as_text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-/// Read an error value (`{"error": …}`, `{"message": …}`, …).
-pub(crate) fn details_of(v: &Value) -> Option<Details> {
-    let obj = v.as_object()?;
-    match obj.get("error") {
-        Some(Value::Object(e)) => {
+/// The details of an error read (see [`Reported`]'s shapes): `None` when
+/// it says nothing readable.
+pub(crate) fn details_of(r: &Reported) -> Option<Details> {
+    match &r.error {
+        Some(e @ Value::Object(_)) => {
+            let d = Detail::deserialize(e).unwrap_or_default();
             return Some(Details {
-                message: as_text(e.get("message"))
-                    .unwrap_or_else(|| Value::Object(e.clone()).to_string()),
-                code: as_text(e.get("code")),
-                kind: as_text(e.get("type")),
+                message: as_text(d.message.as_ref()).unwrap_or_else(|| e.to_string()),
+                code: as_text(d.code.as_ref()),
+                kind: as_text(d.kind.as_ref()),
             });
         }
         Some(Value::String(s)) => {
             return Some(Details {
                 message: s.clone(),
-                code: as_text(obj.get("code")),
-                kind: as_text(obj.get("type")),
+                code: as_text(r.code.as_ref()),
+                kind: as_text(r.kind.as_ref()),
             });
         }
         _ => {}
     }
-    let message = as_text(obj.get("message")).or_else(|| match obj.get("detail") {
+    let message = as_text(r.message.as_ref()).or_else(|| match &r.detail {
         Some(Value::String(s)) => Some(s.clone()),
         Some(d @ (Value::Array(_) | Value::Object(_))) => Some(d.to_string()),
         _ => None,
     })?;
     Some(Details {
         message,
-        code: as_text(obj.get("code")),
-        kind: as_text(obj.get("type")),
+        code: as_text(r.code.as_ref()),
+        kind: as_text(r.kind.as_ref()),
     })
 }
 
 /// The details of an error body: JSON where it is, else its text.
 pub(crate) fn details(body: &str) -> Details {
-    serde_json::from_str::<Value>(body)
+    serde_json::from_str::<Reported>(body)
         .ok()
         .as_ref()
         .and_then(details_of)
@@ -376,10 +378,25 @@ fn status_of_kind(kind: &str) -> Option<u16> {
 }
 
 /// An error a server sent with a 200 status: in a stream, or as the whole
-/// body. Its status is its numeric `code`, else what its type stands for,
-/// else 500.
+/// body `v`. Its status is its numeric `code`, else what its type stands
+/// for, else 500.
 pub(crate) fn in_body(v: &Value, ctx: &ErrorContext<'_>) -> ProviderError {
-    let d = details_of(v).unwrap_or_else(|| Details {
+    reported_in(Reported::deserialize(v).ok().as_ref(), v, ctx)
+}
+
+/// The error a whole answer `v` is, if it is one (a non-null `error`).
+pub(crate) fn in_answer(v: &Value, ctx: &ErrorContext<'_>) -> Option<ProviderError> {
+    // Reads the error's keys only: nothing of a large answer is copied.
+    let reported = Reported::deserialize(v).ok()?;
+    reported
+        .error
+        .is_some()
+        .then(|| reported_in(Some(&reported), v, ctx))
+}
+
+/// [`in_body`] with `v` read as `reported`.
+fn reported_in(reported: Option<&Reported>, v: &Value, ctx: &ErrorContext<'_>) -> ProviderError {
+    let d = reported.and_then(details_of).unwrap_or_else(|| Details {
         message: quote(&v.to_string()),
         ..Details::default()
     });

@@ -41,8 +41,10 @@ use std::io::BufRead;
 
 use ctxfold_wire::RequestBody;
 use ctxfold_wire::chat::{
-    self, Choice, Completion, Content, Message, StreamOptions, Tool, ToolCall, role,
+    self, Answer, AnswerFunction, Choice, Completion, Content, Message, StreamOptions, Tool,
+    ToolCall, role,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{self, ProviderError};
@@ -158,14 +160,12 @@ fn arguments_text(v: &Value) -> String {
 }
 
 /// Arguments text read back: parsed, `{}` when empty, else kept as text.
-fn parse_arguments(v: Option<&Value>) -> Value {
+fn parse_arguments(v: Option<Value>) -> Value {
     match v {
         Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Map::new()),
-        Some(Value::String(s)) => {
-            serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
-        }
+        Some(Value::String(s)) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
         Some(Value::Null) | None => Value::Object(Map::new()),
-        Some(other) => other.clone(),
+        Some(other) => other,
     }
 }
 
@@ -175,75 +175,104 @@ fn malformed(detail: impl Into<String>) -> ProviderError {
     }
 }
 
+/// What an answer says, whole or folded back from a stream: the parts of
+/// the [`ChatResponse`] it becomes.
+struct Said {
+    reasoning: String,
+    text: String,
+    /// (id, name, arguments as sent); a missing id becomes `call_N`.
+    calls: Vec<(String, String, Option<Value>)>,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+impl Said {
+    fn into_response(self, raw: Value, model: &str) -> ChatResponse {
+        let mut parts = Vec::with_capacity(self.calls.len() + 2);
+        if !self.reasoning.is_empty() {
+            parts.push(Part::Reasoning {
+                text: self.reasoning,
+                signature: None,
+            });
+        }
+        if !self.text.is_empty() {
+            parts.push(Part::Text(self.text));
+        }
+        for (i, (id, name, arguments)) in self.calls.into_iter().enumerate() {
+            parts.push(Part::ToolCall {
+                id: if id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    id
+                },
+                name,
+                arguments: parse_arguments(arguments),
+            });
+        }
+        let usage = self.usage.and_then(|u| {
+            let counts = chat::Usage::deserialize(&u).unwrap_or_default();
+            let (input, output) = (counts.prompt_tokens, counts.completion_tokens);
+            Usage::of(u, input.unwrap_or(0), output.unwrap_or(0))
+        });
+        ChatResponse {
+            model: model.to_owned(),
+            parts,
+            usage,
+            stop_reason: self
+                .finish_reason
+                .as_ref()
+                .and_then(Value::as_str)
+                .map(StopReason::parse),
+            raw,
+        }
+    }
+}
+
 /// Read a response body (see the module docs). `model` is
 /// `provider/model`, as asked for.
 pub fn parse_response(raw: Value, model: &str) -> Result<ChatResponse, ProviderError> {
-    let choice = match raw.get("choices") {
-        Some(Value::Array(c)) if !c.is_empty() => &c[0],
-        _ => {
-            return Err(malformed(format!(
-                "the OpenAI-style response has no `choices`: {}",
-                error::quote(&raw.to_string())
-            )));
-        }
+    let answer = Answer::deserialize(&raw).map_err(|e| {
+        malformed(format!(
+            "the OpenAI-style response is not a chat completion ({e}): {}",
+            error::quote(&raw.to_string())
+        ))
+    })?;
+    let Some(choice) = answer.choices.and_then(|c| c.into_iter().next()) else {
+        return Err(malformed(format!(
+            "the OpenAI-style response has no `choices`: {}",
+            error::quote(&raw.to_string())
+        )));
     };
-    let Some(Value::Object(message)) = choice.get("message") else {
+    let Some(message) = choice.message else {
         return Err(malformed("`choices[0]` has no `message` object"));
     };
-    let mut parts = Vec::new();
-    for key in ["reasoning_content", "reasoning"] {
-        if let Some(Value::String(r)) = message.get(key)
-            && !r.is_empty()
-        {
-            parts.push(Part::Reasoning {
-                text: r.clone(),
-                signature: None,
-            });
-            break;
-        }
+    let reasoning = [message.reasoning_content, message.reasoning]
+        .into_iter()
+        .flatten()
+        .find(|r| !r.is_empty())
+        .unwrap_or_default();
+    let mut calls = Vec::new();
+    for (i, c) in message.tool_calls.into_iter().flatten().enumerate() {
+        let Some(AnswerFunction {
+            name: Some(name),
+            arguments,
+            ..
+        }) = c.function
+        else {
+            return Err(malformed(format!(
+                "`choices[0].message.tool_calls[{i}]` has no `function.name`"
+            )));
+        };
+        calls.push((c.id.unwrap_or_default(), name, arguments));
     }
-    let text = match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
+    let said = Said {
+        reasoning,
+        text: message.content.map(|c| c.text("\n")).unwrap_or_default(),
+        calls,
+        finish_reason: choice.finish_reason,
+        usage: answer.usage,
     };
-    if !text.is_empty() {
-        parts.push(Part::Text(text));
-    }
-    if let Some(Value::Array(calls)) = message.get("tool_calls") {
-        for (i, c) in calls.iter().enumerate() {
-            let f = c.get("function");
-            let Some(name) = f.and_then(|f| f.get("name")).and_then(Value::as_str) else {
-                return Err(malformed(format!(
-                    "`choices[0].message.tool_calls[{i}]` has no `function.name`"
-                )));
-            };
-            let id = match c.get("id").and_then(Value::as_str) {
-                Some(id) if !id.is_empty() => id.to_owned(),
-                _ => format!("call_{i}"),
-            };
-            parts.push(Part::ToolCall {
-                id,
-                name: name.to_owned(),
-                arguments: parse_arguments(f.and_then(|f| f.get("arguments"))),
-            });
-        }
-    }
-    let stop_reason = choice
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map(StopReason::parse);
-    Ok(ChatResponse {
-        model: model.to_owned(),
-        parts,
-        usage: Usage::from_raw(raw.get("usage"), &["prompt_tokens"], "completion_tokens"),
-        stop_reason,
-        raw,
-    })
+    Ok(said.into_response(raw, model))
 }
 
 /// A tool call being streamed.
@@ -254,13 +283,17 @@ struct CallAcc {
     arguments: String,
 }
 
-/// Read a stream (see the module docs) into the response body a
-/// non-streamed call gives; text and reasoning go to `on` as they come.
+/// Read a stream (see the module docs) into the response a non-streamed
+/// call gives (its `raw`: the completion the chunks fold back into); text
+/// and reasoning go to `on` as they come. `model` is `provider/model`.
 ///
 /// `cut_short`: the stream is known to have broken off; what arrived is
 /// read as far as it goes (the text and reasoning received; tool calls,
 /// whose end the format does not mark, are left out) instead of failing.
-pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, ProviderError> {
+pub(crate) fn read_stream(
+    mut s: Stream<'_, impl BufRead>,
+    model: &str,
+) -> Result<ChatResponse, ProviderError> {
     let mut top = Map::new();
     let mut content = String::new();
     let mut reasoning = String::new();
@@ -274,107 +307,92 @@ pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, Prov
             done = true;
             break;
         }
-        // The last event of a stream cut short may be incomplete.
-        if s.cut_short && serde_json::from_str::<Value>(&ev.data).is_err() {
-            break;
-        }
-        let chunk: Value = serde_json::from_str(&ev.data).map_err(|e| {
-            malformed(format!(
-                "OpenAI-style stream, event ending on line {}: its data is not JSON ({e}): {}",
-                ev.line,
-                error::quote(&ev.data)
-            ))
-        })?;
-        let Value::Object(chunk) = chunk else {
-            return Err(malformed(format!(
-                "OpenAI-style stream, event ending on line {}: expected a JSON object, found {}",
-                ev.line,
-                error::quote(&ev.data)
-            )));
-        };
-        if chunk.contains_key("error") {
-            return Err(error::in_body(&Value::Object(chunk), s.ctx));
-        }
-        for (k, v) in &chunk {
-            match k.as_str() {
-                "choices" | "object" => {}
-                "usage" => {
-                    if !v.is_null() {
-                        usage = Some(v.clone());
-                    }
-                }
-                _ => {
-                    top.insert(k.clone(), v.clone());
-                }
+        let chunk: Answer = match serde_json::from_str(&ev.data) {
+            Ok(chunk) => chunk,
+            // The last event of a stream cut short may be incomplete.
+            Err(e) if s.cut_short && !e.is_data() => break,
+            Err(e) => {
+                let what = if e.is_data() {
+                    "expected a chunk of a chat completion"
+                } else {
+                    "its data is not JSON"
+                };
+                return Err(malformed(format!(
+                    "OpenAI-style stream, event ending on line {}: {what} ({e}): {}",
+                    ev.line,
+                    error::quote(&ev.data)
+                )));
             }
-        }
-        let Some(Value::Array(choices)) = chunk.get("choices") else {
-            continue;
         };
-        for c in choices {
-            if c.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+        if chunk.error.is_some() {
+            return Err(error::in_body(&ctxfold_wire::value(&chunk), s.ctx));
+        }
+        // The chunks' other keys (`id`, `model`, …), in the order they came.
+        top.extend(chunk.extra);
+        if chunk.usage.is_some() {
+            usage = chunk.usage;
+        }
+        for c in chunk.choices.into_iter().flatten() {
+            if c.index.unwrap_or(0) != 0 {
                 continue;
             }
-            if let Some(delta) = c.get("delta") {
-                if let Some(t) = delta.get("content").and_then(Value::as_str)
+            if let Some(delta) = c.delta {
+                if let Some(Content::Text(t)) = delta.content
                     && !t.is_empty()
                 {
-                    content.push_str(t);
-                    (s.on)(StreamEvent::Text(t.to_owned()));
+                    content.push_str(&t);
+                    (s.on)(StreamEvent::Text(t));
                 }
-                for key in ["reasoning_content", "reasoning"] {
-                    if let Some(r) = delta.get(key).and_then(Value::as_str)
+                for (key, r) in [
+                    ("reasoning_content", delta.reasoning_content),
+                    ("reasoning", delta.reasoning),
+                ] {
+                    if let Some(r) = r
                         && !r.is_empty()
                     {
                         reasoning_key = key;
-                        reasoning.push_str(r);
-                        (s.on)(StreamEvent::Reasoning(r.to_owned()));
+                        reasoning.push_str(&r);
+                        (s.on)(StreamEvent::Reasoning(r));
                         break;
                     }
                 }
-                if let Some(Value::Array(tcs)) = delta.get("tool_calls") {
-                    for (pos, tc) in tcs.iter().enumerate() {
-                        let i = tc
-                            .get("index")
-                            .and_then(Value::as_u64)
-                            .map_or(pos, |n| n as usize);
-                        if i > 1024 {
-                            return Err(malformed(format!(
-                                "OpenAI-style stream, event ending on line {}: tool call index {i} is implausible",
-                                ev.line
-                            )));
-                        }
-                        if calls.len() <= i {
-                            calls.resize_with(i + 1, CallAcc::default);
-                        }
-                        let acc = &mut calls[i];
-                        if let Some(id) = tc.get("id").and_then(Value::as_str)
-                            && acc.id.is_empty()
-                        {
-                            acc.id = id.to_owned();
-                        }
-                        let f = tc.get("function");
-                        if let Some(name) = f.and_then(|f| f.get("name")).and_then(Value::as_str)
-                            && acc.name.is_empty()
-                            && !name.is_empty()
-                        {
-                            acc.name = name.to_owned();
-                            (s.on)(StreamEvent::ToolCall {
-                                id: acc.id.clone(),
-                                name: acc.name.clone(),
-                            });
-                        }
-                        if let Some(a) = f.and_then(|f| f.get("arguments")).and_then(Value::as_str)
-                        {
-                            acc.arguments.push_str(a);
-                        }
+                for (pos, tc) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    let i = tc.index.map_or(pos, |n| n as usize);
+                    if i > 1024 {
+                        return Err(malformed(format!(
+                            "OpenAI-style stream, event ending on line {}: tool call index {i} is implausible",
+                            ev.line
+                        )));
+                    }
+                    if calls.len() <= i {
+                        calls.resize_with(i + 1, CallAcc::default);
+                    }
+                    let acc = &mut calls[i];
+                    if let Some(id) = tc.id
+                        && acc.id.is_empty()
+                    {
+                        acc.id = id;
+                    }
+                    let f = tc.function.unwrap_or_default();
+                    if let Some(name) = f.name
+                        && acc.name.is_empty()
+                        && !name.is_empty()
+                    {
+                        acc.name = name;
+                        (s.on)(StreamEvent::ToolCall {
+                            id: acc.id.clone(),
+                            name: acc.name.clone(),
+                        });
+                    }
+                    if let Some(Value::String(a)) = f.arguments {
+                        acc.arguments.push_str(&a);
                     }
                 }
             }
-            if let Some(fr) = c.get("finish_reason")
+            if let Some(fr) = c.finish_reason
                 && !fr.is_null()
             {
-                finish = Some(fr.clone());
+                finish = Some(fr);
             }
         }
     }
@@ -385,6 +403,19 @@ pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, Prov
             "the OpenAI-style stream ended before the answer was finished (no `finish_reason`, no `data: [DONE]`)",
         ));
     }
+    let said = Said {
+        reasoning: reasoning.clone(),
+        text: content.clone(),
+        calls: calls
+            .iter()
+            .map(|c| {
+                let arguments = Value::String(c.arguments.clone());
+                (c.id.clone(), c.name.clone(), Some(arguments))
+            })
+            .collect(),
+        finish_reason: finish.clone(),
+        usage: usage.clone(),
+    };
     let content = if content.is_empty() && !calls.is_empty() {
         Content::Null
     } else {
@@ -419,7 +450,7 @@ pub(crate) fn read_stream(mut s: Stream<'_, impl BufRead>) -> Result<Value, Prov
         }],
         usage,
     };
-    Ok(ctxfold_wire::value(&completion))
+    Ok(said.into_response(ctxfold_wire::value(&completion), model))
 }
 
 #[cfg(test)]

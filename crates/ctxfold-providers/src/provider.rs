@@ -38,7 +38,7 @@
 use std::io::{BufRead, BufReader, Read};
 
 use ctxfold_wire::RequestBody;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::anthropic;
@@ -226,15 +226,7 @@ impl Provider {
             ctx,
         })?;
         let label = format!("{}/{}", self.name, req.model);
-        let parse = |raw: Value| -> Result<ChatResponse, ProviderError> {
-            if raw.get("error").is_some_and(|e| !e.is_null()) {
-                return Err(error::in_body(&raw, &ctx));
-            }
-            match kind {
-                ProviderKind::OpenAi => openai::parse_response(raw, &label),
-                ProviderKind::Anthropic => anthropic::parse_response(raw, &label),
-            }
-        };
+        let parse = |raw: Value| crate::wire::answer(kind, raw, &label, &ctx);
         let Some(on) = stream else {
             return parse(self.http.read_json(resp, &url)?);
         };
@@ -264,8 +256,7 @@ impl Provider {
             }
             return Ok(response);
         }
-        let raw = Stream::new(reader, on, &ctx, &io_error, false).read(kind)?;
-        parse(raw)
+        Stream::new(reader, on, &ctx, &io_error, false).read(kind, &label)
     }
 
     /// The context window of `model` in tokens: from the server where it
@@ -311,45 +302,81 @@ impl Provider {
             Err(ProviderError::Malformed { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let as_u32 = |v: Option<&Value>| {
-            v.and_then(Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|&n| n > 0)
-        };
         Ok(match self.config.context_window_from {
             WindowSource::None => None,
-            WindowSource::LlamacppProps => as_u32(v.pointer("/default_generation_settings/n_ctx"))
-                .or_else(|| as_u32(v.get("n_ctx"))),
-            WindowSource::OllamaShow => ollama_num_ctx(&v).or_else(|| {
-                v.get("model_info")
-                    .and_then(Value::as_object)
-                    .and_then(|info| {
-                        info.iter()
-                            .find(|(k, _)| k.ends_with(".context_length"))
-                            .and_then(|(_, n)| as_u32(Some(n)))
-                    })
+            WindowSource::LlamacppProps => Props::deserialize(&v).ok().and_then(|p| {
+                p.default_generation_settings
+                    .and_then(|g| as_u32(g.n_ctx))
+                    .or_else(|| as_u32(p.n_ctx))
             }),
-            WindowSource::ModelsList => v
-                .get("data")
-                .and_then(Value::as_array)
-                .and_then(|models| {
-                    models
-                        .iter()
-                        .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+            WindowSource::OllamaShow => Show::deserialize(&v).ok().and_then(|show| {
+                ollama_num_ctx(show.parameters.as_deref()).or_else(|| {
+                    show.model_info?
+                        .into_iter()
+                        .find(|(k, _)| k.ends_with(".context_length"))
+                        .and_then(|(_, n)| as_u32(Some(n)))
                 })
-                .and_then(|m| {
-                    ["max_model_len", "context_length", "context_window"]
-                        .iter()
-                        .find_map(|k| as_u32(m.get(*k)))
-                }),
+            }),
+            WindowSource::ModelsList => Models::deserialize(&v).ok().and_then(|list| {
+                let m = list.data.into_iter().find(|m| m.id == model)?;
+                [m.max_model_len, m.context_length, m.context_window]
+                    .into_iter()
+                    .find_map(as_u32)
+            }),
         })
     }
 }
 
+/// A count a server reports, if it is one and above 0.
+fn as_u32(v: Option<Value>) -> Option<u32> {
+    v.as_ref()
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0)
+}
+
+/// llama.cpp's `/props`: the window is `n_ctx` of the default generation
+/// settings (older servers: at the top).
+#[derive(Deserialize)]
+struct Props {
+    default_generation_settings: Option<GenerationSettings>,
+    n_ctx: Option<Value>,
+}
+
+/// `default_generation_settings` of llama.cpp's `/props`.
+#[derive(Deserialize)]
+struct GenerationSettings {
+    n_ctx: Option<Value>,
+}
+
+/// Ollama's `/api/show`: the window in `parameters` (`num_ctx`), else the
+/// model's own (`model_info`'s `<architecture>.context_length`).
+#[derive(Deserialize)]
+struct Show {
+    parameters: Option<String>,
+    model_info: Option<serde_json::Map<String, Value>>,
+}
+
+/// An OpenAI-style `/models` list.
+#[derive(Deserialize)]
+struct Models {
+    data: Vec<ModelEntry>,
+}
+
+/// A model of a `/models` list, with the window as the servers that give
+/// one name it (vLLM, OpenRouter, others).
+#[derive(Deserialize)]
+struct ModelEntry {
+    id: String,
+    max_model_len: Option<Value>,
+    context_length: Option<Value>,
+    context_window: Option<Value>,
+}
+
 /// `num_ctx` from Ollama's `parameters` text (the window the server will
 /// really use: Ollama cuts the prompt to it silently).
-fn ollama_num_ctx(v: &Value) -> Option<u32> {
-    v.get("parameters")?.as_str()?.lines().find_map(|l| {
+fn ollama_num_ctx(parameters: Option<&str>) -> Option<u32> {
+    parameters?.lines().find_map(|l| {
         let mut w = l.split_whitespace();
         (w.next()? == "num_ctx").then(|| w.next()?.parse().ok())?
     })
@@ -398,12 +425,9 @@ mod tests {
 
     #[test]
     fn ollama_parameters() {
-        let v = json!({"parameters": "stop \"<|eot|>\"\nnum_ctx                        8192\n"});
-        assert_eq!(ollama_num_ctx(&v), Some(8192));
-        assert_eq!(
-            ollama_num_ctx(&json!({"parameters": "temperature 0.7"})),
-            None
-        );
+        let v = "stop \"<|eot|>\"\nnum_ctx                        8192\n";
+        assert_eq!(ollama_num_ctx(Some(v)), Some(8192));
+        assert_eq!(ollama_num_ctx(Some("temperature 0.7")), None);
     }
 
     #[test]

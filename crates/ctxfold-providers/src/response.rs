@@ -42,16 +42,13 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// A response's `usage` object as sent, if it is one: its input is the
-    /// sum of the counts under `input` (Anthropic counts cached parts
-    /// apart), its output the count under `output`; a missing count is 0.
-    pub(crate) fn from_raw(raw: Option<&Value>, input: &[&str], output: &str) -> Option<Usage> {
-        let u = raw.filter(|u| u.is_object())?;
-        let count = |key: &str| u.get(key).and_then(Value::as_u64).unwrap_or(0);
-        Some(Usage {
-            input_tokens: input.iter().map(|k| count(k)).sum(),
-            output_tokens: count(output),
-            raw: u.clone(),
+    /// A response's `usage` as sent, if it is an object, with its counts
+    /// as the API's usage type reads them (a count it lacks: 0).
+    pub(crate) fn of(raw: Value, input_tokens: u64, output_tokens: u64) -> Option<Usage> {
+        raw.is_object().then_some(Usage {
+            input_tokens,
+            output_tokens,
+            raw,
         })
     }
 }

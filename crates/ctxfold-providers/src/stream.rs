@@ -6,11 +6,9 @@
 
 use std::io::BufRead;
 
-use serde_json::Value;
-
 use crate::error::{ErrorContext, ProviderError};
 use crate::model::ProviderKind;
-use crate::response::StreamEvent;
+use crate::response::{ChatResponse, StreamEvent};
 use crate::sse::{SseError, SseEvent, SseReader};
 use crate::{anthropic, openai};
 
@@ -45,12 +43,16 @@ impl<'a, R: BufRead> Stream<'a, R> {
         }
     }
 
-    /// Read to the end as `kind` streams, into the body a non-streamed
-    /// call gives.
-    pub(crate) fn read(self, kind: ProviderKind) -> Result<Value, ProviderError> {
+    /// Read to the end as `kind` streams, into the response a
+    /// non-streamed call gives; `model` is `provider/model`.
+    pub(crate) fn read(
+        self,
+        kind: ProviderKind,
+        model: &str,
+    ) -> Result<ChatResponse, ProviderError> {
         match kind {
-            ProviderKind::OpenAi => openai::read_stream(self),
-            ProviderKind::Anthropic => anthropic::read_stream(self),
+            ProviderKind::OpenAi => openai::read_stream(self, model),
+            ProviderKind::Anthropic => anthropic::read_stream(self, model),
         }
     }
 

@@ -25,8 +25,18 @@ pub fn parse_answer(
     raw: Value,
     model: &str,
 ) -> Result<ChatResponse, ProviderError> {
-    if raw.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(error::in_body(&raw, &ctx(model)));
+    answer(kind, raw, model, &ctx(model))
+}
+
+/// [`parse_answer`], errors classified with `ctx`.
+pub(crate) fn answer(
+    kind: ProviderKind,
+    raw: Value,
+    model: &str,
+    ctx: &ErrorContext<'_>,
+) -> Result<ChatResponse, ProviderError> {
+    if let Some(e) = error::in_answer(&raw, ctx) {
+        return Err(e);
     }
     match kind {
         ProviderKind::OpenAi => openai::parse_response(raw, model),
@@ -53,8 +63,7 @@ pub fn read_stream(
         detail: format!("the stream broke off: {e}"),
     };
     let mut ignore = |_| {};
-    let raw = Stream::new(reader, &mut ignore, &c, &io_error, cut_short).read(kind)?;
-    parse_answer(kind, raw, model)
+    Stream::new(reader, &mut ignore, &c, &io_error, cut_short).read(kind, model)
 }
 
 /// Whether an error answer (its status and body) says the request is
@@ -131,5 +140,106 @@ mod tests {
         );
         let r = read_stream(ProviderKind::Anthropic, stream.as_bytes(), "c", true).unwrap();
         assert!(r.parts.is_empty(), "{:?}", r.parts);
+    }
+
+    /// The events Anthropic adds to a plain answer: a server tool's call
+    /// (its input streamed), a citation, a compaction block, the applied
+    /// edits beside the last delta; an event without `type` read by its
+    /// name. They fold back into the message a whole answer would be.
+    #[test]
+    fn an_anthropic_stream_folds_back_what_ctxfold_does_not_read_too() {
+        let stream = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":3,\"cache_read_input_tokens\":4,\"output_tokens\":1}}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"compaction\",\"content\":\"\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"compaction_delta\",\"content\":\"So far\",\"encrypted_content\":\"Zm9v\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"s\",\"name\":\"web_search\",\"input\":{}}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\": 1}\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+            "event: content_block_start\ndata: {\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\",\"citations\":[]}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"citations_delta\",\"citation\":{\"url\":\"u\"}}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"Found.\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":9},\"context_management\":{\"applied_edits\":[]}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        let r = read_stream(ProviderKind::Anthropic, stream.as_bytes(), "c", false).unwrap();
+        assert_eq!(
+            r.raw.to_string(),
+            r#"{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"compaction","content":"So far","encrypted_content":"Zm9v"},{"type":"server_tool_use","id":"s","name":"web_search","input":{"q":1}},{"type":"text","text":"Found.","citations":[{"url":"u"}]}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"cache_read_input_tokens":4,"output_tokens":9},"context_management":{"applied_edits":[]}}"#
+        );
+        assert_eq!(r.parts, vec![Part::Text("Found.".into())]);
+        let u = r.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (7, 9));
+        // Read whole, the same answer.
+        let whole = parse_answer(ProviderKind::Anthropic, r.raw.clone(), "c").unwrap();
+        assert_eq!((whole.parts, whole.usage), (r.parts, Some(u)));
+    }
+
+    /// Errors say what was expected, and an error sent in a stream or in a
+    /// 200 body is classified as the status it stands for.
+    #[test]
+    fn what_does_not_read_is_named() {
+        let e = parse_answer(ProviderKind::OpenAi, serde_json::json!({"id": "x"}), "m")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no `choices`"), "{e}");
+        let call = serde_json::json!({"choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}}]});
+        let e = parse_answer(ProviderKind::OpenAi, call, "m")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`choices[0].message.tool_calls[0]` has no `function.name`"),
+            "{e}"
+        );
+        let e = parse_answer(ProviderKind::OpenAi, serde_json::json!({"choices": 7}), "m")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a chat completion (invalid type"), "{e}");
+        let tool = serde_json::json!({"content": [{"type": "tool_use", "name": "f", "input": {}}]});
+        let e = parse_answer(ProviderKind::Anthropic, tool, "m")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`content[0]` is a `tool_use` without `id`"),
+            "{e}"
+        );
+        let e = parse_answer(ProviderKind::Anthropic, serde_json::json!({"id": "m"}), "m")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no `content` array"), "{e}");
+        let overloaded = serde_json::json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        assert!(matches!(
+            parse_answer(ProviderKind::Anthropic, overloaded, "m"),
+            Err(ProviderError::Server { status: 529, .. })
+        ));
+
+        let chunk =
+            "data: {\"error\":{\"message\":\"slow down\",\"type\":\"rate_limit_error\"}}\n\n";
+        assert!(matches!(
+            read_stream(ProviderKind::OpenAi, chunk.as_bytes(), "m", false),
+            Err(ProviderError::RateLimited { .. })
+        ));
+        let chunk = "data: {\"choices\":{}}\n\n";
+        let e = read_stream(ProviderKind::OpenAi, chunk.as_bytes(), "m", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2: expected a chunk of a chat completion"),
+            "{e}"
+        );
+        let event = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"content_block\":{}}\n\n";
+        let e = read_stream(ProviderKind::Anthropic, event.as_bytes(), "m", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`content_block_start` event ending on line 3: no valid `index` or no `content_block` object"),
+            "{e}"
+        );
+        let error = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+        assert!(matches!(
+            read_stream(ProviderKind::Anthropic, error.as_bytes(), "m", false),
+            Err(ProviderError::Server { status: 529, .. })
+        ));
     }
 }
