@@ -75,14 +75,16 @@ use ctxfold_wire::IntoValue;
 use ctxfold_wire::anthropic::{
     self as wire, Block, Content, Message, Text, Thinking, ToolResult, ToolUse,
 };
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::chat::{
-    Records, build_request, describe, keep_message_keys, leftovers, message_and_role, message_keys,
-    meta, set_meta, text_parts,
+    Field, MESSAGE_FIELD, Records, TextOrArray, build_request, describe, keep_message_keys,
+    leftovers, message_and_role, message_keys, meta, present, set_meta, text_parts,
 };
 use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
+use crate::session_lines::type_tag;
 use crate::{Exported, Transcript};
 
 pub(crate) const PREFIX: &str = "anthropic";
@@ -90,6 +92,10 @@ const SIGNATURE: &str = "anthropic_thinking_signature";
 const BLOCK: &str = "anthropic_block";
 const BLOCK_FIELDS: &str = "anthropic_block_fields";
 const STRING_CONTENT: &str = "anthropic_string_content";
+/// The fields of an `anthropic_block` record: the side it was on, and the
+/// block whole.
+const ROLE_FIELD: &str = "role";
+const BLOCK_FIELD: &str = "block";
 /// Metadata marking a `system` record read from a message in `messages`.
 pub const SYSTEM_MESSAGE: &str = "anthropic_system_message";
 /// The kind of an `Other` record holding a message of a role this module
@@ -102,20 +108,62 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
     crate::message_reader::read_messages(Wire::Anthropic, v)
 }
 
+/// A request body's `system`, as the reader takes it.
+#[derive(Deserialize)]
+struct System {
+    #[serde(default, deserialize_with = "present")]
+    system: Option<TextOrArray>,
+}
+
+/// A message's `content`, as the reader takes it.
+#[derive(Deserialize)]
+struct Said {
+    #[serde(default, deserialize_with = "present")]
+    content: Option<TextOrArray>,
+}
+
+/// What the reader reads of a content block of a type it maps (the
+/// fields of ctxfold-wire's `Text`, `Thinking`, `ToolUse` and
+/// `ToolResult`), each as it came so an error can say what it found; the
+/// block's other keys are kept by [`leftovers`].
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Fields<'a> {
+    #[serde(borrow)]
+    text: Field<'a>,
+    #[serde(borrow)]
+    thinking: Field<'a>,
+    #[serde(borrow)]
+    signature: Field<'a>,
+    #[serde(borrow)]
+    id: Field<'a>,
+    #[serde(borrow)]
+    name: Field<'a>,
+    #[serde(deserialize_with = "present")]
+    input: Option<Value>,
+    #[serde(borrow)]
+    tool_use_id: Field<'a>,
+    #[serde(deserialize_with = "present")]
+    content: Option<TextOrArray>,
+    #[serde(borrow)]
+    is_error: Field<'a>,
+}
+
 /// The records of a request's top-level `system`, if any.
 pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String> {
-    match body.get("system") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => {
-            out.push(Body::System { content: s.clone() });
+    let system = System::deserialize(body).map_err(|e| format!("`system`: {e}"))?;
+    match system.system {
+        None | Some(TextOrArray::Other(Value::Null)) => {}
+        Some(TextOrArray::Text(s)) => {
+            out.push(Body::System { content: s });
         }
-        Some(Value::Array(blocks)) => {
+        Some(TextOrArray::Array(blocks)) => {
             push_system_blocks(out, blocks);
         }
-        Some(other) => {
+        Some(TextOrArray::Other(other)) => {
             return Err(format!(
                 "`system`: expected a string or an array of text blocks, found {}",
-                describe(other)
+                describe(&other)
             ));
         }
     }
@@ -145,55 +193,59 @@ pub(crate) fn read_message(
             return Ok(Side::Own);
         }
     };
-    let first = match m.get("content") {
-        Some(Value::String(s)) => {
+    let said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
+    let first = match said.content {
+        Some(TextOrArray::Text(s)) => {
             let idx = if user {
                 out.open_turn();
                 out.push(Body::User {
-                    content: s.clone(),
+                    content: s,
                     author: None,
                 })
             } else {
-                let idx = out.push(Body::Assistant { content: s.clone() });
+                let idx = out.push(Body::Assistant { content: s });
                 set_meta(&mut out.records[idx], STRING_CONTENT, Value::Bool(true));
                 idx
             };
             Some(idx)
         }
-        Some(Value::Array(blocks)) => {
+        Some(TextOrArray::Array(blocks)) => {
             let mut typed = Vec::with_capacity(blocks.len());
-            for (j, b) in blocks.iter().enumerate() {
-                match b {
-                    Value::Object(o) if o.get("type").is_some_and(Value::is_string) => {
-                        let ty = o.get("type").and_then(Value::as_str).unwrap_or_default();
-                        typed.push((j, o, ty));
-                    }
-                    _ => {
+            for (j, b) in blocks.into_iter().enumerate() {
+                let ty = match &b {
+                    Value::Object(o) => type_tag(o).map(str::to_owned),
+                    _ => None,
+                };
+                match (b, ty) {
+                    (Value::Object(o), Some(ty)) => typed.push((j, o, ty)),
+                    (b, _) => {
                         return Err(format!(
                             "messages[{i}].content[{j}]: expected a content block (an object with a `type` string), found {}",
-                            describe(b)
+                            describe(&b)
                         ));
                     }
                 }
             }
-            let mut turn_pending = user && typed.iter().any(|(_, _, ty)| *ty == "text");
+            let plain = match typed.as_slice() {
+                [(_, b, _)] => is_plain_text(b),
+                _ => false,
+            };
+            let mut turn_pending = user && typed.iter().any(|(_, _, ty)| ty == "text");
             let mut first = None;
             for (j, b, ty) in typed {
                 if turn_pending && ty != "tool_result" {
                     out.open_turn();
                     turn_pending = false;
                 }
-                let idx = read_block(out, i, j, user, b, ty)?;
+                let idx = read_block(out, i, j, user, b, &ty)?;
                 first.get_or_insert(idx);
             }
-            if let (true, [Value::Object(b)], Some(idx)) = (user, blocks.as_slice(), first)
-                && is_plain_text(b)
-            {
+            if let (true, true, Some(idx)) = (user, plain, first) {
                 set_meta(&mut out.records[idx], STRING_CONTENT, Value::Bool(false));
             }
             first
         }
-        other => return Err(content_error(i, other)),
+        other => return Err(content_error(i, other.as_ref())),
     };
     match first {
         Some(idx) => keep_message_keys(
@@ -212,10 +264,11 @@ pub(crate) fn read_message(
 /// `system` record marked [`SYSTEM_MESSAGE`], its content's blocks kept in
 /// metadata `anthropic_system` as for the top-level `system`.
 fn read_system_message(out: &mut Records, i: usize, m: &Object) -> Result<(), String> {
-    let idx = match m.get("content") {
-        Some(Value::String(s)) => out.push(Body::System { content: s.clone() }),
-        Some(Value::Array(blocks)) => push_system_blocks(out, blocks),
-        other => return Err(content_error(i, other)),
+    let said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
+    let idx = match said.content {
+        Some(TextOrArray::Text(s)) => out.push(Body::System { content: s }),
+        Some(TextOrArray::Array(blocks)) => push_system_blocks(out, blocks),
+        other => return Err(content_error(i, other.as_ref())),
     };
     let r = &mut out.records[idx];
     set_meta(r, SYSTEM_MESSAGE, Value::Bool(true));
@@ -235,49 +288,67 @@ fn read_block(
     i: usize,
     j: usize,
     user: bool,
-    b: &Object,
+    b: Object,
     ty: &str,
 ) -> Result<usize, String> {
     let at = format!("messages[{i}].content[{j}]");
-    let string = |field: &str| match b.get(field) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!("{at}: a `{ty}` block needs a `{field}` string")),
+    if !matches!(
+        (user, ty),
+        (_, "text") | (true, "tool_result") | (false, "thinking" | "tool_use")
+    ) {
+        let mut fields = Object::new();
+        let role = if user {
+            wire::role::USER
+        } else {
+            wire::role::ASSISTANT
+        };
+        fields.insert(ROLE_FIELD.into(), role.into());
+        fields.insert(BLOCK_FIELD.into(), Value::Object(b));
+        return Ok(out.push(Body::Other {
+            kind: BLOCK.into(),
+            fields: Box::new(fields),
+        }));
+    }
+    let f = Fields::deserialize(&b).map_err(|e| format!("{at}: {e}"))?;
+    let string = |field: Field, name: &str| match field.str() {
+        Some(s) => Ok(s.to_owned()),
+        None => Err(format!("{at}: a `{ty}` block needs a `{name}` string")),
     };
     let mut consumed = vec!["type"];
     let idx = match (user, ty) {
         (true, "text") => {
             consumed.push("text");
             out.push(Body::User {
-                content: string("text")?,
+                content: string(f.text, "text")?,
                 author: None,
             })
         }
         (true, "tool_result") => {
             consumed.extend(["tool_use_id", "content"]);
-            let id = string("tool_use_id")?;
-            let (content, original) = match b.get("content") {
-                None | Some(Value::Null) => (String::new(), Some(Value::Null)),
-                Some(Value::String(s)) => (s.clone(), None),
-                Some(Value::Array(a)) => (text_parts(a), Some(Value::Array(a.clone()))),
-                Some(other) => {
+            let id = string(f.tool_use_id, "tool_use_id")?;
+            let (content, original) = match f.content {
+                None | Some(TextOrArray::Other(Value::Null)) => (String::new(), Some(Value::Null)),
+                Some(TextOrArray::Text(s)) => (s, None),
+                Some(TextOrArray::Array(a)) => (text_parts(&a), Some(Value::Array(a))),
+                Some(TextOrArray::Other(other)) => {
                     return Err(format!(
                         "{at}.content: expected a string or an array of content blocks, found {}",
-                        describe(other)
+                        describe(&other)
                     ));
                 }
             };
-            let is_error = match b.get("is_error") {
-                Some(Value::Bool(true)) => {
+            let is_error = match f.is_error {
+                Field::Bool(true) => {
                     consumed.push("is_error");
                     true
                 }
                 // An explicit `false` stays an unmapped key, so it is
                 // written back.
-                None | Some(Value::Bool(false)) => false,
-                Some(other) => {
+                Field::Missing | Field::Bool(false) => false,
+                other => {
                     return Err(format!(
                         "{at}.is_error: expected true or false, found {}",
-                        describe(other)
+                        other.describe()
                     ));
                 }
             };
@@ -294,19 +365,19 @@ fn read_block(
         (false, "text") => {
             consumed.push("text");
             out.push(Body::Assistant {
-                content: string("text")?,
+                content: string(f.text, "text")?,
             })
         }
         (false, "thinking") => {
             consumed.push("thinking");
-            let content = string("thinking")?;
+            let content = string(f.thinking, "thinking")?;
             let idx = out.push(Body::Reasoning { content });
-            match b.get("signature") {
-                Some(Value::String(sig)) => {
+            match f.signature.str() {
+                Some(sig) => {
                     consumed.push("signature");
-                    set_meta(&mut out.records[idx], SIGNATURE, Value::String(sig.clone()));
+                    set_meta(&mut out.records[idx], SIGNATURE, Value::String(sig.into()));
                 }
-                _ => set_meta(
+                None => set_meta(
                     &mut out.records[idx],
                     "anthropic_unsigned",
                     Value::Bool(true),
@@ -314,11 +385,12 @@ fn read_block(
             }
             idx
         }
-        (false, "tool_use") => {
+        _ => {
+            // A `tool_use` (the types are checked above).
             consumed.extend(["id", "name", "input"]);
-            let id = string("id")?;
-            let name = string("name")?;
-            let Some(input) = b.get("input") else {
+            let id = string(f.id, "id")?;
+            let name = string(f.name, "name")?;
+            let Some(input) = f.input else {
                 return Err(format!("{at}: a `tool_use` block needs an `input`"));
             };
             out.push(Body::ToolCall {
@@ -327,22 +399,8 @@ fn read_block(
                 arguments: input.into(),
             })
         }
-        _ => {
-            let mut fields = Object::new();
-            let role = if user {
-                wire::role::USER
-            } else {
-                wire::role::ASSISTANT
-            };
-            fields.insert("role".into(), role.into());
-            fields.insert("block".into(), Value::Object(b.clone()));
-            return Ok(out.push(Body::Other {
-                kind: BLOCK.into(),
-                fields: Box::new(fields),
-            }));
-        }
     };
-    let rest = leftovers(b, &consumed);
+    let rest = leftovers(&b, &consumed);
     if !rest.is_empty() {
         set_meta(&mut out.records[idx], BLOCK_FIELDS, Value::Object(rest));
     }
@@ -353,7 +411,7 @@ fn read_block(
 /// does not map: `image`, `redacted_thinking`, `compaction`, …).
 pub fn other_block(r: &Record) -> Option<&Value> {
     match &r.body {
-        Body::Other { kind, fields } if kind == BLOCK => fields.get("block"),
+        Body::Other { kind, fields } if kind == BLOCK => fields.get(BLOCK_FIELD),
         _ => None,
     }
 }
@@ -363,8 +421,8 @@ pub fn other_block(r: &Record) -> Option<&Value> {
 /// sent back read the same).
 pub fn assistant_block_record(block: &Object) -> Record {
     let mut fields = Object::new();
-    fields.insert("role".into(), wire::role::ASSISTANT.into());
-    fields.insert("block".into(), Value::Object(block.clone()));
+    fields.insert(ROLE_FIELD.into(), wire::role::ASSISTANT.into());
+    fields.insert(BLOCK_FIELD.into(), Value::Object(block.clone()));
     Record::new(
         0,
         "",
@@ -377,9 +435,12 @@ pub fn assistant_block_record(block: &Object) -> Record {
 
 /// A text block with nothing but `type` and `text`.
 fn is_plain_text(b: &Object) -> bool {
-    b.len() == 2
-        && b.get("type").and_then(Value::as_str) == Some("text")
-        && b.get("text").is_some_and(Value::is_string)
+    b.len() == 2 && type_tag(b) == Some("text") && plain_text_of(b).is_some()
+}
+
+/// The `text` string of block `b`, if it has one.
+fn plain_text_of(b: &Object) -> Option<&str> {
+    Fields::deserialize(b).ok()?.text.str()
 }
 
 /// Write records as Anthropic messages.
@@ -479,7 +540,7 @@ pub fn messages<R: Borrow<Record>>(records: &[R]) -> Vec<Exported<Message>> {
 fn plain_text(b: &Block) -> Option<&str> {
     match b {
         Block::Text(t) if t.extra.is_empty() => Some(&t.text),
-        Block::Other(Value::Object(o)) if is_plain_text(o) => o.get("text")?.as_str(),
+        Block::Other(Value::Object(o)) if is_plain_text(o) => plain_text_of(o),
         _ => None,
     }
 }
@@ -506,7 +567,7 @@ fn own_message(r: &Record) -> Option<Exported<Message>> {
             )))
         }
         Body::Other { kind, fields } if kind == MESSAGE => fields
-            .get("message")
+            .get(MESSAGE_FIELD)
             .filter(|m| m.is_object())
             .cloned()
             .map(Exported::Kept),
@@ -598,12 +659,12 @@ fn block_of(r: &Record) -> Option<(&'static str, Block)> {
             (wire::role::ASSISTANT, Block::ToolUse(b))
         }
         Body::Other { kind, fields } if kind == BLOCK => {
-            let role = match fields.get("role").and_then(Value::as_str) {
+            let role = match fields.get(ROLE_FIELD).and_then(Value::as_str) {
                 Some("user") => wire::role::USER,
                 Some("assistant") => wire::role::ASSISTANT,
                 _ => return None,
             };
-            let block = fields.get("block").filter(|b| b.is_object())?;
+            let block = fields.get(BLOCK_FIELD).filter(|b| b.is_object())?;
             (role, Block::Other(block.clone()))
         }
         _ => return None,
@@ -612,28 +673,28 @@ fn block_of(r: &Record) -> Option<(&'static str, Block)> {
 
 /// A `system` record of `blocks`' text, the blocks kept in metadata
 /// `anthropic_system`; returns its index.
-fn push_system_blocks(out: &mut Records, blocks: &[Value]) -> usize {
+fn push_system_blocks(out: &mut Records, blocks: Vec<Value>) -> usize {
     let idx = out.push(Body::System {
-        content: text_parts(blocks),
+        content: text_parts(&blocks),
     });
     set_meta(
         &mut out.records[idx],
         "anthropic_system",
-        Value::Array(blocks.to_vec()),
+        Value::Array(blocks),
     );
     idx
 }
 
 /// The error for message `i`'s `content` that is missing or neither a
 /// string nor blocks.
-fn content_error(i: usize, content: Option<&Value>) -> String {
+fn content_error(i: usize, content: Option<&TextOrArray>) -> String {
     match content {
         None => format!(
             "messages[{i}]: missing `content`; expected a string or an array of content blocks"
         ),
         Some(other) => format!(
             "messages[{i}].content: expected a string or an array of content blocks, found {}",
-            describe(other)
+            other.describe()
         ),
     }
 }

@@ -3,7 +3,14 @@
 //! the metadata keys that let export give back what import read.
 
 use ctxfold_core::{Body, Object, Record};
+use serde::Deserialize;
 use serde_json::Value;
+
+pub(crate) use crate::session_lines::Field;
+
+/// The field of an `Other` record that holds a message kept whole (of a
+/// role its format does not know).
+pub(crate) const MESSAGE_FIELD: &str = "message";
 
 /// Records under construction: `seq` 0, 1, 2, …, empty `ts`, and the turn
 /// rule for imported messages.
@@ -20,7 +27,7 @@ impl Records {
     /// `Other` record of `kind`, written back as it came.
     pub(crate) fn push_unknown_message(&mut self, kind: &str, m: &Object) -> usize {
         let mut fields = Object::new();
-        fields.insert("message".into(), Value::Object(m.clone()));
+        fields.insert(MESSAGE_FIELD.into(), Value::Object(m.clone()));
         self.push(Body::Other {
             kind: kind.into(),
             fields: Box::new(fields),
@@ -101,7 +108,8 @@ pub(crate) fn split_request(v: &Value) -> Result<(&[Value], Option<&Object>), St
     const EXPECTED: &str = "expected a request object with `messages` or an array of messages";
     match v {
         Value::Array(a) => Ok((a, None)),
-        Value::Object(o) => match o.get("messages") {
+        // The array itself, not a copy: the key, named once, by the reader.
+        Value::Object(o) => match o.get(crate::message_reader::Wire::OpenAi.messages_key()) {
             Some(Value::Array(a)) => Ok((a, Some(o))),
             Some(other) => Err(format!(
                 "`messages`: expected an array of messages, found {}",
@@ -318,14 +326,69 @@ pub(crate) fn message_and_role<'a>(
             describe(m)
         ));
     };
-    match m.get("role") {
-        Some(Value::String(r)) => Ok((m, r.as_str())),
-        Some(other) => Err(format!(
+    match Role::deserialize(m).map(|r| r.role) {
+        Ok(Field::Str(r)) => Ok((m, r)),
+        Ok(Field::Missing) => Err(format!("messages[{i}]: missing `role`; {expected}")),
+        Ok(other) => Err(format!(
             "messages[{i}]: `role` is {}, not a string; {expected}",
-            describe(other)
+            other.describe()
         )),
-        None => Err(format!("messages[{i}]: missing `role`; {expected}")),
+        Err(e) => Err(format!("messages[{i}]: {e}; {expected}")),
     }
+}
+
+/// A message's role, as every chat format has it.
+#[derive(Deserialize)]
+struct Role<'a> {
+    #[serde(default, borrow)]
+    role: Field<'a>,
+}
+
+/// For an `Option` field that tells a `null` from a missing key: `Some(..)`
+/// for any value present, `null` included (with `#[serde(default)]`, a
+/// missing key is `None`).
+pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// A value that is text, an array (its items as they came, in their key
+/// order) or something else: a content or `system` as the readers take
+/// it, before its parts are read.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum TextOrArray {
+    /// A string.
+    Text(String),
+    /// An array.
+    Array(Vec<Value>),
+    /// Anything else (`null` included, where the field is `present`).
+    Other(Value),
+}
+
+impl TextOrArray {
+    /// What it is, as an error says it.
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            TextOrArray::Text(_) => "a string",
+            TextOrArray::Array(_) => "an array",
+            TextOrArray::Other(v) => describe(v),
+        }
+    }
+}
+
+/// A field read as `T` where it is one, else kept as it came (for the
+/// error that says what was found).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Loose<T> {
+    /// A `T`.
+    Is(T),
+    /// Something else.
+    Not(Value),
 }
 
 pub(crate) use ctxfold_core::json_text::describe;

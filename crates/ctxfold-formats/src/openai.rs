@@ -69,11 +69,12 @@ use std::borrow::Borrow;
 use ctxfold_core::{Body, JsonText, Object, Record};
 use ctxfold_wire::IntoValue;
 use ctxfold_wire::chat::{self, Message, ToolCall, role};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::chat::{
-    ArgumentKeys, Records, build_request, describe, keep_message_keys, leftovers, message_and_role,
-    message_keys, meta, read_arguments, set_meta, text_parts,
+    ArgumentKeys, Field, Loose, MESSAGE_FIELD, Records, build_request, describe, keep_message_keys,
+    leftovers, message_and_role, message_keys, meta, present, read_arguments, set_meta, text_parts,
 };
 use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
@@ -91,6 +92,9 @@ pub(crate) const PREFIX: &str = "openai";
 /// does not know.
 const MESSAGE: &str = "openai_message";
 const ROLES: &str = "expected system, developer, user, assistant or tool";
+/// The key of a `system` record's `extra` that says it was a `developer`
+/// message.
+const ROLE: &str = "role";
 
 /// Read OpenAI chat messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
@@ -98,21 +102,60 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
     crate::message_reader::read_messages(Wire::OpenAi, v)
 }
 
-/// The text of a message's `content` and the value it was read from
-/// (`None` when the key was missing).
-struct Content<'a> {
-    text: String,
-    original: Option<&'a Value>,
+/// What the reader reads of a chat message: its content as ctxfold-wire
+/// types it, the call a tool message answers, its tool calls and its
+/// reasoning; every other key stays in the message (see [`leftovers`]).
+#[derive(Deserialize)]
+struct Said<'a> {
+    #[serde(default, deserialize_with = "present")]
+    content: Option<chat::Content>,
+    #[serde(default, borrow)]
+    tool_call_id: Field<'a>,
+    #[serde(default)]
+    tool_calls: Option<Loose<Vec<Value>>>,
+    #[serde(default, borrow)]
+    reasoning_content: Field<'a>,
 }
 
-impl<'a> Content<'a> {
-    fn read(i: usize, m: &'a Object) -> Result<Self, String> {
-        let original = m.get("content");
-        let text = match original {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => text_parts(parts),
-            Some(other) => {
+/// What the reader reads of a tool call; its other keys in `extra`.
+#[derive(Deserialize)]
+struct Call<'a> {
+    #[serde(default, borrow)]
+    id: Field<'a>,
+    #[serde(rename = "type", default, deserialize_with = "present")]
+    kind: Option<Value>,
+    #[serde(default, borrow)]
+    function: Option<Loose<Function<'a>>>,
+    #[serde(flatten)]
+    extra: Object,
+}
+
+/// A tool call's `function`; its other keys in `extra`.
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(default, borrow)]
+    name: Field<'a>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Value>,
+    #[serde(flatten)]
+    extra: Object,
+}
+
+/// The text of a message's `content` and the content it was read from
+/// (`None` when the key was missing).
+struct Content {
+    text: String,
+    original: Option<chat::Content>,
+}
+
+impl Content {
+    fn read(i: usize, said: &mut Said) -> Result<Self, String> {
+        let original = said.content.take();
+        let text = match &original {
+            None | Some(chat::Content::Null) => String::new(),
+            Some(chat::Content::Text(s)) => s.clone(),
+            Some(chat::Content::Parts(parts)) => text_parts(parts),
+            Some(chat::Content::Other(other)) => {
                 return Err(format!(
                     "messages[{i}].content: expected a string, an array of content parts or null, found {}",
                     describe(other)
@@ -125,10 +168,13 @@ impl<'a> Content<'a> {
     /// Keep the original content on `r` when export would not write it as
     /// `default`.
     fn keep(&self, r: &mut Record, default: Value) {
-        match self.original {
-            None => set_meta(r, "openai_no_content", Value::Bool(true)),
-            Some(orig) if *orig != default => set_meta(r, "openai_content", orig.clone()),
-            Some(_) => {}
+        let orig = match &self.original {
+            None => return set_meta(r, "openai_no_content", Value::Bool(true)),
+            Some(chat::Content::Text(s)) if default.as_str() == Some(s) => return,
+            Some(orig) => ctxfold_wire::value(orig),
+        };
+        if orig != default {
+            set_meta(r, "openai_content", orig);
         }
     }
 }
@@ -148,7 +194,8 @@ pub(crate) fn read_message(
         out.push_unknown_message(MESSAGE, m);
         return Ok(Side::Own);
     }
-    let content = Content::read(i, m)?;
+    let mut said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
+    let content = Content::read(i, &mut said)?;
     match role {
         "system" | "developer" => {
             let idx = out.push(Body::System {
@@ -157,7 +204,7 @@ pub(crate) fn read_message(
             let r = &mut out.records[idx];
             if role == "developer" {
                 r.extra
-                    .insert("role".into(), Value::String("developer".into()));
+                    .insert(ROLE.into(), Value::String(role::DEVELOPER.into()));
             }
             content.keep(r, Value::String(content.text.clone()));
             keep_message_keys(r, leftovers(m, &["role", "content"]), PREFIX);
@@ -173,16 +220,13 @@ pub(crate) fn read_message(
             keep_message_keys(r, leftovers(m, &["role", "content"]), PREFIX);
         }
         "tool" => {
-            let id = match m.get("tool_call_id") {
-                Some(Value::String(s)) => s.clone(),
-                _ => {
-                    return Err(format!(
-                        "messages[{i}]: a tool message needs a `tool_call_id` string"
-                    ));
-                }
+            let Some(id) = said.tool_call_id.str() else {
+                return Err(format!(
+                    "messages[{i}]: a tool message needs a `tool_call_id` string"
+                ));
             };
             let idx = out.push(Body::ToolResult {
-                id,
+                id: id.to_owned(),
                 content: content.text.clone(),
                 is_error: false,
             });
@@ -194,7 +238,7 @@ pub(crate) fn read_message(
                 PREFIX,
             );
         }
-        "assistant" => read_assistant(out, i, m, &content, prev_assistant)?,
+        "assistant" => read_assistant(out, i, m, said, &content, prev_assistant)?,
         _ => unreachable!("the roles are checked above"),
     }
     Ok(if role == "assistant" {
@@ -208,21 +252,22 @@ fn read_assistant(
     out: &mut Records,
     i: usize,
     m: &Object,
-    content: &Content<'_>,
+    said: Said,
+    content: &Content,
     prev_assistant: bool,
 ) -> Result<(), String> {
     let mut consumed = vec!["role", "content"];
-    let calls: &[Value] = match m.get("tool_calls") {
-        Some(Value::Array(a)) if !a.is_empty() => {
+    let calls: Vec<Value> = match said.tool_calls {
+        Some(Loose::Is(a)) if !a.is_empty() => {
             consumed.push("tool_calls");
             a
         }
         // An empty or null `tool_calls` is kept as an unmapped key.
-        None | Some(Value::Null) | Some(Value::Array(_)) => &[],
-        Some(other) => {
+        None | Some(Loose::Is(_)) => Vec::new(),
+        Some(Loose::Not(other)) => {
             return Err(format!(
                 "messages[{i}].tool_calls: expected an array of tool calls, found {}",
-                describe(other)
+                describe(&other)
             ));
         }
     };
@@ -233,11 +278,13 @@ fn read_assistant(
         .collect::<Result<Vec<_>, _>>()?;
 
     let start = out.records.len();
-    if let Some(Value::String(r)) = m.get("reasoning_content")
+    if let Some(r) = said.reasoning_content.str()
         && !r.is_empty()
     {
         consumed.push("reasoning_content");
-        out.push(Body::Reasoning { content: r.clone() });
+        out.push(Body::Reasoning {
+            content: r.to_owned(),
+        });
     }
     let mut text_idx = None;
     if !content.text.is_empty() {
@@ -276,25 +323,26 @@ fn read_assistant(
 /// Read `messages[i].tool_calls[j]` into a tool call body and its metadata.
 fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), String> {
     let at = format!("messages[{i}].tool_calls[{j}]");
-    let Value::Object(c) = c else {
+    if !c.is_object() {
         return Err(format!(
             "{at}: expected a tool call object, found {}",
             describe(c)
         ));
-    };
-    let Some(Value::String(id)) = c.get("id") else {
+    }
+    let call = Call::deserialize(c).map_err(|e| format!("{at}: {e}"))?;
+    let Some(id) = call.id.str() else {
         return Err(format!("{at}: missing `id` (a string)"));
     };
-    let Some(Value::Object(f)) = c.get("function") else {
+    let Some(Loose::Is(f)) = call.function else {
         return Err(format!(
             "{at}: missing `function` (an object with `name` and `arguments`)"
         ));
     };
-    let Some(Value::String(name)) = f.get("name") else {
+    let Some(name) = f.name.str() else {
         return Err(format!("{at}.function: missing `name` (a string)"));
     };
     let mut meta = Object::new();
-    let Some(given) = f.get("arguments") else {
+    let Some(given) = &f.arguments else {
         return Err(format!(
             "{at}.function: missing `arguments` (a JSON string)"
         ));
@@ -308,27 +356,23 @@ fn read_tool_call(i: usize, j: usize, c: &Value) -> Result<(Body, Object), Strin
     if let Some((k, v)) = mark {
         meta.insert(k.into(), v);
     }
-    let mut call_fields = leftovers(c, &["id", "type", "function"]);
-    match c.get("type") {
+    let mut call_fields = call.extra;
+    match call.kind {
         Some(Value::String(t)) if t == "function" => {}
         None => {}
         Some(other) => {
-            call_fields.insert("type".into(), other.clone());
+            call_fields.insert("type".into(), other);
         }
     }
     if !call_fields.is_empty() {
         meta.insert("openai_tool_call_fields".into(), Value::Object(call_fields));
     }
-    let function_fields = leftovers(f, &["name", "arguments"]);
-    if !function_fields.is_empty() {
-        meta.insert(
-            "openai_function_fields".into(),
-            Value::Object(function_fields),
-        );
+    if !f.extra.is_empty() {
+        meta.insert("openai_function_fields".into(), Value::Object(f.extra));
     }
     let body = Body::ToolCall {
-        id: id.clone(),
-        name: name.clone(),
+        id: id.to_owned(),
+        name: name.to_owned(),
         arguments: arguments.into(),
     };
     Ok((body, meta))
@@ -366,7 +410,7 @@ pub fn messages<R: Borrow<Record>>(records: &[R]) -> Vec<Exported<Message>> {
             }
             Body::System { content } => {
                 flush(&mut group, &mut messages);
-                let role = match r.extra.get("role") {
+                let role = match r.extra.get(ROLE) {
                     Some(Value::String(d)) if d == role::DEVELOPER => role::DEVELOPER,
                     _ => role::SYSTEM,
                 };
@@ -398,7 +442,7 @@ pub fn messages<R: Borrow<Record>>(records: &[R]) -> Vec<Exported<Message>> {
             }
             Body::TurnStart => flush(&mut group, &mut messages),
             Body::Other { kind, fields } if kind == MESSAGE => {
-                if let Some(m) = fields.get("message").filter(|m| m.is_object()) {
+                if let Some(m) = fields.get(MESSAGE_FIELD).filter(|m| m.is_object()) {
                     flush(&mut group, &mut messages);
                     messages.push(Exported::Kept(m.clone()));
                 }

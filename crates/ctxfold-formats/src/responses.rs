@@ -68,12 +68,13 @@ use std::borrow::Borrow;
 
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_wire::responses::{self as wire, Item};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Transcript;
 use crate::chat::{
-    ArgumentKeys, Records, build_request, describe, kept_body, meta, read_arguments, set_meta,
-    text_of, with_nulls,
+    ArgumentKeys, Field, Loose, Records, TextOrArray, build_request, describe, kept_body, meta,
+    present, read_arguments, set_meta, text_of, with_nulls,
 };
 use crate::message_reader::{MessageReader, Wire};
 use crate::pairing::{export_id, pair};
@@ -94,6 +95,62 @@ const ARGUMENT_KEYS: ArgumentKeys = ArgumentKeys {
     object: ARGUMENTS_OBJECT,
 };
 const ROLES: &str = "expected system, developer, user or assistant";
+/// The field of an `Other` record that holds the item whole.
+const ITEM_FIELD: &str = "item";
+/// The key of a `system` record's `extra` that says it was a `developer`
+/// message.
+const ROLE: &str = "role";
+
+/// What the reader reads of an item: the fields of the ctxfold-wire
+/// `Item`s it maps, each as it came so an error can say what it found (the
+/// item is kept whole beside its record, see [`keep_item`]).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Fields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(borrow)]
+    role: Field<'a>,
+    #[serde(deserialize_with = "present")]
+    content: Option<TextOrArray>,
+    #[serde(borrow)]
+    call_id: Field<'a>,
+    #[serde(borrow)]
+    name: Field<'a>,
+    #[serde(borrow)]
+    input: Field<'a>,
+    #[serde(deserialize_with = "present")]
+    arguments: Option<Value>,
+    #[serde(deserialize_with = "present")]
+    output: Option<TextOrArray>,
+    summary: Option<Loose<Vec<Value>>>,
+}
+
+/// An item's type and role, and whether its content is text: what export
+/// checks of an item it kept.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(borrow)]
+    role: Field<'a>,
+    #[serde(borrow)]
+    content: Field<'a>,
+}
+
+impl<'a> Head<'a> {
+    fn of(o: &'a Object) -> Head<'a> {
+        Head::deserialize(o).unwrap_or_default()
+    }
+}
+
+/// A body's `output` (a response object), as the reader takes it.
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default, deserialize_with = "present")]
+    output: Option<Loose<Vec<Value>>>,
+}
 
 /// Read a Responses API request body. The error says what was expected and
 /// where (`input[3].type: …`).
@@ -106,7 +163,8 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
     };
     let mut t = Transcript::default();
     let mut out = Records::default();
-    match body.get("input") {
+    // The items themselves, not a copy: the key, named once, by the reader.
+    match body.get(Wire::Responses.messages_key()) {
         // A body may leave `input` out (a stored prompt, a continuation);
         // kept whole, so export does not add one.
         None => {
@@ -151,12 +209,16 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
 /// event), read as [`from_json`] reads the same items in `input`. Ids are
 /// left as they are: pairing is the whole history's business.
 pub fn output_records(response: &Value) -> Result<Vec<Record>, String> {
-    let output = match response.get("output") {
-        Some(Value::Array(a)) => a,
-        Some(other) => {
+    let answer = match response {
+        Value::Object(o) => Answer::deserialize(o).map_err(|e| format!("`output`: {e}"))?,
+        _ => Answer { output: None },
+    };
+    let output = match answer.output {
+        Some(Loose::Is(a)) => a,
+        Some(Loose::Not(other)) => {
             return Err(format!(
                 "`output`: expected an array of output items, found {}",
-                describe(other)
+                describe(&other)
             ));
         }
         None => {
@@ -180,7 +242,7 @@ pub fn output_records(response: &Value) -> Result<Vec<Record>, String> {
 /// module does not map: `compaction`, `web_search_call`, …).
 pub fn other_item(r: &Record) -> Option<&Value> {
     match &r.body {
-        Body::Other { kind, fields } if kind == ITEM => fields.get("item"),
+        Body::Other { kind, fields } if kind == ITEM => fields.get(ITEM_FIELD),
         _ => None,
     }
 }
@@ -205,67 +267,68 @@ pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(),
         ));
     };
     out.start_message(o);
-    let ty = match o.get("type") {
-        Some(Value::String(t)) => Some(t.as_str()),
-        None => None,
-        Some(other) => {
+    let f = Fields::deserialize(o).map_err(|e| format!("{at}: {e}"))?;
+    let ty = match f.kind {
+        Field::Str(t) => Some(t),
+        Field::Missing => None,
+        other => {
             return Err(format!(
                 "{at}.type: expected a string naming the item type, found {}",
-                describe(other)
+                other.describe()
             ));
         }
     };
     match ty {
-        Some("message") => read_message(out, at, o),
-        None if o.contains_key("role") => read_message(out, at, o),
+        Some("message") => read_message(out, at, o, f),
+        None if f.role.present() => read_message(out, at, o, f),
         None => Err(format!(
             "{at}: expected an item with a `type` (or a message with a `role`), found an object with neither"
         )),
-        Some("function_call") => read_call(out, at, o, false),
-        Some("custom_tool_call") => read_call(out, at, o, true),
-        Some("function_call_output" | "custom_tool_call_output") => read_output(out, at, o),
+        Some("function_call") => read_call(out, at, o, f, false),
+        Some("custom_tool_call") => read_call(out, at, o, f, true),
+        Some("function_call_output" | "custom_tool_call_output") => read_output(out, at, o, f),
         Some("reasoning") => {
             let idx = out.push(Body::Reasoning {
-                content: reasoning_text(o),
+                content: reasoning_text(&f),
             });
             set_meta(&mut out.records[idx], ITEM, Value::Object(o.clone()));
             Ok(())
         }
         Some(_) => {
-            let mut fields = Object::new();
-            fields.insert("item".into(), Value::Object(o.clone()));
-            out.push(Body::Other {
-                kind: OTHER.into(),
-                fields: Box::new(fields),
-            });
+            push_other(out, o);
             Ok(())
         }
     }
 }
 
-fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
-    let role = match o.get("role") {
-        Some(Value::String(r)) => r.as_str(),
-        Some(other) => {
+/// Keep item `o`, of a type or role this module does not map, whole.
+fn push_other(out: &mut Records, o: &Object) {
+    let mut fields = Object::new();
+    fields.insert(ITEM_FIELD.into(), Value::Object(o.clone()));
+    out.push(Body::Other {
+        kind: OTHER.into(),
+        fields: Box::new(fields),
+    });
+}
+
+fn read_message(out: &mut Records, at: &str, o: &Object, f: Fields) -> Result<(), String> {
+    let role = match f.role {
+        Field::Str(r) => r,
+        Field::Missing => return Err(format!("{at}: a message needs a `role`; {ROLES}")),
+        other => {
             return Err(format!(
                 "{at}.role: expected a string ({ROLES}), found {}",
-                describe(other)
+                other.describe()
             ));
         }
-        None => return Err(format!("{at}: a message needs a `role`; {ROLES}")),
     };
     if !matches!(role, "system" | "developer" | "user" | "assistant") {
         // A role this module does not know: kept whole, as any item it
         // does not map.
-        let mut fields = Object::new();
-        fields.insert("item".into(), Value::Object(o.clone()));
-        out.push(Body::Other {
-            kind: OTHER.into(),
-            fields: Box::new(fields),
-        });
+        push_other(out, o);
         return Ok(());
     }
-    let Some((text, string)) = content_text(o, at, "content")? else {
+    let Some((text, string)) = content_text(f.content, at, "content")? else {
         return Err(format!(
             "{at}: a message needs `content` (a string or an array of content parts)"
         ));
@@ -286,7 +349,7 @@ fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
     let r = &mut out.records[idx];
     if role == "developer" {
         r.extra
-            .insert("role".into(), Value::String("developer".into()));
+            .insert(ROLE.into(), Value::String("developer".into()));
     }
     keep_item(r, o, holes, &message_default(role));
     Ok(())
@@ -295,20 +358,26 @@ fn read_message(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
 /// A `function_call` item, or (`custom`) a `custom_tool_call`, whose
 /// `input` is free text (Codex's `exec` tool): its arguments are that text
 /// as a JSON string.
-fn read_call(out: &mut Records, at: &str, o: &Object, custom: bool) -> Result<(), String> {
+fn read_call(
+    out: &mut Records,
+    at: &str,
+    o: &Object,
+    f: Fields,
+    custom: bool,
+) -> Result<(), String> {
     let kind = if custom {
         "custom_tool_call"
     } else {
         "function_call"
     };
-    let string = |field: &str| match o.get(field) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!("{at}: a `{kind}` item needs a `{field}` string")),
+    let string = |field: Field, name: &str| match field.str() {
+        Some(s) => Ok(s.to_owned()),
+        None => Err(format!("{at}: a `{kind}` item needs a `{name}` string")),
     };
-    let id = string("call_id")?;
-    let name = string("name")?;
+    let id = string(f.call_id, "call_id")?;
+    let name = string(f.name, "name")?;
     if custom {
-        let input = string("input")?;
+        let input = string(f.input, "input")?;
         let idx = out.push(Body::ToolCall {
             id,
             name,
@@ -322,7 +391,7 @@ fn read_call(out: &mut Records, at: &str, o: &Object, custom: bool) -> Result<()
         );
         return Ok(());
     }
-    let Some(given) = o.get("arguments") else {
+    let Some(given) = &f.arguments else {
         return Err(format!(
             "{at}: a `function_call` item needs `arguments` (a JSON string)"
         ));
@@ -346,13 +415,13 @@ fn read_call(out: &mut Records, at: &str, o: &Object, custom: bool) -> Result<()
     Ok(())
 }
 
-fn read_output(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
-    let Some(Value::String(id)) = o.get("call_id") else {
+fn read_output(out: &mut Records, at: &str, o: &Object, f: Fields) -> Result<(), String> {
+    let Some(id) = f.call_id.str() else {
         return Err(format!(
             "{at}: a `function_call_output` item needs a `call_id` string"
         ));
     };
-    let Some((content, string)) = content_text(o, at, "output")? else {
+    let Some((content, string)) = content_text(f.output, at, "output")? else {
         return Err(format!(
             "{at}: a `function_call_output` item needs an `output` (a string or an array of content parts)"
         ));
@@ -363,7 +432,7 @@ fn read_output(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
         &["call_id"]
     };
     let idx = out.push(Body::ToolResult {
-        id: id.clone(),
+        id: id.to_owned(),
         content,
         is_error: false,
     });
@@ -371,19 +440,23 @@ fn read_output(out: &mut Records, at: &str, o: &Object) -> Result<(), String> {
     Ok(())
 }
 
-/// The text of `o`'s `key`, a string or an array of content parts, and
-/// whether it was the string (export writes that back from the text
-/// alone); `None` when `o` has no `key`.
-fn content_text(o: &Object, at: &str, key: &str) -> Result<Option<(String, bool)>, String> {
-    match o.get(key) {
-        Some(Value::String(s)) => Ok(Some((s.clone(), true))),
-        Some(Value::Array(parts)) => {
-            check_parts(&format!("{at}.{key}"), parts)?;
-            Ok(Some((parts_text(parts), false)))
+/// The text of an item's `key` (`value`), a string or an array of content
+/// parts, and whether it was the string (export writes that back from the
+/// text alone); `None` when the item has no `key`.
+fn content_text(
+    value: Option<TextOrArray>,
+    at: &str,
+    key: &str,
+) -> Result<Option<(String, bool)>, String> {
+    match value {
+        Some(TextOrArray::Text(s)) => Ok(Some((s, true))),
+        Some(TextOrArray::Array(parts)) => {
+            check_parts(&format!("{at}.{key}"), &parts)?;
+            Ok(Some((parts_text(&parts), false)))
         }
         Some(other) => Err(format!(
             "{at}.{key}: expected a string or an array of content parts, found {}",
-            describe(other)
+            other.describe()
         )),
         None => Ok(None),
     }
@@ -392,7 +465,7 @@ fn content_text(o: &Object, at: &str, key: &str) -> Result<Option<(String, bool)
 /// Every part of a content array is an object with a `type` string.
 fn check_parts(at: &str, parts: &[Value]) -> Result<(), String> {
     for (j, p) in parts.iter().enumerate() {
-        if !p.get("type").is_some_and(Value::is_string) {
+        if wire::Content::part_kind(p).is_none() {
             return Err(format!(
                 "{at}[{j}]: expected a content part (an object with a `type` string), found {}",
                 match p {
@@ -413,19 +486,27 @@ fn parts_text(parts: &[Value]) -> String {
 
 /// The text of a reasoning item: its summary, or the raw reasoning text
 /// that open-weight models put in `content` when there is no summary.
-fn reasoning_text(o: &Object) -> String {
-    let texts = |key: &str, ty: &str| -> Vec<&str> {
-        o.get(key)
-            .and_then(Value::as_array)
+fn reasoning_text(f: &Fields) -> String {
+    let texts = |parts: Option<&[Value]>, ty: &str| -> Vec<String> {
+        parts
             .into_iter()
             .flatten()
-            .filter(|p| p.get("type").and_then(Value::as_str) == Some(ty))
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .filter(|p| wire::Content::part_kind(p) == Some(ty))
+            .filter_map(wire::Content::part_text)
+            .map(str::to_owned)
             .collect()
     };
-    let summary = texts("summary", "summary_text");
+    let summary = match &f.summary {
+        Some(Loose::Is(parts)) => Some(parts.as_slice()),
+        _ => None,
+    };
+    let content = match &f.content {
+        Some(TextOrArray::Array(parts)) => Some(parts.as_slice()),
+        _ => None,
+    };
+    let summary = texts(summary, "summary_text");
     if summary.is_empty() {
-        texts("content", "reasoning_text").join("\n\n")
+        texts(content, "reasoning_text").join("\n\n")
     } else {
         summary.join("\n\n")
     }
@@ -489,10 +570,10 @@ fn kept_item(r: &Record, types: &[Option<&str>], keys: &[&str]) -> Option<Object
     let Some(Value::Object(item)) = meta(r, ITEM) else {
         return None;
     };
-    let ty = match item.get("type") {
-        None => None,
-        Some(Value::String(t)) => Some(t.as_str()),
-        Some(_) => return None,
+    let ty = match Head::of(item).kind {
+        Field::Missing => None,
+        Field::Str(t) => Some(t),
+        _ => return None,
     };
     (types.contains(&ty) && keys.iter().all(|k| item.contains_key(*k))).then(|| item.clone())
 }
@@ -518,8 +599,9 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
     }
     let as_string = match (items.as_slice(), sources.as_slice()) {
         ([Value::Object(item)], [r]) if meta(r, STRING_INPUT) == Some(&Value::Bool(true)) => {
-            match (item.len(), item.get("role"), item.get("content")) {
-                (2, Some(role), Some(Value::String(s))) if role == "user" => Some(s.clone()),
+            let head = Head::of(item);
+            match (item.len(), head.role.str(), head.content.str()) {
+                (2, Some("user"), Some(s)) => Some(s.to_owned()),
                 _ => None,
             }
         }
@@ -547,7 +629,7 @@ fn item_of(r: &Record) -> Option<Value> {
             &serde_json::to_string(data).unwrap_or_default(),
         ),
         Body::System { content } => {
-            let role = match r.extra.get("role") {
+            let role = match r.extra.get(ROLE) {
                 Some(Value::String(d)) if d == "developer" => "developer",
                 _ => "system",
             };
@@ -604,10 +686,9 @@ fn item_of(r: &Record) -> Option<Value> {
                 ],
                 &["call_id", "output"],
             );
-            let output = match template.as_ref().and_then(|t| t.get("output")) {
-                Some(Value::Array(parts)) if parts_text(parts) == *content => {
-                    wire::Content::Parts(parts.clone())
-                }
+            let kept = template.as_ref().and_then(|t| kept_parts(t, |f| f.output));
+            let output = match kept {
+                Some(parts) if parts_text(&parts) == *content => wire::Content::Parts(parts),
                 _ => wire::Content::Text(content.clone()),
             };
             let out = wire::CallOutput {
@@ -616,8 +697,9 @@ fn item_of(r: &Record) -> Option<Value> {
                 extra: Object::new(),
             };
             // The kept item's own type (a custom tool's output) stays.
-            let custom = template.as_ref().and_then(|t| t.get("type"))
-                == Some(&Value::String("custom_tool_call_output".into()));
+            let custom = template
+                .as_ref()
+                .is_some_and(|t| Head::of(t).kind.str() == Some("custom_tool_call_output"));
             if custom {
                 written(template, &Item::CustomToolCallOutput(out))
             } else {
@@ -626,13 +708,14 @@ fn item_of(r: &Record) -> Option<Value> {
         }
         Body::Reasoning { content } => {
             let item = kept_item(r, &[Some("reasoning")], &[])?;
-            if reasoning_text(&item) != *content {
+            let f = Fields::deserialize(&item).unwrap_or_default();
+            if reasoning_text(&f) != *content {
                 return None;
             }
             Value::Object(item)
         }
         Body::Other { kind, fields } if kind == OTHER => {
-            return fields.get("item").filter(|i| i.is_object()).cloned();
+            return fields.get(ITEM_FIELD).filter(|i| i.is_object()).cloned();
         }
         // Turn starts, overlays and other records are not items.
         _ => return None,
@@ -644,10 +727,9 @@ fn item_of(r: &Record) -> Option<Value> {
 /// `{"role", "content"}` shape.
 fn message_item(r: &Record, role: &str, text: &str) -> Value {
     let template = kept_item(r, &[None, Some("message")], &["role", "content"]);
-    let content = match template.as_ref().and_then(|t| t.get("content")) {
-        Some(Value::Array(parts)) if parts_text(parts) == text => {
-            wire::Content::Parts(parts.clone())
-        }
+    let kept = template.as_ref().and_then(|t| kept_parts(t, |f| f.content));
+    let content = match kept {
+        Some(parts) if parts_text(&parts) == text => wire::Content::Parts(parts),
         _ => wire::Content::Text(text.to_owned()),
     };
     let message = wire::Message {
@@ -656,6 +738,14 @@ fn message_item(r: &Record, role: &str, text: &str) -> Value {
         extra: Object::new(),
     };
     written(template, &message)
+}
+
+/// The content parts a kept item holds in the field `field` picks, if any.
+fn kept_parts(item: &Object, field: impl Fn(Fields) -> Option<TextOrArray>) -> Option<Vec<Value>> {
+    match Fields::deserialize(item).ok().and_then(field) {
+        Some(TextOrArray::Array(parts)) => Some(parts),
+        _ => None,
+    }
 }
 
 /// The `arguments` text of a call: the original text when import kept it

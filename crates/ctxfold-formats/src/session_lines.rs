@@ -326,9 +326,10 @@ pub(crate) fn type_tag(o: &Object) -> Option<&str> {
     Tagged::deserialize(o).ok()?.kind.str()
 }
 
-/// A field of an agent's line as ctxfold reads it: a string, a flag,
-/// `null`, or anything else (read as neither), so a line of an unexpected
-/// shape still reads. Borrowed from the line's parsed JSON.
+/// A field of a JSON object as ctxfold reads it (an agent's line, a
+/// message of a request): a string, a flag, `null`, or what else it is, so
+/// an object of an unexpected shape still reads and an error can say what
+/// was found. Borrowed from the parsed JSON.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) enum Field<'a> {
     /// The key is not there.
@@ -338,12 +339,18 @@ pub(crate) enum Field<'a> {
     Null,
     /// A string.
     Str(&'a str),
+    /// A string that could not be borrowed (not read from parsed JSON).
+    Unborrowed,
     /// `true` or `false`.
     Bool(bool),
     /// A whole number from 0.
     U64(u64),
-    /// Another number, an array or an object.
-    Other,
+    /// Another number.
+    Number,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
 }
 
 impl<'a> Field<'a> {
@@ -367,6 +374,19 @@ impl<'a> Field<'a> {
     pub(crate) fn present(self) -> bool {
         self != Field::Missing
     }
+
+    /// What it is, as an error says it (`describe`'s words).
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Field::Missing => "nothing",
+            Field::Null => "null",
+            Field::Str(_) | Field::Unborrowed => "a string",
+            Field::Bool(_) => "a boolean",
+            Field::U64(_) | Field::Number => "a number",
+            Field::Array => "an array",
+            Field::Object => "an object",
+        }
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
@@ -380,10 +400,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
             fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Field<'a>, E> {
                 Ok(Field::Str(s))
             }
-            // Lines are read from their parsed JSON, whose strings are
-            // always borrowed; another string cannot be kept.
+            // Read from parsed JSON, strings are always borrowed; another
+            // string cannot be kept.
             fn visit_str<E>(self, _: &str) -> Result<Field<'a>, E> {
-                Ok(Field::Other)
+                Ok(Field::Unborrowed)
             }
             fn visit_bool<E>(self, b: bool) -> Result<Field<'a>, E> {
                 Ok(Field::Bool(b))
@@ -395,20 +415,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
                 Ok(Field::Null)
             }
             fn visit_i64<E>(self, _: i64) -> Result<Field<'a>, E> {
-                Ok(Field::Other)
+                Ok(Field::Number)
             }
             fn visit_u64<E>(self, n: u64) -> Result<Field<'a>, E> {
                 Ok(Field::U64(n))
             }
             fn visit_f64<E>(self, _: f64) -> Result<Field<'a>, E> {
-                Ok(Field::Other)
+                Ok(Field::Number)
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
                 mut a: A,
             ) -> Result<Field<'a>, A::Error> {
                 while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(Field::Other)
+                Ok(Field::Array)
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -418,7 +438,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Field<'a> {
                     .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
                     .is_some()
                 {}
-                Ok(Field::Other)
+                Ok(Field::Object)
             }
         }
         d.deserialize_any(V(std::marker::PhantomData))
