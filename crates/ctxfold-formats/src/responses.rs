@@ -612,7 +612,11 @@ pub fn to_json<R: Borrow<Record>>(records: &[R], extras: &Object) -> Value {
         Some(s) => Some(Value::String(s)),
         // A body read without `input` gets none back while there is
         // nothing to put in it.
-        None if items.is_empty() && kept.is_some_and(|k| !k.contains_key("input")) => None,
+        None if items.is_empty()
+            && kept.is_some_and(|k| !k.contains_key(Wire::Responses.messages_key())) =>
+        {
+            None
+        }
         None => Some(Value::Array(items)),
     };
     build_request(kept, vec![("input", input)])

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::line::{Envelope, take_content};
 use super::{BOM, CWD, FINAL_NEWLINE, KEY, SESSION_ID, SIGNATURE};
 use crate::session_lines::{
-    Hints, Line, SessionText, fingerprint, hint, read_lines, split_lines, with_turns,
+    Field, Hints, Line, SessionText, fingerprint, hint, read_lines, split_lines, with_turns,
 };
 use crate::{FormatError, Transcript};
 
@@ -376,6 +376,13 @@ pub(crate) fn placeholder(block: &Value) -> String {
     format!("[{ty} block]")
 }
 
+/// Whether a thinking block has a `signature` (`null` included).
+#[derive(Deserialize)]
+struct Signed<'a> {
+    #[serde(default, borrow)]
+    signature: Field<'a>,
+}
+
 /// One content block as a record; its leftover (the block with the
 /// record's fields set to null) goes into `h["block"]`.
 fn block_record(b: Value, assistant: bool, ts: &str, h: &mut Object) -> Record {
@@ -417,7 +424,9 @@ fn block_record(b: Value, assistant: bool, ts: &str, h: &mut Object) -> Record {
             // A `null` signature is kept as it is, as any other.
             let sig = match t.signature {
                 Some(s) => Some(Value::String(s)),
-                None => left.contains_key("signature").then_some(Value::Null),
+                None => Signed::deserialize(&left)
+                    .is_ok_and(|s| s.signature.present())
+                    .then_some(Value::Null),
             };
             if let Some(sig) = sig {
                 let mut m = Object::new();

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::line::{
-    AnyOutput, Envelope, LocalShellCall, OutputValue, first_part_mut, put_payload, take_payload,
+    AnyOutput, Envelope, LocalShellCall, OutputValue, put_payload, take_payload, with_part_text,
 };
 use super::{BOM, FINAL_NEWLINE, KEY, SESSION_ID};
 use crate::session_lines::{
@@ -189,9 +189,9 @@ fn item_record(line: &mut Line) -> Option<Record> {
             }
         }
         if read.one_part
-            && let Some(part) = first_part_mut(p)
+            && let Some(template) = with_part_text(p, Value::Null)
         {
-            part.insert("text".into(), Value::Null);
+            *p = template;
         }
     }
     put_payload(value, payload);

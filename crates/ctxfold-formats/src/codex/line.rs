@@ -6,6 +6,7 @@
 //! types Codex writes that ctxfold-wire does not type are here.
 
 use ctxfold_core::Object;
+use ctxfold_wire::responses::{Content, Item};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -150,10 +151,20 @@ pub(crate) fn payload_mut(env: &mut Object) -> Option<&mut Object> {
     env.get_mut(PAYLOAD)?.as_object_mut()
 }
 
-/// The first content part of a message payload `p`, to fill in.
-pub(crate) fn first_part_mut(p: &mut Object) -> Option<&mut Object> {
-    p.get_mut("content")?
-        .as_array_mut()?
-        .first_mut()?
-        .as_object_mut()
+/// Message payload `p` with the text of its one content part set to
+/// `text` (`null` in a template), written over `p` so its keys keep their
+/// order; `None` when it is not a message of one part.
+pub(crate) fn with_part_text(p: &Object, text: Value) -> Option<Object> {
+    let Item::Message(mut m) = Item::from_value(Value::Object(p.clone())) else {
+        return None;
+    };
+    let Content::Parts(parts) = &mut m.content else {
+        return None;
+    };
+    let [Value::Object(part)] = parts.as_mut_slice() else {
+        return None;
+    };
+    part.insert("text".into(), text);
+    let item = ctxfold_wire::value(&Item::Message(m));
+    Some(ctxfold_wire::write_over(p.clone(), item))
 }
