@@ -40,7 +40,7 @@ fn proxy_logging(s: &Scratch, config: &str, args: &[&str], level: &str) -> Proxy
 
 fn config(up: &Upstream, extra: &str) -> String {
     format!(
-        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
+        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\ngemini = \"{b}\"\n{extra}\n",
         b = up.base
     )
 }
@@ -705,6 +705,126 @@ fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
             }
         }
     }
+}
+
+/// The official Google Gen AI Python SDK (PyPI `google-genai`, installed
+/// by `scripts/proxy-clients`) through the proxy's Gemini API: a
+/// function-calling loop of 12 steps over a window it does not fit, with
+/// `generate_content` and with `generate_content_stream`. Each loop is
+/// one conversation; the proxy compacts inside it; every call and its
+/// response pair up in what the upstream gets (the fake checks each
+/// request), with the request's other fields as the SDK sent them; the
+/// log holds every call and result.
+#[test]
+#[ignore = "needs the Google Gen AI SDK: run through scripts/test, which installs it"]
+fn the_gemini_sdk_runs_a_function_calling_loop_through_the_proxy() {
+    let python = std::env::var("CTXFOLD_SDK_PYTHON")
+        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
+    let up = Upstream::start(1_500);
+    let s = Scratch::new();
+    let p = proxy(
+        &s,
+        &config(
+            &up,
+            "window = 1500\n[compaction.auto.rule]\nkeep_last = 1\ntool_calls = \"strip\"",
+        ),
+        &[],
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/gemini.py");
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .arg(&p.base)
+        .arg("12")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        stderr(&out)
+    );
+    let runs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let mut ids = std::collections::BTreeSet::new();
+    for run in &runs {
+        // The SDK parsed every answer: 12 calls, then the text.
+        assert_eq!(run["text"], json!("done: 12 steps"), "{run}");
+        let paths: Vec<String> = (0..12).map(|k| format!("src/m{k}.rs")).collect();
+        assert_eq!(run["calls"], json!(paths), "{run}");
+        // One conversation for the 13 requests.
+        let named: std::collections::BTreeSet<&str> = run["conversations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert_eq!(run["conversations"].as_array().unwrap().len(), 13, "{run}");
+        assert_eq!(named.len(), 1, "one conversation: {run}");
+        let id = *named.iter().next().unwrap();
+        ids.insert(id.to_owned());
+        let recs = records_when(&s, id, |r| count(r, "assistant") >= 1);
+        assert_eq!(count(&recs, "user"), 1, "{run}");
+        assert_eq!(count(&recs, "tool_call"), 12, "{run}");
+        assert_eq!(count(&recs, "tool_result"), 12, "{run}");
+        assert_eq!(count(&recs, "assistant"), 1, "{run}");
+        // Calls and results paired in the log as in the requests.
+        let call_ids: Vec<&Value> = recs
+            .iter()
+            .filter(|r| r["type"] == "tool_call")
+            .map(|r| &r["id"])
+            .collect();
+        let result_ids: Vec<&Value> = recs
+            .iter()
+            .filter(|r| r["type"] == "tool_result")
+            .map(|r| &r["id"])
+            .collect();
+        assert_eq!(call_ids, result_ids, "{run}");
+        let autos = recs
+            .iter()
+            .filter(|r| r["type"] == "compaction" && r["source"] == "auto")
+            .count();
+        assert!(autos >= 1, "{id}: the proxy compacted nothing");
+    }
+    assert_eq!(ids.len(), 2, "a conversation each");
+    assert!(up.problems().is_empty(), "{:?}", up.problems());
+    let gemini: Vec<_> = up
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/v1beta/models/gemini-2.5-flash:"))
+        .collect();
+    assert_eq!(gemini.len(), 26, "every request reached the upstream");
+    let streamed = gemini
+        .iter()
+        .filter(|r| r.path.contains(":streamGenerateContent"))
+        .count();
+    assert_eq!(streamed, 13);
+    for r in &gemini {
+        let b = r.json();
+        // The SDK's own fields, as it sent them.
+        assert_eq!(b["generationConfig"]["temperature"], json!(0.25));
+        assert_eq!(b["generationConfig"]["maxOutputTokens"], json!(300));
+        assert_eq!(
+            b["systemInstruction"]["parts"][0]["text"],
+            json!("You are a careful coding agent.")
+        );
+        assert_eq!(
+            b["tools"][0]["functionDeclarations"][0]["name"],
+            json!("read_file")
+        );
+        // The key went to the upstream, in the header the SDK put it in.
+        assert_eq!(
+            r.header("x-goog-api-key"),
+            Some("AIza-test-SECRET-0123456789")
+        );
+    }
+    // The last requests are compacted: smaller than the history the SDK
+    // sent, and what was folded is said in a placeholder.
+    let last = gemini.last().unwrap().json();
+    let text = last.to_string();
+    assert!(text.contains("done") || text.contains("ctxfold"), "{text}");
 }
 
 #[test]
