@@ -41,6 +41,7 @@ pub(super) fn compaction_from_jp(obj: &mut Object) -> Result<Compaction, String>
     }
     match obj.shift_remove("tool_calls") {
         None | Some(Value::Null) => {}
+        // JP's own tool policy, free-form flags read as JP reads them.
         Some(Value::Object(t)) => {
             let on = |k: &str| {
                 t.get(k)

@@ -74,6 +74,8 @@ pub(super) fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Valu
             if revoked.contains(&rec.seq) {
                 return None;
             }
+            // ctxfold's own hint (the compaction as JP wrote it), not JP's
+            // or an API's shape.
             let original = hints
                 .and_then(|h| h.get("original"))
                 .and_then(Value::as_object);
@@ -89,6 +91,7 @@ pub(super) fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Valu
             (kind.as_str(), (**fields).clone())
         }
         Body::Other { kind, fields } if kind == JP_RECORD => {
+            // The event kept whole, in ctxfold's own record field.
             return fields.get("value").cloned();
         }
         Body::System { .. } | Body::CompactionReset(_) | Body::Other { .. } => return None,
@@ -103,6 +106,7 @@ pub(super) fn export_record(rec: &Record, revoked: &HashSet<u64>) -> Option<Valu
         encode_tree(&mut m, "/metadata", hints);
         fields.insert("metadata".into(), m);
     }
+    // ctxfold's own hint: where the event's `type` stood.
     let type_first = hints
         .and_then(|h| h.get("type_first"))
         .and_then(Value::as_bool)
@@ -174,6 +178,8 @@ pub fn export_protected(t: &Transcript, path: &Path, protect: &Protect) -> Resul
         "events.json",
         pretty(&path.join("events.json"), &events_json(&t.records))?,
     )];
+    // JP's `metadata.json` and `base_config.json`, kept whole in the
+    // extras: free-form files ctxfold writes back as they were.
     let metadata = match jp.and_then(|j| j.get("metadata")) {
         Some(m) => m.clone(),
         None => {

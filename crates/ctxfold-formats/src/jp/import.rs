@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use ctxfold_core::{Body, Object, Record};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::compaction::compaction_from_jp;
@@ -13,7 +14,7 @@ use super::encoding::decode_tree;
 use super::export::export_record;
 use super::turns::{has_no_turns, with_turn_per_request};
 use super::{FIELDS, HINTS, JP_RECORD, KEPT_TYPES, NO_IS_ERROR, ORDER};
-use crate::chat::describe;
+use crate::chat::{Field, describe};
 use crate::{Format, FormatError, Transcript, optional_file, read_json};
 
 fn events_path(path: &Path) -> (PathBuf, PathBuf) {
@@ -50,7 +51,7 @@ pub fn import(path: &Path) -> Result<Transcript, FormatError> {
     let meta_file = dir.join("metadata.json");
     if optional_file(&meta_file)? {
         let meta = read_json(&meta_file)?;
-        t.title = meta.get("title").and_then(Value::as_str).map(str::to_owned);
+        t.title = JpFields::of(&meta).title.str().map(str::to_owned);
         jp.insert("metadata".into(), meta);
     } else {
         t.warnings.push(format!(
@@ -104,14 +105,41 @@ fn verbatim(seq: u64, value: Value) -> Record {
     )
 }
 
+/// The fields of JP's own JSON ctxfold checks before taking an event (or
+/// `metadata.json`) apart key by key: the rest is taken out field by field
+/// as each event type has it (the round trip is byte for byte), not typed.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct JpFields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Field<'a>,
+    #[serde(borrow)]
+    timestamp: Field<'a>,
+    #[serde(borrow)]
+    author: Field<'a>,
+    #[serde(borrow)]
+    title: Field<'a>,
+}
+
+impl<'a> JpFields<'a> {
+    fn of(v: &'a Value) -> JpFields<'a> {
+        JpFields::deserialize(v).unwrap_or_default()
+    }
+
+    fn of_object(o: &'a Object) -> JpFields<'a> {
+        JpFields::deserialize(o).unwrap_or_default()
+    }
+}
+
 fn import_record(seq: u64, ev: Value) -> (Record, Option<String>) {
     let Value::Object(obj) = ev else {
         let w = format!("expected an object, found {}; kept as it is", describe(&ev));
         return (verbatim(seq, ev), Some(w));
     };
     let keys_order_type_first = obj.keys().next().is_some_and(|k| k == "type");
-    let ty = obj.get("type").and_then(Value::as_str).map(str::to_owned);
-    let ts_ok = matches!(obj.get("timestamp"), Some(Value::String(_)));
+    let head = JpFields::of_object(&obj);
+    let ty = head.kind.str().map(str::to_owned);
+    let ts_ok = head.timestamp.str().is_some();
     let Some(ty) = ty.filter(|_| ts_ok) else {
         let w = "no `type` and `timestamp` strings; kept as it is".to_owned();
         return (verbatim(seq, Value::Object(obj)), Some(w));
@@ -161,8 +189,8 @@ fn convert(seq: u64, ty: &str, mut obj: Object, type_first: bool) -> Result<Reco
         "turn_start" => Body::TurnStart,
         "chat_request" => Body::User {
             content: take_str(&mut obj, "content")?,
-            author: match obj.get("author") {
-                Some(Value::String(_)) => take_str(&mut obj, "author").ok(),
+            author: match JpFields::of_object(&obj).author {
+                Field::Str(_) => take_str(&mut obj, "author").ok(),
                 _ => None,
             },
         },

@@ -16,7 +16,7 @@ use super::{HINTS, SYNTHESIZED};
 pub(super) fn has_no_turns(events: &[Value]) -> bool {
     !events.iter().any(|ev| {
         matches!(
-            ev.get("type").and_then(Value::as_str),
+            ev.as_object().and_then(crate::session_lines::type_tag),
             Some("turn_start" | "compaction")
         )
     })
