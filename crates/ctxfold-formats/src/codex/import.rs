@@ -9,12 +9,10 @@ use ctxfold_wire::responses::{Content, Item};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::line::{
-    AnyOutput, Envelope, LocalShellCall, OutputValue, put_payload, take_payload, with_part_text,
-};
+use super::line::{AnyOutput, Envelope, LocalShellCall, OutputValue, put_payload, take_payload};
 use super::{BOM, FINAL_NEWLINE, KEY, SESSION_ID};
 use crate::session_lines::{
-    Line, SessionText, fingerprint, hint, read_lines, split_lines, with_turns,
+    Line, SessionText, fingerprint, hint, read_lines, split_lines, type_tag, with_turns,
 };
 use crate::{FormatError, Transcript};
 
@@ -188,10 +186,9 @@ fn item_record(line: &mut Line) -> Option<Record> {
                 *v = Value::Null;
             }
         }
-        if read.one_part
-            && let Some(template) = with_part_text(p, Value::Null)
-        {
-            *p = template;
+        if let Some(item) = read.rewrite {
+            let fields = ctxfold_wire::value(&item);
+            *p = ctxfold_wire::write_over(std::mem::take(p), fields);
         }
     }
     put_payload(value, payload);
@@ -206,49 +203,63 @@ fn item_record(line: &mut Line) -> Option<Record> {
 }
 
 /// What an item reads as: its record's body, the payload's fields the
-/// record holds, whether it holds the text of the one content part, and
-/// its hints.
+/// record holds, the item to write over the payload where the record holds
+/// the text of its one content part (that text `null`), and its hints.
 struct Read {
     body: Body,
     nulls: &'static [&'static str],
-    one_part: bool,
+    rewrite: Option<Item>,
     hints: Object,
 }
 
 /// Read item `payload`, or `None` when it is not one ctxfold reads.
 fn read_item(payload: &Value) -> Option<Read> {
     let mut h = Object::new();
-    let mut one_part = false;
+    let mut rewrite = None;
     let mut nulls: &'static [&'static str] = &[];
+    let kind = payload.as_object().and_then(type_tag);
+    if let Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") =
+        kind
+    {
+        return read_output(payload, h);
+    }
+    if kind == Some("local_shell_call") {
+        return read_local_shell_call(payload, h);
+    }
     let body = match Item::from_value(payload.clone()) {
-        Item::Message(m) => {
-            let text = match m.content {
+        Item::Message(mut m) => {
+            let body = |text: String| match m.role.as_str() {
+                "user" => Some(Body::User {
+                    content: text,
+                    author: None,
+                }),
+                "assistant" => Some(Body::Assistant { content: text }),
+                "developer" | "system" => Some(Body::System { content: text }),
+                _ => None,
+            };
+            match &mut m.content {
                 Content::Text(t) => {
                     nulls = &["content"];
                     h.insert(hint::STRING.into(), Value::Bool(true));
-                    t
+                    body(std::mem::take(t))?
                 }
                 Content::Parts(parts) => {
-                    let t = text_parts(&parts);
-                    if let [part] = parts.as_slice()
-                        && Content::part_text(part).is_some()
-                    {
-                        one_part = true;
+                    let t = text_parts(parts);
+                    let one_part =
+                        matches!(parts.as_slice(), [p] if Content::part_text(p).is_some());
+                    if one_part {
                         h.insert(hint::ONE_PART.into(), Value::Bool(true));
                     } else {
                         h.insert(hint::FNV.into(), Value::String(fingerprint(&t)));
                     }
-                    t
+                    let b = body(t)?;
+                    if let (true, [Value::Object(part)]) = (one_part, parts.as_mut_slice()) {
+                        // The text is the record's: `null` in the line kept.
+                        part.insert("text".into(), Value::Null);
+                        rewrite = Some(Item::Message(m));
+                    }
+                    b
                 }
-            };
-            match m.role.as_str() {
-                "user" => Body::User {
-                    content: text,
-                    author: None,
-                },
-                "assistant" => Body::Assistant { content: text },
-                "developer" | "system" => Body::System { content: text },
-                _ => return None,
             }
         }
         Item::Reasoning(r) => {
@@ -299,59 +310,53 @@ fn read_item(payload: &Value) -> Option<Read> {
                 arguments: JsonText::from_value(&Value::String(c.input)),
             }
         }
-        item if item.kind() == Some("local_shell_call") => {
-            let call = LocalShellCall::deserialize(payload).ok()?;
-            nulls = &["call_id", "action"];
-            Body::ToolCall {
-                id: call.call_id,
-                name: "local_shell".into(),
-                arguments: JsonText::from_value(&call.action),
-            }
-        }
-        item => {
-            // Outputs of the three call types, in any form Codex wrote.
-            let kind = item.kind();
-            if !matches!(
-                kind,
-                Some(
-                    "function_call_output" | "custom_tool_call_output" | "local_shell_call_output"
-                )
-            ) {
-                return None;
-            }
-            let out = AnyOutput::deserialize(payload).ok()?;
-            let content = match out.output {
-                OutputValue::Text(t) => {
-                    nulls = &["call_id", "output"];
-                    t
-                }
-                OutputValue::Parts(parts) => {
-                    nulls = &["call_id"];
-                    text_parts(&parts)
-                }
-                OutputValue::Object(o) => {
-                    nulls = &["call_id"];
-                    o.content
-                        .as_ref()
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned()
-                }
-            };
-            if !nulls.contains(&"output") {
-                h.insert(hint::FNV.into(), Value::String(fingerprint(&content)));
-            }
-            Body::ToolResult {
-                id: out.call_id,
-                content,
-                is_error: false,
-            }
-        }
+        _ => return None,
     };
     Some(Read {
         body,
         nulls,
-        one_part,
+        rewrite,
+        hints: h,
+    })
+}
+
+/// A `local_shell_call` item (not one ctxfold-wire types).
+fn read_local_shell_call(payload: &Value, h: Object) -> Option<Read> {
+    let call = LocalShellCall::deserialize(payload).ok()?;
+    Some(Read {
+        body: Body::ToolCall {
+            id: call.call_id,
+            name: "local_shell".into(),
+            arguments: JsonText::from_value(&call.action),
+        },
+        nulls: &["call_id", "action"],
+        rewrite: None,
+        hints: h,
+    })
+}
+
+/// An output item of the three call types, in any form Codex wrote.
+fn read_output(payload: &Value, mut h: Object) -> Option<Read> {
+    let out = AnyOutput::deserialize(payload).ok()?;
+    let (content, nulls): (String, &'static [&'static str]) = match out.output {
+        OutputValue::Text(t) => (t, &["call_id", "output"]),
+        OutputValue::Parts(parts) => (text_parts(&parts), &["call_id"]),
+        OutputValue::Object(o) => {
+            let t = o.content.as_ref().and_then(Value::as_str).unwrap_or("");
+            (t.to_owned(), &["call_id"])
+        }
+    };
+    if !nulls.contains(&"output") {
+        h.insert(hint::FNV.into(), Value::String(fingerprint(&content)));
+    }
+    Some(Read {
+        body: Body::ToolResult {
+            id: out.call_id,
+            content,
+            is_error: false,
+        },
+        nulls,
+        rewrite: None,
         hints: h,
     })
 }
