@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::gemini::key as gemini_key;
 use serde_json::Value;
 
 pub mod anthropic;
@@ -27,6 +28,7 @@ mod chat;
 pub mod claude_code;
 pub mod codex;
 pub mod ctxfold;
+pub mod gemini;
 pub mod jp;
 pub mod message_reader;
 pub mod openai;
@@ -73,17 +75,20 @@ pub enum Format {
     ClaudeCode,
     /// A Codex session file (rollout).
     Codex,
+    /// A Gemini API request (`contents`).
+    Gemini,
 }
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Ctxfold,
         Format::Jp,
         Format::Openai,
         Format::Anthropic,
         Format::ClaudeCode,
         Format::Codex,
+        Format::Gemini,
     ];
 
     /// The name users type.
@@ -95,6 +100,7 @@ impl Format {
             Format::Anthropic => "anthropic",
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
+            Format::Gemini => "gemini",
         }
     }
 
@@ -107,6 +113,7 @@ impl Format {
             Format::Anthropic => "Anthropic `messages`",
             Format::ClaudeCode => "A Claude Code session file",
             Format::Codex => "A Codex session file (rollout)",
+            Format::Gemini => "A Gemini API request `contents`",
         }
     }
 
@@ -182,7 +189,7 @@ pub enum FormatError {
         detail: String,
     },
     /// `auto` could not tell the format.
-    #[error("{}: cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex; use --input-format ctxfold|jp|openai|anthropic|claude-code|codex ({detail})", path.display())]
+    #[error("{}: cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex, Gemini; use --input-format ctxfold|jp|openai|anthropic|claude-code|codex|gemini ({detail})", path.display())]
     Undetected {
         /// The file.
         path: PathBuf,
@@ -211,7 +218,7 @@ pub enum FormatError {
     BadLimit(String),
     /// A format name that does not exist.
     #[error(
-        "unknown transcript format `{0}`: expected auto, ctxfold, jp, openai, anthropic, claude-code or codex"
+        "unknown transcript format `{0}`: expected auto, ctxfold, jp, openai, anthropic, claude-code, codex or gemini"
     )]
     UnknownFormat(String),
 }
@@ -493,7 +500,7 @@ fn sniff(path: &Path) -> Result<Sniffed, FormatError> {
         Some(f) => Ok(Sniffed::Json(f, value)),
         None => Err(FormatError::Undetected {
             path: path.to_owned(),
-            detail: "JSON that is neither OpenAI nor Anthropic messages nor a JP event list".into(),
+            detail: "JSON that is neither OpenAI nor Anthropic messages, Gemini contents nor a JP event list".into(),
         }),
     }
 }
@@ -517,13 +524,49 @@ fn unknown_jsonl(first: Option<&Value>) -> String {
     }
 }
 
+/// What detection reads of a request body besides its messages.
+#[derive(Deserialize)]
+struct SniffedBody<'a> {
+    #[serde(default, borrow)]
+    system: chat::Field<'a>,
+}
+
+/// What detection reads of a message: the keys that tell the formats
+/// apart, and the types of its content blocks.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct SniffedMessage<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: chat::Field<'a>,
+    #[serde(borrow)]
+    timestamp: chat::Field<'a>,
+    #[serde(borrow)]
+    role: chat::Field<'a>,
+    #[serde(borrow)]
+    tool_calls: chat::Field<'a>,
+    #[serde(borrow)]
+    reasoning_content: chat::Field<'a>,
+    #[serde(borrow)]
+    content: Option<chat::Loose<Vec<chat::Loose<SniffedBlock<'a>>>>>,
+}
+
+/// A content block's type.
+#[derive(Deserialize)]
+struct SniffedBlock<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: chat::Field<'a>,
+}
+
 /// Tell the format of a parsed JSON transcript.
 fn detect_value(value: &Value) -> Option<Format> {
     let messages = match value {
         Value::Array(a) => a,
-        Value::Object(o) => match o.get("messages") {
+        Value::Object(o) if o.contains_key(gemini_key::CONTENTS) => return Some(Format::Gemini),
+        // The messages themselves, not a copy: the key, named once, by
+        // the reader.
+        Value::Object(o) => match o.get(message_reader::Wire::OpenAi.messages_key()) {
             Some(Value::Array(a)) => {
-                if o.get("system").is_some() {
+                if SniffedBody::deserialize(o).is_ok_and(|b| b.system.present()) {
                     return Some(Format::Anthropic);
                 }
                 a
@@ -539,22 +582,24 @@ fn detect_value(value: &Value) -> Option<Format> {
     let mut saw_message = false;
     for m in messages {
         let Value::Object(m) = m else { return None };
-        if m.contains_key("type") && m.contains_key("timestamp") && !m.contains_key("role") {
+        let m = SniffedMessage::deserialize(m).unwrap_or_default();
+        if m.kind.present() && m.timestamp.present() && !m.role.present() {
             return Some(Format::Jp);
         }
-        match m.get("role").and_then(Value::as_str) {
+        match m.role {
             // Anthropic has `system` messages too (Claude Code sends one
             // inside `messages`): not a sign either way.
-            Some("developer" | "tool") => return Some(Format::Openai),
-            Some(_) => saw_message = true,
-            None => return None,
+            chat::Field::Str("developer" | "tool") => return Some(Format::Openai),
+            chat::Field::Str(_) => saw_message = true,
+            _ => return None,
         }
-        if m.contains_key("tool_calls") || m.contains_key("reasoning_content") {
+        if m.tool_calls.present() || m.reasoning_content.present() {
             return Some(Format::Openai);
         }
-        if let Some(Value::Array(blocks)) = m.get("content") {
+        if let Some(chat::Loose::Is(blocks)) = m.content {
             for b in blocks {
-                match b.get("type").and_then(Value::as_str) {
+                let chat::Loose::Is(b) = b else { continue };
+                match b.kind.str() {
                     Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking") => {
                         return Some(Format::Anthropic);
                     }
@@ -615,6 +660,10 @@ fn import_as(path: &Path, format: Format) -> Result<Transcript, FormatError> {
         }
         Format::ClaudeCode => claude_code::import(path),
         Format::Codex => codex::import(path),
+        Format::Gemini => {
+            let v = read_json(path)?;
+            gemini::from_json(&v).map_err(|d| FormatError::shape(path, Format::Gemini, d))
+        }
     }
 }
 
@@ -722,6 +771,7 @@ pub fn export_bytes(
         Format::Anthropic => {
             anthropic::to_json(&chat_records(&transcript.records), &transcript.extras)
         }
+        Format::Gemini => gemini::to_json(&chat_records(&transcript.records), &transcript.extras),
         Format::ClaudeCode => return Ok(claude_code::export_bytes(transcript)),
         Format::Codex => return Ok(codex::export_bytes(transcript)),
     };

@@ -311,7 +311,7 @@ fn prepare_200k(bencher: divan::Bencher, whole: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ws = ctxfold_store::Workspace::init(dir.path()).unwrap().0;
     let book = Book::open(Arc::new(ws), compaction()).unwrap();
-    let shape = ctxfold_proxy::shape::Shape::Chat;
+    let shape: ctxfold_proxy::protocol::Shape = &ctxfold_proxy::protocol::chat::Chat;
     let mut messages = history(200_000);
     messages.push(json!({"role": "user", "content": "message 0"}));
     book.prepare_bytes(shape, &body(&messages, false), &Naming::default())

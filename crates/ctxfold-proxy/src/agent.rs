@@ -20,9 +20,8 @@
 //! it starts. Such a request goes upstream as sent and is recorded
 //! nowhere ([`is_side_request`]).
 
+use serde::Deserialize;
 use serde_json::Value;
-
-use crate::shape::Shape;
 
 /// An agent the proxy knows by its requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +65,7 @@ impl Agent {
     pub fn from_body(body: &Value) -> Option<Agent> {
         if claude_code_session(body).is_some() {
             Some(Agent::ClaudeCode)
-        } else if body.get("client_metadata").is_some_and(Value::is_object) {
+        } else if codex_metadata(body) {
             Some(Agent::Codex)
         } else {
             None
@@ -85,34 +84,52 @@ pub fn is_side_request(agent: Option<Agent>, body: &[u8]) -> bool {
     if !body.windows(TITLE.len()).any(|w| w == TITLE.as_bytes()) {
         return false;
     }
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+    /// Where a request's system prompt is, in each API: Anthropic's
+    /// `system`, Responses' `instructions`, or a chat's first message
+    /// when it is the system's.
+    #[derive(Deserialize)]
+    struct Prompts {
+        #[serde(default)]
+        system: Option<Text>,
+        #[serde(default)]
+        instructions: Option<Text>,
+        #[serde(default, alias = "input")]
+        messages: Vec<First>,
+    }
+    #[derive(Deserialize)]
+    struct First {
+        #[serde(default)]
+        role: Option<String>,
+        #[serde(default)]
+        content: Option<Text>,
+    }
+    /// A text, or blocks with texts.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Text {
+        Plain(String),
+        Blocks(Vec<Block>),
+        Other(serde::de::IgnoredAny),
+    }
+    #[derive(Deserialize)]
+    struct Block {
+        #[serde(default)]
+        text: Option<String>,
+    }
+    let Ok(p) = serde_json::from_slice::<Prompts>(body) else {
         return false;
     };
-    let text_of = |c: &Value| -> String {
-        match c {
-            Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect(),
-            _ => String::new(),
+    let first_system = (p.messages.into_iter().next())
+        .filter(|m| matches!(m.role.as_deref(), Some("system" | "developer")))
+        .and_then(|m| m.content);
+    let text_of = |t: Text| -> String {
+        match t {
+            Text::Plain(s) => s,
+            Text::Blocks(blocks) => blocks.into_iter().filter_map(|b| b.text).collect(),
+            Text::Other(_) => String::new(),
         }
     };
-    // Anthropic's `system`, Responses' `instructions`, or a chat's first
-    // message when it is the system's.
-    let first_system = v
-        .get("messages")
-        .or_else(|| v.get("input"))
-        .and_then(Value::as_array)
-        .and_then(|m| m.first())
-        .filter(|m| {
-            matches!(
-                m.get("role").and_then(Value::as_str),
-                Some("system" | "developer")
-            )
-        })
-        .and_then(|m| m.get("content"));
-    [v.get("system"), v.get("instructions"), first_system]
+    [p.system, p.instructions, first_system]
         .into_iter()
         .flatten()
         .any(|c| text_of(c).trim_start().starts_with(TITLE))
@@ -136,50 +153,86 @@ impl Session {
     }
 }
 
-/// The session a request names, if any (see the module docs); `agent` is
-/// what its headers said.
-pub fn session_of(shape: Shape, body: &Value, agent: Option<Agent>) -> Option<Session> {
-    match shape {
-        Shape::Messages => claude_code_session(body).map(|id| Session {
-            agent: Agent::ClaudeCode,
-            id,
-            field: "metadata.user_id",
-        }),
-        Shape::Responses | Shape::Chat => {
-            if let Some(id) = body
-                .get("client_metadata")
-                .and_then(|m| m.get("session_id"))
-                .and_then(Value::as_str)
-                .filter(|s| usable(s))
-            {
-                return Some(Session {
-                    agent: Agent::Codex,
-                    id: id.to_owned(),
-                    field: "client_metadata.session_id",
-                });
-            }
-            let key = body
-                .get("prompt_cache_key")
-                .and_then(Value::as_str)
-                .filter(|s| usable(s))?;
-            (agent == Some(Agent::Codex)).then(|| Session {
-                agent: Agent::Codex,
-                id: key.to_owned(),
-                field: "prompt_cache_key",
-            })
-        }
+/// Whether a body has Codex's `client_metadata` object.
+fn codex_metadata(body: &Value) -> bool {
+    #[derive(Deserialize)]
+    struct Hints {
+        #[serde(default)]
+        client_metadata: Option<Value>,
     }
+    matches!(
+        Hints::deserialize(body).map(|h| h.client_metadata),
+        Ok(Some(Value::Object(_)))
+    )
+}
+
+/// Codex's session: `client_metadata.session_id`, or `prompt_cache_key`
+/// from Codex itself.
+pub(crate) fn codex_session(body: &Value, agent: Option<Agent>) -> Option<Session> {
+    /// Where Codex names its session.
+    #[derive(serde::Deserialize)]
+    struct Hints {
+        #[serde(default)]
+        client_metadata: Option<ClientMetadata>,
+        #[serde(default)]
+        prompt_cache_key: Option<Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ClientMetadata {
+        #[serde(default)]
+        session_id: Option<Value>,
+    }
+    let hints = Hints::deserialize(body).ok()?;
+    let text = |v: Option<Value>| match v {
+        Some(Value::String(s)) if usable(&s) => Some(s),
+        _ => None,
+    };
+    if let Some(id) = text(hints.client_metadata.and_then(|m| m.session_id)) {
+        return Some(Session {
+            agent: Agent::Codex,
+            id,
+            field: "client_metadata.session_id",
+        });
+    }
+    let key = text(hints.prompt_cache_key)?;
+    (agent == Some(Agent::Codex)).then_some(Session {
+        agent: Agent::Codex,
+        id: key,
+        field: "prompt_cache_key",
+    })
+}
+
+/// Claude Code's session, in `metadata.user_id`.
+pub(crate) fn claude_code_session(body: &Value) -> Option<Session> {
+    claude_code_session_id(body).map(|id| Session {
+        agent: Agent::ClaudeCode,
+        id,
+        field: "metadata.user_id",
+    })
 }
 
 /// Claude Code's session id in `metadata.user_id`.
-fn claude_code_session(body: &Value) -> Option<String> {
-    let user = body.get("metadata")?.get("user_id")?.as_str()?;
-    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(user) {
-        return o
-            .get("session_id")
-            .and_then(Value::as_str)
-            .filter(|s| usable(s))
-            .map(str::to_owned);
+fn claude_code_session_id(body: &Value) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Body {
+        metadata: Metadata,
+    }
+    #[derive(Deserialize)]
+    struct Metadata {
+        user_id: String,
+    }
+    /// What newer versions put in `user_id`, as JSON text.
+    #[derive(Deserialize)]
+    struct User {
+        #[serde(default)]
+        session_id: Option<Value>,
+    }
+    let user = Body::deserialize(body).ok()?.metadata.user_id;
+    if let Ok(u) = serde_json::from_str::<User>(&user) {
+        return match u.session_id {
+            Some(Value::String(id)) if usable(&id) => Some(id),
+            _ => None,
+        };
     }
     // The older plain form: `user_<hash>_account_<uuid>_session_<uuid>`.
     let (_, id) = user.rsplit_once("_session_")?;
@@ -215,6 +268,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::protocol::Protocol;
+    use crate::protocol::messages::Messages;
+    use crate::protocol::responses::Responses;
 
     #[test]
     fn opencodes_title_request_is_a_side_request_and_nothing_else_is() {
@@ -242,10 +298,10 @@ mod tests {
     fn claude_codes_session_is_read_from_its_json_user_id_or_the_old_plain_one() {
         let body = json!({"metadata": {"user_id":
             "{\"device_id\":\"dev\",\"account_uuid\":\"acc\",\"session_id\":\"5e55-10n\"}"}});
-        let s = session_of(Shape::Messages, &body, None).unwrap();
+        let s = Messages.session(&body, None).unwrap();
         assert_eq!(s.key(), "session:claude-code:5e55-10n");
         let old = json!({"metadata": {"user_id": "user_abc_account_def_session_0a1b"}});
-        assert_eq!(session_of(Shape::Messages, &old, None).unwrap().id, "0a1b");
+        assert_eq!(Messages.session(&old, None).unwrap().id, "0a1b");
         // A plain user id names no session.
         for user in [
             json!("end-user-42"),
@@ -254,7 +310,7 @@ mod tests {
             json!("{\"device_id\":\"d\"}"),
         ] {
             let body = json!({"metadata": {"user_id": user}});
-            assert_eq!(session_of(Shape::Messages, &body, None), None, "{user}");
+            assert_eq!(Messages.session(&body, None), None, "{user}");
         }
         assert_eq!(Agent::from_body(&body), Some(Agent::ClaudeCode));
     }
@@ -262,14 +318,14 @@ mod tests {
     #[test]
     fn codexs_session_is_its_client_metadata_or_its_cache_key_when_it_is_codex() {
         let body = json!({"prompt_cache_key": "k1", "client_metadata": {"session_id": "s1"}});
-        let s = session_of(Shape::Responses, &body, None).unwrap();
+        let s = Responses.session(&body, None).unwrap();
         assert_eq!(
             (s.key().as_str(), s.field),
             ("session:codex:s1", "client_metadata.session_id")
         );
         let key_only = json!({"prompt_cache_key": "k1"});
-        assert_eq!(session_of(Shape::Responses, &key_only, None), None);
-        let s = session_of(Shape::Responses, &key_only, Some(Agent::Codex)).unwrap();
+        assert_eq!(Responses.session(&key_only, None), None);
+        let s = Responses.session(&key_only, Some(Agent::Codex)).unwrap();
         assert_eq!(s.key(), "session:codex:k1");
         assert_eq!(
             Agent::from_headers(Some("codex_cli_rs/0.171.0 (Linux)"), None),

@@ -70,7 +70,7 @@ use ctxfold_store::{Store, StoreError};
 
 use crate::agent::Agent;
 use crate::cache::{Bounded, Limits};
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 use chains::Chains;
 pub use emulate::Emulated;
@@ -119,6 +119,8 @@ pub struct Naming<'a> {
     /// The endpoint itself compacts (`/v1/responses/compact`): the
     /// request is the provider's to manage.
     pub compacts: bool,
+    /// The model the path names (Gemini's); `None`: the body's.
+    pub model: Option<&'a str>,
 }
 
 /// A request made ready for the upstream.
@@ -141,7 +143,7 @@ pub struct Prepared {
     pub answer: Option<AnswerSlot>,
     /// The providers' context management ctxfold emulated for it (issue
     /// 29): the body goes upstream without it
-    /// ([`strip_for_upstream`](crate::context_management::strip_for_upstream)),
+    /// ([`strip_for_upstream`](crate::protocol::strip_for_upstream)),
     /// and the answer says what was done.
     pub emulated: Option<Emulated>,
 }

@@ -5,6 +5,7 @@
 //! listen = "127.0.0.1:7440"          # the default
 //! openai = "https://api.openai.com"  # upstream of /v1/chat/completions, /v1/responses
 //! anthropic = "https://api.anthropic.com"  # upstream of /v1/messages
+//! gemini = "https://generativelanguage.googleapis.com"  # upstream of /v1beta/models/…:generateContent
 //! on_error = "pass"                  # or "reject"
 //! max_body_bytes = 33554432          # larger requests get 413
 //! connect_timeout_secs = 10
@@ -36,6 +37,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7440";
 pub const OPENAI: &str = "https://api.openai.com";
 /// Anthropic's public API.
 pub const ANTHROPIC: &str = "https://api.anthropic.com";
+/// Google's Gemini API.
+pub const GEMINI: &str = "https://generativelanguage.googleapis.com";
 /// Largest request body accepted by default: 32 MiB (a 200k-token
 /// conversation is under 1 MB; images make it larger).
 pub const MAX_BODY_BYTES: usize = 32 << 20;
@@ -61,14 +64,27 @@ pub struct Emulate {
 }
 
 impl Emulate {
-    /// Whether the upstream of `shape` is emulated.
-    pub fn of(self, shape: crate::shape::Shape) -> bool {
-        match shape {
-            crate::shape::Shape::Messages => self.anthropic,
-            crate::shape::Shape::Responses => self.openai,
-            crate::shape::Shape::Chat => false,
+    /// Whether `upstream` is said to lack the providers' context
+    /// management (see `protocol::emulated`: only a protocol that has it
+    /// emulates it).
+    pub fn of(self, upstream: Upstream) -> bool {
+        match upstream {
+            Upstream::Anthropic => self.anthropic,
+            Upstream::OpenAi => self.openai,
+            Upstream::Gemini => false,
         }
     }
+}
+
+/// The upstreams `[proxy]` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upstream {
+    /// `[proxy] openai`.
+    OpenAi,
+    /// `[proxy] anthropic`.
+    Anthropic,
+    /// `[proxy] gemini`.
+    Gemini,
 }
 
 /// `[proxy]`, resolved.
@@ -80,6 +96,8 @@ pub struct ProxyConfig {
     pub openai: String,
     /// Base URL of the Anthropic-shaped upstream.
     pub anthropic: String,
+    /// Base URL of the Gemini API upstream.
+    pub gemini: String,
     /// Failure handling.
     pub on_error: OnError,
     /// Request body limit in bytes.
@@ -115,6 +133,15 @@ pub struct ProxyConfig {
 }
 
 impl ProxyConfig {
+    /// The URL of `upstream`.
+    pub fn upstream(&self, upstream: Upstream) -> &str {
+        match upstream {
+            Upstream::OpenAi => &self.openai,
+            Upstream::Anthropic => &self.anthropic,
+            Upstream::Gemini => &self.gemini,
+        }
+    }
+
     /// The same with `prices` (config's `[prices]`).
     pub fn with_prices(self, prices: ctxfold_core::cost::PriceTable) -> Self {
         ProxyConfig { prices, ..self }
@@ -129,6 +156,7 @@ impl Default for ProxyConfig {
             listen: DEFAULT_LISTEN.parse().expect("a valid address"),
             openai: OPENAI.into(),
             anthropic: ANTHROPIC.into(),
+            gemini: GEMINI.into(),
             on_error: OnError::Pass,
             max_body_bytes: MAX_BODY_BYTES,
             connect_timeout: std::time::Duration::from_secs(10),
@@ -155,6 +183,7 @@ const KEYS: &[&str] = &[
     "listen",
     "openai",
     "anthropic",
+    "gemini",
     "on_error",
     "max_body_bytes",
     "connect_timeout_secs",
@@ -239,6 +268,7 @@ impl ProxyConfig {
                 }
                 "openai" => self.openai = url(k, v)?,
                 "anthropic" => self.anthropic = url(k, v)?,
+                "gemini" => self.gemini = url(k, v)?,
                 "on_error" => {
                     self.on_error = match v.as_str() {
                         Some("pass") => OnError::Pass,

@@ -17,12 +17,9 @@
 use ctxfold_core::compaction::{Compaction, Provenance, Source, Summary};
 use ctxfold_core::{Body, Log, Object, Record};
 use ctxfold_formats::provider_compaction;
-use ctxfold_wire::context_management::{
-    Asks, COMPACTION, applied_edits, is_compaction, is_trigger,
-};
+use ctxfold_wire::context_management::{applied_edits, is_compaction, is_trigger};
+use serde::Deserialize;
 use serde_json::Value;
-
-use crate::shape::Shape;
 
 /// Key, in a provider compaction record's `extra`, of the `seq` of the
 /// block or item it stands for.
@@ -37,13 +34,50 @@ pub const APPLIED_EDITS: &str = "anthropic_context_management";
 /// summary too).
 pub const SIGNATURE: &str = "ctxfold:";
 
+/// What is read of a compaction block or item: its seal (a block's
+/// `signature`, an item's `encrypted_content`) and a block's summary;
+/// a value of another type than text is none.
+#[derive(Deserialize, Default)]
+struct Sealed<'a> {
+    #[serde(borrow, default, deserialize_with = "text")]
+    signature: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "text")]
+    encrypted_content: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "text")]
+    content: Option<&'a str>,
+}
+
+impl<'a> Sealed<'a> {
+    fn of(c: &'a Value) -> Sealed<'a> {
+        Sealed::deserialize(c).unwrap_or_default()
+    }
+
+    /// Its seal past ctxfold's [`SIGNATURE`], if ctxfold made it.
+    fn ours(&self) -> Option<&'a str> {
+        [self.signature, self.encrypted_content]
+            .into_iter()
+            .flatten()
+            .find_map(|s| s.strip_prefix(SIGNATURE))
+    }
+}
+
+/// A text, or `None` for any other value.
+fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Loose<'a> {
+        Text(&'a str),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Option::<Loose<'de>>::deserialize(d)? {
+        Some(Loose::Text(t)) => Some(t),
+        _ => None,
+    })
+}
+
 /// Whether `c` (a compaction block or item) is one ctxfold made.
 pub fn is_emulated(c: &Value) -> bool {
-    ["signature", "encrypted_content"].iter().any(|k| {
-        c.get(*k)
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.starts_with(SIGNATURE))
-    })
+    Sealed::of(c).ours().is_some()
 }
 
 /// The conversation and the compaction record's `seq` that a compaction
@@ -51,9 +85,7 @@ pub fn is_emulated(c: &Value) -> bool {
 /// signature: `ctxfold:CONVERSATION:SEQ`, an item's followed by `:` and
 /// its summary. `None`: not one of ctxfold's, or not of that form.
 pub fn emulated_origin(c: &Value) -> Option<(&str, u64)> {
-    let signed = ["signature", "encrypted_content"]
-        .iter()
-        .find_map(|k| c.get(*k).and_then(Value::as_str)?.strip_prefix(SIGNATURE))?;
+    let signed = Sealed::of(c).ours()?;
     let mut parts = signed.splitn(3, ':');
     let id = parts.next().filter(|id| !id.is_empty())?;
     let seq = parts.next()?.parse().ok()?;
@@ -63,105 +95,42 @@ pub fn emulated_origin(c: &Value) -> Option<(&str, u64)> {
 /// The summary a compaction block or item ctxfold made holds: a block's
 /// `content`, an item's text after its signature.
 pub fn emulated_summary(c: &Value) -> Option<&str> {
-    if let Some(text) = c.get("content").and_then(Value::as_str) {
+    let sealed = Sealed::of(c);
+    if let Some(text) = sealed.content {
         return Some(text);
     }
-    let signed = c
-        .get("encrypted_content")?
-        .as_str()?
-        .strip_prefix(SIGNATURE)?;
+    let signed = sealed.encrypted_content?.strip_prefix(SIGNATURE)?;
     signed.splitn(3, ':').nth(2)
 }
 
-/// `body` (a request of `shape`, its bytes) without what an upstream that
-/// lacks the providers' context management must not get: the parameters
-/// (`context_management`, Anthropic's `compaction`), compaction blocks
-/// and items and Codex's trigger (ctxfold's view holds their summary), and
-/// messages left empty by that. `None`: not a JSON object.
-pub fn strip_for_upstream(shape: Shape, body: &[u8]) -> Option<Vec<u8>> {
-    let mut v: Value = serde_json::from_slice(body).ok()?;
-    let o = v.as_object_mut()?;
-    o.remove("context_management");
-    match shape {
-        Shape::Messages => {
-            o.remove(COMPACTION);
-            // Where blocks go: a message's content, a tool result's inside
-            // it, and the system prompt's blocks.
-            if let Some(Value::Array(system)) = o.get_mut("system") {
-                strip_blocks(system);
-                if system.is_empty() {
-                    o.remove("system");
-                }
-            }
-            if let Some(Value::Array(msgs)) = o.get_mut("messages") {
-                for m in msgs.iter_mut() {
-                    if let Some(Value::Array(blocks)) = m.get_mut("content") {
-                        strip_blocks(blocks);
-                    }
-                }
-                msgs.retain(|m| !matches!(m.get("content"), Some(Value::Array(b)) if b.is_empty()));
-            }
-        }
-        Shape::Responses => {
-            if let Some(Value::Array(items)) = o.get_mut("input") {
-                items.retain(|i| !is_compaction(i) && !is_trigger(i));
-                for i in items.iter_mut() {
-                    for k in ["content", "output"] {
-                        if let Some(Value::Array(parts)) = i.get_mut(k) {
-                            strip_blocks(parts);
-                        }
-                    }
-                }
-            }
-        }
-        Shape::Chat => {}
+/// Whether `item` (a message or item of a request's history) is a
+/// compaction or Codex's trigger, or holds a compaction block.
+pub fn holds_compaction(item: &Value) -> bool {
+    /// A message's blocks, all that is read of it.
+    #[derive(Deserialize)]
+    struct Blocks {
+        #[serde(default)]
+        content: Option<Vec<Value>>,
     }
-    serde_json::to_vec(&v).ok()
-}
-
-/// `blocks` without compaction blocks, at any depth of a block's own
-/// `content` (a tool result's).
-fn strip_blocks(blocks: &mut Vec<Value>) {
-    blocks.retain(|b| !is_compaction(b));
-    for b in blocks.iter_mut() {
-        if let Some(Value::Array(inner)) = b.get_mut("content") {
-            strip_blocks(inner);
-        }
-    }
-}
-
-/// What `body` (a request's keys besides its history) and `client` (its
-/// history, read) ask of the provider's context management.
-pub fn asks(shape: Shape, body: &Value, client: &[Record]) -> Asks {
-    let Some(o) = body.as_object() else {
-        return Asks::default();
-    };
-    let mut asks = match shape {
-        Shape::Messages => Asks::of_messages(o),
-        Shape::Responses => Asks::of_responses(o),
-        Shape::Chat => return Asks::default(),
-    };
-    // The head the proxy reads need not hold the input: the trigger is
-    // found among the records too.
-    asks.trigger |= client
-        .last()
-        .is_some_and(|r| ctxfold_formats::responses::other_item(r).is_some_and(is_trigger));
-    asks
-}
-
-/// Whether the provider manages the context of this request itself: it
-/// asks for a compaction, or its history holds one the provider made.
-pub fn provider_managed(shape: Shape, asks: &Asks, client: &[Record]) -> bool {
-    // Chat completions have none: their histories are not read for it.
-    shape != Shape::Chat
-        && (asks.compaction() || client.iter().any(|r| provider_compaction(r).is_some()))
+    is_compaction(item)
+        || is_trigger(item)
+        || Blocks::deserialize(item)
+            .ok()
+            .and_then(|b| b.content)
+            .is_some_and(|b| b.iter().any(is_compaction))
 }
 
 /// The records of the blocks of an Anthropic answer (`raw`, the message
 /// as the client got it) that the answer's parser leaves out but a client
 /// sends back: its `compaction` blocks, first as the provider puts them.
 pub fn answer_blocks(raw: &Value) -> Vec<Record> {
-    let Some(Value::Array(content)) = raw.get("content") else {
+    /// An answer's blocks, all that is read of it.
+    #[derive(Deserialize)]
+    struct Blocks {
+        #[serde(default)]
+        content: Vec<Value>,
+    }
+    let Ok(Blocks { content }) = Blocks::deserialize(raw) else {
         return Vec::new();
     };
     content
@@ -215,13 +184,11 @@ pub fn provider_folded(log: &Log) -> Option<Record> {
         return None;
     }
     let anthropic = ctxfold_formats::anthropic::other_block(&records[b]).is_some();
+    let sealed = Sealed::of(block);
     let text = if anthropic {
-        block.get("content").and_then(Value::as_str)?.to_owned()
+        sealed.content?.to_owned()
     } else {
-        let n = block
-            .get("encrypted_content")
-            .and_then(Value::as_str)
-            .map_or(0, str::len);
+        let n = sealed.encrypted_content.map_or(0, str::len);
         format!(
             "[The provider compacted the conversation before this point; its compaction is encrypted ({n} characters) and only the provider can read it.]"
         )
@@ -298,7 +265,11 @@ mod tests {
                 {"role": "assistant", "content": [block]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                     "content": [{"type": "text", "text": "ok"}, block]}]}]});
-        let out = strip_for_upstream(Shape::Messages, body.to_string().as_bytes()).unwrap();
+        let out = crate::protocol::strip_for_upstream(
+            &crate::protocol::messages::Messages,
+            body.to_string().as_bytes(),
+        )
+        .unwrap();
         let out: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(
             out,
@@ -308,7 +279,11 @@ mod tests {
         );
         let body = json!({"input": [{"type": "compaction_trigger"},
             {"type": "function_call_output", "call_id": "c", "output": [block]}]});
-        let out = strip_for_upstream(Shape::Responses, body.to_string().as_bytes()).unwrap();
+        let out = crate::protocol::strip_for_upstream(
+            &crate::protocol::responses::Responses,
+            body.to_string().as_bytes(),
+        )
+        .unwrap();
         let out: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(
             out,

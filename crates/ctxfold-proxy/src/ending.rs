@@ -10,9 +10,9 @@
 //! `response.completed` for responses, or an error event), whatever its
 //! framing; a JSON answer with its last closing bracket.
 
-use serde_json::Value;
+use ctxfold_core::{Body, Record};
 
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 /// Watches an answer's bytes for its end.
 #[derive(Debug)]
@@ -189,50 +189,37 @@ impl Sse {
     }
 }
 
-/// Whether an event ends an answer of `shape` (as its reader in
-/// `ctxfold-providers` or [`crate::shape`] ends it: whole, or with an
-/// error). Only events that may end one are parsed: most are deltas.
+/// Whether an event ends an answer of `shape` (as its reader ends it:
+/// whole, or with an error). Only events that may end one are parsed:
+/// most are deltas.
 fn ends(shape: Shape, event: Option<&str>, data: &str) -> bool {
-    let kind = |data: &str| -> Option<String> {
-        let v: Value = serde_json::from_str(data).ok()?;
-        v.get("type").and_then(Value::as_str).map(str::to_owned)
-    };
-    match shape {
-        Shape::Chat => {
-            if data.trim() == "[DONE]" {
-                return true;
-            }
-            if !data.contains("finish_reason") && !data.contains("\"error\"") {
-                return false;
-            }
-            let Ok(v) = serde_json::from_str::<Value>(data) else {
-                return false;
-            };
-            v.get("error").is_some()
-                || v.get("choices")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c.get("finish_reason").is_some_and(|f| !f.is_null()))
-        }
-        Shape::Messages => {
-            const LAST: [&str; 2] = ctxfold_wire::anthropic::event::LAST;
-            if event.is_some_and(|e| !LAST.contains(&e)) {
-                return false;
-            }
-            kind(data)
-                .or(event.map(str::to_owned))
-                .is_some_and(|k| LAST.contains(&k.as_str()))
-                && serde_json::from_str::<Value>(data).is_ok()
-        }
-        Shape::Responses => {
-            const LAST: [&str; 4] = ctxfold_wire::responses::event::LAST;
-            if event.is_some_and(|e| !LAST.contains(&e)) {
-                return false;
-            }
-            kind(data).is_some_and(|k| LAST.contains(&k.as_str()))
-        }
+    shape.ends(event, data)
+}
+
+/// The records of what is readable of a whole (non-streamed) answer of
+/// `shape` that was cut short, stamped `ts`: the text that arrived, the
+/// body closed where it broke off ([`close_truncated`]). Tool calls and
+/// reasoning are left out (the cut may fall inside them, and a call's
+/// arguments or a signature cut short must not be sent again); one empty
+/// text when nothing of it is readable.
+pub fn cut_body(shape: Shape, body: &[u8], model: &str, ts: &str) -> Vec<Record> {
+    let mut records: Vec<Record> = close_truncated(body)
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|raw| shape.answer(raw, model, ts).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| matches!(&r.body, Body::Assistant { content } if !content.is_empty()))
+        .collect();
+    if records.is_empty() {
+        records.push(Record::new(
+            0,
+            ts,
+            Body::Assistant {
+                content: String::new(),
+            },
+        ));
     }
+    records
 }
 
 /// A JSON text cut short, closed where it can be: a string value left
@@ -344,6 +331,7 @@ pub fn close_truncated(text: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn closed(text: &str) -> Option<Value> {
         close_truncated(text.as_bytes()).map(|b| {
@@ -400,17 +388,25 @@ mod tests {
     #[test]
     fn a_stream_ends_with_its_last_event_however_it_is_split() {
         let chat = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n";
-        assert!(!fed(Shape::Chat, true, &[chat]));
-        assert!(fed(Shape::Chat, true, &[chat, "data: [DO", "NE]\n\n"]));
+        assert!(!fed(&crate::protocol::chat::Chat, true, &[chat]));
+        assert!(fed(
+            &crate::protocol::chat::Chat,
+            true,
+            &[chat, "data: [DO", "NE]\n\n"]
+        ));
         // Without a blank line after it, as the readers take it.
-        assert!(fed(Shape::Chat, true, &[chat, "data: [DONE]"]));
+        assert!(fed(
+            &crate::protocol::chat::Chat,
+            true,
+            &[chat, "data: [DONE]"]
+        ));
         let stop =
             "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\n";
-        assert!(fed(Shape::Chat, true, &[chat, stop]));
+        assert!(fed(&crate::protocol::chat::Chat, true, &[chat, stop]));
         let delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\"}\n\n";
-        assert!(!fed(Shape::Messages, true, &[delta]));
+        assert!(!fed(&crate::protocol::messages::Messages, true, &[delta]));
         assert!(fed(
-            Shape::Messages,
+            &crate::protocol::messages::Messages,
             true,
             &[
                 delta,
@@ -419,24 +415,24 @@ mod tests {
         ));
         // Named, but its data cut short: the reader would not take it.
         assert!(!fed(
-            Shape::Messages,
+            &crate::protocol::messages::Messages,
             true,
             &[delta, "event: message_stop\ndata: {\"ty"]
         ));
         assert!(fed(
-            Shape::Messages,
+            &crate::protocol::messages::Messages,
             true,
             &["event: error\ndata: {\"type\":\"error\",\"error\":{}}\n\n"]
         ));
         assert!(!fed(
-            Shape::Responses,
+            &crate::protocol::responses::Responses,
             true,
             &[
                 "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\"}\n\n"
             ]
         ));
         assert!(fed(
-            Shape::Responses,
+            &crate::protocol::responses::Responses,
             true,
             &["event: response.completed\ndata: {\"type\":\"response.completed\"}\n\n"]
         ));
@@ -444,13 +440,17 @@ mod tests {
 
     #[test]
     fn a_json_body_ends_with_its_last_bracket_unless_framed() {
-        assert!(!fed(Shape::Chat, false, &["{\"a\": \"}\", \"b\": [1"]));
+        assert!(!fed(
+            &crate::protocol::chat::Chat,
+            false,
+            &["{\"a\": \"}\", \"b\": [1"]
+        ));
         assert!(fed(
-            Shape::Chat,
+            &crate::protocol::chat::Chat,
             false,
             &["{\"a\": \"}\\\"\", ", "\"b\": [1]}\n"]
         ));
-        assert!(!fed(Shape::Chat, false, &[]));
-        assert!(Ending::new(Shape::Chat, false, true).ended());
+        assert!(!fed(&crate::protocol::chat::Chat, false, &[]));
+        assert!(Ending::new(&crate::protocol::chat::Chat, false, true).ended());
     }
 }

@@ -13,8 +13,8 @@
 //!   it passes; what can be read of a JSON answer cut short.
 //! - [`reconcile`]: a request's history against the stored log (pure).
 //! - [`request`]: a request body split with its messages as raw text.
-//! - [`shape`]: the wire shapes, on `ctxfold-formats` and
-//!   `ctxfold-providers`.
+//! - [`protocol`]: the model APIs, one module each (routes, upstream,
+//!   reading and writing, answers, what each lacks).
 //! - [`book`]: finding, recording and compacting conversations
 //!   (synchronous, run on the blocking pool).
 //! - [`server`]: the async HTTP edge (axum on tokio, reqwest upstream).
@@ -34,10 +34,10 @@ pub mod ending;
 pub mod intake;
 pub mod listener;
 pub mod metrics;
+pub mod protocol;
 pub mod reconcile;
 pub mod request;
 pub mod server;
-pub mod shape;
 
 pub use book::{Book, Compaction};
 pub use config::{OnError, ProxyConfig};

@@ -20,7 +20,6 @@ use ctxfold_core::planner::{Rule, SummaryRequest};
 use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_core::{Body, Log};
 use ctxfold_proxy::book::{Book, Compaction, Naming, Prepared};
-use ctxfold_proxy::shape::Shape;
 use ctxfold_store::{EventLog, Workspace};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -50,6 +49,25 @@ fn book(dir: &std::path::Path, summarize: bool) -> Book {
         emulate: Default::default(),
     };
     Book::open(Arc::new(ws), compaction).unwrap()
+}
+
+/// The three APIs whose requests are read one message at a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Chat,
+    Messages,
+    Responses,
+}
+
+impl Shape {
+    fn protocol(self) -> ctxfold_proxy::protocol::Shape {
+        use ctxfold_proxy::protocol::{chat, messages, responses};
+        match self {
+            Shape::Chat => &chat::Chat,
+            Shape::Messages => &messages::Messages,
+            Shape::Responses => &responses::Responses,
+        }
+    }
 }
 
 fn user(shape: Shape, t: &str) -> Value {
@@ -170,7 +188,7 @@ fn outcome(
                 p.tokens_after,
                 p.compactions,
                 p.history,
-                p.answer.map(|a| (a.shape, a.model))
+                p.answer.map(|a| (a.shape.name(), a.model))
             )
         }
         Err(e) => format!("error {e}"),
@@ -286,10 +304,13 @@ fn run(shape: Shape, steps: &[Step], summarize: bool) -> Result<usize, TestCaseE
         let v = body(shape, &system, &sent);
         let bytes = serde_json::to_vec(&v).unwrap();
         let got = without_tags(&outcome(
-            a.prepare_bytes(shape, &bytes, &Naming::default()),
+            a.prepare_bytes(shape.protocol(), &bytes, &Naming::default()),
             &mut compactions,
         ));
-        let want = without_tags(&outcome(b.prepare(shape, &v, &Naming::default()), &mut 0));
+        let want = without_tags(&outcome(
+            b.prepare(shape.protocol(), &v, &Naming::default()),
+            &mut 0,
+        ));
         prop_assert_eq!(got, want, "step {} ({:?}) of {:?}", n, s, steps);
     }
     prop_assert_eq!(stored(a_dir.path()), stored(b_dir.path()));

@@ -37,6 +37,18 @@ pub struct Request {
 pub type Message = crate::RoleMessage<Content>;
 
 impl Message {
+    /// The `content` of `m`, a message's JSON, borrowed: for a reader that
+    /// walks a request without copying it (serde hands out no references
+    /// into a value).
+    pub fn content_of(m: &Object) -> Option<&Value> {
+        m.get("content")
+    }
+
+    /// The `content` of `m`, a message's JSON, to take or fill in place.
+    pub fn content_mut(m: &mut Object) -> Option<&mut Value> {
+        m.get_mut("content")
+    }
+
     /// A message of `role` holding `content`, with the other keys `keys`
     /// (but `role` and `content`).
     pub fn new(role: &str, content: Content, keys: Object) -> Message {
@@ -567,6 +579,34 @@ pub struct ErrorEvent {
     /// Every other key.
     #[serde(flatten)]
     pub extra: Object,
+}
+
+/// The request key of the system prompt (a text or text blocks).
+pub const SYSTEM: &str = "system";
+
+/// A block's prompt-cache marker (`cache_control`), one of the keys a
+/// block keeps besides those its type names: read, set and taken off
+/// where a block's other keys are kept (an object of them).
+pub mod cache_control {
+    use crate::{Object, Value};
+
+    /// The key.
+    pub const KEY: &str = "cache_control";
+
+    /// The marker among a block's other keys.
+    pub fn of(fields: &Object) -> Option<&Value> {
+        fields.get(KEY)
+    }
+
+    /// Put marker `m` among a block's other keys.
+    pub fn set(fields: &mut Object, m: Value) {
+        fields.insert(KEY.into(), m);
+    }
+
+    /// Take the marker off a block's other keys.
+    pub fn clear(fields: &mut Object) {
+        fields.remove(KEY);
+    }
 }
 
 #[cfg(test)]

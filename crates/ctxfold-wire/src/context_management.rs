@@ -239,6 +239,59 @@ pub fn is_trigger(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some(COMPACTION_TRIGGER)
 }
 
+/// A Messages request body without what an upstream lacking the
+/// providers' context management must not get: `context_management`,
+/// `compaction`, and compaction blocks wherever a client put them (a
+/// message's content, a tool result's inside it, the system prompt's
+/// blocks), with messages and a system prompt left empty by that.
+pub fn strip_messages_request(o: &mut Object) {
+    o.remove("context_management");
+    o.remove(COMPACTION);
+    if let Some(Value::Array(system)) = o.get_mut("system") {
+        strip_blocks(system);
+        if system.is_empty() {
+            o.remove("system");
+        }
+    }
+    if let Some(Value::Array(msgs)) = o.get_mut("messages") {
+        for m in msgs.iter_mut() {
+            if let Some(Value::Array(blocks)) = m.get_mut("content") {
+                strip_blocks(blocks);
+            }
+        }
+        msgs.retain(|m| !matches!(m.get("content"), Some(Value::Array(b)) if b.is_empty()));
+    }
+}
+
+/// A Responses request body without what an upstream lacking the
+/// providers' context management must not get: `context_management`,
+/// compaction items and Codex's trigger, and compaction blocks inside an
+/// item's `content` or `output`.
+pub fn strip_responses_request(o: &mut Object) {
+    o.remove("context_management");
+    if let Some(Value::Array(items)) = o.get_mut("input") {
+        items.retain(|i| !is_compaction(i) && !is_trigger(i));
+        for i in items.iter_mut() {
+            for k in ["content", "output"] {
+                if let Some(Value::Array(parts)) = i.get_mut(k) {
+                    strip_blocks(parts);
+                }
+            }
+        }
+    }
+}
+
+/// `blocks` without compaction blocks, at any depth of a block's own
+/// `content` (a tool result's).
+pub fn strip_blocks(blocks: &mut Vec<Value>) {
+    blocks.retain(|b| !is_compaction(b));
+    for b in blocks.iter_mut() {
+        if let Some(Value::Array(inner)) = b.get_mut("content") {
+            strip_blocks(inner);
+        }
+    }
+}
+
 /// An answer's `context_management.applied_edits` (Anthropic), as sent.
 pub fn applied_edits(answer: &Value) -> Option<&Value> {
     answer

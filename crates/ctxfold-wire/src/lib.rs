@@ -1,6 +1,7 @@
-//! The wire shapes of the three model APIs ctxfold reads and writes, as
-//! serde types: [`chat`] (OpenAI chat completions), [`responses`] (OpenAI
-//! Responses) and [`anthropic`] (Anthropic Messages). No I/O, no async.
+//! The wire shapes of the model APIs ctxfold reads and writes, as serde
+//! types: [`chat`] (OpenAI chat completions), [`responses`] (OpenAI
+//! Responses), [`anthropic`] (Anthropic Messages) and [`gemini`] (Google's
+//! Gemini API). No I/O, no async.
 //!
 //! Every type keeps what it does not name: an object's other keys in its
 //! `extra` (flattened, in the order they were read), a block, item or
@@ -20,6 +21,7 @@ pub mod chat;
 pub mod context_management;
 pub mod emulated;
 pub mod error;
+pub mod gemini;
 mod request_body;
 pub mod responses;
 

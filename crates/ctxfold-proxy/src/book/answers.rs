@@ -63,7 +63,7 @@ impl Book {
     fn append_answer(
         &self,
         slot: &AnswerSlot,
-        records: Vec<Record>,
+        mut records: Vec<Record>,
         compaction: Option<&String>,
     ) -> Result<bool, PrepareError> {
         let session = self.session(&slot.conversation)?;
@@ -72,10 +72,13 @@ impl Book {
         if s.conv.log().len() != slot.len || records.is_empty() {
             return Ok(false);
         }
+        // As the next request's history will read it: the log is the
+        // history this answer follows.
+        slot.shape.follow(&mut records, s.conv.log().records());
         let response = records.iter().rev().find_map(|r| {
             r.metadata
                 .as_ref()?
-                .get(crate::shape::RESPONSE_ID)?
+                .get(crate::protocol::responses::RESPONSE_ID)?
                 .as_str()
                 .map(str::to_owned)
         });

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::chains::answered_mark;
 use super::identity::recorded_key;
 use super::{Book, History, META_KEY, PrepareError, lock, stamp};
+use crate::protocol::Shape;
 use crate::reconcile::{Alignment, align};
-use crate::shape::Shape;
 
 /// How many times a request re-reads a log that another writer appended to
 /// between its read and its append before it records a conversation of

@@ -3,6 +3,7 @@
 //! is folded away, so the cached prefix keeps its boundary.
 
 use ctxfold_core::{Body, Object, Record};
+use ctxfold_wire::anthropic::cache_control;
 use serde_json::Value;
 
 /// Where the Anthropic format keeps a block's unmapped fields.
@@ -12,9 +13,9 @@ const BLOCK_FIELDS: &str = "anthropic_block_fields";
 pub(super) fn cache_marker(r: &Record) -> Option<&Value> {
     match &r.body {
         Body::Other { kind, fields } if kind == "anthropic_block" => {
-            fields.get("block")?.get("cache_control")
+            cache_control::of(fields.get("block")?.as_object()?)
         }
-        _ => r.metadata.as_ref()?.get(BLOCK_FIELDS)?.get("cache_control"),
+        _ => cache_control::of(r.metadata.as_ref()?.get(BLOCK_FIELDS)?.as_object()?),
     }
 }
 
@@ -51,7 +52,7 @@ pub(super) fn set_cache_marker(r: &mut Record, m: Value) {
         ),
     };
     if let Some(Value::Object(f)) = fields {
-        f.insert("cache_control".into(), m);
+        cache_control::set(f, m);
     }
 }
 
@@ -63,6 +64,6 @@ pub(super) fn clear_cache_marker(r: &mut Record) {
         _ => r.metadata.as_mut().and_then(|m| m.get_mut(BLOCK_FIELDS)),
     };
     if let Some(Value::Object(f)) = fields {
-        f.remove("cache_control");
+        cache_control::clear(f);
     }
 }

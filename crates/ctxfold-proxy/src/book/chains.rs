@@ -5,13 +5,13 @@
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_store::create_new;
 use ctxfold_tokens::{Heuristic, TokenEstimator};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::create::title_from;
 use super::index::hash128;
 use super::{AnswerSlot, Book, History, META_KEY, PrepareError, Prepared, lock, stamp};
 use crate::cache::{Bounded, Limits};
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 /// The latest Responses answer id of each conversation, both ways
 /// (answer ids as hashes: their length is the upstream's), each way
@@ -158,12 +158,4 @@ pub(super) fn answered_mark(client: &[Record]) -> Option<String> {
     let last = client.iter().rposition(answer)?;
     let start = client[..last].iter().rposition(|r| !answer(r))? + 1;
     request_mark(&client[..start])
-}
-
-/// The `previous_response_id` a Responses request is chained with.
-pub(super) fn chained(shape: Shape, body: &Value) -> Option<&str> {
-    if shape != Shape::Responses {
-        return None;
-    }
-    body.get("previous_response_id").and_then(Value::as_str)
 }

@@ -6,11 +6,11 @@ use ctxfold_compactor::{BasicCompactor, Compactor, Context, Moment, Status};
 use ctxfold_tokens::Heuristic;
 use serde_json::Value;
 
-use super::chains::chained;
-use super::counting::{calibrated, counted_tokens, fixed_tokens, scaled};
+use super::counting::{calibrated, counted_tokens, scaled};
 use super::render::render_stored;
 use super::session::Session;
 use super::{AnswerSlot, Book, History, PrepareError, Prepared, lock};
+use crate::protocol::Shape;
 use crate::reconcile::align;
 
 impl Book {
@@ -18,6 +18,7 @@ impl Book {
     /// as the upstream did (`scale`).
     fn compactor(
         &self,
+        shape: Shape,
         model: &str,
         body: &Value,
         moment: Moment,
@@ -32,10 +33,9 @@ impl Book {
             (c.summarizers)(),
         );
         let mut ctx = Context::new(moment, window);
-        ctx.extra_tokens = fixed_tokens(body);
-        ctx.max_tokens = ["max_tokens", "max_output_tokens", "max_completion_tokens"]
-            .iter()
-            .find_map(|k| body.get(*k)?.as_u64())
+        ctx.extra_tokens = shape.fixed_tokens(body);
+        ctx.max_tokens = shape
+            .output_limit(body)
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         ctx.scale = scale;
         ctx.now = Some(jiff::Timestamp::now());
@@ -45,6 +45,7 @@ impl Book {
     pub(super) fn compact(
         &self,
         s: &mut Session,
+        shape: Shape,
         model: &str,
         body: &Value,
         new_turn: bool,
@@ -52,7 +53,8 @@ impl Book {
         if !self.compaction.policy.enabled {
             return Ok(0);
         }
-        let (compactor, mut ctx) = self.compactor(model, body, Moment::BetweenTurns, s.scale);
+        let (compactor, mut ctx) =
+            self.compactor(shape, model, body, Moment::BetweenTurns, s.scale);
         if ctx.window.is_none() {
             tracing::debug!("the window of `{model}` is not known: no automatic compaction");
             return Ok(0);
@@ -94,7 +96,7 @@ impl Book {
         error: &[u8],
     ) -> Result<Option<Prepared>, PrepareError> {
         // A chained request holds no history to fold.
-        if self.compaction.observe || chained(slot.shape, body).is_some() {
+        if self.compaction.observe || slot.shape.chained(body).is_some() {
             return Ok(None);
         }
         let shape = slot.shape;
@@ -112,7 +114,8 @@ impl Book {
         {
             s.scale = calibrated(counted, slot.sent);
         }
-        let (compactor, ctx) = self.compactor(&slot.model, body, Moment::BeforeStep, s.scale);
+        let (compactor, ctx) =
+            self.compactor(shape, &slot.model, body, Moment::BeforeStep, s.scale);
         let outcome = compactor.compact_for_overflow(&mut s.conv, &ctx)?;
         note(&outcome.status);
         if !outcome.compacted() {
@@ -131,7 +134,7 @@ impl Book {
             s.last_sent.as_ref().map(|l| &l.prefix),
         );
         let Some(out) = r.body else { return Ok(None) };
-        let fixed = fixed_tokens(body);
+        let fixed = shape.fixed_tokens(body);
         // The refused request was not cached: what the retry reads is at
         // most what both it and the request before it shared.
         let now = ctxfold_core::cost::Sent {

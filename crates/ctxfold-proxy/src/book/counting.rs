@@ -1,28 +1,9 @@
-//! Tokens counted as the upstream counts them: the fixed part every
-//! request carries, the scale learned from the usage an answer reports
-//! (or the size an overflow error names), and estimates scaled by it.
+//! Tokens counted as the upstream counts them: the scale learned from
+//! the usage an answer reports (or the size an overflow error names), and
+//! estimates scaled by it.
 
-use ctxfold_tokens::{Heuristic, TokenEstimator};
+use serde::Deserialize;
 use serde_json::Value;
-
-/// Tokens of what every request carries besides the records the log holds
-/// for it: Responses' `instructions` and the tool definitions, counted on
-/// their JSON text as the upstream reads it.
-pub(super) fn fixed_tokens(body: &Value) -> usize {
-    let est = Heuristic::default();
-    // Not `system`: the conversation records Anthropic's system prompt
-    // (and chat completions' system messages) as its system record, which
-    // the view counts; counting it here too made every request look
-    // larger by it, and automatic compaction fire early and fold deep.
-    ["instructions", "tools"]
-        .iter()
-        .filter_map(|k| body.get(*k))
-        .map(|v| match v {
-            Value::String(s) => est.count_text(s),
-            other => est.count_text(&other.to_string()),
-        })
-        .sum()
-}
 
 /// Upstream tokens per estimated token, from what the upstream counted
 /// for a request ctxfold estimated at `sent`. Never below 1: a usage
@@ -36,16 +17,19 @@ pub(super) fn scaled(tokens: usize, scale: f64) -> usize {
     (tokens as f64 * scale).ceil() as usize
 }
 
-/// The prompt tokens a provider reported in `usage`: Anthropic's input
-/// with its cached parts, OpenAI's input or prompt tokens.
+/// The prompt tokens an answer's usage reports, as every protocol keeps
+/// it on the answer's last record (`input_tokens`, the cached ones
+/// included).
 pub(super) fn reported_input(usage: &Value) -> Option<u64> {
-    let n = |k: &str| usage.get(k).and_then(Value::as_u64);
-    if let Some(input) = n("input_tokens") {
-        let cached = n("cache_read_input_tokens").unwrap_or(0)
-            + n("cache_creation_input_tokens").unwrap_or(0);
-        return Some(input + cached).filter(|&t| t > 0);
+    /// The one count read.
+    #[derive(serde::Deserialize)]
+    struct Input {
+        input_tokens: Option<u64>,
     }
-    n("prompt_tokens").filter(|&t| t > 0)
+    Input::deserialize(usage)
+        .ok()?
+        .input_tokens
+        .filter(|&t| t > 0)
 }
 
 /// The size an overflow error says the request had: the first number

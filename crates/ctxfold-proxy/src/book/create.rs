@@ -8,7 +8,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::{Book, META_KEY, PrepareError, stamp};
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 impl Book {
     pub(super) fn create(

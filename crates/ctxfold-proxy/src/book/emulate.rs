@@ -55,7 +55,7 @@ use super::counting::scaled;
 use super::session::Session;
 use super::{Book, PrepareError};
 use crate::context_management::SIGNATURE;
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 /// What ctxfold did for a request's asks, to be said in its answer as the
 /// provider would.
@@ -74,15 +74,6 @@ pub struct Emulated {
 /// [`SIGNATURE`], the conversation and the record's `seq`.
 fn signature(id: &str, seq: u64) -> String {
     format!("{SIGNATURE}{id}:{seq}")
-}
-
-/// The compaction item, as the Responses API shapes it, of conversation
-/// `id`'s compaction record `seq` summarized as `text`: the same bytes
-/// each time it is made.
-fn responses_item(id: &str, seq: u64, text: &str) -> Value {
-    let sig = signature(id, seq);
-    let item_id = format!("cmp_{}", sig.replace(':', "_"));
-    emulated::responses_item(&item_id, &format!("{sig}:{text}"))
 }
 
 /// What a request that compacts the whole conversation (`summarize`,
@@ -106,11 +97,8 @@ fn past(
 
 /// The input tokens of a request (its keys besides the history: `body`)
 /// whose history is `log`'s view, as the upstream counts (`scale`).
-fn request_tokens(log: &Log, body: &Value, scale: f64) -> usize {
-    scaled(
-        super::counting::fixed_tokens(body) + view_tokens(&project(log)),
-        scale,
-    )
+fn request_tokens(shape: Shape, log: &Log, body: &Value, scale: f64) -> usize {
+    scaled(shape.fixed_tokens(body) + view_tokens(&project(log)), scale)
 }
 
 impl Book {
@@ -126,7 +114,10 @@ impl Book {
         compacts: bool,
     ) -> Result<Emulated, PrepareError> {
         let mut out = Emulated::default();
-        let tokens = |log: &Log, scale: f64| request_tokens(log, body, scale);
+        let Some(cm) = shape.context_management() else {
+            return Ok(out);
+        };
+        let tokens = |log: &Log, scale: f64| request_tokens(shape, log, body, scale);
         // What an edit that folded something says in the answer.
         let applied = |kind: &str, what: &str, cleared: usize, before: usize, s: &Session| {
             let after = tokens(s.conv.log(), s.scale);
@@ -166,7 +157,7 @@ impl Book {
                     // The provider does not clear when it cannot clear at
                     // least this many tokens.
                     if let Some(least) = &t.clear_at_least {
-                        let would = self.dry_run(s, rule.clone(), exclude.clone(), body)?;
+                        let would = self.dry_run(s, shape, rule.clone(), exclude.clone(), body)?;
                         if now.saturating_sub(would) < least.value as usize {
                             continue;
                         }
@@ -184,46 +175,26 @@ impl Book {
                     if let Ok((text, seq)) =
                         self.summarize(s, Some(1), c.instructions.clone(), what)?
                     {
-                        let sig = signature(s.id(), seq);
-                        out.compaction = Some(emulated::anthropic_block(Some(&text), &sig));
+                        out.compaction = Some(cm.compaction(&signature(s.id(), seq), &text));
                         out.alone = c.pause_after_compaction == Some(true);
                     }
                 }
                 Edit::Other(_) => {}
             }
         }
-        if let Some(ask) = &asks.summarize {
-            let instructions = ask
-                .get("instructions")
-                .and_then(Value::as_str)
-                .filter(|i| !i.trim().is_empty())
-                .map(str::to_owned);
-            // Asked now, of the whole conversation: a compaction that
-            // folds nothing cannot be answered as the provider would.
-            let (text, seq) = self
-                .summarize(s, None, instructions, "compaction (summarize)")?
-                .map_err(|why| nothing_to_compact(s.id(), &why))?;
-            let sig = signature(s.id(), seq);
-            out.compaction = Some(emulated::anthropic_block(Some(&text), &sig));
-            out.alone = true;
-        }
-        if shape == Shape::Responses {
-            let threshold = (asks.responses.iter())
-                .filter(|e| e.get("type").and_then(Value::as_str) == Some("compaction"))
-                .find_map(|e| e.get("compact_threshold").and_then(Value::as_u64));
-            let now = tokens(s.conv.log(), s.scale);
-            let whole = compacts || asks.trigger;
-            let made = if whole {
-                let made = self.summarize(s, None, None, "compaction")?;
+        let now = tokens(s.conv.log(), s.scale);
+        if let Some(w) = cm.wanted(asks, compacts, now) {
+            let made = self.summarize(s, w.keep_last, w.instructions, w.note)?;
+            let made = if w.required {
+                // Asked now, of the whole conversation: a compaction that
+                // folds nothing cannot be answered as the provider would.
                 Some(made.map_err(|why| nothing_to_compact(s.id(), &why))?)
-            } else if threshold.is_some_and(|t| now > t as usize) {
-                self.summarize(s, Some(1), None, "compaction")?.ok()
             } else {
-                None
+                made.ok()
             };
             if let Some((text, seq)) = made {
-                out.compaction = Some(responses_item(s.id(), seq, &text));
-                out.alone = whole;
+                out.compaction = Some(cm.compaction(&signature(s.id(), seq), &text));
+                out.alone = w.alone;
             }
         }
         Ok(out)
@@ -255,25 +226,9 @@ impl Book {
                 }
                 _ => None,
             })?;
-        let pause = asks
-            .edits
-            .iter()
-            .any(|e| matches!(e, Edit::Compact(c) if c.pause_after_compaction == Some(true)));
-        let (compaction, alone) = match shape {
-            Shape::Messages => {
-                let by_edit = note.starts_with("compact_20260112");
-                if asks.summarize.is_none() && !by_edit {
-                    return None;
-                }
-                let block = emulated::anthropic_block(Some(&text), &signature(s.id(), seq));
-                (block, asks.summarize.is_some() || pause)
-            }
-            Shape::Responses => {
-                let whole = compacts || asks.trigger;
-                (responses_item(s.id(), seq, &text), whole)
-            }
-            Shape::Chat => return None,
-        };
+        let cm = shape.context_management()?;
+        let alone = cm.repeat(asks, compacts, &note)?;
+        let compaction = cm.compaction(&signature(s.id(), seq), &text);
         Some(Emulated {
             compaction: Some(compaction),
             alone,
@@ -318,6 +273,7 @@ impl Book {
     fn dry_run(
         &self,
         s: &mut Session,
+        shape: Shape,
         rule: Rule,
         exclude: Vec<String>,
         body: &Value,
@@ -334,7 +290,7 @@ impl Book {
                 Body::Compaction(Box::new(c)),
             ));
         }
-        Ok(request_tokens(&log, body, s.scale))
+        Ok(request_tokens(shape, &log, body, s.scale))
     }
 
     /// How the client's compactions are planned: as the client's, the

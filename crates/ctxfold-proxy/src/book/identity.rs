@@ -9,9 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::index::gone_for_good;
 use super::{Book, META_KEY, Naming};
-use crate::agent;
 use crate::context_management::emulated_origin;
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 impl Book {
     /// The key of a request: its `x-ctxfold-conversation` header, else the
@@ -27,7 +26,7 @@ impl Book {
         naming: &Naming<'_>,
     ) -> Result<String, StoreError> {
         let Some(h) = naming.header else {
-            if let Some(session) = agent::session_of(shape, body, naming.agent) {
+            if let Some(session) = shape.session(body, naming.agent) {
                 return Ok(session.key());
             }
             // A history holding ctxfold's own compaction (the emulated
@@ -110,8 +109,9 @@ pub(super) fn compaction_key(c: &Value) -> String {
 fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
     let mut h = Sha256::new();
     h.update(shape.name());
-    // The Responses API's system prompt is a body key, not an item.
-    if let Some(i) = body.get("instructions").and_then(Value::as_str) {
+    let head = shape.head(body);
+    // A system prompt kept outside the history (Responses' `instructions`).
+    if let Some(i) = head.system {
         h.update([0]);
         h.update(i);
     }
@@ -129,17 +129,7 @@ fn fingerprint(shape: Shape, body: &Value, client: &[Record]) -> String {
             _ => {}
         }
     }
-    let mut tools: Vec<&str> = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            t.get("name")
-                .or_else(|| t.get("function").and_then(|f| f.get("name")))
-                .and_then(Value::as_str)
-        })
-        .collect();
+    let mut tools = head.tools;
     tools.sort_unstable();
     for t in tools {
         h.update([2]);

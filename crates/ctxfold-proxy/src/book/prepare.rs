@@ -7,8 +7,8 @@ use ctxfold_formats::message_reader::MessageReader;
 use ctxfold_tokens::{Heuristic, TokenEstimator};
 use serde_json::Value;
 
-use super::chains::{chained, request_mark};
-use super::counting::{fixed_tokens, scaled};
+use super::chains::request_mark;
+use super::counting::scaled;
 use super::identity::{COMPACTION_KEY, COMPACTION_META};
 use super::readers::{Kept, head_hash};
 use super::render::render_stored;
@@ -16,10 +16,11 @@ use super::sent::Sent;
 use super::{
     AnswerSlot, Book, History, MAX_FORKS_TRIED, META_KEY, Naming, PrepareError, Prepared, lock,
 };
-use crate::context_management::{asks, provider_folded, provider_managed};
+use crate::context_management::provider_folded;
+use crate::protocol::Shape;
+use crate::protocol::{asks, provider_managed};
 use crate::reconcile::{Alignment, align};
 use crate::request;
-use crate::shape::{Shape, model};
 use ctxfold_formats::provider_compaction;
 
 impl Book {
@@ -42,8 +43,14 @@ impl Book {
         bytes: &[u8],
         naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
-        let wire = shape.wire();
-        let split = match request::split(bytes, wire.messages_key()) {
+        let Some(inc) = shape.incremental() else {
+            // Read whole every time.
+            let body: Value = serde_json::from_slice(bytes)
+                .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
+            return self.prepare_parsed(shape, &body, naming);
+        };
+        let wire = inc.wire();
+        let split = match request::split(bytes, shape.history_key()) {
             Ok(Some(s)) if !s.messages.is_empty() => s,
             Ok(_) => {
                 let body: Value = serde_json::from_slice(bytes)
@@ -57,10 +64,7 @@ impl Book {
             head_text,
             messages,
         } = split;
-        let system = match shape {
-            Shape::Messages => head.get("system").cloned(),
-            _ => None,
-        };
+        let system = inc.reader_head(&head);
         let h = head_hash(shape, messages[0].get());
         // Taken while in use: a request of the same head running at the
         // same time reads its body whole instead.
@@ -176,8 +180,8 @@ impl Book {
         sent: Option<Sent>,
         naming: &Naming<'_>,
     ) -> Result<Prepared, PrepareError> {
-        let model = model(body).to_owned();
-        if let Some(previous) = chained(shape, body) {
+        let model = naming.model.unwrap_or_else(|| shape.model(body)).to_owned();
+        if let Some(previous) = shape.chained(body) {
             return self.chain(shape, previous, &model, client);
         }
         let key = self.key(shape, body, client, naming)?;
@@ -246,7 +250,7 @@ impl Book {
         let asks = asks(shape, body, client);
         // The upstream lacks the providers' context management: ctxfold
         // provides it; else a request that uses it is the provider's.
-        let emulating = self.compaction.emulate.of(shape)
+        let emulating = crate::protocol::emulated(self.compaction.emulate, shape)
             && (naming.compacts
                 || asks.any()
                 || client.iter().any(|r| provider_compaction(r).is_some()));
@@ -335,7 +339,7 @@ impl Book {
         // its emulation) just compacted.
         let compacted = emulated.as_ref().is_some_and(|e| e.compaction.is_some());
         if acts && !managed && !compacted {
-            compactions += self.compact(&mut s, model, body, new_turn)?;
+            compactions += self.compact(&mut s, shape, model, body, new_turn)?;
         }
         if managed
             && history != History::Earlier
@@ -375,7 +379,7 @@ impl Book {
         let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent, previous);
         // The fixed part counts as the trigger counts it, and everything
         // as the upstream counted the last answer's request.
-        let fixed = fixed_tokens(body);
+        let fixed = shape.fixed_tokens(body);
         if history != History::Earlier {
             self.touch_with(&mut s, Some(fixed));
         }

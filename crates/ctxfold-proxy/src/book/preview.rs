@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::render::render_stored;
 use super::{Book, META_KEY, Naming, PrepareError, lock};
+use crate::protocol::Shape;
 use crate::reconcile::align;
-use crate::shape::Shape;
 
 impl Book {
     /// The body the upstream would get for `body`, recording nothing and

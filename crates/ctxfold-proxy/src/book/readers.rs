@@ -6,7 +6,7 @@ use ctxfold_formats::message_reader::MessageReader;
 use serde_json::Value;
 
 use super::{Book, lock};
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 /// A conversation head's last request, as read: each message's raw text
 /// and the reader that read them.

@@ -13,8 +13,8 @@ use ctxfold_tokens::{Heuristic, TokenEstimator};
 
 use super::cache_markers::{cache_marker, carries_marker, clear_cache_marker, set_cache_marker};
 use super::sent::{Sent, write_with_sent};
+use crate::protocol::Shape;
 use crate::reconcile::{Paired, Rewrite};
-use crate::shape::Shape;
 
 /// A request body rendered from a view.
 pub(super) struct Rendered {
@@ -275,7 +275,8 @@ pub(super) fn render_stored(
             write_with_sent(shape, &records, &sent_as, &from, client.len(), sent, extras)
         })
         .unwrap_or_else(|| {
-            let out = shape.write(&records, extras);
+            let refs: Vec<&Record> = records.iter().map(|r| r.as_ref()).collect();
+            let out = shape.write(&refs, extras);
             let mut bytes = Vec::with_capacity(64 * 1024);
             // Cannot fail: writing to a Vec does not, and a `Value` (string
             // keys, finite numbers) always serializes.
@@ -352,7 +353,7 @@ impl<'c> Out<'c> {
     /// boundary where the folded part ends (markers only move or merge:
     /// never more than the client sent).
     fn folded(&mut self, c: &Record) {
-        if self.shape == Shape::Messages
+        if self.shape.cache_markers()
             && let Some(m) = cache_marker(c)
         {
             let m = m.clone();
@@ -435,10 +436,7 @@ impl<'c> Out<'c> {
                 content: text.to_owned(),
             },
         ));
-        if self.shape == Shape::Responses {
-            made.iter_mut()
-                .for_each(ctxfold_formats::responses::typed_message);
-        }
+        made.iter_mut().for_each(|r| self.shape.made(r));
         for r in made {
             self.push_made(r);
         }

@@ -5,10 +5,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Object, Record};
 use ctxfold_formats::message_reader::MessageReader;
 
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 /// The client's messages as sent, beside the records a kept reader read
 /// from them, and the rest of its body as read and as sent.
@@ -39,6 +39,7 @@ pub(super) fn write_with_sent(
     extras: &Object,
 ) -> Option<Vec<u8>> {
     let reader = sent.reader;
+    let inc = shape.incremental()?;
     // The message starting at each client record.
     let mut starts = vec![None; client_len];
     for i in 0..reader.len() {
@@ -57,7 +58,7 @@ pub(super) fn write_with_sent(
                 || reader.is_assistant(n) != reader.is_assistant(i))
     };
     let alternates = |i: usize| {
-        shape != Shape::Messages
+        !inc.joins_roles()
             || ((i == 0 || apart(i - 1, i)) && (i + 1 == reader.len() || apart(i + 1, i)))
     };
     let whole = |p: usize, i: usize| {
@@ -82,12 +83,8 @@ pub(super) fn write_with_sent(
     };
     // Anthropic's system records go to the body's `system`, not a message
     // (but those read from a `system` message go back among the messages).
-    let top_level = |r: &Record| {
-        shape == Shape::Messages
-            && matches!(r.body, Body::System { .. })
-            && !ctxfold_formats::anthropic::is_system_message(r)
-    };
-    let key = shape.wire().messages_key();
+    let top_level = |r: &Record| inc.top_level(r);
+    let key = shape.history_key();
     let mut messages: Vec<u8> = Vec::with_capacity(sent.texts.iter().map(|t| t.len() + 1).sum());
     messages.push(b'[');
     let mut any = false;
@@ -101,7 +98,7 @@ pub(super) fn write_with_sent(
         if run.is_empty() {
             return Some(());
         }
-        shape.write_messages(&run, messages)
+        inc.write_messages(&run, messages)
     };
     let mut p = 0;
     while p < records.len() {

@@ -18,9 +18,9 @@ use super::{CONVERSATION_HEADER, Proxy, error};
 use crate::agent::Agent;
 use crate::book::{History, Naming, PrepareError, Prepared};
 use crate::config::OnError;
-use crate::context_management::strip_for_upstream;
+
 use crate::metrics::endpoint;
-use crate::shape::Shape;
+use crate::protocol::{self, Call, Serves, Shape, upstream_url};
 
 /// The largest error answer read whole to see whether it says "over the
 /// context window" (real ones are a few hundred bytes).
@@ -32,15 +32,13 @@ const COMPACTION: &[u8] = ctxfold_wire::context_management::COMPACTION.as_bytes(
 pub(super) async fn compacting(
     p: Arc<Proxy>,
     shape: Shape,
-    name: &'static str,
+    call: Call,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let base = match shape {
-        Shape::Chat | Shape::Responses => p.config.openai.clone(),
-        Shape::Messages => p.config.anthropic.clone(),
-    };
+    let name = call.label;
+    let base = upstream_url(&p.config, shape).to_owned();
     let key = conversation_key(&headers);
     let agent = agent_of(&headers);
     if crate::agent::is_side_request(agent, &body) {
@@ -52,8 +50,8 @@ pub(super) async fn compacting(
         };
     }
     // `/v1/responses/compact`: the endpoint compacts.
-    let compacts = name == "responses_compact";
-    let prepared = prepare(&p, shape, &body, key, agent, compacts).await;
+    let compacts = call.serves == Serves::Compact;
+    let prepared = prepare(&p, shape, &body, key, agent, compacts, call.model).await;
     let (send, slot, extra, emulated) = match prepared {
         Ok(prep) => {
             p.metrics.compactions.inc_by(prep.compactions as u64);
@@ -74,9 +72,9 @@ pub(super) async fn compacting(
             let send = prep.body.map(Bytes::from).unwrap_or_else(|| body.clone());
             if let Some(e) = &prep.emulated
                 && e.alone
+                && let Some(resp) = emulating::alone(shape, compacts, e, &body)
             {
                 // Compacted, nothing to sample: the upstream is not asked.
-                let resp = emulating::alone(shape, compacts, e, &body);
                 return respond(&p, name, resp, Some(shape), prep.answer, extra);
             }
             (send, prep.answer, extra, prep.emulated)
@@ -87,12 +85,12 @@ pub(super) async fn compacting(
         Err(Failed::Unservable(e)) => {
             p.metrics.rejected.get_or_create(&endpoint(name)).inc();
             tracing::info!("{name}: refused: {e}");
-            return unservable(&format!("ctxfold proxy: {e}"));
+            return unservable(shape, &format!("ctxfold proxy: {e}"));
         }
         // The request uses what the upstream lacks and ctxfold could not
         // provide: sent on, it would fail there or silently do nothing.
         Err(Failed::Other(e))
-            if p.config.emulate.of(shape)
+            if protocol::emulated(p.config.emulate, shape)
                 && (compacts || uses_context_management(shape, &body)) =>
         {
             p.metrics.rejected.get_or_create(&endpoint(name)).inc();
@@ -135,9 +133,10 @@ pub(super) async fn compacting(
     // compaction blocks wherever a client put them (in a tool result, in
     // the system prompt), also in a request that asks nothing else of it
     // or that goes as the client sent it.
-    let strip = emulated.is_some() || (p.config.emulate.of(shape) && mentions_compaction(&send));
+    let strip = emulated.is_some()
+        || (protocol::emulated(p.config.emulate, shape) && mentions_compaction(&send));
     let send = if strip {
-        strip_for_upstream(shape, &send).map_or(send, Bytes::from)
+        protocol::strip_for_upstream(shape, &send).map_or(send, Bytes::from)
     } else {
         send
     };
@@ -191,8 +190,8 @@ pub(super) async fn compacting(
                 let extra = ctxfold_headers(&prep);
                 let mut send = Bytes::from(prep.body.unwrap_or_default());
                 if (emulated.is_some()
-                    || (p.config.emulate.of(shape) && mentions_compaction(&send)))
-                    && let Some(stripped) = strip_for_upstream(shape, &send)
+                    || (protocol::emulated(p.config.emulate, shape) && mentions_compaction(&send)))
+                    && let Some(stripped) = protocol::strip_for_upstream(shape, &send)
                 {
                     send = Bytes::from(stripped);
                 }
@@ -224,22 +223,11 @@ fn uses_context_management(shape: Shape, body: &[u8]) -> bool {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return false;
     };
-    let history = match shape {
-        Shape::Messages => v.get("messages"),
-        _ => v.get("input"),
-    };
-    let holds = |v: &Value| {
-        ctxfold_wire::context_management::is_compaction(v)
-            || ctxfold_wire::context_management::is_trigger(v)
-            || v.get("content").and_then(Value::as_array).is_some_and(|b| {
-                b.iter()
-                    .any(ctxfold_wire::context_management::is_compaction)
-            })
-    };
-    crate::context_management::asks(shape, &v, &[]).any()
-        || history
-            .and_then(Value::as_array)
-            .is_some_and(|h| h.iter().any(holds))
+    let history = (v.as_object())
+        .and_then(|o| o.get(shape.history_key()))
+        .and_then(Value::as_array);
+    protocol::asks(shape, &v, &[]).any()
+        || history.is_some_and(|h| h.iter().any(crate::context_management::holds_compaction))
 }
 
 /// An error answer read whole (its length is known and at most
@@ -284,17 +272,15 @@ enum Failed {
     Other(String),
 }
 
-/// A 400 in the providers' error shape (`invalid_request_error`, which
-/// both SDKs raise as a bad request), saying `message`.
-fn unservable(message: &str) -> Response {
+/// A 400 in the protocol's error shape (`invalid_request_error`, which
+/// the SDKs raise as a bad request), saying `message`.
+fn unservable(shape: Shape, message: &str) -> Response {
     (
         StatusCode::BAD_REQUEST,
         [(header::CONTENT_TYPE, "application/json")],
-        ctxfold_wire::value(&ctxfold_wire::error::ErrorBody::new(
-            "invalid_request_error",
-            message,
-        ))
-        .to_string(),
+        shape
+            .error_body("invalid_request_error", message)
+            .to_string(),
     )
         .into_response()
 }
@@ -307,6 +293,7 @@ async fn prepare(
     key: Option<String>,
     agent: Option<Agent>,
     compacts: bool,
+    model: Option<String>,
 ) -> Result<Prepared, Failed> {
     let book = p.book.clone();
     let body = body.clone();
@@ -315,6 +302,7 @@ async fn prepare(
             header: key.as_deref(),
             agent,
             compacts,
+            model: model.as_deref(),
         };
         book.prepare_bytes(shape, &body, &naming)
     })

@@ -10,7 +10,7 @@ use ctxfold_wire::emulated;
 use serde_json::Value;
 
 use crate::book::Emulated;
-use crate::shape::{Shape, model, wants_stream};
+use crate::protocol::Shape;
 
 /// An answer the proxy made, as if the upstream had sent it.
 fn made(content_type: &'static str, body: Vec<u8>) -> reqwest::Response {
@@ -28,37 +28,23 @@ fn now() -> i64 {
 }
 
 /// The answer to a request (`body`, as the client sent it) whose
-/// compaction is answered alone: Anthropic's message of the block,
-/// Responses' response of the item, or, for `/v1/responses/compact`
-/// (`compacts`), its `response.compaction` object. Streamed when the
-/// request asked.
-pub(super) fn alone(shape: Shape, compacts: bool, e: &Emulated, body: &[u8]) -> reqwest::Response {
+/// compaction is answered alone, in its protocol's shape (`compacts`: sent
+/// to the compaction endpoint); streamed when the request asked. `None`:
+/// a protocol without context management, which has nothing to answer.
+pub(super) fn alone(
+    shape: Shape,
+    compacts: bool,
+    e: &Emulated,
+    body: &[u8],
+) -> Option<reqwest::Response> {
+    let cm = shape.context_management()?;
     let raw: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let model = model(&raw);
     let compaction = e.compaction.clone().unwrap_or(Value::Null);
-    let id = format!("ctxfold_{}", now());
-    let (answer, stream) = match shape {
-        Shape::Messages => {
-            let m = emulated::anthropic_alone(&format!("msg_{id}"), model, &compaction);
-            let s = wants_stream(&raw).then(|| emulated::anthropic_events(&m));
-            (m, s)
-        }
-        _ if compacts => {
-            let input = raw.get("input").cloned().unwrap_or(Value::Null);
-            let r =
-                emulated::compaction_response(&format!("cmpresp_{id}"), now(), &input, &compaction);
-            (r, None)
-        }
-        _ => {
-            let r = emulated::responses_alone(&format!("resp_{id}"), model, now(), &compaction);
-            let s = wants_stream(&raw).then(|| emulated::responses_events(&r));
-            (r, s)
-        }
-    };
-    match stream {
+    let (answer, stream) = cm.alone(&raw, compacts, &compaction, now());
+    Some(match stream {
         Some(events) => made("text/event-stream", events.into_bytes()),
         None => made("application/json", answer.to_string().into_bytes()),
-    }
+    })
 }
 
 /// The upstream's answer `resp` with what the emulation did put in (the
@@ -85,10 +71,9 @@ pub(super) async fn augmented(
         .map_err(|err| format!("the upstream's answer broke off: {err}"))?;
     let body = if streamed {
         let text = String::from_utf8_lossy(&bytes);
-        match (shape, &e.compaction) {
-            (Shape::Responses, Some(item)) => emulated::responses_stream_with(&text, item),
-            (Shape::Responses, None) => text.into_owned(),
-            _ => emulated::anthropic_stream_with(&text, e.compaction.as_ref(), &e.applied_edits),
+        match shape.context_management() {
+            Some(cm) => cm.stream_with(&text, e.compaction.as_ref(), &e.applied_edits),
+            None => text.into_owned(),
         }
         .into_bytes()
     } else {

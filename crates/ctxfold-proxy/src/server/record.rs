@@ -118,7 +118,12 @@ pub(super) fn record(
             }
             Err(e) if whole => Err(format!("not JSON: {e}")),
             // What is readable of it (its text), marked.
-            Err(_) => Ok(cut(slot.shape.cut_body(&text, &slot.model, &ts))),
+            Err(_) => Ok(cut(crate::ending::cut_body(
+                slot.shape,
+                &text,
+                &slot.model,
+                &ts,
+            ))),
         }
     };
     let status = match records {

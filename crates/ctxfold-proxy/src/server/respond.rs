@@ -15,7 +15,7 @@ use super::{Proxy, error};
 use crate::book::AnswerSlot;
 use crate::ending::Ending;
 use crate::metrics::outcome;
-use crate::shape::Shape;
+use crate::protocol::Shape;
 
 /// The upstream's answer, streamed to the client as it comes; a copy goes
 /// to the recorder when the answer continues a conversation. An answer of

@@ -1,11 +1,14 @@
-//! The routes: the paths the proxy compacts, `count_tokens`, `/metrics`,
-//! the browser pages under `/ui`, and every other path passed through.
+//! The routes: the paths each protocol serves (its model calls, a
+//! compaction endpoint, a token count), `/metrics`, the browser pages
+//! under `/ui`, and every other path passed through. Other methods on a
+//! protocol's paths (OpenAI's stored completions are `GET
+//! /v1/chat/completions`) pass through like any other path.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
@@ -18,24 +21,7 @@ use super::respond::respond;
 use super::{Proxy, error};
 use crate::book::Naming;
 use crate::metrics::endpoint;
-use crate::shape::Shape;
-
-/// The paths the proxy compacts, with what it reads there and the name
-/// its metrics give them. Other methods on these paths (OpenAI's stored
-/// completions are `GET /v1/chat/completions`) pass through like any
-/// other path.
-const COMPACTING: [(&str, Shape, &str); 4] = [
-    ("/v1/chat/completions", Shape::Chat, "chat_completions"),
-    ("/v1/messages", Shape::Messages, "messages"),
-    ("/v1/responses", Shape::Responses, "responses"),
-    // The provider's own compaction (issue 29): forwarded as sent, its
-    // compaction item recorded.
-    (
-        "/v1/responses/compact",
-        Shape::Responses,
-        "responses_compact",
-    ),
-];
+use crate::protocol::{Call, Route, Serves, Shape, claiming, upstream_url};
 
 /// The routes, over `proxy`; the browser pages under `/ui`.
 pub fn router(proxy: Arc<Proxy>) -> Router {
@@ -43,13 +29,11 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
     let ui = ctxfold_ui::router(Arc::clone(&proxy.ui));
     let mut api = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/metrics", get(metrics))
-        .route(
-            "/v1/messages/count_tokens",
-            post(count_tokens).fallback(passthrough),
-        );
-    for (path, shape, name) in COMPACTING {
-        api = api.route(path, compacting_route(shape, name));
+        .route("/metrics", get(metrics));
+    for protocol in crate::protocol::ALL {
+        for route in protocol.routes() {
+            api = api.route(route.path, protocol_route(protocol, route));
+        }
     }
     api.fallback(passthrough)
         .with_state(proxy)
@@ -87,27 +71,44 @@ async fn metrics(State(p): State<Arc<Proxy>>, headers: HeaderMap) -> Response {
         .into_response()
 }
 
-/// A POST endpoint whose requests ctxfold compacts (`name`: its metrics
-/// label); any other method passes through.
-fn compacting_route(shape: Shape, name: &'static str) -> MethodRouter<Arc<Proxy>> {
+/// A protocol's POST endpoint; any other method, and a path of it the
+/// protocol does not interpret (Gemini's `countTokens`), passes through.
+fn protocol_route(shape: Shape, route: &'static Route) -> MethodRouter<Arc<Proxy>> {
     post(
-        move |State(p): State<Arc<Proxy>>, uri: Uri, headers: HeaderMap, Admitted(body)| {
-            compacting(p, shape, name, uri, headers, body)
+        move |State(p): State<Arc<Proxy>>, req: Request| async move {
+            let Some(call) = shape.call(route, req.uri().path()) else {
+                let (parts, body) = req.into_parts();
+                return passthrough(State(p), parts.method, parts.uri, parts.headers, body).await;
+            };
+            let uri = req.uri().clone();
+            let headers = req.headers().clone();
+            let body = match Admitted::from_request(req, &p).await {
+                Ok(Admitted(body)) => body,
+                Err(r) => return r,
+            };
+            match call.serves {
+                Serves::Turn | Serves::Compact => {
+                    compacting(p, shape, call, uri, headers, body).await
+                }
+                Serves::CountTokens => count_tokens(p, shape, call, uri, headers, body).await,
+            }
         },
     )
     .fallback(passthrough)
 }
 
-/// Anthropic's token count, for the body the upstream would get: the
+/// A token count (Anthropic's), for the body the upstream would get: the
 /// conversation's view with the request's new messages at its end.
 /// Nothing is recorded; a body ctxfold cannot read is counted as sent.
 async fn count_tokens(
-    State(p): State<Arc<Proxy>>,
+    p: Arc<Proxy>,
+    shape: Shape,
+    call: Call,
     uri: Uri,
     headers: HeaderMap,
-    Admitted(body): Admitted,
+    body: Bytes,
 ) -> Response {
-    let name = "count_tokens";
+    let name = call.label;
     let key = conversation_key(&headers);
     let agent = agent_of(&headers);
     let send = match serde_json::from_slice::<Value>(&body) {
@@ -118,8 +119,9 @@ async fn count_tokens(
                     header: key.as_deref(),
                     agent,
                     compacts: false,
+                    model: call.model.as_deref(),
                 };
-                book.preview(Shape::Messages, &value, &naming)
+                book.preview(shape, &value, &naming)
             })
             .await;
             match preview {
@@ -139,7 +141,7 @@ async fn count_tokens(
         }
         _ => body,
     };
-    let base = p.config.anthropic.clone();
+    let base = upstream_url(&p.config, shape).to_owned();
     match forward(&p, name, Method::POST, &base, &uri, &headers, send).await {
         Ok(resp) => respond(&p, name, resp, None, None, HeaderMap::new()),
         Err(r) => r,
@@ -161,23 +163,16 @@ async fn passthrough(
     if let Err(r) = authorized(&p, &headers) {
         return r;
     }
-    if !uri.path().starts_with("/v1/") {
+    if !uri.path().starts_with("/v1/") && !uri.path().starts_with("/v1beta/") {
         return error(
             StatusCode::NOT_FOUND,
             &format!(
-                "ctxfold proxy: no such path {}; the API is under /v1/ (and /healthz, /metrics)",
+                "ctxfold proxy: no such path {}; the APIs are under /v1/ and /v1beta/ (and /healthz, /metrics)",
                 uri.path()
             ),
         );
     }
-    let anthropic = uri.path().starts_with("/v1/messages")
-        || headers.contains_key("anthropic-version")
-        || headers.contains_key("x-api-key");
-    let base = if anthropic {
-        &p.config.anthropic
-    } else {
-        &p.config.openai
-    };
+    let base = upstream_url(&p.config, claiming(uri.path(), &headers));
     let name = "passthrough";
     let body = reqwest::Body::wrap_stream(body.into_data_stream());
     match forward(&p, name, method, base, &uri, &headers, body).await {
