@@ -18,6 +18,12 @@ use crate::{Object, tagged};
 pub type Message = crate::RoleMessage<Content>;
 
 impl Message {
+    /// The `content` of `item`, a message item's JSON, to fill in place
+    /// (an item kept as the client wrote it, its text set again).
+    pub fn content_mut(item: &mut Object) -> Option<&mut Value> {
+        item.get_mut("content")
+    }
+
     /// What a message item ctxfold writes anew starts from: its `type`
     /// (`"message"`), which the API may leave out but servers that
     /// implement it strictly (llama.cpp's) require.
