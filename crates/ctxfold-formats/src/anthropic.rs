@@ -115,13 +115,6 @@ struct System {
     system: Option<TextOrArray>,
 }
 
-/// A message's `content`, as the reader takes it.
-#[derive(Deserialize)]
-struct Said {
-    #[serde(default, deserialize_with = "present")]
-    content: Option<TextOrArray>,
-}
-
 /// What the reader reads of a content block of a type it maps (the
 /// fields of ctxfold-wire's `Text`, `Thinking`, `ToolUse` and
 /// `ToolResult`), each as it came so an error can say what it found; the
@@ -193,35 +186,33 @@ pub(crate) fn read_message(
             return Ok(Side::Own);
         }
     };
-    let said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
-    let first = match said.content {
-        Some(TextOrArray::Text(s)) => {
+    // Borrowed, not copied: only what the records hold is.
+    let first = match Message::content_of(m) {
+        Some(Value::String(s)) => {
             let idx = if user {
                 out.open_turn();
                 out.push(Body::User {
-                    content: s,
+                    content: s.clone(),
                     author: None,
                 })
             } else {
-                let idx = out.push(Body::Assistant { content: s });
+                let idx = out.push(Body::Assistant { content: s.clone() });
                 set_meta(&mut out.records[idx], STRING_CONTENT, Value::Bool(true));
                 idx
             };
             Some(idx)
         }
-        Some(TextOrArray::Array(blocks)) => {
+        Some(Value::Array(blocks)) => {
             let mut typed = Vec::with_capacity(blocks.len());
-            for (j, b) in blocks.into_iter().enumerate() {
-                let ty = match &b {
-                    Value::Object(o) => type_tag(o).map(str::to_owned),
-                    _ => None,
-                };
-                match (b, ty) {
-                    (Value::Object(o), Some(ty)) => typed.push((j, o, ty)),
-                    (b, _) => {
+            for (j, b) in blocks.iter().enumerate() {
+                match b {
+                    Value::Object(o) if type_tag(o).is_some() => {
+                        typed.push((j, o, type_tag(o).unwrap_or_default()));
+                    }
+                    _ => {
                         return Err(format!(
                             "messages[{i}].content[{j}]: expected a content block (an object with a `type` string), found {}",
-                            describe(&b)
+                            describe(b)
                         ));
                     }
                 }
@@ -230,14 +221,14 @@ pub(crate) fn read_message(
                 [(_, b, _)] => is_plain_text(b),
                 _ => false,
             };
-            let mut turn_pending = user && typed.iter().any(|(_, _, ty)| ty == "text");
+            let mut turn_pending = user && typed.iter().any(|(_, _, ty)| *ty == "text");
             let mut first = None;
             for (j, b, ty) in typed {
                 if turn_pending && ty != "tool_result" {
                     out.open_turn();
                     turn_pending = false;
                 }
-                let idx = read_block(out, i, j, user, b, &ty)?;
+                let idx = read_block(out, i, j, user, b, ty)?;
                 first.get_or_insert(idx);
             }
             if let (true, true, Some(idx)) = (user, plain, first) {
@@ -245,7 +236,7 @@ pub(crate) fn read_message(
             }
             first
         }
-        other => return Err(content_error(i, other.as_ref())),
+        other => return Err(content_error(i, other)),
     };
     match first {
         Some(idx) => keep_message_keys(
@@ -264,11 +255,10 @@ pub(crate) fn read_message(
 /// `system` record marked [`SYSTEM_MESSAGE`], its content's blocks kept in
 /// metadata `anthropic_system` as for the top-level `system`.
 fn read_system_message(out: &mut Records, i: usize, m: &Object) -> Result<(), String> {
-    let said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
-    let idx = match said.content {
-        Some(TextOrArray::Text(s)) => out.push(Body::System { content: s }),
-        Some(TextOrArray::Array(blocks)) => push_system_blocks(out, blocks),
-        other => return Err(content_error(i, other.as_ref())),
+    let idx = match Message::content_of(m) {
+        Some(Value::String(s)) => out.push(Body::System { content: s.clone() }),
+        Some(Value::Array(blocks)) => push_system_blocks(out, blocks.clone()),
+        other => return Err(content_error(i, other)),
     };
     let r = &mut out.records[idx];
     set_meta(r, SYSTEM_MESSAGE, Value::Bool(true));
@@ -288,7 +278,7 @@ fn read_block(
     i: usize,
     j: usize,
     user: bool,
-    b: Object,
+    b: &Object,
     ty: &str,
 ) -> Result<usize, String> {
     let at = format!("messages[{i}].content[{j}]");
@@ -303,13 +293,13 @@ fn read_block(
             wire::role::ASSISTANT
         };
         fields.insert(ROLE_FIELD.into(), role.into());
-        fields.insert(BLOCK_FIELD.into(), Value::Object(b));
+        fields.insert(BLOCK_FIELD.into(), Value::Object(b.clone()));
         return Ok(out.push(Body::Other {
             kind: BLOCK.into(),
             fields: Box::new(fields),
         }));
     }
-    let f = Fields::deserialize(&b).map_err(|e| format!("{at}: {e}"))?;
+    let f = Fields::deserialize(b).map_err(|e| format!("{at}: {e}"))?;
     let string = |field: Field, name: &str| match field.str() {
         Some(s) => Ok(s.to_owned()),
         None => Err(format!("{at}: a `{ty}` block needs a `{name}` string")),
@@ -400,7 +390,7 @@ fn read_block(
             })
         }
     };
-    let rest = leftovers(&b, &consumed);
+    let rest = leftovers(b, &consumed);
     if !rest.is_empty() {
         set_meta(&mut out.records[idx], BLOCK_FIELDS, Value::Object(rest));
     }
@@ -687,14 +677,14 @@ fn push_system_blocks(out: &mut Records, blocks: Vec<Value>) -> usize {
 
 /// The error for message `i`'s `content` that is missing or neither a
 /// string nor blocks.
-fn content_error(i: usize, content: Option<&TextOrArray>) -> String {
+fn content_error(i: usize, content: Option<&Value>) -> String {
     match content {
         None => format!(
             "messages[{i}]: missing `content`; expected a string or an array of content blocks"
         ),
         Some(other) => format!(
             "messages[{i}].content: expected a string or an array of content blocks, found {}",
-            other.describe()
+            describe(other)
         ),
     }
 }

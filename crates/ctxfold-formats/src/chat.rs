@@ -357,9 +357,9 @@ where
 
 /// A value that is text, an array (its items as they came, in their key
 /// order) or something else: a content or `system` as the readers take
-/// it, before its parts are read.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// it, before its parts are read. Read in one pass, each string copied
+/// once (not buffered first, as an untagged enum would be).
+#[derive(Debug)]
 pub(crate) enum TextOrArray {
     /// A string.
     Text(String),
@@ -367,6 +367,60 @@ pub(crate) enum TextOrArray {
     Array(Vec<Value>),
     /// Anything else (`null` included, where the field is `present`).
     Other(Value),
+}
+
+impl<'de> Deserialize<'de> for TextOrArray {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TextOrArray;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Text(s.to_owned()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Text(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<TextOrArray, A::Error> {
+                let mut items = Vec::with_capacity(a.size_hint().unwrap_or(0));
+                while let Some(v) = a.next_element::<Value>()? {
+                    items.push(v);
+                }
+                Ok(TextOrArray::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                a: A,
+            ) -> Result<TextOrArray, A::Error> {
+                let o = Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(a))?;
+                Ok(TextOrArray::Other(Value::Object(o)))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Other(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Other(Value::from(n)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Other(Value::from(n)))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Other(Value::from(n)))
+            }
+            fn visit_unit<E>(self) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Other(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<TextOrArray, E> {
+                Ok(TextOrArray::Other(Value::Null))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl TextOrArray {

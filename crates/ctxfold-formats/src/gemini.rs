@@ -29,8 +29,9 @@
 //! - Unmapped keys of a part (`thoughtSignature`, `videoMetadata`, …) are
 //!   kept in the record's metadata `gemini_part_fields`; any other part
 //!   (inline data, files, code) is kept whole as a `gemini_part` record
-//!   with fields `role` and `part`. Unmapped keys of a content go into
-//!   metadata `gemini_content_fields` of its first record.
+//!   with fields `side` (its content's role) and `part`. Unmapped keys of
+//!   a content go into metadata `gemini_content_fields` of its first
+//!   record.
 //! - Turns: a user content holding text opens a turn, unless the last
 //!   model-visible record is a user message (as for Anthropic).
 //! - A content with no parts makes no record. `ts` is empty; `seq` counts
@@ -63,6 +64,8 @@ const RESPONSE_KEY: &str = "gemini_response_key";
 const TEXTS: &str = "gemini_texts";
 /// The kind of an `Other` record holding a part this module does not map.
 const PART: &str = "gemini_part";
+/// The field of a `gemini_part` record naming its content's role.
+const SIDE: &str = "side";
 /// The id given a call the API gave none.
 const CALL_ID: &str = "gemini-call-";
 
@@ -256,7 +259,7 @@ fn join_text(r: &mut Record, p: Part) {
     let mut piece = Object::new();
     piece.insert("len".into(), text.len().into());
     if let Some(sig) = p.thought_signature {
-        piece.insert("thoughtSignature".into(), Value::String(sig));
+        piece.insert(key::THOUGHT_SIGNATURE.into(), Value::String(sig));
     }
     pieces.push(Value::Object(piece));
     if let Some(m) = r.metadata.as_mut() {
@@ -281,7 +284,7 @@ fn read_part(
         mut extra,
     } = part;
     if let Some(sig) = thought_signature {
-        extra.insert("thoughtSignature".into(), Value::String(sig));
+        extra.insert(key::THOUGHT_SIGNATURE.into(), Value::String(sig));
     }
     let body = match (text, function_call, function_response) {
         (Some(text), None, None) => {
@@ -351,7 +354,7 @@ fn read_part(
             };
             let mut fields = Object::new();
             let side = if user { role::USER } else { role::MODEL };
-            fields.insert("role".into(), Value::String(side.into()));
+            fields.insert(SIDE.into(), Value::String(side.into()));
             fields.insert("part".into(), ctxfold_wire::value(&whole));
             return Ok(out.push(Body::Other {
                 kind: PART.into(),
@@ -462,7 +465,7 @@ fn pieces(r: &Record, part: Part) -> Vec<Part> {
         let mut extra = fields.as_object().cloned().unwrap_or_default();
         extra.remove("len");
         let thought_signature = extra
-            .remove("thoughtSignature")
+            .remove(key::THOUGHT_SIGNATURE)
             .and_then(|v| v.as_str().map(str::to_owned));
         let thought = match extra.remove("thought").and_then(|v| v.as_bool()) {
             None if part.thought == Some(true) => Some(true),
@@ -486,7 +489,7 @@ fn part_of(r: &Record) -> Option<(&'static str, Part)> {
         .cloned()
         .unwrap_or_default();
     let signature = extra
-        .remove("thoughtSignature")
+        .remove(key::THOUGHT_SIGNATURE)
         .and_then(|v| v.as_str().map(str::to_owned));
     let thought = extra.remove("thought").and_then(|v| v.as_bool());
     let call_fields = extra.remove("functionCallFields");
@@ -564,7 +567,7 @@ fn part_of(r: &Record) -> Option<(&'static str, Part)> {
             role::USER
         }
         Body::Other { kind, fields } if kind == PART => {
-            let side = match fields.get("role").and_then(Value::as_str) {
+            let side = match fields.get(SIDE).and_then(Value::as_str) {
                 Some(role::MODEL) => role::MODEL,
                 _ => role::USER,
             };

@@ -21,6 +21,7 @@ use std::str::FromStr;
 
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_wire::gemini::key as gemini_key;
+use serde::Deserialize;
 use serde_json::Value;
 
 pub mod anthropic;

@@ -6,6 +6,7 @@
 //! read as `ctxfold_wire::anthropic` blocks.
 
 use ctxfold_core::Object;
+use ctxfold_wire::anthropic::Message;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -15,8 +16,6 @@ use crate::session_lines::Field;
 pub(crate) mod key {
     /// The message of a `user` or `assistant` line.
     pub(crate) const MESSAGE: &str = "message";
-    /// A message's content.
-    pub(crate) const CONTENT: &str = "content";
     /// The line's id.
     pub(crate) const UUID: &str = "uuid";
     /// The line before it in the chain.
@@ -141,11 +140,8 @@ impl<'a> Envelope<'a> {
 /// place (what the records' hints keep of the line), when it is content
 /// ctxfold reads: a string, or blocks. Otherwise `None`, `v` unchanged.
 pub(crate) fn take_content(v: &mut Value) -> Option<Value> {
-    let content = v
-        .as_object_mut()?
-        .get_mut(key::MESSAGE)?
-        .as_object_mut()?
-        .get_mut(key::CONTENT)?;
+    let message = v.as_object_mut()?.get_mut(key::MESSAGE)?.as_object_mut()?;
+    let content = Message::content_mut(message)?;
     match content {
         Value::String(_) => {}
         Value::Array(a) if !a.is_empty() => {}
@@ -156,8 +152,10 @@ pub(crate) fn take_content(v: &mut Value) -> Option<Value> {
 
 /// Put `content` back as the content of line `v`'s message.
 pub(crate) fn put_content(v: &mut Object, content: Value) {
-    if let Some(Value::Object(m)) = v.get_mut(key::MESSAGE) {
-        m.insert(key::CONTENT.into(), content);
+    if let Some(Value::Object(m)) = v.get_mut(key::MESSAGE)
+        && let Some(c) = Message::content_mut(m)
+    {
+        *c = content;
     }
 }
 

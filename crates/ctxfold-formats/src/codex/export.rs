@@ -5,7 +5,7 @@ use ctxfold_core::{Body, Object, Record};
 use ctxfold_wire::responses::{CallOutput, Content, FunctionCall, Item, Message};
 use serde_json::Value;
 
-use super::line::{Envelope, Payload, payload_mut, with_part_text};
+use super::line::{Envelope, Payload, payload_mut, set_part_text};
 use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
 use crate::Transcript;
 use crate::pairing::export_id;
@@ -167,9 +167,7 @@ fn item_line(r: &Record, h: Option<Hints>) -> Option<Value> {
             if h.is_some_and(|h| h.has(hint::STRING)) {
                 set(p, "content", content.clone().into());
             } else if h.is_some_and(|h| h.has(hint::ONE_PART)) {
-                if let Some(filled) = with_part_text(p, content.clone().into()) {
-                    *p = filled;
-                }
+                set_part_text(p, content.clone().into());
             } else if !unchanged(h, content) {
                 let kind = if matches!(r.body, Body::Assistant { .. }) {
                     "output_text"

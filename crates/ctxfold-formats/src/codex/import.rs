@@ -9,7 +9,9 @@ use ctxfold_wire::responses::{Content, Item};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::line::{AnyOutput, Envelope, LocalShellCall, OutputValue, put_payload, take_payload};
+use super::line::{
+    AnyOutput, Envelope, LocalShellCall, OutputValue, put_payload, set_part_text, take_payload,
+};
 use super::{BOM, FINAL_NEWLINE, KEY, SESSION_ID};
 use crate::session_lines::{
     Line, SessionText, fingerprint, hint, read_lines, split_lines, type_tag, with_turns,
@@ -186,9 +188,8 @@ fn item_record(line: &mut Line) -> Option<Record> {
                 *v = Value::Null;
             }
         }
-        if let Some(item) = read.rewrite {
-            let fields = ctxfold_wire::value(&item);
-            *p = ctxfold_wire::write_over(std::mem::take(p), fields);
+        if read.one_part {
+            set_part_text(p, Value::Null);
         }
     }
     put_payload(value, payload);
@@ -203,19 +204,19 @@ fn item_record(line: &mut Line) -> Option<Record> {
 }
 
 /// What an item reads as: its record's body, the payload's fields the
-/// record holds, the item to write over the payload where the record holds
-/// the text of its one content part (that text `null`), and its hints.
+/// record holds, whether it holds the text of the one content part, and
+/// its hints.
 struct Read {
     body: Body,
     nulls: &'static [&'static str],
-    rewrite: Option<Item>,
+    one_part: bool,
     hints: Object,
 }
 
 /// Read item `payload`, or `None` when it is not one ctxfold reads.
 fn read_item(payload: &Value) -> Option<Read> {
     let mut h = Object::new();
-    let mut rewrite = None;
+    let mut one_part = false;
     let mut nulls: &'static [&'static str] = &[];
     let kind = payload.as_object().and_then(type_tag);
     if let Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") =
@@ -245,20 +246,15 @@ fn read_item(payload: &Value) -> Option<Read> {
                 }
                 Content::Parts(parts) => {
                     let t = text_parts(parts);
-                    let one_part =
-                        matches!(parts.as_slice(), [p] if Content::part_text(p).is_some());
+                    // The text of one part is the record's: `null` in the
+                    // line kept.
+                    one_part = matches!(parts.as_slice(), [p] if Content::part_text(p).is_some());
                     if one_part {
                         h.insert(hint::ONE_PART.into(), Value::Bool(true));
                     } else {
                         h.insert(hint::FNV.into(), Value::String(fingerprint(&t)));
                     }
-                    let b = body(t)?;
-                    if let (true, [Value::Object(part)]) = (one_part, parts.as_mut_slice()) {
-                        // The text is the record's: `null` in the line kept.
-                        part.insert("text".into(), Value::Null);
-                        rewrite = Some(Item::Message(m));
-                    }
-                    b
+                    body(t)?
                 }
             }
         }
@@ -315,7 +311,7 @@ fn read_item(payload: &Value) -> Option<Read> {
     Some(Read {
         body,
         nulls,
-        rewrite,
+        one_part,
         hints: h,
     })
 }
@@ -330,7 +326,7 @@ fn read_local_shell_call(payload: &Value, h: Object) -> Option<Read> {
             arguments: JsonText::from_value(&call.action),
         },
         nulls: &["call_id", "action"],
-        rewrite: None,
+        one_part: false,
         hints: h,
     })
 }
@@ -356,7 +352,7 @@ fn read_output(payload: &Value, mut h: Object) -> Option<Read> {
             is_error: false,
         },
         nulls,
-        rewrite: None,
+        one_part: false,
         hints: h,
     })
 }

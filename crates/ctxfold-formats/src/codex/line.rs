@@ -6,7 +6,7 @@
 //! types Codex writes that ctxfold-wire does not type are here.
 
 use ctxfold_core::Object;
-use ctxfold_wire::responses::{Content, Item};
+use ctxfold_wire::responses::Message;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -151,20 +151,18 @@ pub(crate) fn payload_mut(env: &mut Object) -> Option<&mut Object> {
     env.get_mut(PAYLOAD)?.as_object_mut()
 }
 
-/// Message payload `p` with the text of its one content part set to
-/// `text` (`null` in a template), written over `p` so its keys keep their
-/// order; `None` when it is not a message of one part.
-pub(crate) fn with_part_text(p: &Object, text: Value) -> Option<Object> {
-    let Item::Message(mut m) = Item::from_value(Value::Object(p.clone())) else {
-        return None;
-    };
-    let Content::Parts(parts) = &mut m.content else {
-        return None;
-    };
-    let [Value::Object(part)] = parts.as_mut_slice() else {
-        return None;
-    };
-    part.insert("text".into(), text);
-    let item = ctxfold_wire::value(&Item::Message(m));
-    Some(ctxfold_wire::write_over(p.clone(), item))
+/// Set the text of the one content part of message payload `p` to `text`
+/// (`null` in a template), in place, so its keys keep their order; `false`
+/// when it is not a message of one part.
+pub(crate) fn set_part_text(p: &mut Object, text: Value) -> bool {
+    match Message::content_mut(p) {
+        Some(Value::Array(parts)) => match parts.as_mut_slice() {
+            [Value::Object(part)] => {
+                part.insert("text".into(), text);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
 }
