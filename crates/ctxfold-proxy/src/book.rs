@@ -69,15 +69,15 @@ use ctxfold_core::trigger::AutoPolicy;
 use ctxfold_store::{Store, StoreError};
 
 use crate::agent::Agent;
-use crate::cache::{Bounded, Limits};
+use crate::cache::Limits;
 use crate::protocol::Shape;
 
 use chains::Chains;
 pub use emulate::Emulated;
 use identity::recorded_key;
-use index::hash128;
-use readers::Kept;
-use session::Session;
+use index::KeyIndex;
+use readers::Readers;
+use session::Sessions;
 
 /// How many of a key's conversations a request is compared with before
 /// it is recorded as a new one.
@@ -242,21 +242,20 @@ pub struct Book {
     limits: Limits,
     /// Key (its hash: a header's is as long as the client makes it) → its
     /// conversations, the one used last first, at most
-    /// [`MAX_FORKS_TRIED`]. Each key's lock serializes its requests'
-    /// preparation; a key whose lock is held is never dropped.
-    keys: Mutex<Bounded<u128, Arc<Mutex<Vec<String>>>>>,
+    /// [`MAX_FORKS_TRIED`]; and the conversations that could no longer be
+    /// read. Each key's lock serializes its requests' preparation; a key
+    /// whose lock is held is never dropped.
+    index: KeyIndex,
     /// The loaded logs; one a request holds is never dropped (it is the
     /// request's until it ends).
-    sessions: Mutex<Bounded<String, Arc<Mutex<Session>>>>,
-    /// Conversations that could no longer be read.
-    gone: Mutex<Bounded<String, ()>>,
+    sessions: Sessions,
     /// Responses API answer ids and the conversations that recorded them,
     /// for requests chained with `previous_response_id`: this run's
     /// answers, the latest of each conversation.
     chains: Mutex<Chains>,
     /// What was read of each conversation head's last request, counted as
     /// twice its text (its records hold about as much again).
-    readers: Mutex<Bounded<u64, Kept>>,
+    readers: Readers,
     /// Answers in flight that may hold a compaction.
     pending: Arc<pending::Pending>,
 }
@@ -306,26 +305,21 @@ impl Book {
         }
         let mut order: Vec<(&str, (Vec<String>, &str))> = by_key.into_iter().collect();
         order.sort_by(|a, b| (a.1.1, a.0).cmp(&(b.1.1, b.0)));
-        let mut keys = Bounded::new(limits.index, usize::MAX);
-        if order.len() > limits.index {
-            keys.mark_dropped();
-        }
+        let dropped = order.len() > limits.index;
         // Used last, put last: the most recently used.
         let skip = order.len().saturating_sub(limits.index);
-        for (k, (ids, _)) in order.into_iter().skip(skip) {
-            keys.put(hash128(k), Arc::new(Mutex::new(ids)), 0, |_| false);
-        }
-        let half = limits.half_bytes();
+        let keys = (order.into_iter().skip(skip))
+            .map(|(k, (ids, _))| (k, ids))
+            .collect();
         Ok(Book {
             store,
             compaction,
-            limits,
-            keys: Mutex::new(keys),
-            sessions: Mutex::new(Bounded::new(limits.conversations, half)),
-            gone: Mutex::new(Bounded::new(limits.index, usize::MAX)),
+            index: KeyIndex::new(&limits, keys, dropped),
+            sessions: Sessions::new(&limits),
             chains: Mutex::new(Chains::new(&limits)),
-            readers: Mutex::new(Bounded::new(limits.conversations, half)),
+            readers: Readers::new(&limits),
             pending: Arc::default(),
+            limits,
         })
     }
 
@@ -336,15 +330,10 @@ impl Book {
 
     /// What it holds now.
     pub fn held(&self) -> Held {
-        let (conversations, readers) = {
-            let s = lock(&self.sessions);
-            let r = lock(&self.readers);
-            ((s.len(), s.bytes()), (r.len(), r.bytes()))
-        };
         Held {
-            conversations,
-            readers,
-            keys: lock(&self.keys).len(),
+            conversations: self.sessions.held(),
+            readers: self.readers.held(),
+            keys: self.index.len(),
             chains: lock(&self.chains).latest.len(),
         }
     }

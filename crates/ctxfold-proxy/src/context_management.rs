@@ -39,11 +39,11 @@ pub const SIGNATURE: &str = "ctxfold:";
 /// a value of another type than text is none.
 #[derive(Deserialize, Default)]
 struct Sealed<'a> {
-    #[serde(borrow, default, deserialize_with = "text")]
+    #[serde(borrow, default, deserialize_with = "ctxfold_wire::loose::text")]
     signature: Option<&'a str>,
-    #[serde(borrow, default, deserialize_with = "text")]
+    #[serde(borrow, default, deserialize_with = "ctxfold_wire::loose::text")]
     encrypted_content: Option<&'a str>,
-    #[serde(borrow, default, deserialize_with = "text")]
+    #[serde(borrow, default, deserialize_with = "ctxfold_wire::loose::text")]
     content: Option<&'a str>,
 }
 
@@ -59,20 +59,6 @@ impl<'a> Sealed<'a> {
             .flatten()
             .find_map(|s| s.strip_prefix(SIGNATURE))
     }
-}
-
-/// A text, or `None` for any other value.
-fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Loose<'a> {
-        Text(&'a str),
-        Other(serde::de::IgnoredAny),
-    }
-    Ok(match Option::<Loose<'de>>::deserialize(d)? {
-        Some(Loose::Text(t)) => Some(t),
-        _ => None,
-    })
 }
 
 /// Whether `c` (a compaction block or item) is one ctxfold made.

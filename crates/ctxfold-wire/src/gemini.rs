@@ -30,6 +30,8 @@ pub mod key {
     pub const TOOL_CONFIG: &str = "toolConfig";
     /// Sampling and output limits (`maxOutputTokens`).
     pub const GENERATION_CONFIG: &str = "generationConfig";
+    /// A part's thought signature, kept beside the part's own keys.
+    pub const THOUGHT_SIGNATURE: &str = "thoughtSignature";
 }
 
 /// One turn of the history: a role and its parts.

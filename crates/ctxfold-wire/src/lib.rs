@@ -22,6 +22,7 @@ pub mod context_management;
 pub mod emulated;
 pub mod error;
 pub mod gemini;
+pub mod loose;
 mod request_body;
 pub mod responses;
 

@@ -16,11 +16,14 @@ use crate::reconcile::align;
 impl Book {
     /// The compactor and its context for a request of `model`, counting
     /// as the upstream did (`scale`).
+    /// `fixed`: the request's fixed part (`Protocol::fixed_tokens`),
+    /// counted once per request.
     fn compactor(
         &self,
         shape: Shape,
         model: &str,
         body: &Value,
+        fixed: usize,
         moment: Moment,
         scale: f64,
     ) -> (BasicCompactor, Context) {
@@ -33,7 +36,7 @@ impl Book {
             (c.summarizers)(),
         );
         let mut ctx = Context::new(moment, window);
-        ctx.extra_tokens = shape.fixed_tokens(body);
+        ctx.extra_tokens = fixed;
         ctx.max_tokens = shape
             .output_limit(body)
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
@@ -48,13 +51,14 @@ impl Book {
         shape: Shape,
         model: &str,
         body: &Value,
+        fixed: usize,
         new_turn: bool,
     ) -> Result<usize, PrepareError> {
         if !self.compaction.policy.enabled {
             return Ok(0);
         }
         let (compactor, mut ctx) =
-            self.compactor(shape, model, body, Moment::BetweenTurns, s.scale);
+            self.compactor(shape, model, body, fixed, Moment::BetweenTurns, s.scale);
         if ctx.window.is_none() {
             tracing::debug!("the window of `{model}` is not known: no automatic compaction");
             return Ok(0);
@@ -101,6 +105,7 @@ impl Book {
         }
         let shape = slot.shape;
         let transcript = shape.read(body).map_err(PrepareError::Body)?;
+        let fixed = shape.fixed_tokens(body);
         let session = self.session(&slot.conversation)?;
         let mut s = lock(&session);
         s.refresh()?;
@@ -115,7 +120,7 @@ impl Book {
             s.scale = calibrated(counted, slot.sent);
         }
         let (compactor, ctx) =
-            self.compactor(shape, &slot.model, body, Moment::BeforeStep, s.scale);
+            self.compactor(shape, &slot.model, body, fixed, Moment::BeforeStep, s.scale);
         let outcome = compactor.compact_for_overflow(&mut s.conv, &ctx)?;
         note(&outcome.status);
         if !outcome.compacted() {
@@ -134,7 +139,6 @@ impl Book {
             s.last_sent.as_ref().map(|l| &l.prefix),
         );
         let Some(out) = r.body else { return Ok(None) };
-        let fixed = shape.fixed_tokens(body);
         // The refused request was not cached: what the retry reads is at
         // most what both it and the request before it shared.
         let now = ctxfold_core::cost::Sent {

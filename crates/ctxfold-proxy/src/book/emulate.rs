@@ -97,8 +97,8 @@ fn past(
 
 /// The input tokens of a request (its keys besides the history: `body`)
 /// whose history is `log`'s view, as the upstream counts (`scale`).
-fn request_tokens(shape: Shape, log: &Log, body: &Value, scale: f64) -> usize {
-    scaled(shape.fixed_tokens(body) + view_tokens(&project(log)), scale)
+fn request_tokens(fixed: usize, log: &Log, scale: f64) -> usize {
+    scaled(fixed + view_tokens(&project(log)), scale)
 }
 
 impl Book {
@@ -109,7 +109,7 @@ impl Book {
         &self,
         s: &mut Session,
         shape: Shape,
-        body: &Value,
+        fixed: usize,
         asks: &Asks,
         compacts: bool,
     ) -> Result<Emulated, PrepareError> {
@@ -117,7 +117,7 @@ impl Book {
         let Some(cm) = shape.context_management() else {
             return Ok(out);
         };
-        let tokens = |log: &Log, scale: f64| request_tokens(shape, log, body, scale);
+        let tokens = |log: &Log, scale: f64| request_tokens(fixed, log, scale);
         // What an edit that folded something says in the answer.
         let applied = |kind: &str, what: &str, cleared: usize, before: usize, s: &Session| {
             let after = tokens(s.conv.log(), s.scale);
@@ -157,7 +157,7 @@ impl Book {
                     // The provider does not clear when it cannot clear at
                     // least this many tokens.
                     if let Some(least) = &t.clear_at_least {
-                        let would = self.dry_run(s, shape, rule.clone(), exclude.clone(), body)?;
+                        let would = self.dry_run(s, rule.clone(), exclude.clone(), fixed)?;
                         if now.saturating_sub(would) < least.value as usize {
                             continue;
                         }
@@ -273,10 +273,9 @@ impl Book {
     fn dry_run(
         &self,
         s: &mut Session,
-        shape: Shape,
         rule: Rule,
         exclude: Vec<String>,
-        body: &Value,
+        fixed: usize,
     ) -> Result<usize, PrepareError> {
         let ctx = self.plan_context(exclude, "dry run");
         let summarizers = (self.compaction.summarizers)();
@@ -290,7 +289,7 @@ impl Book {
                 Body::Compaction(Box::new(c)),
             ));
         }
-        Ok(request_tokens(shape, &log, body, s.scale))
+        Ok(request_tokens(fixed, &log, s.scale))
     }
 
     /// How the client's compactions are planned: as the client's, the

@@ -8,11 +8,39 @@ use ctxfold_store::StoreError;
 use sha2::{Digest, Sha256};
 
 use super::{Book, lock};
+use crate::cache::{Bounded, Limits};
 
-impl Book {
+/// A key's conversations, the one used last first; held while one of its
+/// requests is prepared.
+pub(super) type Slot = Arc<Mutex<Vec<String>>>;
+
+/// The key index, bounded by count (least recently used dropped first),
+/// and the conversations that can no longer be read.
+pub(super) struct KeyIndex {
+    keys: Mutex<Bounded<u128, Slot>>,
+    gone: Mutex<Bounded<String, ()>>,
+}
+
+impl KeyIndex {
+    /// An index holding `keys` (each key's conversations), the most
+    /// recently used last; `dropped`: some were left out.
+    pub(super) fn new(limits: &Limits, keys: Vec<(&str, Vec<String>)>, dropped: bool) -> KeyIndex {
+        let mut index = Bounded::new(limits.index, usize::MAX);
+        if dropped {
+            index.mark_dropped();
+        }
+        for (k, ids) in keys {
+            index.put(hash128(k), Arc::new(Mutex::new(ids)), 0, |_| false);
+        }
+        KeyIndex {
+            keys: Mutex::new(index),
+            gone: Mutex::new(Bounded::new(limits.index, usize::MAX)),
+        }
+    }
+
     /// The conversations of `key`, and whether the index may have dropped
     /// them (then an empty list is looked up in the store).
-    pub(super) fn slot(&self, key: &str) -> (Arc<Mutex<Vec<String>>>, bool) {
+    pub(super) fn slot(&self, key: &str) -> (Slot, bool) {
         let h = hash128(key);
         let mut keys = lock(&self.keys);
         if let Some(s) = keys.get(&h) {
@@ -25,6 +53,29 @@ impl Book {
         (s, keys.dropped())
     }
 
+    /// Conversation `id` can no longer be read.
+    pub(super) fn mark_gone(&self, id: &str) {
+        lock(&self.gone).put(id.to_owned(), (), 0, |_| false);
+    }
+
+    /// `ids` without the conversations that can no longer be read.
+    pub(super) fn readable(&self, ids: &mut Vec<String>) {
+        let gone = lock(&self.gone);
+        ids.retain(|x| gone.peek(x).is_none());
+    }
+
+    /// How many keys it holds.
+    pub(super) fn len(&self) -> usize {
+        lock(&self.keys).len()
+    }
+}
+
+impl Book {
+    /// The conversations of `key` (see [`KeyIndex::slot`]).
+    pub(super) fn slot(&self, key: &str) -> (Slot, bool) {
+        self.index.slot(key)
+    }
+
     /// A conversation of a key that is no longer there (removed with
     /// `c rm`, its metadata broken) is forgotten: the key's requests go on
     /// in the others, or in a new one. Any other error (a database that
@@ -35,8 +86,8 @@ impl Book {
             return Err(e);
         }
         tracing::warn!("conversation {id} can no longer be read ({e}); the proxy stops using it");
-        lock(&self.sessions).take(&id.to_owned());
-        lock(&self.gone).put(id.to_owned(), (), 0, |_| false);
+        self.sessions.remove(id);
+        self.index.mark_gone(id);
         Ok(())
     }
 }

@@ -66,11 +66,7 @@ impl Book {
         } = split;
         let system = inc.reader_head(&head);
         let h = head_hash(shape, messages[0].get());
-        // Taken while in use: a request of the same head running at the
-        // same time reads its body whole instead.
-        let taken = lock(&self.readers)
-            .take(&h)
-            .filter(|k| k.shape == shape && k.system == system);
+        let taken = self.readers.take(h, shape, &system);
         let mut kept = match taken {
             Some(k) => k,
             None => Kept {
@@ -96,7 +92,7 @@ impl Book {
                 .map_err(|e| e.to_string())
                 .and_then(|v| kept.reader.read(&v));
             if let Err(e) = read {
-                self.keep_reader(h, kept);
+                self.readers.keep(h, kept);
                 return Err(PrepareError::Body(e));
             }
             kept.bytes += m.get().len();
@@ -104,7 +100,7 @@ impl Book {
         }
         if kept.reader.needs_pairing() {
             // Pairing renames ids across the whole history: read it whole.
-            self.keep_reader(h, kept);
+            self.readers.keep(h, kept);
             let body: Value = serde_json::from_slice(bytes)
                 .map_err(|e| PrepareError::Body(format!("not JSON ({e})")))?;
             return self.prepare_parsed(shape, &body, naming);
@@ -127,7 +123,7 @@ impl Book {
             Some(sent),
             naming,
         );
-        self.keep_reader(h, kept);
+        self.readers.keep(h, kept);
         prepared
     }
 
@@ -238,9 +234,8 @@ impl Book {
         };
         // The conversation used goes first; those that can no longer be
         // read go.
-        let gone = lock(&self.gone);
-        named.retain(|x| *x != id && gone.peek(x).is_none());
-        drop(gone);
+        named.retain(|x| *x != id);
+        self.index.readable(&mut named);
         named.insert(0, id.clone());
         // Only the first are ever tried (the store has the others).
         named.truncate(MAX_FORKS_TRIED);
@@ -281,6 +276,8 @@ impl Book {
         new_turn: bool,
         mode: Mode<'_>,
     ) -> Result<Prepared, PrepareError> {
+        // The fixed part counts as the trigger counts it: once.
+        let fixed = shape.fixed_tokens(body);
         let session = self.session(id)?;
         let mut s = lock(&session);
         let mut compactions = 0;
@@ -323,7 +320,7 @@ impl Book {
         {
             if acts {
                 let before = s.conv.log().len();
-                let e = self.emulate(&mut s, shape, body, asks, compacts)?;
+                let e = self.emulate(&mut s, shape, fixed, asks, compacts)?;
                 compactions += s.conv.log().records()[before..]
                     .iter()
                     .filter(|r| matches!(r.body, ctxfold_core::Body::Compaction(_)))
@@ -339,7 +336,7 @@ impl Book {
         // its emulation) just compacted.
         let compacted = emulated.as_ref().is_some_and(|e| e.compaction.is_some());
         if acts && !managed && !compacted {
-            compactions += self.compact(&mut s, shape, model, body, new_turn)?;
+            compactions += self.compact(&mut s, shape, model, body, fixed, new_turn)?;
         }
         if managed
             && history != History::Earlier
@@ -377,9 +374,7 @@ impl Book {
             .filter(|_| history != History::New)
             .map(|l| &l.prefix);
         let r = render_stored(shape, s.conv.log(), client, &pairs, extras, sent, previous);
-        // The fixed part counts as the trigger counts it, and everything
-        // as the upstream counted the last answer's request.
-        let fixed = shape.fixed_tokens(body);
+        // Everything as the upstream counted the last answer's request.
         if history != History::Earlier {
             self.touch_with(&mut s, Some(fixed));
         }

@@ -35,9 +35,7 @@ impl Book {
                 .map(|m| m.id)
                 .collect();
         }
-        let gone = lock(&self.gone);
-        ids.retain(|id| gone.peek(id).is_none());
-        drop(gone);
+        self.index.readable(&mut ids);
         let body = self.first_readable(&ids, |_, s| {
             let stored = s.conv.log().records();
             // What is new in the request is not in the log: it goes as

@@ -10,7 +10,7 @@ use ctxfold_compactor::{Conversation, InStore};
 use ctxfold_store::{Store, StoreError};
 
 use super::{Book, MAX_FORKS_TRIED, META_KEY, PrepareError, lock};
-use crate::cache::record_bytes;
+use crate::cache::{Bounded, Limits, record_bytes};
 
 /// A conversation the proxy has read: its log as of this process's last
 /// read or write.
@@ -105,21 +105,60 @@ impl Session {
 /// for; the list's "last used" needs no finer grain than this.
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
-impl Book {
-    pub(super) fn session(&self, id: &str) -> Result<Arc<Mutex<Session>>, StoreError> {
-        if let Some(s) = lock(&self.sessions).get(&id.to_owned()) {
+/// The loaded logs, by conversation, bounded by count and bytes (least
+/// recently used dropped first; one a request holds never).
+pub(super) struct Sessions(Mutex<Bounded<String, Arc<Mutex<Session>>>>);
+
+impl Sessions {
+    pub(super) fn new(limits: &Limits) -> Sessions {
+        Sessions(Mutex::new(Bounded::new(
+            limits.conversations,
+            limits.half_bytes(),
+        )))
+    }
+
+    /// Conversation `id`, loaded from `store` unless it is held.
+    pub(super) fn get(
+        &self,
+        store: &Arc<dyn Store>,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, StoreError> {
+        if let Some(s) = lock(&self.0).get(&id.to_owned()) {
             return Ok(s.clone());
         }
-        let mut s = Session::open(&self.store, id)?;
+        let mut s = Session::open(store, id)?;
         let bytes = s.measure();
         let s = Arc::new(Mutex::new(s));
-        let mut sessions = lock(&self.sessions);
+        let mut sessions = lock(&self.0);
         // Another request may have loaded it meanwhile: one copy.
         if let Some(held) = sessions.get(&id.to_owned()) {
             return Ok(held.clone());
         }
         sessions.put(id.to_owned(), s.clone(), bytes, in_use);
         Ok(s)
+    }
+
+    /// Forget conversation `id`'s log.
+    pub(super) fn remove(&self, id: &str) {
+        lock(&self.0).take(&id.to_owned());
+    }
+
+    /// Count the logs again and drop the least recently used past the
+    /// bounds (those in use stay).
+    pub(super) fn trim(&self) {
+        lock(&self.0).remeasure(|s| s.try_lock().ok().map(|mut s| s.measure()), in_use);
+    }
+
+    /// How many are held, and their bytes.
+    pub(super) fn held(&self) -> (usize, usize) {
+        let s = lock(&self.0);
+        (s.len(), s.bytes())
+    }
+}
+
+impl Book {
+    pub(super) fn session(&self, id: &str) -> Result<Arc<Mutex<Session>>, StoreError> {
+        self.sessions.get(&self.store, id)
     }
 
     /// The first answer `f` gives of the conversations `ids` (the first
@@ -155,7 +194,7 @@ impl Book {
     /// the least recently used past the bounds: at the end of every call
     /// that may have grown one, when its request no longer holds it.
     pub(super) fn trim(&self) {
-        lock(&self.sessions).remeasure(|s| s.try_lock().ok().map(|mut s| s.measure()), in_use);
+        self.sessions.trim();
     }
 
     /// The proxy appended to conversation `s`: its `last_used_at` is now

@@ -17,6 +17,7 @@ use ctxfold_formats::Transcript;
 use ctxfold_providers::response::USAGE;
 use ctxfold_providers::sse::SseReader;
 use ctxfold_wire::gemini::{Content, Part, Response, key, role};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
@@ -92,18 +93,9 @@ impl Protocol for Gemini {
 
     fn head<'b>(&self, body: &'b Value) -> Head<'b> {
         // The system instruction is the history's system record.
-        let tools = body
-            .get(key::TOOLS)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.get("functionDeclarations")?.as_array())
-            .flatten()
-            .filter_map(|f| f.get("name")?.as_str())
-            .collect();
         Head {
             system: None,
-            tools,
+            tools: Keys::of(body).tools(),
         }
     }
 
@@ -112,9 +104,7 @@ impl Protocol for Gemini {
     }
 
     fn output_limit(&self, body: &Value) -> Option<u64> {
-        body.get(key::GENERATION_CONFIG)?
-            .get("maxOutputTokens")?
-            .as_u64()
+        Keys::of(body).generation_config?.max_output_tokens
     }
 
     fn answer(&self, raw: Value, model: &str, ts: &str) -> Result<Vec<Record>, String> {
@@ -209,6 +199,51 @@ impl Protocol for Gemini {
             _ => (502, "UNAVAILABLE"),
         };
         json!({"error": {"code": code, "message": message, "status": status}})
+    }
+}
+
+/// What is read of a request besides its contents: the functions'
+/// names and the output limit (a field of an unexpected shape reads as
+/// absent).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Keys<'a> {
+    #[serde(borrow, default)]
+    tools: Option<Vec<Tool<'a>>>,
+    #[serde(default)]
+    generation_config: Option<GenerationConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Tool<'a> {
+    #[serde(borrow, default)]
+    function_declarations: Vec<Declaration<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Declaration<'a> {
+    #[serde(borrow, default, deserialize_with = "ctxfold_wire::loose::text")]
+    name: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig {
+    #[serde(default)]
+    max_output_tokens: Option<u64>,
+}
+
+impl<'a> Keys<'a> {
+    fn of(body: &'a Value) -> Keys<'a> {
+        Keys::deserialize(body).unwrap_or_default()
+    }
+
+    fn tools(self) -> Vec<&'a str> {
+        (self.tools.into_iter().flatten())
+            .flat_map(|t| t.function_declarations)
+            .filter_map(|d| d.name)
+            .collect()
     }
 }
 

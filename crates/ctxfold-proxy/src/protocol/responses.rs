@@ -15,6 +15,7 @@ use ctxfold_providers::sse::SseReader;
 use ctxfold_wire::context_management::{Asks, COMPACTION};
 use ctxfold_wire::emulated;
 use ctxfold_wire::responses::{Response, StreamEvent, event};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
@@ -86,7 +87,7 @@ impl Protocol for Responses {
     fn head<'b>(&self, body: &'b Value) -> Head<'b> {
         Head {
             // The system prompt is a body key, not an item.
-            system: body.get("instructions").and_then(Value::as_str),
+            system: Keys::of(body).instructions,
             tools: super::tool_names(body),
         }
     }
@@ -126,7 +127,7 @@ impl Protocol for Responses {
     }
 
     fn chained<'b>(&self, body: &'b Value) -> Option<&'b str> {
-        body.get("previous_response_id").and_then(Value::as_str)
+        Keys::of(body).previous_response_id
     }
 
     fn context_management(&self) -> Option<&dyn ContextManagement> {
@@ -206,7 +207,13 @@ impl ContextManagement for Responses {
         at: i64,
     ) -> (Value, Option<String>) {
         if compacts {
-            let input = raw.get("input").cloned().unwrap_or(Value::Null);
+            /// The request's input, sent back in the answer.
+            #[derive(Deserialize)]
+            struct Input {
+                #[serde(default)]
+                input: Value,
+            }
+            let input = Input::deserialize(raw).map_or(Value::Null, |i| i.input);
             let r = emulated::compaction_response(
                 &format!("cmpresp_ctxfold_{at}"),
                 at,
@@ -230,6 +237,22 @@ impl ContextManagement for Responses {
             Some(item) => emulated::responses_stream_with(text, item),
             None => text.to_owned(),
         }
+    }
+}
+
+/// What is read of a Responses body besides its input and tools: its
+/// system prompt and the answer it is chained to.
+#[derive(Deserialize, Default)]
+struct Keys<'a> {
+    #[serde(borrow, default, deserialize_with = "ctxfold_wire::loose::text")]
+    instructions: Option<&'a str>,
+    #[serde(borrow, default, deserialize_with = "ctxfold_wire::loose::text")]
+    previous_response_id: Option<&'a str>,
+}
+
+impl<'a> Keys<'a> {
+    fn of(body: &'a Value) -> Keys<'a> {
+        Keys::deserialize(body).unwrap_or_default()
     }
 }
 
