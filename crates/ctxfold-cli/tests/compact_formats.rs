@@ -1,6 +1,7 @@
 //! `ctxfold compact FILE` writes a valid transcript of the format it read:
 //! JP folder in, JP folder out (readable by the importer again); OpenAI in,
-//! valid OpenAI out; Anthropic in, valid Anthropic out. Each under several
+//! valid OpenAI out; Anthropic in, valid Anthropic out; Gemini in, valid
+//! Gemini out. Each under several
 //! rules: the built-in one, a digest summary, omit, strip-responses.
 
 // A test or bench may panic on what it did not expect, and print: the
@@ -169,6 +170,70 @@ fn anthropic_in_valid_anthropic_out() {
         check_anthropic(&v);
         let again = s.json(&["c", "import", out.to_str().unwrap()]);
         assert_eq!(again["format"], "anthropic");
+    }
+}
+
+/// Gemini API rules: contents alternate `user` and `model`, the first is
+/// the user's; every function call is answered, by id, in the content
+/// right after its own, and every response answers a call.
+fn check_gemini(v: &Value) {
+    let contents = v["contents"].as_array().expect("contents");
+    assert_eq!(contents[0]["role"], "user");
+    let mut asked: HashSet<String> = HashSet::new();
+    for (i, c) in contents.iter().enumerate() {
+        if i > 0 {
+            assert_ne!(c["role"], contents[i - 1]["role"], "content {i}: roles alternate");
+        }
+        let parts = c["parts"].as_array().unwrap();
+        assert!(!parts.is_empty(), "content {i} has parts");
+        let answered: HashSet<String> = parts
+            .iter()
+            .filter_map(|p| p["functionResponse"]["id"].as_str())
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(answered, asked, "content {i}: the calls before it answered here");
+        asked = parts
+            .iter()
+            .filter_map(|p| p["functionCall"]["id"].as_str())
+            .map(str::to_owned)
+            .collect();
+    }
+    assert!(asked.is_empty(), "a call left unanswered at the end");
+}
+
+#[test]
+fn gemini_in_valid_gemini_out() {
+    let s = Scratch::new();
+    // A Gemini request of the example session.
+    let id = s.import(&example());
+    let input = s.path().join("session.gemini.json");
+    s.ok(&[
+        "c",
+        "export",
+        &id,
+        "--output-format",
+        "gemini",
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    let sent: Value = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
+    check_gemini(&sent);
+    assert_eq!(s.json(&["c", "import", input.to_str().unwrap()])["format"], "gemini");
+    for (n, rule) in RULES.iter().enumerate() {
+        let out = s.path().join(format!("out{n}.json"));
+        let report = compact(&s, &input, &out, rule);
+        assert!(
+            report["tokens"]["after"].as_u64() < report["tokens"]["before"].as_u64(),
+            "{rule:?}"
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        check_gemini(&v);
+        assert_eq!(
+            v["systemInstruction"], sent["systemInstruction"],
+            "the system instruction kept"
+        );
+        let again = s.json(&["c", "import", out.to_str().unwrap()]);
+        assert_eq!(again["format"], "gemini");
     }
 }
 
