@@ -182,7 +182,11 @@ fn check_gemini(v: &Value) {
     let mut asked: HashSet<String> = HashSet::new();
     for (i, c) in contents.iter().enumerate() {
         if i > 0 {
-            assert_ne!(c["role"], contents[i - 1]["role"], "content {i}: roles alternate");
+            assert_ne!(
+                c["role"],
+                contents[i - 1]["role"],
+                "content {i}: roles alternate"
+            );
         }
         let parts = c["parts"].as_array().unwrap();
         assert!(!parts.is_empty(), "content {i} has parts");
@@ -191,7 +195,10 @@ fn check_gemini(v: &Value) {
             .filter_map(|p| p["functionResponse"]["id"].as_str())
             .map(str::to_owned)
             .collect();
-        assert_eq!(answered, asked, "content {i}: the calls before it answered here");
+        assert_eq!(
+            answered, asked,
+            "content {i}: the calls before it answered here"
+        );
         asked = parts
             .iter()
             .filter_map(|p| p["functionCall"]["id"].as_str())
@@ -218,7 +225,10 @@ fn gemini_in_valid_gemini_out() {
     ]);
     let sent: Value = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
     check_gemini(&sent);
-    assert_eq!(s.json(&["c", "import", input.to_str().unwrap()])["format"], "gemini");
+    assert_eq!(
+        s.json(&["c", "import", input.to_str().unwrap()])["format"],
+        "gemini"
+    );
     for (n, rule) in RULES.iter().enumerate() {
         let out = s.path().join(format!("out{n}.json"));
         let report = compact(&s, &input, &out, rule);
