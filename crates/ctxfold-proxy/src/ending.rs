@@ -210,15 +210,7 @@ pub fn cut_body(shape: Shape, body: &[u8], model: &str, ts: &str) -> Vec<Record>
         .into_iter()
         .filter(|r| matches!(&r.body, Body::Assistant { content } if !content.is_empty()))
         .collect();
-    if records.is_empty() {
-        records.push(Record::new(
-            0,
-            ts,
-            Body::Assistant {
-                content: String::new(),
-            },
-        ));
-    }
+    crate::protocol::stamped(&mut records, ts);
     records
 }
 

@@ -343,6 +343,23 @@ pub fn provider_managed(shape: Shape, asks: &Asks, client: &[Record]) -> bool {
         && (asks.compaction() || client.iter().any(|r| provider_compaction(r).is_some()))
 }
 
+/// An answer's `records` stamped `ts`; one empty text when it has none (an
+/// answer is always recorded, so the next request knows it was there).
+pub(crate) fn stamped(records: &mut Vec<Record>, ts: &str) {
+    for r in records.iter_mut() {
+        r.ts = ts.into();
+    }
+    if records.is_empty() {
+        records.push(Record::new(
+            0,
+            ts,
+            ctxfold_core::Body::Assistant {
+                content: String::new(),
+            },
+        ));
+    }
+}
+
 /// The tokens of the values of `keys` in `body`, on their JSON text.
 pub(crate) fn tokens_of(body: &Value, keys: &[&str]) -> usize {
     let est = Heuristic::default();

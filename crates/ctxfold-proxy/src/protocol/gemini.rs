@@ -12,7 +12,7 @@
 //! pass through to the upstream.
 
 use axum::http::HeaderMap;
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Object, Record};
 use ctxfold_formats::Transcript;
 use ctxfold_providers::response::USAGE;
 use ctxfold_providers::sse::SseReader;
@@ -279,18 +279,7 @@ impl Answer {
         };
         // Numbered from 0 here; `follow` numbers them on from the request.
         let mut records = ctxfold_formats::gemini::answer_records(&content, 0)?;
-        for r in &mut records {
-            r.ts = ts.into();
-        }
-        if records.is_empty() {
-            records.push(Record::new(
-                0,
-                ts,
-                Body::Assistant {
-                    content: String::new(),
-                },
-            ));
-        }
+        super::stamped(&mut records, ts);
         if let (Some(u), Some(last)) = (self.usage, records.last_mut()) {
             let output =
                 u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0);

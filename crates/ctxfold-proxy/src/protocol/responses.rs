@@ -7,7 +7,7 @@
 //! `compaction_trigger`, passed through or emulated.
 
 use axum::http::HeaderMap;
-use ctxfold_core::{Body, Object, Record};
+use ctxfold_core::{Object, Record};
 use ctxfold_formats::Transcript;
 use ctxfold_formats::message_reader::Wire;
 use ctxfold_providers::response::USAGE;
@@ -270,18 +270,7 @@ fn answer(raw: &Value, model: &str, ts: &str) -> Result<Vec<Record>, String> {
         // messages before the compaction item; only the item is new.
         records.retain(|r| ctxfold_formats::provider_compaction(r).is_some());
     }
-    for r in &mut records {
-        r.ts = ts.into();
-    }
-    if records.is_empty() {
-        records.push(Record::new(
-            0,
-            ts,
-            Body::Assistant {
-                content: String::new(),
-            },
-        ));
-    }
+    super::stamped(&mut records, ts);
     // Always `Some`: an empty answer got its record above.
     if let Some(last) = records.last_mut() {
         let meta = last.metadata.get_or_insert_default();
