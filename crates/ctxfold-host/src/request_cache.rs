@@ -96,9 +96,10 @@ fn extend(req: &mut ChatRequest, log: &Log, from: usize) -> bool {
             | Body::Assistant { .. }
             | Body::Structured { .. } => {}
             Body::Reasoning { .. } => {
-                let signed = r.metadata.as_ref().is_some_and(|m| {
-                    m.contains_key(ctxfold_providers::response::THINKING_SIGNATURE)
-                });
+                let signed = r
+                    .metadata
+                    .as_ref()
+                    .is_some_and(|m| m.contains_key(ctxfold_providers::part::THINKING_SIGNATURE));
                 if signed {
                     return false;
                 }

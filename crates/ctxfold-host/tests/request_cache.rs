@@ -192,7 +192,7 @@ proptest! {
                 let mut r = Record::new(log.next_seq(), "t", b);
                 if signed {
                     r.metadata = Some(Box::new(Object::from_iter([(
-                        ctxfold_providers::response::THINKING_SIGNATURE.to_owned(),
+                        ctxfold_providers::part::THINKING_SIGNATURE.to_owned(),
                         json!("sig"),
                     )])));
                 }

@@ -49,7 +49,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{self, ProviderError};
-use crate::request::{ChatRequest, Part, Role, apply_extra};
+use crate::part::Part;
+use crate::request::{ChatRequest, Role, apply_extra};
 use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
 use crate::stream::Stream;
 

@@ -10,9 +10,12 @@
 //! | module | what |
 //! | --- | --- |
 //! | [`model`] | `provider/model` names, provider config and the built-in providers |
+//! | [`registry`] | [`Providers`]: the known providers by name, and the [`Provider`] a `provider/model` name resolves to |
+//! | [`part`] | [`Part`], a piece of a message, the same in a request and an answer |
 //! | [`request`] | the neutral [`ChatRequest`], and [`request_from_view`]: a projected view as a request |
 //! | [`openai`], [`anthropic`] | the neutral request as each wire format, and their responses and streams |
 //! | [`response`] | [`ChatResponse`], usage, stream events, and the records a response becomes |
+//! | `stream` (private), [`wire`] | a streamed answer as it is read; answers read by the reader of their API |
 //! | [`provider`] | [`Provider`]: one call to a model, and its context window |
 //! | [`error`] | [`ProviderError`]: what went wrong, classified (context overflow included) |
 //! | [`redact`] | keys kept out of errors and summaries, whatever the upstream echoes |
@@ -40,8 +43,10 @@ mod client;
 pub mod error;
 pub mod model;
 pub mod openai;
+pub mod part;
 pub mod provider;
 pub mod redact;
+pub mod registry;
 pub mod request;
 pub mod response;
 pub mod sse;
@@ -50,10 +55,10 @@ pub mod summarizer;
 pub mod wire;
 
 pub use error::ProviderError;
-pub use model::{
-    ModelName, ProviderConfig, ProviderKind, ProviderSettings, Providers, WindowSource,
-};
+pub use model::{ModelName, ProviderConfig, ProviderKind, ProviderSettings, WindowSource};
+pub use part::Part;
 pub use provider::Provider;
-pub use request::{ChatRequest, Message, Part, Role, ToolSpec, push_body, request_from_view};
+pub use registry::Providers;
+pub use request::{ChatRequest, Message, Role, ToolSpec, push_body, request_from_view};
 pub use response::{ChatResponse, StopReason, StreamEvent, Usage};
 pub use summarizer::ModelSummarizer;

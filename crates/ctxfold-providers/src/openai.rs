@@ -48,7 +48,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{self, ProviderError};
-use crate::request::{ChatRequest, Part, Role, apply_extra};
+use crate::part::{Part, text_parts, tool_call_parts};
+use crate::request::{ChatRequest, Role, apply_extra};
 use crate::response::{ChatResponse, StopReason, StreamEvent, Usage};
 use crate::stream::Stream;
 
@@ -102,8 +103,8 @@ pub fn body(req: &ChatRequest, stream: bool) -> RequestBody<Message> {
                 flush(&mut texts, &mut messages);
             }
             Role::Assistant => {
-                let texts = crate::response::text_parts(&m.parts);
-                let calls: Vec<ToolCall> = crate::response::tool_call_parts(&m.parts)
+                let texts = text_parts(&m.parts);
+                let calls: Vec<ToolCall> = tool_call_parts(&m.parts)
                     .map(|(id, name, arguments)| {
                         let arguments = Value::String(arguments_text(arguments));
                         ToolCall::function(id.to_owned(), name.to_owned(), arguments)

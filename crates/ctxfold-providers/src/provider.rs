@@ -46,10 +46,12 @@ use crate::client::{Call, Http};
 use crate::error::{self, ErrorContext, ProviderError};
 use crate::model::{ProviderConfig, ProviderKind, WindowSource};
 use crate::openai;
+use crate::part::Part;
 use crate::redact::{Secrets, is_credential_header};
 use crate::request::ChatRequest;
 use crate::response::{ChatResponse, StreamEvent};
 use crate::stream::Stream;
+use crate::wire;
 
 /// A configured provider.
 #[derive(Debug, Clone)]
@@ -226,7 +228,7 @@ impl Provider {
             ctx,
         })?;
         let label = format!("{}/{}", self.name, req.model);
-        let parse = |raw: Value| crate::wire::answer(kind, raw, &label, &ctx);
+        let parse = |raw: Value| wire::answer(kind, raw, &label, &ctx);
         let Some(on) = stream else {
             return parse(self.http.read_json(resp, &url)?);
         };
@@ -245,18 +247,19 @@ impl Provider {
             let response = parse(raw)?;
             for p in &response.parts {
                 match p {
-                    crate::Part::Text(t) => on(StreamEvent::Text(t.clone())),
-                    crate::Part::Reasoning { text, .. } => on(StreamEvent::Reasoning(text.clone())),
-                    crate::Part::ToolCall { id, name, .. } => on(StreamEvent::ToolCall {
+                    Part::Text(t) => on(StreamEvent::Text(t.clone())),
+                    Part::Reasoning { text, .. } => on(StreamEvent::Reasoning(text.clone())),
+                    Part::ToolCall { id, name, .. } => on(StreamEvent::ToolCall {
                         id: id.clone(),
                         name: name.clone(),
                     }),
-                    crate::Part::ToolResult { .. } => {}
+                    Part::ToolResult { .. } => {}
                 }
             }
             return Ok(response);
         }
-        Stream::new(reader, on, &ctx, &io_error, false).read(kind, &label)
+        let stream = Stream::new(reader, on, &ctx, &io_error, false);
+        wire::streamed(kind, stream, &label)
     }
 
     /// The context window of `model` in tokens: from the server where it

@@ -55,7 +55,7 @@ use ctxfold_core::projection::{Item, PREAMBLE, View, covered_indices, summary_pr
 use ctxfold_core::{Body, Log, Object};
 use serde_json::Value;
 
-use crate::response::THINKING_SIGNATURE;
+use crate::part::{Part, THINKING_SIGNATURE};
 
 /// Who says a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,39 +64,6 @@ pub enum Role {
     User,
     /// The model.
     Assistant,
-}
-
-/// One piece of a message.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Part {
-    /// Text.
-    Text(String),
-    /// The model's reasoning.
-    Reasoning {
-        /// The reasoning text.
-        text: String,
-        /// Anthropic's signature, when the reasoning may be sent back.
-        signature: Option<String>,
-    },
-    /// A tool call by the model.
-    ToolCall {
-        /// The call's id.
-        id: String,
-        /// The tool.
-        name: String,
-        /// Its arguments: a JSON object (a string holds arguments text that
-        /// did not parse, sent back as it was).
-        arguments: Value,
-    },
-    /// A tool's result, in a user-role message.
-    ToolResult {
-        /// The id of the call it answers.
-        id: String,
-        /// The result text.
-        content: String,
-        /// Whether the tool failed.
-        is_error: bool,
-    },
 }
 
 /// A message: a role and its parts.

@@ -21,11 +21,7 @@
 use ctxfold_core::{Body, Record};
 use serde_json::{Value, json};
 
-use crate::request::Part;
-
-/// The metadata key of an Anthropic thinking signature (JP's key, also read
-/// and written by `ctxfold-formats`).
-pub const THINKING_SIGNATURE: &str = "anthropic_thinking_signature";
+use crate::part::{Part, THINKING_SIGNATURE, text_parts, tool_call_parts};
 
 /// The metadata key of reported usage.
 pub const USAGE: &str = "usage";
@@ -51,29 +47,6 @@ impl Usage {
             raw,
         })
     }
-}
-
-/// The tool calls of `parts`, in order: (id, name, arguments).
-pub(crate) fn tool_call_parts(parts: &[Part]) -> impl Iterator<Item = (&str, &str, &Value)> {
-    parts.iter().filter_map(|p| match p {
-        Part::ToolCall {
-            id,
-            name,
-            arguments,
-        } => Some((id.as_str(), name.as_str(), arguments)),
-        _ => None,
-    })
-}
-
-/// The text parts of `parts`, in order.
-pub(crate) fn text_parts(parts: &[Part]) -> Vec<&str> {
-    parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Why the model stopped.

@@ -2,15 +2,14 @@
 //! events, where text and reasoning go as they come, what names its
 //! errors, and whether the stream is known to have broken off. The
 //! readers of each API (`openai`, `anthropic`) fold it into the answer a
-//! non-streamed call gives.
+//! non-streamed call gives; [`crate::wire`] picks the reader by the
+//! provider's kind, so this module sits below both APIs.
 
 use std::io::BufRead;
 
 use crate::error::{ErrorContext, ProviderError};
-use crate::model::ProviderKind;
-use crate::response::{ChatResponse, StreamEvent};
+use crate::response::StreamEvent;
 use crate::sse::{SseError, SseEvent, SseReader};
-use crate::{anthropic, openai};
 
 /// A stream being read.
 pub(crate) struct Stream<'a, R> {
@@ -40,19 +39,6 @@ impl<'a, R: BufRead> Stream<'a, R> {
             ctx,
             io_error,
             cut_short,
-        }
-    }
-
-    /// Read to the end as `kind` streams, into the response a
-    /// non-streamed call gives; `model` is `provider/model`.
-    pub(crate) fn read(
-        self,
-        kind: ProviderKind,
-        model: &str,
-    ) -> Result<ChatResponse, ProviderError> {
-        match kind {
-            ProviderKind::OpenAi => openai::read_stream(self, model),
-            ProviderKind::Anthropic => anthropic::read_stream(self, model),
         }
     }
 

@@ -18,8 +18,9 @@ use ctxfold_core::summary_prompt::{
 };
 
 use crate::error::ProviderError;
+use crate::part::Part;
 use crate::provider::Provider;
-use crate::request::{ChatRequest, Part, Role};
+use crate::request::{ChatRequest, Role};
 
 /// Characters per token assumed when fitting text into a window. Lower
 /// than the usual 4 so that code and JSON, which tokenize densely, fit.

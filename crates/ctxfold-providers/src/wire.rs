@@ -1,6 +1,8 @@
-//! Answers read off the wire without a [`Provider`](crate::Provider): for a
-//! proxy that forwards a client's request and records a copy of the answer
-//! (streamed or not) with the same parsers the client side uses.
+//! Answers read off the wire, whole or streamed, by the reader of the API
+//! that sent them: the one place a provider's kind picks `openai`'s or
+//! `anthropic`'s reader. [`Provider`](crate::Provider) reads its answers
+//! through it, and so can a proxy without one, which forwards a client's
+//! request and records a copy of the answer with the same parsers.
 
 use std::io::BufRead;
 
@@ -44,6 +46,19 @@ pub(crate) fn answer(
     }
 }
 
+/// `stream` read to its end as `kind` streams, into the response a
+/// non-streamed call gives; `model` is `provider/model`.
+pub(crate) fn streamed(
+    kind: ProviderKind,
+    stream: Stream<'_, impl BufRead>,
+    model: &str,
+) -> Result<ChatResponse, ProviderError> {
+    match kind {
+        ProviderKind::OpenAi => openai::read_stream(stream, model),
+        ProviderKind::Anthropic => anthropic::read_stream(stream, model),
+    }
+}
+
 /// A streamed answer of `kind` (server-sent events), read to its end.
 ///
 /// `cut_short`: the stream is known to have broken off; what completed of
@@ -63,7 +78,8 @@ pub fn read_stream(
         detail: format!("the stream broke off: {e}"),
     };
     let mut ignore = |_| {};
-    Stream::new(reader, &mut ignore, &c, &io_error, cut_short).read(kind, model)
+    let stream = Stream::new(reader, &mut ignore, &c, &io_error, cut_short);
+    streamed(kind, stream, model)
 }
 
 /// Whether an error answer (its status and body) says the request is
@@ -76,7 +92,7 @@ pub fn is_context_overflow(status: u16, body: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::Part;
+    use crate::part::Part;
 
     /// An Anthropic stream that broke off inside a tool call's input: the
     /// closed thinking (with its signature) and text blocks are kept, the
