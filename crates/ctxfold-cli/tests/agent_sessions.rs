@@ -1,6 +1,6 @@
 //! The agents' own session files, written by the real agents (Claude Code
 //! and Codex from scripts/agents, CTXFOLD_CLAUDE and CTXFOLD_CODEX) run
-//! straight against the scripted upstream (tests/common/agent_upstream.rs)
+//! straight against the scripted upstream (ctxfold_testkit::upstream::agent)
 //! inside a network namespace with only loopback, HOME (and CODEX_HOME)
 //! in a folder of the test's own.
 //!
@@ -37,11 +37,12 @@ use common::Scratch;
 use common::agent_run::{
     Agent, AgentHome, CODEX_CLASSIC, codex_session_runs, jsonl_files, run_agent, task, with_agent,
 };
-use common::agent_upstream::{AgentUpstream, FINAL, Record};
+use ctxfold_testkit::upstream::agent::FINAL;
+use ctxfold_testkit::upstream::{Seen, Upstream};
 
 /// The model requests from number `after` on.
-fn model_requests(up: &AgentUpstream, after: usize) -> Vec<Record> {
-    up.records()
+fn model_requests(up: &Upstream, after: usize) -> Vec<Seen> {
+    up.requests()
         .into_iter()
         .filter(|r| r.n > after && r.is_model())
         .collect()
@@ -138,7 +139,7 @@ fn compact_session(s: &Scratch, file: &Path, args: &[&str]) -> (PathBuf, String)
 /// The resumed run's first request: what the compacted session gave the
 /// model.
 fn check_resumed(
-    requests: &[Record],
+    requests: &[Seen],
     list: &str,
     folded_summary: &str,
     raw_gone: &[&str],
@@ -169,7 +170,7 @@ fn check_resumed(
 #[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn claude_code_session_compacted_and_resumed() {
     with_agent(Agent::Claude, |exe| {
-        let up = AgentUpstream::start(None);
+        let up = Upstream::agents(None);
         let home = AgentHome::new(Agent::Claude, &up.base, "");
         let runs: [(&[&str], String); 5] = [
             (&[], task("thinkalpha", 2)),
@@ -244,7 +245,7 @@ fn claude_code_session_compacted_and_resumed() {
 #[ignore = "needs Claude Code and Codex (CTXFOLD_CLAUDE, CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs them"]
 fn codex_session_compacted_and_resumed() {
     with_agent(Agent::Codex, |exe| {
-        let up = AgentUpstream::start(None);
+        let up = Upstream::agents(None);
         // Codex compacts its own history once a request is past this many
         // tokens: in the middle of beta (a fixed part of about 15,000, then
         // steps of about 7,000), leaving beta's second step and gamma after

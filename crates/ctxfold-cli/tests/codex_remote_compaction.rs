@@ -19,14 +19,15 @@ mod common;
 
 use common::Scratch;
 use common::agent_run::{Agent, AgentHome, codex_session_runs, jsonl_files, run_agent, with_agent};
-use common::agent_upstream::{AgentUpstream, FINAL};
 use common::proxy::Proxy;
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::agent::FINAL;
 
 #[test]
 #[ignore = "needs Codex (CTXFOLD_CODEX) and a loopback-only network namespace: scripts/test installs and runs it"]
 fn codex_compacts_remotely_through_the_emulating_proxy() {
     with_agent(Agent::Codex, |exe| {
-        let up = AgentUpstream::start(None);
+        let up = Upstream::agents(None);
         let s = Scratch::new();
         let p = Proxy::start(
             &s,
@@ -62,7 +63,7 @@ fn codex_compacts_remotely_through_the_emulating_proxy() {
             "Codex did not compact"
         );
         // The upstream, which has no context management, never saw it.
-        for r in up.records() {
+        for r in up.requests() {
             let body = String::from_utf8_lossy(&r.body);
             assert!(!body.contains("compaction_trigger"), "request {}", r.n);
             assert!(!body.contains("\"type\":\"compaction\""), "request {}", r.n);

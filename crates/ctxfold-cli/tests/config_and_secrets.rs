@@ -184,8 +184,9 @@ fn config_show_refuses_bad_provider_entries_naming_file_and_line() {
 
 // ---- item 25 ------------------------------------------------------------
 
-/// The providers crate's fake upstream: a real HTTP server on 127.0.0.1.
-use ctxfold_testkit::canned as upstream;
+/// The shared upstream, with canned replies: a real HTTP server on
+/// 127.0.0.1.
+use ctxfold_testkit::upstream::{self, Upstream};
 
 const KEY: &str = "sk-cli-5e4d3c2b1a09f8e7d6c5";
 const KEY_VAR: &str = "CTXFOLD_TEST_ECHO_KEY";
@@ -221,13 +222,13 @@ fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<PathBuf> {
 
 /// `ctxfold -c CFG c compact ID -s -m echo/m --from 1 --to 3` against
 /// `server`, the key in an environment variable.
-fn compact_with_echo(s: &Scratch, id: &str, server: &upstream::FakeServer) -> Output {
+fn compact_with_echo(s: &Scratch, id: &str, server: &Upstream) -> Output {
     let cfg = write(
         s,
         "echo.toml",
         &format!(
             "[providers.echo]\nkind = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"{KEY_VAR}\"\nmax_retries = 0\n",
-            server.url
+            server.base
         ),
     );
     s.command()
@@ -240,7 +241,7 @@ fn compact_with_echo(s: &Scratch, id: &str, server: &upstream::FakeServer) -> Ou
 
 #[test]
 fn an_upstream_echoing_the_key_in_an_error_never_gets_it_printed_or_stored() {
-    use upstream::Reply;
+    use upstream::canned::Reply;
     let echoed = "invalid credentials in {authorization}";
     for reply in [
         Reply::json(401, serde_json::json!({"error": {"message": echoed}})),
@@ -250,7 +251,7 @@ fn an_upstream_echoing_the_key_in_an_error_never_gets_it_printed_or_stored() {
     ] {
         let s = Scratch::new();
         let id = four_turns(&s);
-        let server = upstream::FakeServer::start(vec![reply.echoing()]);
+        let server = Upstream::canned(vec![reply.echoing()]);
         let out = compact_with_echo(&s, &id, &server);
         let err = stderr(&out);
         assert!(!out.status.success(), "expected failure: {err}");
@@ -275,8 +276,8 @@ fn an_upstream_echoing_the_key_in_an_error_never_gets_it_printed_or_stored() {
 fn a_summary_that_repeats_the_key_is_stored_without_it() {
     let s = Scratch::new();
     let id = four_turns(&s);
-    let server = upstream::FakeServer::start(vec![
-        upstream::Reply::json(
+    let server = Upstream::canned(vec![
+        upstream::canned::Reply::json(
             200,
             serde_json::json!({
                 "id": "x", "object": "chat.completion", "model": "m",

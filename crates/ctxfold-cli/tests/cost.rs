@@ -18,20 +18,15 @@ mod common;
 
 use common::Scratch;
 use common::proxy::{Options, Proxy};
-use ctxfold_testkit::canned::{FakeServer, Reply};
+use ctxfold_testkit::client::agent;
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::canned::Reply;
 use serde_json::{Value, json};
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
-fn proxy(s: &Scratch, up: &FakeServer, extra: &str) -> Proxy {
+fn proxy(s: &Scratch, up: &Upstream, extra: &str) -> Proxy {
     let config = format!(
         "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
-        b = up.url
+        b = up.base
     );
     Proxy::start_with(s, &config, Options::default())
 }
@@ -128,7 +123,7 @@ fn usage_reported_is_the_cost_with_ctxfold_the_same_in_stats_metrics_and_pages()
         json!({"input_tokens": 50, "cache_creation_input_tokens": 200,
                "cache_read_input_tokens": 900, "output_tokens": 30}),
     ];
-    let up = FakeServer::start(vec![
+    let up = Upstream::canned(vec![
         anthropic_answer("first answer", usages[0].clone()),
         anthropic_answer("second answer", usages[1].clone()),
     ]);
@@ -206,7 +201,7 @@ fn chat_answer(text: &str) -> Reply {
 
 #[test]
 fn without_usage_the_estimate_reads_the_shared_prefix_and_a_compaction_breaks_it() {
-    let up = FakeServer::start(vec![chat_answer("noted")]);
+    let up = Upstream::canned(vec![chat_answer("noted")]);
     let s = Scratch::new();
     let p = proxy(&s, &up, "");
     let big = "log line with nothing wrong in it\n".repeat(1500);
@@ -287,7 +282,7 @@ fn without_usage_the_estimate_reads_the_shared_prefix_and_a_compaction_breaks_it
 
 #[test]
 fn a_model_without_a_price_is_named_and_config_prices_it() {
-    let up = FakeServer::start(vec![chat_answer("hello")]);
+    let up = Upstream::canned(vec![chat_answer("hello")]);
     let s = Scratch::new();
     let p = proxy(&s, &up, "");
     let body = json!({"model": "local-llama-8b",

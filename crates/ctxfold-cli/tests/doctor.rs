@@ -19,10 +19,10 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::proxy::Proxy;
-use common::upstream::Upstream;
 use common::{BIN, Scratch, stderr};
 use ctxfold_testkit::faults::ReadOnly;
 use ctxfold_testkit::pg;
+use ctxfold_testkit::upstream::Upstream;
 
 /// A good setup: a scratch workspace, the fake upstream named by the
 /// user's config for both APIs, a `claude` on a `PATH` of the test's own.

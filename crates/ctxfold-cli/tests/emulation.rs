@@ -14,8 +14,8 @@
 mod common;
 
 use common::proxy::Proxy;
-use common::upstream::{Seen, Upstream};
 use common::{Scratch, stderr};
+use ctxfold_testkit::upstream::{Seen, Upstream};
 use serde_json::{Value, json};
 
 /// A proxy in front of `upstream`, emulating the providers' context

@@ -22,7 +22,7 @@ mod common;
 
 use common::provider::Provider;
 use common::proxy::Proxy;
-use common::{Scratch, stderr};
+use common::{Scratch, records, stderr};
 use serde_json::{Value, json};
 
 /// Run the SDK script against the proxy at `base`, the compaction
@@ -73,24 +73,12 @@ fn emulating_proxy(s: &Scratch, upstream: &str) -> Proxy {
     )
 }
 
-fn records(s: &Scratch, id: &str) -> Vec<Value> {
-    s.json(&["c", "print", id]).as_array().unwrap().clone()
-}
-
 /// The records once `done` holds of them: an answer is recorded after
 /// its last byte reached the client.
 fn records_when(s: &Scratch, id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    for _ in 0..100 {
-        let r = records(s, id);
-        if done(&r) {
-            return r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!(
-        "{id}: never came to the state wanted: {:#?}",
-        records(s, id)
-    );
+    let r = common::records_when(s, id, &done);
+    assert!(done(&r), "{id}: never came to the state wanted: {r:#?}");
+    r
 }
 
 /// The blocks or items the log keeps whole of the provider's compactions.
@@ -482,7 +470,7 @@ fn a_compacted_history_goes_on_in_its_conversation_after_a_restart() {
 /// with a `clear_at_least` it cannot reach, nothing is cleared.
 #[test]
 fn clear_tool_uses_is_emulated_in_a_tool_loop() {
-    let up = common::upstream::Upstream::start(1_000_000);
+    let up = ctxfold_testkit::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = emulating_proxy(&s, &up.base);
     let edit = |least: u64| {
@@ -544,7 +532,7 @@ fn clear_tool_uses_is_emulated_in_a_tool_loop() {
 /// it (where it would fail, or silently do nothing).
 #[test]
 fn a_request_the_emulation_cannot_serve_does_not_fail_open() {
-    let up = common::upstream::Upstream::start(1_000_000);
+    let up = ctxfold_testkit::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = emulating_proxy(&s, &up.base);
     let send = |path: &str, body: Value| {
@@ -676,7 +664,7 @@ fn check_emulated(s: &Scratch, runs: &[Value]) {
 #[test]
 #[ignore = "needs the OpenAI and Anthropic SDKs: run through scripts/test, which installs them"]
 fn the_emulated_answers_stream_as_the_sdks_read_them() {
-    let up = common::upstream::Upstream::start(1_000_000);
+    let up = ctxfold_testkit::upstream::Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = emulating_proxy(&s, &up.base);
     let (runs, _) = run_sdks(&p.base, 60, &[]);

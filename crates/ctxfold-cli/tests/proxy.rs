@@ -1,5 +1,5 @@
 //! `ctxfold proxy` through the real binary, between a client written here
-//! and a fake upstream on 127.0.0.1 (tests/common/upstream.rs) that checks
+//! and a fake upstream on 127.0.0.1 (ctxfold_testkit::upstream) that checks
 //! every request it gets.
 
 // A test or bench may panic on what it did not expect, and print: the
@@ -17,8 +17,9 @@ use ctxfold_testkit::pg;
 use std::sync::Arc;
 
 use common::proxy::{Options, Proxy};
-use common::upstream::Upstream;
-use common::{Scratch, stderr};
+use common::{Scratch, records, records_when, records_when_in, stderr};
+use ctxfold_testkit::client::{Answer, agent, post};
+use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
 /// Write `config` into the workspace's config and start the proxy on a
@@ -45,26 +46,6 @@ fn config(up: &Upstream, extra: &str) -> String {
     )
 }
 
-/// The agent's answer: status, headers, body.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
-    }
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 /// The proxy's `/metrics` text.
 fn metrics(p: &Proxy) -> String {
     agent()
@@ -74,35 +55,6 @@ fn metrics(p: &Proxy) -> String {
         .body_mut()
         .read_to_string()
         .unwrap()
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
-fn post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
-    let mut req = agent().post(url).header("content-type", "application/json");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let mut resp = req.send(body).unwrap();
-    Answer {
-        status: resp.status().as_u16(),
-        headers: resp
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-            .collect(),
-        body: resp
-            .body_mut()
-            .with_config()
-            .limit(64 << 20)
-            .read_to_vec()
-            .unwrap(),
-    }
 }
 
 const KEY: &str = "sk-test-SECRET-0123456789abcdef";
@@ -233,41 +185,6 @@ fn openai_agent_via(
                 "content": file_text(args["path"].as_str().unwrap(), result_bytes)}));
         }
     }
-}
-
-fn records(s: &Scratch, id: &str) -> Vec<Value> {
-    records_in(s, &[], id)
-}
-
-/// The records of `id` in the store `store` names (`--store URL`).
-fn records_in(s: &Scratch, store: &[&str], id: &str) -> Vec<Value> {
-    s.json(&[store, &["c", "print", id]].concat())
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-/// The log once `done` holds of it: an answer is recorded after its last
-/// byte went to the client, so a test that looks at once may be early.
-fn records_when(s: &Scratch, id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    records_when_in(s, &[], id, done)
-}
-
-/// [`records_when`] in the store `store` names.
-fn records_when_in(
-    s: &Scratch,
-    store: &[&str],
-    id: &str,
-    done: impl Fn(&[Value]) -> bool,
-) -> Vec<Value> {
-    for _ in 0..100 {
-        let r = records_in(s, store, id);
-        if done(&r) {
-            return r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    records_in(s, store, id)
 }
 
 fn count(recs: &[Value], kind: &str) -> usize {

@@ -1,6 +1,6 @@
 //! How `ctxfold proxy` relays and records answers that do not arrive
 //! whole, through the real binary, a client written here and the fake
-//! upstream of tests/common/upstream.rs: an answer cut short and then
+//! upstream of ctxfold_testkit::upstream: an answer cut short and then
 //! retried is written out once (issue 25, point 5), and an answer the
 //! upstream hangs up on before its protocol's end is recorded as cut short
 //! and reaches the client as broken, not as whole (point 6).
@@ -16,9 +16,10 @@
 
 mod common;
 
-use common::Scratch;
 use common::proxy::{Options, Proxy};
-use common::upstream::Upstream;
+use common::{Scratch, records_when};
+use ctxfold_testkit::client::agent;
+use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
 /// Start the proxy in front of `up`, with `extra` in its `[proxy]`.
@@ -28,13 +29,6 @@ fn proxy(s: &Scratch, up: &Upstream, extra: &str) -> Proxy {
         b = up.base
     );
     Proxy::start_with(s, &config, Options::default())
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
 }
 
 /// What the client got: the conversation the proxy named, and the body,
@@ -62,20 +56,6 @@ fn send(url: &str, body: &Value) -> Got {
         conversation,
         body: resp.body_mut().read_to_vec().map_err(|e| e.to_string()),
     }
-}
-
-/// The records of `id` (`c print --format json`) once `done` holds of
-/// them: an answer is recorded after its last byte went to the client.
-fn records_when(s: &Scratch, id: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let read = || s.json(&["c", "print", id]).as_array().unwrap().clone();
-    for _ in 0..100 {
-        let r = read();
-        if done(&r) {
-            return r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    read()
 }
 
 fn assistants(recs: &[Value]) -> Vec<&Value> {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::Scratch;
 use common::proxy::{Options, Proxy};
-use common::upstream::Upstream;
+use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "0123456789abcdef-guard";

@@ -3,7 +3,7 @@
 //! A plain chat (no tools) of 100 user messages of 1–4 KB each, the
 //! assistant answering a few hundred characters each time, through the
 //! real `ctxfold proxy` at a 20,000-token window with the defaults, against
-//! the scripted upstream of tests/common/upstream.rs, which refuses a
+//! the scripted upstream of ctxfold_testkit::upstream, which refuses a
 //! request over the window as a provider would. No request may go over
 //! the window or be refused, every firing ends at or under its target, the
 //! newest user message always reaches the upstream whole, and every user
@@ -33,11 +33,11 @@ mod common;
 
 use common::Scratch;
 use common::proxy::Proxy;
-use common::upstream::Upstream;
 use ctxfold_core::handle::{Handle, Tag};
 use ctxfold_core::position::position;
 use ctxfold_core::recall::recall;
 use ctxfold_core::{Body, Log, Record};
+use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
 const WINDOW: usize = 20_000;

@@ -19,6 +19,7 @@ use std::net::TcpListener;
 
 use common::proxy::{Options, Proxy};
 use common::{Scratch, read_request};
+use ctxfold_testkit::client::{agent, post};
 use serde_json::{Value, json};
 
 /// Write `config` into the workspace's config and start the proxy on a
@@ -62,46 +63,6 @@ fn scripted_upstream() -> String {
 
 fn config(upstream: &str, extra: &str) -> String {
     format!("[proxy]\nopenai = \"{upstream}\"\nanthropic = \"{upstream}\"\n{extra}\n")
-}
-
-/// The answer: status, headers.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
-fn post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
-    let mut req = agent().post(url).header("content-type", "application/json");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let mut resp = req.send(body).unwrap();
-    Answer {
-        status: resp.status().as_u16(),
-        headers: resp
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-            .collect(),
-        body: resp.body_mut().read_to_string().unwrap(),
-    }
 }
 
 /// The proxy's `/metrics` text.
@@ -159,7 +120,12 @@ fn send(p: &Proxy, i: usize, bytes: usize, turns: usize, naming: Option<&str>) -
         .into_iter()
         .collect();
     let a = post(&url, &headers, &request(i, bytes, turns));
-    assert_eq!(a.status, 200, "conversation {i}, turn {turns}: {}", a.body);
+    assert_eq!(
+        a.status,
+        200,
+        "conversation {i}, turn {turns}: {}",
+        a.text()
+    );
     let id = a.header("x-ctxfold-conversation").unwrap().to_owned();
     let history = a.header("x-ctxfold-history").unwrap().to_owned();
     (id, history)

@@ -1,7 +1,7 @@
 //! The real agents through `ctxfold proxy`: Claude Code and Codex, installed
 //! from the npm registry by `scripts/agents` (CTXFOLD_CLAUDE, CTXFOLD_CODEX),
 //! run non-interactively against a scripted upstream
-//! (tests/common/agent_upstream.rs) that drives a 40-step shell loop with
+//! (ctxfold_testkit::upstream::agent) that drives a 40-step shell loop with
 //! outputs of about 7,000 tokens and refuses what is over its window. The
 //! agent, the proxy and the upstream run inside a network namespace with
 //! only loopback (the test thread calls `unshare(CLONE_NEWNET)`; CI runs as
@@ -40,8 +40,9 @@ use common::agent_proxy::{
     run_agent, start_proxy, straight, strings, tail,
 };
 use common::agent_run::task;
-use common::agent_upstream::{AgentUpstream, Api, FINAL, Record, find_shell};
 use common::{Scratch, stderr};
+use ctxfold_testkit::upstream::agent::{FINAL, find_shell};
+use ctxfold_testkit::upstream::{Api, Seen, Upstream};
 use serde_json::{Value, json};
 
 /// Steps of the main turn, and of the turn after the undo.
@@ -158,7 +159,7 @@ const RECALL_STEPS: usize = 8;
 /// byte for byte as the agent first sent that output.
 fn recall_scenario(agent: Agent, exe: &Path, window: usize) {
     let label = format!("{}-recall-{window}", agent.name());
-    let up = AgentUpstream::start(Some(window));
+    let up = Upstream::agents(Some(window));
     let s = Scratch::new();
     let proxy = start_proxy(&s, &up, window, false);
     let store = s.path().join(".ctxfold");
@@ -171,7 +172,7 @@ fn recall_scenario(agent: Agent, exe: &Path, window: usize) {
         &task("recall", RECALL_STEPS),
         false,
     );
-    let records = up.records();
+    let records = up.requests();
     let answers: Vec<String> = records
         .iter()
         .map(|r| format!("{} ~{:?}", r.answer, r.tokens))
@@ -262,14 +263,14 @@ fn scenario(agent: Agent, exe: &Path, window: usize, emulate: bool) {
         eprintln!("[{label}] FAIL: {m}");
         failures.push(m);
     };
-    let up = AgentUpstream::start(Some(window));
+    let up = Upstream::agents(Some(window));
     let s = Scratch::new();
     let proxy = start_proxy(&s, &up, window, emulate);
     let home = AgentHome::new(agent, &proxy.base);
 
     // The main turn: 40 steps.
     let ran = run_agent(agent, exe, &home, &proxy.base, &task("alpha", STEPS), false);
-    let main_records = up.records();
+    let main_records = up.requests();
     let main_end = main_records.len();
     eprintln!(
         "[{label}] {} exited {:?} after {:.0}s{}; {} requests upstream",
@@ -431,7 +432,7 @@ fn scenario(agent: Agent, exe: &Path, window: usize, emulate: bool) {
         &task("beta", MORE_STEPS),
         true,
     );
-    let all = up.records();
+    let all = up.requests();
     // Claude Code asked for it (what it sent is recorded as sent).
     // Claude Code asked for it on its requests, and ctxfold served it.
     let metrics = proxy_metrics(&proxy);
@@ -556,7 +557,7 @@ fn scenario(agent: Agent, exe: &Path, window: usize, emulate: bool) {
 /// What the agent sent that the proxy has to handle: the top-level fields
 /// of its model requests, the roles and block types in its history, its
 /// shell tool's definition, and every other request.
-fn observed(records: &[Record]) -> Value {
+fn observed(records: &[Seen]) -> Value {
     let mut fields = std::collections::BTreeSet::new();
     let mut roles = std::collections::BTreeSet::new();
     let mut kinds = std::collections::BTreeSet::new();

@@ -1,9 +1,9 @@
 //! The real agents through `ctxfold proxy` on a log-like tool loop, priced
 //! as the providers price their prompt cache (issue 44): Claude Code and
 //! Codex (scripts/agents), in a loopback-only network namespace, against
-//! the scripted upstream (tests/common/agent_upstream.rs) at a
+//! the scripted upstream (ctxfold_testkit::upstream::agent) at a
 //! 40,000-token window it enforces, run 40 shell steps of the generator
-//! tests/common/ctxfold-log.sh: about 29 KB of timestamped INFO and DEBUG
+//! crates/ctxfold-testkit/src/upstream/agent/ctxfold-log.sh: about 29 KB of timestamped INFO and DEBUG
 //! lines a step, with one ERROR line naming the step; steps 5, 15, 25 and
 //! 35 print over 30 KB, which Claude Code saves to a file, showing the
 //! model a `<persisted-output>` preview ("Full output saved to: PATH", the
@@ -55,7 +55,8 @@ use common::agent_proxy::{
     run_agent, shape, start_proxy, straight, strings, tail,
 };
 use common::agent_run::{Ran, jsonl_files, task};
-use common::agent_upstream::{AgentUpstream, FINAL, Record, log_error_line, write_log_script};
+use ctxfold_testkit::upstream::agent::{FINAL, log_error_line, write_log_script};
+use ctxfold_testkit::upstream::{Seen, Upstream};
 use serde_json::{Value, json};
 
 /// Shell steps of the loop.
@@ -150,7 +151,7 @@ impl Measure {
 
 /// A request as the cache reads it: its fixed part, then each message,
 /// cache markers stripped, one after another.
-fn flat(r: &Record) -> Vec<char> {
+fn flat(r: &Seen) -> Vec<char> {
     let s = shape(r);
     let mut text = s.fixed;
     for m in &s.messages {
@@ -162,7 +163,7 @@ fn flat(r: &Record) -> Vec<char> {
 
 /// The figures of `records`; `errors[k-1]` is step k's ERROR line,
 /// `saved` the saved-output paths the agent showed the model.
-fn measure(records: &[Record], errors: &[String], saved: Vec<String>) -> Measure {
+fn measure(records: &[Seen], errors: &[String], saved: Vec<String>) -> Measure {
     let f = figures(records);
     let mut m = Measure {
         requests: f.requests,
@@ -309,14 +310,14 @@ fn scenario(agent: Agent, exe: &Path) {
     let prompt = task(TASK, STEPS);
 
     // Through the proxy.
-    let up = AgentUpstream::start(Some(WINDOW));
+    let up = Upstream::agents(Some(WINDOW));
     let s = Scratch::new();
     let proxy = start_proxy(&s, &up, WINDOW, false);
     let home = AgentHome::new(agent, &proxy.base);
     write_log_script(&home.work);
     let errors: Vec<String> = (1..=STEPS).map(|k| log_error_line(&home.work, k)).collect();
     let ran = run_agent(agent, exe, &home, &proxy.base, &prompt, false);
-    let records = up.records();
+    let records = up.requests();
     let (saved, saved_files) = saved_paths(agent, &home);
     let through = measure(&records, &errors, saved);
     let fired = firings(&s);

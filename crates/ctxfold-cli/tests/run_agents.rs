@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use common::agent_proxy::{Agent, in_namespace};
 use common::agent_run::task;
-use common::agent_upstream::{AgentUpstream, FINAL};
-use common::upstream::Upstream;
 use common::{Scratch, stderr};
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::agent::FINAL;
 use serde_json::Value;
 
 /// A client of both APIs: one chat completion through `OPENAI_BASE_URL`,
@@ -190,7 +190,7 @@ fn ctxfold_in(work: &Path, home: &Path) -> Command {
 /// upstream's), and a folder on `PATH` holding the agent by its name.
 struct Session {
     _root: tempfile::TempDir,
-    up: AgentUpstream,
+    up: Upstream,
     home: std::path::PathBuf,
     work: std::path::PathBuf,
     path: String,
@@ -198,7 +198,7 @@ struct Session {
 
 impl Session {
     fn new(exe: &Path, name: &str) -> Session {
-        let up = AgentUpstream::start(Some(60_000));
+        let up = Upstream::agents(Some(60_000));
         // Under target/tmp: Codex refuses to make its helper binaries under
         // a temporary folder.
         let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -313,11 +313,11 @@ fn agent_runs(exe: &Path, name: &str, args: &[&str], steps: u64) {
     eprintln!("[{name}] ctxfold run said:\n{err}");
     assert_eq!(out.status.code(), Some(0), "{name}: {err}\n{said}");
     assert!(said.contains(FINAL), "{name}: {said}\n{err}");
-    assert!(up.len() >= 1, "the upstream served the agent");
+    assert!(!up.is_empty(), "the upstream served the agent");
     let convs = session.conversations();
     let ls = Value::Array(convs.clone());
     let seen: Vec<String> = up
-        .records()
+        .requests()
         .iter()
         .map(|r| {
             let body = r.json();

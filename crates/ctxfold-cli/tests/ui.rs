@@ -22,21 +22,14 @@ mod common;
 use common::browser::browser;
 use common::model::{Say, events, model, workspace};
 use common::proxy::{Options, Proxy};
-use common::upstream::Upstream;
-use common::{Scratch, corpus_conversations, stderr};
+use common::{Scratch, corpus_conversations, records, stderr};
+use ctxfold_testkit::client::agent_without_redirects as agent;
+use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
 /// Start `ctxfold ARGS --listen 127.0.0.1:0` in `s` (`ui` or `proxy`).
 fn serve(s: &Scratch, args: &[&str]) -> Proxy {
     Proxy::serve(s, args, Options::default())
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into()
 }
 
 /// The number in an element's text (`12,345` → 12345).
@@ -61,10 +54,6 @@ fn form_token(html: &str) -> String {
         .and_then(|t| t.split('"').next())
         .expect("a form token in the page")
         .to_owned()
-}
-
-fn records(s: &Scratch, id: &str) -> Vec<Value> {
-    s.json(&["c", "print", id]).as_array().unwrap().clone()
 }
 
 #[test]

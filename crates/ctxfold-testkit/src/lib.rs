@@ -1,6 +1,8 @@
 //! What ctxfold's tests and benchmarks share, in one place instead of a
 //! copy per crate (each copy had started to differ):
 //!
+//! - [`client`]: the HTTP client the tests reach the proxy and the pages
+//!   with, and the answers it reads;
 //! - [`corpus`]: where the real agent conversations are (`../shared/corpus/jp`
 //!   beside the repository, or `CTXFOLD_CORPUS`), and their folders;
 //! - [`pg`]: a PostgreSQL database of one test's own on the server
@@ -11,17 +13,22 @@
 //! - [`session`]: a long agent session generated deterministically, for
 //!   the benchmarks of the pages and of `ctxfold conversation show`;
 //! - [`records`]: metadata and records the store's tests write;
-//! - [`canned`]: a fake upstream on 127.0.0.1 that answers with canned
-//!   replies in order and records what it was sent.
+//! - [`upstream`]: the one scripted upstream on 127.0.0.1 the tests talk
+//!   to: the proxy tests' model on every API the proxy speaks, the real
+//!   agents' model, or canned replies in order ([`canned`], the name the
+//!   providers' tests import it by), each request checked and kept.
 //!
 //! Only tests and benchmarks depend on it (as a dev-dependency); it is
 //! never published. Panicking on a broken setup is its job: a test must not
 //! pass without what it checks.
 
-pub mod canned;
+pub mod client;
 pub mod corpus;
 pub mod faults;
 pub mod needs;
 pub mod pg;
 pub mod records;
 pub mod session;
+pub mod upstream;
+
+pub use upstream::canned;

@@ -1,4 +1,6 @@
-//! Metadata and records the store tests write, one copy for all of them.
+//! Metadata and records the store tests write, and a conversation's
+//! records read back as `ctxfold c print --format json` prints them: one
+//! copy for all of them.
 
 use ctxfold_core::{Body, Object, Record};
 use ctxfold_store::ConversationMeta;
@@ -30,4 +32,42 @@ pub fn user(text: &str) -> Record {
             author: None,
         },
     )
+}
+
+/// The records of conversation `id` in `store` as `ctxfold c print
+/// --format json` prints them: each record's JSON with its turn (from 1),
+/// and `replaced` on an answer cut short that a retry's answer replaced.
+pub fn printed(store: &dyn ctxfold_store::Store, id: &str) -> Vec<serde_json::Value> {
+    let log = store.load(id).unwrap().into_log();
+    let replaced = ctxfold_core::cut_short::replaced(log.records());
+    log.records()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut o = r.to_object();
+            o.insert("turn".into(), json!(log.turn_of(i) + 1));
+            if replaced[i] {
+                o.insert("replaced".into(), json!(true));
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect()
+}
+
+/// [`printed`] once `done` holds of the records (an answer is recorded
+/// after its last byte went to the client, so a test that looks at once
+/// may be early), or as they are after five seconds.
+pub fn printed_when(
+    store: &dyn ctxfold_store::Store,
+    id: &str,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    for _ in 0..100 {
+        let r = printed(store, id);
+        if done(&r) {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    printed(store, id)
 }

@@ -1,5 +1,5 @@
 //! The real agents (Claude Code, Codex) through `ctxfold proxy` in front
-//! of the scripted upstream (agent_upstream.rs): where they run, how they
+//! of the scripted upstream (ctxfold_testkit::upstream::agent): where they run, how they
 //! are started, and the figures of what reached the upstream. Shared by
 //! tests/real_agents.rs and tests/real_agents_cache.rs.
 #![allow(dead_code)]
@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::Scratch;
 use super::agent_run::{Ran, enter_loopback_namespace, spawn_logged};
-use super::agent_upstream::{AgentUpstream, Record};
 use super::proxy::Proxy;
+use ctxfold_testkit::upstream::{Seen, Upstream};
 
 /// The tests share 2 cores: one agent run at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -86,7 +86,7 @@ pub fn in_namespace(agent: Agent, body: impl FnOnce(&Path) + Send + 'static) {
     }
 }
 
-pub fn start_proxy(s: &Scratch, up: &AgentUpstream, window: usize, emulate: bool) -> Proxy {
+pub fn start_proxy(s: &Scratch, up: &Upstream, window: usize, emulate: bool) -> Proxy {
     let mut config = format!(
         "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\nwindow = {window}\n",
         b = up.base
@@ -275,7 +275,7 @@ pub struct Shape {
     pub tokens: usize,
 }
 
-pub fn shape(r: &Record) -> Shape {
+pub fn shape(r: &Seen) -> Shape {
     let req = strip_cache(&r.json());
     let (fixed, list) = if r.path.starts_with("/v1/responses") {
         (
@@ -327,7 +327,7 @@ impl Figures {
     }
 }
 
-pub fn figures(records: &[Record]) -> Figures {
+pub fn figures(records: &[Seen]) -> Figures {
     let mut f = Figures::default();
     let mut prev: Option<Shape> = None;
     for r in records.iter().filter(|r| r.is_model()) {
@@ -418,7 +418,7 @@ pub fn proxy_metrics(p: &Proxy) -> Value {
 
 /// Every request in a line of `target/tmp/real-agents-<label>-requests.jsonl`
 /// (and, with `CTXFOLD_AGENTS_DUMP` set, every body in a folder beside it).
-pub fn dump(label: &str, records: &[Record]) {
+pub fn dump(label: &str, records: &[Seen]) {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let bodies = std::env::var_os("CTXFOLD_AGENTS_DUMP").map(|_| {
         let d = tmp.join(format!("real-agents-{label}-bodies"));
@@ -457,12 +457,7 @@ pub fn dump(label: &str, records: &[Record]) {
 }
 
 /// The window held and the tools paired, on every model request.
-pub fn check_requests(
-    records: &[Record],
-    window: usize,
-    what: &str,
-    fail: &mut impl FnMut(String),
-) {
+pub fn check_requests(records: &[Seen], window: usize, what: &str, fail: &mut impl FnMut(String)) {
     let rejected: Vec<String> = records
         .iter()
         .filter(|r| r.rejected)
@@ -496,7 +491,7 @@ pub fn check_requests(
 /// proxy): the baseline a run through the proxy is compared with.
 pub struct Straight {
     pub ran: Ran,
-    pub records: Vec<Record>,
+    pub records: Vec<Seen>,
     pub home: AgentHome,
 }
 
@@ -508,13 +503,13 @@ pub fn straight(
     prompt: &str,
     setup: impl FnOnce(&AgentHome),
 ) -> Straight {
-    let up = AgentUpstream::start(None);
+    let up = Upstream::agents(None);
     let home = AgentHome::new(agent, &up.base);
     setup(&home);
     let ran = run_agent(agent, exe, &home, &up.base, prompt, false);
     Straight {
         ran,
-        records: up.records(),
+        records: up.requests(),
         home,
     }
 }

@@ -1,5 +1,5 @@
 //! Running the real agents (Claude Code, Codex) straight against the
-//! scripted upstream (agent_upstream.rs), with their session files written
+//! scripted upstream (ctxfold_testkit::upstream::agent), with their session files written
 //! under a folder of the test's own: used by tests/agent_sessions.rs.
 //! (agent_proxy.rs runs them through the proxy, for tests/real_agents*.rs,
 //! in this module's namespace and with its process runner.)

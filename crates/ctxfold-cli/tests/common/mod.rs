@@ -3,12 +3,10 @@
 
 pub mod agent_proxy;
 pub mod agent_run;
-pub mod agent_upstream;
 pub mod browser;
 pub mod model;
 pub mod provider;
 pub mod proxy;
-pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -163,4 +161,46 @@ pub fn compact_report(s: &Scratch, dir: &Path, args: &[&str]) -> serde_json::Val
     ];
     a.extend_from_slice(args);
     s.json(&a)
+}
+
+/// The records of conversation `id` as `c print --format json` prints
+/// them.
+pub fn records(s: &Scratch, id: &str) -> Vec<serde_json::Value> {
+    records_in(s, &[], id)
+}
+
+/// The records of `id` in the store `store` names (`--store URL`).
+pub fn records_in(s: &Scratch, store: &[&str], id: &str) -> Vec<serde_json::Value> {
+    s.json(&[store, &["c", "print", id]].concat())
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The records once `done` holds of them (an answer is recorded after
+/// its last byte went to the client, so a test that looks at once may be
+/// early), or as they are after five seconds.
+pub fn records_when(
+    s: &Scratch,
+    id: &str,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    records_when_in(s, &[], id, done)
+}
+
+/// [`records_when`] in the store `store` names.
+pub fn records_when_in(
+    s: &Scratch,
+    store: &[&str],
+    id: &str,
+    done: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    for _ in 0..100 {
+        let r = records_in(s, store, id);
+        if done(&r) {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    records_in(s, store, id)
 }

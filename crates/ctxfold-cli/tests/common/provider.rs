@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::upstream::{Seen, read};
+use ctxfold_testkit::upstream::{Seen, read};
 
 /// The fake: its base URL, what it saw, what it found wrong.
 #[derive(Clone)]

@@ -1,0 +1,82 @@
+//! The tests' HTTP client of the proxy and the pages: one ureq agent that
+//! hands back every status as an answer (a 4xx is what many tests check),
+//! and a request's whole answer.
+
+/// An agent that does not turn a 4xx or 5xx into an error.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// [`agent`] that does not follow redirects (the pages' tests look at
+/// them).
+pub fn agent_without_redirects() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+/// An answer: status, headers (names lowercased), body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as JSON; one that is not fails the test, showing it.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `POST url` with a JSON `body` and `headers`; the whole answer (up to
+/// 64 MiB).
+pub fn post(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Answer {
+    let mut req = agent().post(url).header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    answer(req.send(body).unwrap())
+}
+
+/// `GET url`; the whole answer.
+pub fn get(url: &str) -> Answer {
+    answer(agent().get(url).call().unwrap())
+}
+
+fn answer(mut resp: ureq::http::Response<ureq::Body>) -> Answer {
+    Answer {
+        status: resp.status().as_u16(),
+        headers: resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect(),
+        body: resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_vec()
+            .unwrap(),
+    }
+}
