@@ -69,6 +69,19 @@ pub struct Message {
 }
 
 impl Message {
+    /// The `content` of `m`, a message's JSON, borrowed: for a reader that
+    /// walks a request without copying it (serde hands out no references
+    /// into a value).
+    pub fn content_of(m: &Object) -> Option<&Value> {
+        m.get("content")
+    }
+
+    /// The `tool_calls` of `m`, a message's JSON, borrowed (see
+    /// [`Message::content_of`]).
+    pub fn tool_calls_of(m: &Object) -> Option<&Value> {
+        m.get("tool_calls")
+    }
+
     /// A message of `role` with text `content`.
     pub fn text(role: &str, content: impl Into<String>) -> Message {
         Message {
