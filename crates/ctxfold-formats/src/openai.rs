@@ -102,18 +102,16 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
     crate::message_reader::read_messages(Wire::OpenAi, v)
 }
 
-/// What the reader reads of a chat message: its content as ctxfold-wire
-/// types it, the call a tool message answers, its tool calls and its
-/// reasoning; every other key stays in the message (see [`leftovers`]).
-#[derive(Deserialize)]
+/// What the reader reads of a chat message besides its content and tool
+/// calls (borrowed through ctxfold-wire's `Message::content_of` and
+/// `tool_calls_of`): the call a tool message answers and its reasoning;
+/// every other key stays in the message (see [`leftovers`]).
+#[derive(Default, Deserialize)]
+#[serde(default)]
 struct Said<'a> {
-    #[serde(default, deserialize_with = "present")]
-    content: Option<chat::Content>,
-    #[serde(default, borrow)]
+    #[serde(borrow)]
     tool_call_id: Field<'a>,
-    #[serde(default)]
-    tool_calls: Option<Loose<Vec<Value>>>,
-    #[serde(default, borrow)]
+    #[serde(borrow)]
     reasoning_content: Field<'a>,
 }
 
@@ -141,21 +139,21 @@ struct Function<'a> {
     extra: Object,
 }
 
-/// The text of a message's `content` and the content it was read from
+/// The text of a message's `content` and the value it was read from
 /// (`None` when the key was missing).
-struct Content {
+struct Content<'a> {
     text: String,
-    original: Option<chat::Content>,
+    original: Option<&'a Value>,
 }
 
-impl Content {
-    fn read(i: usize, said: &mut Said) -> Result<Self, String> {
-        let original = said.content.take();
-        let text = match &original {
-            None | Some(chat::Content::Null) => String::new(),
-            Some(chat::Content::Text(s)) => s.clone(),
-            Some(chat::Content::Parts(parts)) => text_parts(parts),
-            Some(chat::Content::Other(other)) => {
+impl<'a> Content<'a> {
+    fn read(i: usize, m: &'a Object) -> Result<Self, String> {
+        let original = Message::content_of(m);
+        let text = match original {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => text_parts(parts),
+            Some(other) => {
                 return Err(format!(
                     "messages[{i}].content: expected a string, an array of content parts or null, found {}",
                     describe(other)
@@ -168,13 +166,10 @@ impl Content {
     /// Keep the original content on `r` when export would not write it as
     /// `default`.
     fn keep(&self, r: &mut Record, default: Value) {
-        let orig = match &self.original {
-            None => return set_meta(r, "openai_no_content", Value::Bool(true)),
-            Some(chat::Content::Text(s)) if default.as_str() == Some(s) => return,
-            Some(orig) => ctxfold_wire::value(orig),
-        };
-        if orig != default {
-            set_meta(r, "openai_content", orig);
+        match self.original {
+            None => set_meta(r, "openai_no_content", Value::Bool(true)),
+            Some(orig) if *orig != default => set_meta(r, "openai_content", orig.clone()),
+            Some(_) => {}
         }
     }
 }
@@ -194,8 +189,8 @@ pub(crate) fn read_message(
         out.push_unknown_message(MESSAGE, m);
         return Ok(Side::Own);
     }
-    let mut said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
-    let content = Content::read(i, &mut said)?;
+    let said = Said::deserialize(m).map_err(|e| format!("messages[{i}]: {e}"))?;
+    let content = Content::read(i, m)?;
     match role {
         "system" | "developer" => {
             let idx = out.push(Body::System {
@@ -253,21 +248,21 @@ fn read_assistant(
     i: usize,
     m: &Object,
     said: Said,
-    content: &Content,
+    content: &Content<'_>,
     prev_assistant: bool,
 ) -> Result<(), String> {
     let mut consumed = vec!["role", "content"];
-    let calls: Vec<Value> = match said.tool_calls {
-        Some(Loose::Is(a)) if !a.is_empty() => {
+    let calls: &[Value] = match Message::tool_calls_of(m) {
+        Some(Value::Array(a)) if !a.is_empty() => {
             consumed.push("tool_calls");
             a
         }
         // An empty or null `tool_calls` is kept as an unmapped key.
-        None | Some(Loose::Is(_)) => Vec::new(),
-        Some(Loose::Not(other)) => {
+        None | Some(Value::Null) | Some(Value::Array(_)) => &[],
+        Some(other) => {
             return Err(format!(
                 "messages[{i}].tool_calls: expected an array of tool calls, found {}",
-                describe(&other)
+                describe(other)
             ));
         }
     };
