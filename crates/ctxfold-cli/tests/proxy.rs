@@ -14,12 +14,12 @@
 mod common;
 use ctxfold_testkit::pg;
 
-use std::sync::Arc;
-
 use common::proxy::{Options, Proxy};
 use common::{Scratch, records, records_when, records_when_in, stderr};
 use ctxfold_testkit::client::{Answer, agent, post};
+use ctxfold_testkit::records::count;
 use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::tool_loop::{file_text, openai_agent, openai_agent_via, tools};
 use serde_json::{Value, json};
 
 /// Write `config` into the workspace's config and start the proxy on a
@@ -59,138 +59,6 @@ fn metrics(p: &Proxy) -> String {
 
 const KEY: &str = "sk-test-SECRET-0123456789abcdef";
 
-fn tools() -> Value {
-    json!([{"type": "function", "function": {"name": "read_file", "description": "Read a file",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}])
-}
-
-/// A file's text, as big as a tool result of an agent reading code.
-fn file_text(path: &str, bytes: usize) -> String {
-    let line = format!("// {path}: fn work() {{ let x = compute(); x + 1 }}\n");
-    line.repeat(bytes / line.len() + 1)
-}
-
-/// The assistant message a streamed chat answer adds up to.
-fn assemble(sse: &[u8]) -> Value {
-    let mut content = String::new();
-    let mut calls: Vec<Value> = Vec::new();
-    for line in String::from_utf8_lossy(sse).lines() {
-        let Some(data) = line.strip_prefix("data: ") else {
-            continue;
-        };
-        if data == "[DONE]" {
-            break;
-        }
-        let chunk: Value = serde_json::from_str(data).unwrap();
-        let delta = &chunk["choices"][0]["delta"];
-        content.push_str(delta["content"].as_str().unwrap_or(""));
-        for c in delta["tool_calls"].as_array().into_iter().flatten() {
-            let i = c["index"].as_u64().unwrap() as usize;
-            if calls.len() <= i {
-                calls.push(json!({"id": c["id"], "type": "function",
-                    "function": {"name": c["function"]["name"], "arguments": ""}}));
-            }
-            let args = calls[i]["function"]["arguments"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-                + c["function"]["arguments"].as_str().unwrap_or("");
-            calls[i]["function"]["arguments"] = json!(args);
-        }
-    }
-    let mut m = json!({"role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) }});
-    if !calls.is_empty() {
-        m["tool_calls"] = json!(calls);
-    }
-    m
-}
-
-/// An OpenAI-chat agent: sends `task`, runs every tool call the model
-/// makes (reading a file of `result_bytes`), until the model answers.
-/// Returns the final messages and every answer's headers.
-fn openai_agent(
-    p: &Proxy,
-    messages: &mut Vec<Value>,
-    task: &str,
-    result_bytes: usize,
-    extra_headers: &[(&str, &str)],
-) -> Vec<Answer> {
-    openai_agent_streaming(p, messages, task, result_bytes, extra_headers, false)
-}
-
-/// [`openai_agent`], asking for streamed answers when `stream`.
-fn openai_agent_streaming(
-    p: &Proxy,
-    messages: &mut Vec<Value>,
-    task: &str,
-    result_bytes: usize,
-    extra_headers: &[(&str, &str)],
-    stream: bool,
-) -> Vec<Answer> {
-    openai_agent_via(
-        &[p.base.as_str()],
-        messages,
-        task,
-        result_bytes,
-        extra_headers,
-        stream,
-    )
-}
-
-/// [`openai_agent_streaming`] with its requests spread over proxies
-/// (`bases`, one after another), as a load balancer would.
-fn openai_agent_via(
-    bases: &[&str],
-    messages: &mut Vec<Value>,
-    task: &str,
-    result_bytes: usize,
-    extra_headers: &[(&str, &str)],
-    stream: bool,
-) -> Vec<Answer> {
-    messages.push(json!({"role": "user", "content": task}));
-    let mut answers = Vec::new();
-    loop {
-        let base = bases[answers.len() % bases.len()];
-        let body = json!({"model": "gpt-4o-mini", "messages": messages, "tools": tools(),
-            "temperature": 0.25, "max_tokens": 300, "stream": stream});
-        let mut headers = vec![("authorization", "Bearer sk-test-SECRET-0123456789abcdef")];
-        headers.extend_from_slice(extra_headers);
-        let a = post(
-            &format!("{base}/v1/chat/completions"),
-            &headers,
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(
-            a.status,
-            200,
-            "{} (headers {:?})",
-            String::from_utf8_lossy(&a.body),
-            a.headers
-        );
-        let msg = if stream {
-            assemble(&a.body)
-        } else {
-            a.json()["choices"][0]["message"].clone()
-        };
-        messages.push(msg.clone());
-        let calls = msg["tool_calls"].as_array().cloned().unwrap_or_default();
-        answers.push(a);
-        if calls.is_empty() {
-            return answers;
-        }
-        for c in calls {
-            let args: Value =
-                serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap();
-            messages.push(json!({"role": "tool", "tool_call_id": c["id"],
-                "content": file_text(args["path"].as_str().unwrap(), result_bytes)}));
-        }
-    }
-}
-
-fn count(recs: &[Value], kind: &str) -> usize {
-    recs.iter().filter(|r| r["type"] == kind).count()
-}
-
 #[test]
 fn a_long_tool_loop_fits_a_small_window_and_every_event_is_recorded() {
     let up = Upstream::start(8_000);
@@ -206,7 +74,7 @@ fn a_long_tool_loop_fits_a_small_window_and_every_event_is_recorded() {
     let mut messages =
         vec![json!({"role": "system", "content": "You are a careful coding agent."})];
     let answers = openai_agent(
-        &p,
+        &p.base,
         &mut messages,
         "Read every module: steps=300",
         1_200,
@@ -347,59 +215,18 @@ fn retries_divergent_histories_and_anthropic_streams_lose_and_double_nothing() {
 }
 
 #[test]
-fn concurrent_streaming_conversations_each_get_their_own_complete_log() {
-    let up = Upstream::start(1_000_000);
-    let s = Scratch::new();
-    let p = Arc::new(proxy(&s, &config(&up, ""), &[]));
-    let workers: Vec<_> = (0..100)
-        .map(|i| {
-            let p = p.clone();
-            std::thread::spawn(move || {
-                let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-                let header = format!("conv-{i}");
-                let a = openai_agent_streaming(
-                    &p,
-                    &mut messages,
-                    &format!("task {i} steps=2"),
-                    200,
-                    &[("x-ctxfold-conversation", &header)],
-                    true,
-                );
-                (
-                    i,
-                    a.last()
-                        .unwrap()
-                        .header("x-ctxfold-conversation")
-                        .unwrap()
-                        .to_owned(),
-                )
-            })
-        })
-        .collect();
-    let mut ids = std::collections::BTreeSet::new();
-    for w in workers {
-        let (i, id) = w.join().unwrap();
-        let recs = records(&s, &id);
-        assert_eq!(count(&recs, "tool_call"), 2, "conversation {i}");
-        assert_eq!(count(&recs, "tool_result"), 2, "conversation {i}");
-        assert_eq!(count(&recs, "user"), 1, "conversation {i}");
-        let user = recs.iter().find(|r| r["type"] == "user").unwrap();
-        assert_eq!(user["content"], json!(format!("task {i} steps=2")));
-        let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
-        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
-        ids.insert(id);
-    }
-    assert_eq!(ids.len(), 100);
-    assert!(up.problems().is_empty(), "{:?}", up.problems());
-}
-
-#[test]
 fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = proxy_logging(&s, &config(&up, "max_body_bytes = 4096"), &[], "debug");
     let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-    openai_agent(&p, &mut messages, "go steps=1", 100, &[("x-api-key", KEY)]);
+    openai_agent(
+        &p.base,
+        &mut messages,
+        "go steps=1",
+        100,
+        &[("x-api-key", KEY)],
+    );
     // An oversized body: 413, and nothing reached the upstream.
     let n = up.requests().len();
     let big = json!({"model": "m", "messages": [{"role": "user", "content": "x".repeat(10_000)}]});
@@ -700,18 +527,18 @@ fn compacting_and_undoing_while_the_proxy_runs_changes_the_next_request() {
     let s = Scratch::new();
     let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
     let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-    let answers = openai_agent(&p, &mut messages, "read them steps=6", 1_200, &[]);
+    let answers = openai_agent(&p.base, &mut messages, "read them steps=6", 1_200, &[]);
     let id = answers[0]
         .header("x-ctxfold-conversation")
         .unwrap()
         .to_owned();
     records_when(&s, &id, |r| count(r, "assistant") > 0);
     let last = |up: &Upstream| up.requests().last().unwrap().body.len();
-    openai_agent(&p, &mut messages, "next steps=0", 10, &[]);
+    openai_agent(&p.base, &mut messages, "next steps=0", 10, &[]);
     let whole = last(&up);
     // Fold the first turn's tool output from the command line.
     s.ok(&["c", "compact", &id, "-t", "--keep-last", "1"]);
-    openai_agent(&p, &mut messages, "and? steps=0", 10, &[]);
+    openai_agent(&p.base, &mut messages, "and? steps=0", 10, &[]);
     let folded = last(&up);
     assert!(
         folded + 6_000 < whole,
@@ -719,51 +546,12 @@ fn compacting_and_undoing_while_the_proxy_runs_changes_the_next_request() {
     );
     // And undo it: the next request holds the whole history again.
     s.ok(&["c", "compact", &id, "--reset"]);
-    openai_agent(&p, &mut messages, "once more steps=0", 10, &[]);
+    openai_agent(&p.base, &mut messages, "once more steps=0", 10, &[]);
     assert!(last(&up) > whole, "{} against {whole}", last(&up));
     let recs = records(&s, &id);
     assert_eq!(count(&recs, "compaction_reset"), 1);
     assert_eq!(count(&recs, "tool_result"), 6);
     assert!(up.problems().is_empty(), "{:?}", up.problems());
-}
-
-#[test]
-fn observe_records_but_never_changes_a_request() {
-    let run = |args: &[&str]| {
-        let up = Upstream::start(1_000_000);
-        let s = Scratch::new();
-        let p = proxy(
-            &s,
-            &config(
-                &up,
-                "window = 2000\n[compaction.auto.rule]\nkeep_last = 1\ntool_calls = \"strip\"",
-            ),
-            args,
-        );
-        let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-        let answers = openai_agent(&p, &mut messages, "read steps=8", 1_200, &[]);
-        let id = answers[0]
-            .header("x-ctxfold-conversation")
-            .unwrap()
-            .to_owned();
-        let recs = records_when(&s, &id, |r| count(r, "assistant") > 0);
-        // Did each request reach the upstream as the client sent it?
-        let unchanged = up
-            .requests()
-            .iter()
-            .zip(1..)
-            .all(|(seen, k)| seen.json()["messages"] == json!(messages[..2 * k]));
-        (recs, unchanged)
-    };
-    // Without --observe the same conversation is compacted: the check below
-    // means something.
-    let (recs, unchanged) = run(&[]);
-    assert!(count(&recs, "compaction") > 0);
-    assert!(!unchanged);
-    let (recs, unchanged) = run(&["--observe"]);
-    assert!(unchanged, "every request went on as the client sent it");
-    assert_eq!(count(&recs, "tool_result"), 8);
-    assert_eq!(count(&recs, "compaction"), 0);
 }
 
 #[test]
@@ -954,128 +742,16 @@ fn count_tokens_counts_what_the_upstream_would_get_and_records_nothing() {
 }
 
 #[test]
-fn two_clients_on_one_conversation_keep_each_history_whole() {
-    // Two agents name the same conversation and send at the same time:
-    // their histories diverge, so one of them goes on in a fork; each
-    // history ends up whole, in order, in the conversation its last
-    // answer names, and there is one fork, not one per request.
-    let up = Upstream::start(1_000_000);
-    let s = Scratch::new();
-    let p = Arc::new(proxy(&s, &config(&up, ""), &[]));
-    let clients: Vec<_> = ["alpha", "beta"]
-        .into_iter()
-        .map(|who| {
-            let p = p.clone();
-            std::thread::spawn(move || {
-                let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-                let a = openai_agent(
-                    &p,
-                    &mut messages,
-                    &format!("{who} steps=4"),
-                    300,
-                    &[("x-ctxfold-conversation", "shared")],
-                );
-                let id = a
-                    .last()
-                    .unwrap()
-                    .header("x-ctxfold-conversation")
-                    .unwrap()
-                    .to_owned();
-                (who, id, messages)
-            })
-        })
-        .collect();
-    for c in clients {
-        let (who, id, messages) = c.join().unwrap();
-        let recs = records_when(&s, &id, |r| {
-            r.iter().any(|x| x["content"] == json!("done: 4 steps"))
-        });
-        // The client's messages, in order, as the log holds them.
-        let users: Vec<&Value> = recs.iter().filter(|r| r["type"] == "user").collect();
-        assert_eq!(users.len(), 1, "{who}: {users:?}");
-        assert_eq!(users[0]["content"], json!(format!("{who} steps=4")));
-        let results: Vec<&str> = recs
-            .iter()
-            .filter(|r| r["type"] == "tool_result")
-            .map(|r| r["id"].as_str().unwrap())
-            .collect();
-        let sent: Vec<&str> = messages
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| m["tool_call_id"].as_str().unwrap())
-            .collect();
-        assert_eq!(results, sent, "{who}");
-    }
-    // One fork, not one per request: each client finds its own again.
-    assert_eq!(s.json(&["c", "ls"]).as_array().unwrap().len(), 2);
-    assert!(up.problems().is_empty(), "{:?}", up.problems());
-}
-
-/// Twelve clients on one name (the same header), past the eight most
-/// recent conversations a request is compared with, each in steps at the
-/// same time: each finds its own conversation again by the answer it
-/// sends back, so there are twelve (one each), not a fork per request.
-#[test]
-fn twelve_clients_on_one_name_each_find_their_own_conversation() {
-    let up = Upstream::start(1_000_000);
-    let s = Scratch::new();
-    let p = Arc::new(proxy(&s, &config(&up, ""), &[]));
-    let clients: Vec<_> = (0..12)
-        .map(|i| {
-            let p = p.clone();
-            std::thread::spawn(move || {
-                let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-                let a = openai_agent(
-                    &p,
-                    &mut messages,
-                    &format!("client {i} steps=5"),
-                    200,
-                    &[("x-ctxfold-conversation", "one-name")],
-                );
-                let id = a
-                    .last()
-                    .unwrap()
-                    .header("x-ctxfold-conversation")
-                    .unwrap()
-                    .to_owned();
-                (i, id, messages)
-            })
-        })
-        .collect();
-    let mut ids = std::collections::BTreeSet::new();
-    for c in clients {
-        let (i, id, messages) = c.join().unwrap();
-        let recs = records(&s, &id);
-        let sent: Vec<&str> = messages
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| m["tool_call_id"].as_str().unwrap())
-            .collect();
-        let results: Vec<&str> = recs
-            .iter()
-            .filter(|r| r["type"] == "tool_result")
-            .map(|r| r["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(results, sent, "client {i}");
-        ids.insert(id);
-    }
-    assert_eq!(ids.len(), 12, "{ids:?}");
-    let all = s.json(&["c", "ls"]).as_array().unwrap().len();
-    assert_eq!(all, 12, "one conversation a client, not a fork a request");
-    assert!(up.problems().is_empty(), "{:?}", up.problems());
-}
-
-#[test]
 fn a_conversation_removed_while_the_proxy_runs_is_started_afresh() {
     let up = Upstream::start(1_000_000);
     let s = Scratch::new();
     let p = proxy(&s, &config(&up, ""), &[]);
     let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-    let a = openai_agent(&p, &mut messages, "first steps=1", 100, &[]);
+    let a = openai_agent(&p.base, &mut messages, "first steps=1", 100, &[]);
     let id = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
     records_when(&s, &id, |r| count(r, "assistant") > 0);
     s.ok(&["c", "rm", &id]);
-    let a = openai_agent(&p, &mut messages, "again steps=0", 10, &[]);
+    let a = openai_agent(&p.base, &mut messages, "again steps=0", 10, &[]);
     assert_eq!(a[0].status, 200);
     assert_eq!(a[0].header("x-ctxfold-history"), Some("new"));
     let fresh = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
@@ -1096,7 +772,7 @@ fn with_a_compaction_in_force_what_the_log_does_not_compare_still_goes_as_sent()
     let s = Scratch::new();
     let p = proxy(&s, &config(&up, "window = 1000000"), &[]);
     let mut messages = vec![json!({"role": "system", "content": "Agent."})];
-    let a = openai_agent(&p, &mut messages, "read steps=4", 1_500, &[]);
+    let a = openai_agent(&p.base, &mut messages, "read steps=4", 1_500, &[]);
     let id = a[0].header("x-ctxfold-conversation").unwrap().to_owned();
     records_when(&s, &id, |r| count(r, "assistant") > 0);
     s.ok(&["c", "compact", &id, "-t", "--keep-last", "0"]);

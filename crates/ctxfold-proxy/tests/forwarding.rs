@@ -2,7 +2,8 @@
 //! scripted upstream checking every request: a request with nothing to
 //! compact goes as sent, byte for byte; one ctxfold cannot read goes
 //! unchanged or is refused; Anthropic's prompt-cache markers stay on kept
-//! blocks and move off folded ones. (Moved from ctxfold-cli's
+//! blocks and move off folded ones; observing, it records and never
+//! changes a request. (Moved from ctxfold-cli's
 //! tests/proxy.rs: none of them needs the command line.)
 
 // A test or bench may panic on what it did not expect, and print: the
@@ -18,7 +19,9 @@ mod common;
 
 use common::InProcess;
 use ctxfold_testkit::client::{agent, get, post};
+use ctxfold_testkit::records::count;
 use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::tool_loop::openai_agent;
 use serde_json::{Value, json};
 
 /// The proxy with `config` (TOML), in-process.
@@ -230,4 +233,43 @@ fn prompt_cache_markers_stay_on_kept_blocks_and_move_off_folded_ones() {
         "the first message itself was folded"
     );
     assert!(up.problems().is_empty(), "{:?}", up.problems());
+}
+
+#[test]
+fn observe_records_but_never_changes_a_request() {
+    // `observe`: what `ctxfold proxy --observe` sets.
+    let run = |observe: bool| {
+        let up = Upstream::start(1_000_000);
+        let p = InProcess::start_with(
+            &config(
+                &up,
+                "window = 2000\n[compaction.auto.rule]\nkeep_last = 1\ntool_calls = \"strip\"",
+            ),
+            "127.0.0.1:0",
+            observe,
+        );
+        let mut messages = vec![json!({"role": "system", "content": "Agent."})];
+        let answers = openai_agent(&p.base, &mut messages, "read steps=8", 1_200, &[]);
+        let id = answers[0]
+            .header("x-ctxfold-conversation")
+            .unwrap()
+            .to_owned();
+        let recs = p.records_when(&id, |r| count(r, "assistant") > 0);
+        // Did each request reach the upstream as the client sent it?
+        let unchanged = up
+            .requests()
+            .iter()
+            .zip(1..)
+            .all(|(seen, k)| seen.json()["messages"] == json!(messages[..2 * k]));
+        (recs, unchanged)
+    };
+    // Without --observe the same conversation is compacted: the check below
+    // means something.
+    let (recs, unchanged) = run(false);
+    assert!(count(&recs, "compaction") > 0);
+    assert!(!unchanged);
+    let (recs, unchanged) = run(true);
+    assert!(unchanged, "every request went on as the client sent it");
+    assert_eq!(count(&recs, "tool_result"), 8);
+    assert_eq!(count(&recs, "compaction"), 0);
 }

@@ -18,6 +18,7 @@ mod common;
 
 use common::InProcess;
 use ctxfold_testkit::client::{agent, get, post};
+use ctxfold_testkit::records::count;
 use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
@@ -48,10 +49,6 @@ fn tools() -> Value {
 fn file_text(path: &str, bytes: usize) -> String {
     let line = format!("// {path}: fn work() {{ let x = compute(); x + 1 }}\n");
     line.repeat(bytes / line.len() + 1)
-}
-
-fn count(recs: &[Value], kind: &str) -> usize {
-    recs.iter().filter(|r| r["type"] == kind).count()
 }
 
 /// The upstream's window is smaller than the proxy believes: its "context

@@ -71,3 +71,8 @@ pub fn printed_when(
     }
     printed(store, id)
 }
+
+/// How many of `recs` (as [`printed`] gives them) are of type `kind`.
+pub fn count(recs: &[serde_json::Value], kind: &str) -> usize {
+    recs.iter().filter(|r| r["type"] == kind).count()
+}

@@ -39,6 +39,12 @@ impl InProcess {
 
     /// [`InProcess::start`] listening on `listen`.
     pub fn start_on(config: &str, listen: &str) -> InProcess {
+        InProcess::start_with(config, listen, false)
+    }
+
+    /// [`InProcess::start_on`], only recording when `observe` (what
+    /// `ctxfold proxy --observe` sets).
+    pub fn start_with(config: &str, listen: &str, observe: bool) -> InProcess {
         let dir = tempfile::tempdir().unwrap();
         let (ws, _) = Workspace::init(dir.path()).unwrap();
         let store: Arc<dyn Store> = Arc::new(ws);
@@ -68,6 +74,7 @@ impl InProcess {
             .unwrap();
         let bound: SocketAddr = listener.local_addr().unwrap();
         proxy_config.listen = bound;
+        proxy_config.observe = observe;
         proxy_config.check_listen().unwrap();
         // As `ctxfold proxy`: automatic compaction on unless config says.
         let mut policy = loaded.config.auto.clone();

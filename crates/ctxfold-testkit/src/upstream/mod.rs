@@ -20,7 +20,8 @@
 //!   ([`canned`]), for the providers' and the command line's tests of one
 //!   exchange; it stops when dropped.
 //!
-//! [`http`] is the server they share: the listener, reading a request,
+//! [`tool_loop`] is the proxy tests' client of the model: the agent that
+//! answers its tool calls. [`http`] is the server they share: the listener, reading a request,
 //! writing an answer step by step (pauses included).
 
 pub mod agent;
@@ -32,6 +33,7 @@ pub mod http;
 pub mod model;
 mod openai;
 mod responses;
+pub mod tool_loop;
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
