@@ -493,11 +493,7 @@ pub fn session_path(format: Format, input: &Path, id: &str) -> Option<PathBuf> {
 pub fn resume_command(format: Format, t: &Transcript, id: &str) -> Option<String> {
     match format {
         Format::ClaudeCode => {
-            let cwd = t
-                .extras
-                .get(claude_code::KEY)
-                .and_then(|e| e.get("cwd"))
-                .and_then(Value::as_str);
+            let cwd = claude_code::extra(t, claude_code::CWD).and_then(Value::as_str);
             Some(match cwd {
                 Some(d) => format!("cd {} && claude --resume {id}", shell_word(d)),
                 None => format!("claude --resume {id}"),
@@ -606,10 +602,7 @@ pub fn chat_records(records: &[Record]) -> Vec<&Record> {
 /// (an OpenAI `refusal`, say, is kept in `extra` and written back) and no
 /// content parts that are not text (kept in metadata `openai_content`).
 fn says_nothing(r: &Record) -> bool {
-    let parts = r
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get("openai_content"))
+    let parts = chat::meta(r, openai::CONTENT)
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
     matches!(&r.body, Body::Assistant { content } if content.trim().is_empty())

@@ -88,6 +88,9 @@ const ARGUMENT_KEYS: ArgumentKeys = ArgumentKeys {
 };
 
 pub(crate) const PREFIX: &str = "openai";
+/// Metadata keeping a message's content as it came, where export would
+/// write it otherwise.
+pub(crate) const CONTENT: &str = "openai_content";
 /// The kind of an `Other` record holding a message of a role this module
 /// does not know.
 const MESSAGE: &str = "openai_message";
@@ -168,7 +171,7 @@ impl<'a> Content<'a> {
     fn keep(&self, r: &mut Record, default: Value) {
         match self.original {
             None => set_meta(r, "openai_no_content", Value::Bool(true)),
-            Some(orig) if *orig != default => set_meta(r, "openai_content", orig.clone()),
+            Some(orig) if *orig != default => set_meta(r, CONTENT, orig.clone()),
             Some(_) => {}
         }
     }
@@ -543,7 +546,7 @@ fn content_of(records: &[&Record], text: &str, default: Value) -> Option<chat::C
             }
             break;
         }
-        if let Some(orig) = meta(r, "openai_content") {
+        if let Some(orig) = meta(r, CONTENT) {
             if content_text(orig) == text {
                 return Some(chat::Content::from_value(orig.clone()));
             }
