@@ -165,7 +165,7 @@ fn jsonl_of_an_unknown_shape_names_the_formats_tried_and_its_keys() {
         assert!(!out.status.success());
         let err = stderr(&out);
         assert!(
-            err.contains("cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex; use --input-format"),
+            err.contains("cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex, Gemini; use --input-format"),
             "{err}"
         );
         assert!(err.contains("keys event, at"), "{err}");

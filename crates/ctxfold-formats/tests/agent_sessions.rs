@@ -175,7 +175,7 @@ fn jsonl_of_an_unknown_shape_says_what_it_saw() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex; use --input-format"),
+        e.contains("cannot tell the transcript format: tried ctxfold, JP, OpenAI, Anthropic, Claude Code, Codex, Gemini; use --input-format"),
         "{e}"
     );
     assert!(e.contains("first line has the keys kind, n"), "{e}");
