@@ -1,9 +1,8 @@
-//! How `ctxfold proxy` relays and records answers that do not arrive
-//! whole, through the real binary, a client written here and the fake
-//! upstream of ctxfold_testkit::upstream: an answer cut short and then
-//! retried is written out once (issue 25, point 5), and an answer the
-//! upstream hangs up on before its protocol's end is recorded as cut short
-//! and reaches the client as broken, not as whole (point 6).
+//! An answer cut short and then retried is written out once (issue 25,
+//! point 5): through the real binary, as `c print` and `c export` show
+//! it. That an answer the upstream hangs up on is recorded as cut short
+//! and reaches the client as broken (point 6) runs in-process in
+//! ctxfold-proxy's tests/answers_cut_short.rs.
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -18,7 +17,8 @@ mod common;
 
 use common::proxy::{Options, Proxy};
 use common::{Scratch, records_when};
-use ctxfold_testkit::client::agent;
+use ctxfold_testkit::client::send;
+use ctxfold_testkit::records::of_type;
 use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
@@ -29,37 +29,6 @@ fn proxy(s: &Scratch, up: &Upstream, extra: &str) -> Proxy {
         b = up.base
     );
     Proxy::start_with(s, &config, Options::default())
-}
-
-/// What the client got: the conversation the proxy named, and the body,
-/// or the error its reading ended in.
-struct Got {
-    conversation: String,
-    body: Result<Vec<u8>, String>,
-}
-
-fn send(url: &str, body: &Value) -> Got {
-    let mut resp = agent()
-        .post(url)
-        .header("content-type", "application/json")
-        .send(body.to_string().as_bytes())
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    let conversation = resp
-        .headers()
-        .get("x-ctxfold-conversation")
-        .expect("the proxy names the conversation")
-        .to_str()
-        .unwrap()
-        .to_owned();
-    Got {
-        conversation,
-        body: resp.body_mut().read_to_vec().map_err(|e| e.to_string()),
-    }
-}
-
-fn assistants(recs: &[Value]) -> Vec<&Value> {
-    recs.iter().filter(|r| r["type"] == "assistant").collect()
 }
 
 /// The conversation exported in `format`, parsed.
@@ -129,16 +98,16 @@ fn an_answer_cut_short_and_retried_is_written_out_once() {
     );
     assert!(got.body.is_err(), "the client sees the stream break off");
     let id = got.conversation;
-    let recs = records_when(&s, &id, |r| !assistants(r).is_empty());
-    let cut = assistants(&recs);
+    let recs = records_when(&s, &id, |r| !of_type(r, "assistant").is_empty());
+    let cut = of_type(&recs, "assistant");
     assert_eq!(cut.len(), 1, "{recs:#?}");
     assert_eq!(cut[0]["content"], "done: ");
     assert_eq!(cut[0]["metadata"]["cut_short"], true);
     let retry = send(&url, &json!({"model": "m", "messages": messages}));
     assert_eq!(retry.conversation, id);
     retry.body.unwrap();
-    let recs = records_when(&s, &id, |r| assistants(r).len() > 1);
-    assert_eq!(assistants(&recs).len(), 2, "{recs:#?}");
+    let recs = records_when(&s, &id, |r| of_type(r, "assistant").len() > 1);
+    assert_eq!(of_type(&recs, "assistant").len(), 2, "{recs:#?}");
     // What went upstream: the same request twice, nothing of the cut answer.
     let sent = up.requests();
     assert_eq!(sent[1].json()["messages"], messages);
@@ -180,11 +149,14 @@ fn an_answer_cut_short_and_retried_is_written_out_once() {
     let got = send(&url, &body("stall-2"));
     assert!(got.body.is_err(), "the client sees the stream break off");
     let id = got.conversation;
-    let recs = records_when(&s, &id, |r| !assistants(r).is_empty());
-    assert_eq!(assistants(&recs)[0]["content"], "");
-    assert_eq!(assistants(&recs)[0]["metadata"]["cut_short"], true);
+    let recs = records_when(&s, &id, |r| !of_type(r, "assistant").is_empty());
+    assert_eq!(of_type(&recs, "assistant")[0]["content"], "");
+    assert_eq!(
+        of_type(&recs, "assistant")[0]["metadata"]["cut_short"],
+        true
+    );
     send(&url, &body("m")).body.unwrap();
-    records_when(&s, &id, |r| assistants(r).len() > 1);
+    records_when(&s, &id, |r| of_type(r, "assistant").len() > 1);
     let anthropic = export(&s, &id, "anthropic");
     no_empty_anthropic_content(&anthropic);
     let answers = assistant_messages(&anthropic);
@@ -206,7 +178,7 @@ fn an_answer_cut_short_and_retried_is_written_out_once() {
     );
     assert!(got.body.is_err());
     let id = got.conversation;
-    records_when(&s, &id, |r| !assistants(r).is_empty());
+    records_when(&s, &id, |r| !of_type(r, "assistant").is_empty());
     let anthropic = export(&s, &id, "anthropic");
     no_empty_anthropic_content(&anthropic);
     assert!(assistant_messages(&anthropic).is_empty(), "{anthropic:#}");
@@ -215,116 +187,4 @@ fn an_answer_cut_short_and_retried_is_written_out_once() {
     assert!(assistant_messages(&openai).is_empty(), "{openai:#}");
     let printed = s.ok(&["c", "print", &id]);
     assert!(printed.contains("[assistant, cut short]\n"), "{printed}");
-}
-
-/// Issue 25, point 6. The upstream answers with a body its close delimits
-/// (no length, no chunks) and hangs up before the answer's end: a stream
-/// without its last events, a JSON body cut inside the text. The client
-/// sees its answer break off, not end; the log holds what was readable of
-/// it, marked `cut_short`.
-#[test]
-fn an_answer_the_upstream_hangs_up_on_is_cut_short_for_the_client_and_the_log() {
-    let up = Upstream::start(1_000_000);
-    let s = Scratch::new();
-    let p = proxy(&s, &up, "");
-    let chat = format!("{}/v1/chat/completions", p.base);
-    let messages = format!("{}/v1/messages", p.base);
-    let responses = format!("{}/v1/responses", p.base);
-    let user = |n: usize| json!([{"role": "user", "content": format!("case {n} steps=0")}]);
-    let cases = [
-        (
-            "chat, streamed",
-            &chat,
-            json!({"model": "unframed", "stream": true, "messages": user(1)}),
-            "done: 0 steps",
-        ),
-        (
-            "chat",
-            &chat,
-            json!({"model": "unframed", "messages": user(2)}),
-            "done: ",
-        ),
-        (
-            "anthropic, streamed",
-            &messages,
-            json!({"model": "unframed", "max_tokens": 100, "stream": true, "messages": user(3)}),
-            "done: 0 steps",
-        ),
-        (
-            "anthropic",
-            &messages,
-            json!({"model": "unframed", "max_tokens": 100, "messages": user(4)}),
-            "done: ",
-        ),
-        (
-            "responses, streamed",
-            &responses,
-            json!({"model": "unframed", "stream": true, "input": "case 5 steps=0"}),
-            "done: 0 steps",
-        ),
-        (
-            "responses",
-            &responses,
-            json!({"model": "unframed", "input": "case 6 steps=0"}),
-            "done: ",
-        ),
-    ];
-    for (what, url, body, text) in cases {
-        let got = send(url, &body);
-        assert!(
-            got.body.is_err(),
-            "{what}: the client sees the answer break off, got {:?}",
-            got.body.map(|b| String::from_utf8_lossy(&b).into_owned())
-        );
-        let recs = records_when(&s, &got.conversation, |r| !assistants(r).is_empty());
-        let answer = assistants(&recs);
-        assert_eq!(answer.len(), 1, "{what}: {recs:#?}");
-        assert_eq!(answer[0]["content"], text, "{what}");
-        assert_eq!(answer[0]["metadata"]["cut_short"], true, "{what}");
-    }
-    let metrics = agent()
-        .get(&format!("{}/metrics", p.base))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    assert!(metrics.contains("cut_short"), "{metrics}");
-}
-
-/// Point 6, for answers the proxy does not record: a request repeated
-/// after its answer was recorded (an earlier state of the conversation) is
-/// relayed, not recorded, and its answer is watched all the same: when the
-/// upstream hangs up on it mid-way, the client sees it break off.
-#[test]
-fn an_unrecorded_answer_the_upstream_hangs_up_on_breaks_off_for_the_client() {
-    let up = Upstream::start(1_000_000);
-    let s = Scratch::new();
-    let p = proxy(&s, &up, "");
-    let chat = format!("{}/v1/chat/completions", p.base);
-    let messages = json!([{"role": "user", "content": "case 7 steps=0"}]);
-    let first = send(&chat, &json!({"model": "m", "messages": messages}));
-    assert!(first.body.is_ok(), "{:?}", first.body);
-    let recs = records_when(&s, &first.conversation, |r| !assistants(r).is_empty());
-    assert_eq!(assistants(&recs).len(), 1, "{recs:#?}");
-    for stream in [false, true] {
-        let again = send(
-            &chat,
-            &json!({"model": "unframed", "stream": stream, "messages": messages}),
-        );
-        assert_eq!(
-            again.conversation, first.conversation,
-            "the same conversation"
-        );
-        assert!(
-            again.body.is_err(),
-            "stream {stream}: the client sees the answer break off, got {:?}",
-            again.body.map(|b| String::from_utf8_lossy(&b).into_owned())
-        );
-    }
-    // Nothing of the repeats was recorded: the log still holds one answer.
-    let recs = s.json(&["c", "print", &first.conversation]);
-    let recs = recs.as_array().unwrap();
-    assert_eq!(assistants(recs).len(), 1, "{recs:#?}");
-    assert_eq!(up.requests().len(), 3);
 }

@@ -80,3 +80,32 @@ fn answer(mut resp: ureq::http::Response<ureq::Body>) -> Answer {
             .unwrap(),
     }
 }
+
+/// What a client of the proxy got: the conversation the proxy named, and
+/// the body, or the error its reading ended in (an answer that broke off).
+pub struct Got {
+    pub conversation: String,
+    pub body: Result<Vec<u8>, String>,
+}
+
+/// `POST url` with the JSON `body`; the answer must be a 200 naming its
+/// conversation.
+pub fn send(url: &str, body: &serde_json::Value) -> Got {
+    let mut resp = agent()
+        .post(url)
+        .header("content-type", "application/json")
+        .send(body.to_string().as_bytes())
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let conversation = resp
+        .headers()
+        .get("x-ctxfold-conversation")
+        .expect("the proxy names the conversation")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    Got {
+        conversation,
+        body: resp.body_mut().read_to_vec().map_err(|e| e.to_string()),
+    }
+}

@@ -76,3 +76,8 @@ pub fn printed_when(
 pub fn count(recs: &[serde_json::Value], kind: &str) -> usize {
     recs.iter().filter(|r| r["type"] == kind).count()
 }
+
+/// The records of `recs` of type `kind`.
+pub fn of_type<'a>(recs: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    recs.iter().filter(|r| r["type"] == kind).collect()
+}
