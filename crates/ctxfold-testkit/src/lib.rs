@@ -12,11 +12,16 @@
 //! - [`faults`]: real file-system faults (a full disk, a read-only folder);
 //! - [`session`]: a long agent session generated deterministically, for
 //!   the benchmarks of the pages and of `ctxfold conversation show`;
-//! - [`records`]: metadata and records the store's tests write;
+//! - [`records`]: metadata and records the store's tests write, and a
+//!   conversation's records read back from a store as `ctxfold c print
+//!   --format json` prints them (for the tests that run the proxy
+//!   in-process);
 //! - [`upstream`]: the one scripted upstream on 127.0.0.1 the tests talk
 //!   to: the proxy tests' model on every API the proxy speaks, the real
 //!   agents' model, or canned replies in order ([`canned`], the name the
-//!   providers' tests import it by), each request checked and kept.
+//!   providers' tests import it by), each request checked and kept; and
+//!   the proxy tests' tool-using client of that model
+//!   ([`upstream::tool_loop`]).
 //!
 //! Only tests and benchmarks depend on it (as a dev-dependency); it is
 //! never published. Panicking on a broken setup is its job: a test must not
