@@ -1,5 +1,7 @@
 //! Google's Gemini API (`POST /v1beta/models/{model}:generateContent` and
-//! `:streamGenerateContent`, `[proxy] gemini`): requests read and written
+//! `:streamGenerateContent`, and the same under `/v1/`, the API's stable
+//! version, which the `google-genai` SDK uses with a base URL of its own;
+//! `[proxy] gemini`): requests read and written
 //! by `ctxfold_formats::gemini` (`contents`, `systemInstruction`); the
 //! model named by the path; answers (`candidates`, `usageMetadata`), whole
 //! or as server-sent events (`?alt=sse`), read here into the records the
@@ -28,11 +30,20 @@ use crate::agent::{Agent, Session};
 /// Google's Gemini API.
 pub struct Gemini;
 
-const ROUTES: &[Route] = &[Route {
-    path: "/v1beta/models/{call}",
-    label: "generate_content",
-    serves: Serves::Turn,
-}];
+const ROUTES: &[Route] = &[
+    Route {
+        path: "/v1beta/models/{call}",
+        label: "generate_content",
+        serves: Serves::Turn,
+    },
+    // OpenAI's `GET /v1/models/{model}` shares the path: only a POST of a
+    // `{model}:{action}` the proxy interprets is Gemini's.
+    Route {
+        path: "/v1/models/{call}",
+        label: "generate_content",
+        serves: Serves::Turn,
+    },
+];
 
 /// The actions of a model path the proxy interprets, with their metrics
 /// names.

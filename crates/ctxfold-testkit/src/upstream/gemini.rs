@@ -8,9 +8,11 @@ use serde_json::{Value, json};
 use super::model::Act;
 
 /// The model and whether it streams, of a Gemini API path
-/// (`/v1beta/models/MODEL:generateContent`, `…:streamGenerateContent?alt=sse`).
+/// (`/v1beta/models/MODEL:generateContent`, `…:streamGenerateContent?alt=sse`;
+/// `/v1/` as well).
 pub(crate) fn gemini_call(path: &str) -> Option<(String, bool)> {
-    let rest = path.strip_prefix("/v1beta/models/")?;
+    let rest =
+        (path.strip_prefix("/v1beta/models/")).or_else(|| path.strip_prefix("/v1/models/"))?;
     let rest = rest.split('?').next()?;
     let (model, action) = rest.split_once(':')?;
     match action {

@@ -281,23 +281,26 @@ fn chatty(asked: &str) -> String {
 }
 
 /// (steps asked for, steps done): the steps from the last user text that
-/// says `steps=N`; the steps done from the file the last tool result read
-/// (`// src/mK.rs` is step K), since compaction may have folded the
-/// results before it.
+/// says `steps=N` (else from a summary that quotes it: a long turn's own
+/// request folded with its first steps); the steps done from the file the
+/// last tool result read (`// src/mK.rs` is step K), since compaction may
+/// have folded the results before it.
 fn progress(shape: &str, req: &Value) -> (usize, usize) {
     let msgs = blocks(shape, req).unwrap_or_default();
     let text = |bs: &[Value]| -> String { bs.iter().filter_map(|b| b["text"].as_str()).collect() };
-    let steps = msgs
-        .iter()
-        .rev()
-        .filter(|(role, _)| role == "user")
-        .find_map(|(_, bs)| {
-            text(bs)
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("steps="))
-                .and_then(|n| n.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
-        })
-        .unwrap_or(0);
+    let asked = |bs: &[Value]| -> Option<usize> {
+        text(bs)
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("steps="))
+            .and_then(|n| n.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+    };
+    let by = |users: bool| {
+        msgs.iter()
+            .rev()
+            .filter(|(role, _)| (role == "user") == users)
+            .find_map(|(_, bs)| asked(bs))
+    };
+    let steps = by(true).or_else(|| by(false)).unwrap_or(0);
     let done = match msgs.last() {
         Some((_, bs)) => bs
             .iter()
