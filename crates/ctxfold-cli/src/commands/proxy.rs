@@ -29,9 +29,10 @@ pub fn run(ctx: &Context, args: ProxyArgs) -> anyhow::Result<()> {
         // A closed or full standard output stops no server.
         let _ = crate::render::to_stdout(format!("ctxfold proxy listening on http://{addr}\n").as_bytes());
         crate::render::say!(
-            "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  conversations recorded in {}{}\n  pages: http://{addr}/ui{}",
+            "  OpenAI clients: base URL http://{addr}/v1 → {}\n  Anthropic clients: base URL http://{addr} → {}\n  Gemini clients: base URL http://{addr} → {}\n  conversations recorded in {}{}\n  pages: http://{addr}/ui{}",
             config.openai,
             config.anthropic,
+            config.gemini,
             place,
             if config.observe {
                 " (observe: requests go upstream unchanged)"
