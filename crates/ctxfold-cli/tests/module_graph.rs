@@ -365,13 +365,6 @@ fn cyclic_groups(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>>
     st.groups
 }
 
-/// Crates whose modules still import each other in a cycle. The test
-/// prints their cycles and does not fail on them; every other crate must
-/// have none.
-// issue 47: being untangled with the protocol modules (these three are
-// being rewritten); take a crate off this list once it has no cycle.
-const STILL_CYCLIC: &[&str] = &["ctxfold-formats"];
-
 #[test]
 fn no_import_cycle_in_any_crate() {
     let crates = crates();
@@ -379,43 +372,22 @@ fn no_import_cycle_in_any_crate() {
         crates.iter().any(|(name, _)| name == "ctxfold-core"),
         "the crates were not found: {crates:?}"
     );
-    for allowed in STILL_CYCLIC {
-        assert!(
-            crates.iter().any(|(name, _)| name == allowed),
-            "STILL_CYCLIC names {allowed}, which is not a crate"
-        );
-    }
     let mut wrong = Vec::new();
     for (name, src) in &crates {
         let edges = graph(src);
         assert!(!edges.is_empty(), "no sources found in {}", src.display());
         let groups = cyclic_groups(&edges);
-        let allowed = STILL_CYCLIC.contains(&name.as_str());
-        match (groups.is_empty(), allowed) {
-            (true, false) => {}
-            (true, true) => {
-                eprintln!("{name}: no import cycle left; take it off STILL_CYCLIC")
-            }
-            (false, true) => {
-                for group in &groups {
-                    eprintln!(
-                        "{name}: still cyclic (allowed, issue 47): {}",
-                        group.join(", ")
-                    );
-                }
-            }
-            (false, false) => {
-                let cycle = find_cycle(&edges).unwrap_or_default();
-                wrong.push(format!(
-                    "{name}: {} (modules in cycles: {})",
-                    cycle.join(" → "),
-                    groups
-                        .iter()
-                        .map(|g| format!("[{}]", g.join(", ")))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ));
-            }
+        if !groups.is_empty() {
+            let cycle = find_cycle(&edges).unwrap_or_default();
+            wrong.push(format!(
+                "{name}: {} (modules in cycles: {})",
+                cycle.join(" → "),
+                groups
+                    .iter()
+                    .map(|g| format!("[{}]", g.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
         }
     }
     assert!(

@@ -82,12 +82,13 @@ use crate::chat::{
     Field, MESSAGE_FIELD, Records, TextOrArray, build_request, describe, keep_message_keys,
     leftovers, message_and_role, message_keys, meta, present, set_meta, text_parts,
 };
-use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
+use crate::reading::{Reading, Side, read_messages};
 use crate::session_lines::type_tag;
+use crate::wire::Wire;
 use crate::{Exported, Transcript};
 
-pub(crate) const PREFIX: &str = "anthropic";
+pub(crate) const PREFIX: &str = Wire::Anthropic.prefix();
 const SIGNATURE: &str = "anthropic_thinking_signature";
 const BLOCK: &str = "anthropic_block";
 const BLOCK_FIELDS: &str = "anthropic_block_fields";
@@ -105,8 +106,16 @@ const MESSAGE: &str = "anthropic_message";
 /// Read Anthropic messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
 pub fn from_json(v: &Value) -> Result<Transcript, String> {
-    crate::message_reader::read_messages(Wire::Anthropic, v)
+    read_messages(&READING, v)
 }
+
+/// How this format's messages are read, whole or one at a time (the
+/// message reader's table): the top-level `system` first.
+pub(crate) static READING: Reading = Reading {
+    wire: Wire::Anthropic,
+    read_head: Some(read_system),
+    read_message: |out, warnings, i, m, _| read_message(out, warnings, i, m),
+};
 
 /// A request body's `system`, as the reader takes it.
 #[derive(Deserialize)]
@@ -143,7 +152,7 @@ struct Fields<'a> {
 }
 
 /// The records of a request's top-level `system`, if any.
-pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String> {
+fn read_system(out: &mut Records, body: &Object) -> Result<(), String> {
     let system = System::deserialize(body).map_err(|e| format!("`system`: {e}"))?;
     match system.system {
         None | Some(TextOrArray::Other(Value::Null)) => {}
@@ -164,7 +173,7 @@ pub(crate) fn read_system(out: &mut Records, body: &Object) -> Result<(), String
 }
 
 /// Read message `i`; returns which side it was on.
-pub(crate) fn read_message(
+fn read_message(
     out: &mut Records,
     warnings: &mut Vec<String>,
     i: usize,

@@ -102,25 +102,6 @@ pub(crate) fn message_time(m: &Object) -> String {
     String::new()
 }
 
-/// The `messages` array of a transcript and the body object around it, if
-/// any.
-pub(crate) fn split_request(v: &Value) -> Result<(&[Value], Option<&Object>), String> {
-    const EXPECTED: &str = "expected a request object with `messages` or an array of messages";
-    match v {
-        Value::Array(a) => Ok((a, None)),
-        // The array itself, not a copy: the key, named once, by the reader.
-        Value::Object(o) => match o.get(crate::message_reader::Wire::OpenAi.messages_key()) {
-            Some(Value::Array(a)) => Ok((a, Some(o))),
-            Some(other) => Err(format!(
-                "`messages`: expected an array of messages, found {}",
-                describe(other)
-            )),
-            None => Err(format!("{EXPECTED}, found an object without `messages`")),
-        },
-        other => Err(format!("{EXPECTED}, found {}", describe(other))),
-    }
-}
-
 /// The request body to keep for export: every key in order, with the keys
 /// export rebuilds (`placeholders`) set to `null`. `None` when there is
 /// nothing else.

@@ -10,8 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::{
-    BOM, Format, FormatError, chat, claude_code, codex, message_reader, optional_file, read_bytes,
-    utf8_text,
+    BOM, Format, FormatError, chat, claude_code, codex, optional_file, read_bytes, utf8_text, wire,
 };
 
 /// What telling a file's format found, with what was read on the way so
@@ -172,8 +171,8 @@ fn detect_value(value: &Value) -> Option<Format> {
         Value::Array(a) => a,
         Value::Object(o) if o.contains_key(gemini_key::CONTENTS) => return Some(Format::Gemini),
         // The messages themselves, not a copy: the key, named once, by
-        // the reader.
-        Value::Object(o) => match o.get(message_reader::Wire::OpenAi.messages_key()) {
+        // `Wire`.
+        Value::Object(o) => match o.get(wire::Wire::OpenAi.messages_key()) {
             Some(Value::Array(a)) => {
                 if SniffedBody::deserialize(o).is_ok_and(|b| b.system.present()) {
                     return Some(Format::Anthropic);

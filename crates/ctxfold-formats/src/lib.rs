@@ -34,8 +34,10 @@ pub mod message_reader;
 pub mod openai;
 pub mod output;
 mod pairing;
+mod reading;
 pub mod responses;
 mod session_lines;
+mod wire;
 
 pub use detect::detect;
 use detect::{Sniffed, sniff};

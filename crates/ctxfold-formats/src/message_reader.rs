@@ -1,12 +1,17 @@
 //! A chat request's messages read one at a time, and cut back to an
 //! earlier message.
 //!
-//! The `from_json` of the three chat formats is built on this reader, so a
-//! request read whole and one read message by message give the same
-//! records. The proxy keeps a reader per conversation between requests: an
-//! agent's next request repeats the last one and adds a message or two, so
-//! it cuts the reader back to the messages that are unchanged and reads
-//! only the rest.
+//! The reader reads each message with the reading functions its chat
+//! format defines (`reading::Reading`), the ones the three formats'
+//! `from_json` read a whole request with, so a request read whole and one
+//! read message by message give the same records. It sits above the
+//! formats, which sit above `reading` and `wire` (whose [`Wire`] is
+//! re-exported here), so none of them imports another in a cycle.
+//!
+//! The proxy keeps a reader per conversation between requests: an agent's
+//! next request repeats the last one and adds a message or two, so it cuts
+//! the reader back to the messages that are unchanged and reads only the
+//! rest.
 //!
 //! Records are final as they are read, with one exception: pairing (see
 //! `pairing`) renames a repeated tool-call id across the whole transcript.
@@ -20,71 +25,19 @@ use ctxfold_core::{Body, Object, Record};
 use serde_json::Value;
 
 use crate::Transcript;
-use crate::chat::{Records, kept_body};
-use crate::pairing::pair;
+use crate::chat::Records;
+use crate::reading::{Reading, Side, transcript};
 use crate::{anthropic, openai, responses};
 
-/// Which chat format a reader reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    /// OpenAI chat completions `messages`.
-    OpenAi,
-    /// Anthropic messages (`system` in the body, `messages`).
-    Anthropic,
-    /// OpenAI Responses `input` items.
-    Responses,
-}
+pub use crate::wire::Wire;
 
-impl Wire {
-    /// The body key holding the messages.
-    pub fn messages_key(self) -> &'static str {
-        match self {
-            Wire::OpenAi | Wire::Anthropic => "messages",
-            Wire::Responses => "input",
-        }
+/// The reading functions of `wire`'s format.
+fn reading(wire: Wire) -> &'static Reading {
+    match wire {
+        Wire::OpenAi => &openai::READING,
+        Wire::Anthropic => &anthropic::READING,
+        Wire::Responses => &responses::READING,
     }
-
-    fn prefix(self) -> &'static str {
-        match self {
-            Wire::OpenAi => openai::PREFIX,
-            Wire::Anthropic => anthropic::PREFIX,
-            Wire::Responses => responses::PREFIX,
-        }
-    }
-
-    /// The body keys export rebuilds from records.
-    fn placeholders(self) -> &'static [&'static str] {
-        match self {
-            Wire::OpenAi => &["messages"],
-            Wire::Anthropic => &["system", "messages"],
-            Wire::Responses => &["input"],
-        }
-    }
-
-    /// What a transcript keeps of a request body (every key but those
-    /// export rebuilds), as `from_json` keeps it in
-    /// [`Transcript::extras`]; `body` holds its messages as an array, or
-    /// any placeholder value.
-    pub fn extras(self, body: &Object) -> Object {
-        let mut extras = Object::new();
-        if let Some(kept) = kept_body(body, self.placeholders()) {
-            extras.insert(self.prefix().into(), Value::Object(kept));
-        }
-        extras
-    }
-}
-
-/// Which side of the conversation a message was on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    /// A user message (tool results included).
-    User,
-    /// An assistant message.
-    Assistant,
-    /// A message of its own that a format never joins with its neighbours
-    /// (an Anthropic `system` message, a message of a role the format does
-    /// not know).
-    Own,
 }
 
 /// Where one message's reading ended.
@@ -97,7 +50,7 @@ struct End {
 
 /// Reads a request's messages one at a time (see the module docs).
 pub struct MessageReader {
-    wire: Wire,
+    reading: &'static Reading,
     out: Records,
     /// Records the body made before the first message (Anthropic's
     /// `system`).
@@ -115,12 +68,13 @@ impl MessageReader {
     /// itself (Anthropic's top-level `system`; `body` is the request body
     /// or `None` for a bare array of messages).
     pub fn new(wire: Wire, body: Option<&Object>) -> Result<MessageReader, String> {
+        let reading = reading(wire);
         let mut out = Records::default();
-        if let (Wire::Anthropic, Some(body)) = (wire, body) {
-            anthropic::read_system(&mut out, body)?;
+        if let (Some(read_head), Some(body)) = (reading.read_head, body) {
+            read_head(&mut out, body)?;
         }
         Ok(MessageReader {
-            wire,
+            reading,
             head: out.records.len(),
             out,
             ends: Vec::new(),
@@ -136,13 +90,8 @@ impl MessageReader {
         let i = self.ends.len();
         let before = self.end();
         let prev_assistant = self.ends.last().is_some_and(|e| e.side == Side::Assistant);
-        let read = match self.wire {
-            Wire::OpenAi => openai::read_message(&mut self.out, i, m, prev_assistant),
-            Wire::Anthropic => anthropic::read_message(&mut self.out, &mut self.warnings, i, m),
-            Wire::Responses => {
-                responses::read_item(&mut self.out, &format!("input[{i}]"), m).map(|()| Side::User)
-            }
-        };
+        let read =
+            (self.reading.read_message)(&mut self.out, &mut self.warnings, i, m, prev_assistant);
         match read {
             Ok(side) => {
                 for r in &self.out.records[before.records..] {
@@ -251,31 +200,6 @@ impl MessageReader {
     /// The transcript of the messages read, paired, with what `body`
     /// (the request body, if any) keeps besides its messages.
     pub fn into_transcript(self, body: Option<&Object>) -> Transcript {
-        let wire = self.wire;
-        let mut t = Transcript {
-            extras: body.map(|b| wire.extras(b)).unwrap_or_default(),
-            warnings: self.warnings,
-            records: self.out.records,
-            title: None,
-        };
-        pair(&mut t.records, Some(wire.prefix()), &mut t.warnings);
-        t
+        transcript(self.reading.wire, body, self.out.records, self.warnings)
     }
-
-    /// The records read, unpaired, for a format that pairs them itself.
-    pub(crate) fn into_records(self) -> Records {
-        self.out
-    }
-}
-
-/// A chat transcript (a request body with `messages`, or a bare array of
-/// messages) in `wire`'s shape, read one message at a time. The error says
-/// what was expected and where.
-pub(crate) fn read_messages(wire: Wire, v: &Value) -> Result<Transcript, String> {
-    let (messages, body) = crate::chat::split_request(v)?;
-    let mut reader = MessageReader::new(wire, body)?;
-    for m in messages {
-        reader.read(m)?;
-    }
-    Ok(reader.into_transcript(body))
 }

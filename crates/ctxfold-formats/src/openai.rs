@@ -76,8 +76,9 @@ use crate::chat::{
     ArgumentKeys, Field, Loose, MESSAGE_FIELD, Records, build_request, describe, keep_message_keys,
     leftovers, message_and_role, message_keys, meta, present, read_arguments, set_meta, text_parts,
 };
-use crate::message_reader::{Side, Wire};
 use crate::pairing::export_id;
+use crate::reading::{Reading, Side, read_messages};
+use crate::wire::Wire;
 use crate::{Exported, Transcript};
 
 /// How a call's `arguments` not written as ctxfold writes them are marked.
@@ -87,7 +88,7 @@ const ARGUMENT_KEYS: ArgumentKeys = ArgumentKeys {
     object: "openai_arguments_object",
 };
 
-pub(crate) const PREFIX: &str = "openai";
+pub(crate) const PREFIX: &str = Wire::OpenAi.prefix();
 /// Metadata keeping a message's content as it came, where export would
 /// write it otherwise.
 pub(crate) const CONTENT: &str = "openai_content";
@@ -102,8 +103,16 @@ const ROLE: &str = "role";
 /// Read OpenAI chat messages (a request body with `messages`, or a bare
 /// array). The error says what was expected and where.
 pub fn from_json(v: &Value) -> Result<Transcript, String> {
-    crate::message_reader::read_messages(Wire::OpenAi, v)
+    read_messages(&READING, v)
 }
+
+/// How this format's messages are read, whole or one at a time (the
+/// message reader's table).
+pub(crate) static READING: Reading = Reading {
+    wire: Wire::OpenAi,
+    read_head: None,
+    read_message: |out, _, i, m, prev_assistant| read_message(out, i, m, prev_assistant),
+};
 
 /// What the reader reads of a chat message besides its content and tool
 /// calls (borrowed through ctxfold-wire's `Message::content_of` and
@@ -178,7 +187,7 @@ impl<'a> Content<'a> {
 }
 
 /// Read message `i`; returns which side it was on.
-pub(crate) fn read_message(
+fn read_message(
     out: &mut Records,
     i: usize,
     m: &Value,

@@ -76,10 +76,11 @@ use crate::chat::{
     ArgumentKeys, Field, Loose, Records, TextOrArray, build_request, describe, kept_body, meta,
     present, read_arguments, set_meta, text_of, with_nulls,
 };
-use crate::message_reader::{MessageReader, Wire};
 use crate::pairing::{export_id, pair};
+use crate::reading::{Reading, Side, read_all};
+use crate::wire::Wire;
 
-pub(crate) const PREFIX: &str = "responses";
+pub(crate) const PREFIX: &str = Wire::Responses.prefix();
 /// The item a record was read from, with the fields the record holds set
 /// to `null`.
 const ITEM: &str = "responses_item";
@@ -163,7 +164,7 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
     };
     let mut t = Transcript::default();
     let mut out = Records::default();
-    // The items themselves, not a copy: the key, named once, by the reader.
+    // The items themselves, not a copy: the key, named once, by `Wire`.
     match body.get(Wire::Responses.messages_key()) {
         // A body may leave `input` out (a stored prompt, a continuation);
         // kept whole, so export does not add one.
@@ -183,13 +184,7 @@ pub fn from_json(v: &Value) -> Result<Transcript, String> {
                     });
                     set_meta(&mut out.records[idx], STRING_INPUT, Value::Bool(true));
                 }
-                Value::Array(items) => {
-                    let mut reader = MessageReader::new(Wire::Responses, None)?;
-                    for item in items {
-                        reader.read(item)?;
-                    }
-                    out = reader.into_records();
-                }
+                Value::Array(items) => read_all(&READING, items, &mut out, &mut t.warnings)?,
                 other => {
                     return Err(format!(
                         "`input`: expected a string or an array of input items, found {}",
@@ -258,8 +253,17 @@ pub fn typed_message(r: &mut Record) {
     set_meta(r, ITEM, Value::Object(item));
 }
 
+/// How this format's `input` items are read, whole or one at a time (the
+/// message reader's table): every item on the user's side (the sides are
+/// a chat format's roles).
+pub(crate) static READING: Reading = Reading {
+    wire: Wire::Responses,
+    read_head: None,
+    read_message: |out, _, i, m, _| read_item(out, &format!("input[{i}]"), m).map(|()| Side::User),
+};
+
 /// Read the item at `at` into records.
-pub(crate) fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
+fn read_item(out: &mut Records, at: &str, item: &Value) -> Result<(), String> {
     let Value::Object(o) = item else {
         return Err(format!(
             "{at}: expected an item object, found {}",
