@@ -20,8 +20,9 @@
 //!   without one gets `gemini-call-N`, N its place among the history's
 //!   function calls (0 for the first): the same history always gets the
 //!   same ids, and an answer's calls are numbered on from the request's
-//!   ([`number_calls`]). Export leaves such an id out. A response without
-//!   an id answers the earliest unanswered call of its name.
+//!   ([`answer_records`], [`renumber_calls`]). Export leaves such an id
+//!   out. A response without an id answers the earliest unanswered call
+//!   of its name.
 //! - A response's `response` object is the result's text: the string
 //!   itself when it is an object of one string (`{"output": "…"}`, the
 //!   key kept in metadata `gemini_response_key`), else its JSON. A

@@ -17,7 +17,8 @@ use ctxfold_providers::{
     ChatRequest, ChatResponse, Message, Part, Provider, ProviderConfig, ProviderError,
     ProviderKind, Role, StopReason, StreamEvent, ToolSpec,
 };
-use ctxfold_testkit::canned::{FakeServer, Reply, sse};
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::canned::{Reply, sse};
 use serde_json::{Value, json};
 
 fn request(model: &str) -> ChatRequest {
@@ -114,7 +115,7 @@ fn expected_parts() -> Vec<Part> {
 
 #[test]
 fn openai_non_streaming_request_and_response() {
-    let server = FakeServer::start(vec![Reply::json(200, openai_answer())]);
+    let server = Upstream::canned(vec![Reply::json(200, openai_answer())]);
     let p = server.provider(ProviderKind::OpenAi);
     let r = p.chat(&request("gpt-4o"), None).unwrap();
     assert_eq!(r.parts, expected_parts());
@@ -153,7 +154,7 @@ fn openai_non_streaming_request_and_response() {
 
 #[test]
 fn openai_stream_gives_the_same_response_and_deltas_as_they_come() {
-    let server = FakeServer::start(vec![Reply::sse(&openai_stream())]);
+    let server = Upstream::canned(vec![Reply::sse(&openai_stream())]);
     let p = server.provider(ProviderKind::OpenAi);
     let (res, events) = chat_streamed(&p, &request("gpt-4o"));
     let streamed = res.unwrap();
@@ -175,7 +176,7 @@ fn openai_stream_gives_the_same_response_and_deltas_as_they_come() {
         ]
     );
 
-    let plain_server = FakeServer::start(vec![Reply::json(200, openai_answer())]);
+    let plain_server = Upstream::canned(vec![Reply::json(200, openai_answer())]);
     let plain = plain_server
         .provider(ProviderKind::OpenAi)
         .chat(&request("gpt-4o"), None)
@@ -301,7 +302,7 @@ fn anthropic_parts() -> Vec<Part> {
 
 #[test]
 fn anthropic_non_streaming_request_and_response() {
-    let server = FakeServer::start(vec![Reply::json(200, anthropic_answer())]);
+    let server = Upstream::canned(vec![Reply::json(200, anthropic_answer())]);
     let p = server.provider(ProviderKind::Anthropic);
     let r = p.chat(&request("claude-sonnet-4-5"), None).unwrap();
     assert_eq!(r.parts, anthropic_parts());
@@ -335,7 +336,7 @@ fn anthropic_non_streaming_request_and_response() {
 
 #[test]
 fn anthropic_stream_assembles_thinking_signature_and_tool_input() {
-    let server = FakeServer::start(vec![Reply::sse(&anthropic_stream())]);
+    let server = Upstream::canned(vec![Reply::sse(&anthropic_stream())]);
     let p = server.provider(ProviderKind::Anthropic);
     let (res, events) = chat_streamed(&p, &request("claude-sonnet-4-5"));
     let r = res.unwrap();
@@ -361,7 +362,7 @@ fn anthropic_stream_assembles_thinking_signature_and_tool_input() {
             },
         ]
     );
-    let plain = FakeServer::start(vec![Reply::json(200, anthropic_answer())]);
+    let plain = Upstream::canned(vec![Reply::json(200, anthropic_answer())]);
     let plain = plain
         .provider(ProviderKind::Anthropic)
         .chat(&request("claude-sonnet-4-5"), None)
@@ -376,7 +377,7 @@ fn anthropic_stream_assembles_thinking_signature_and_tool_input() {
 
 #[test]
 fn a_429_is_retried_and_then_succeeds() {
-    let server = FakeServer::start(vec![
+    let server = Upstream::canned(vec![
         Reply::json(
             429,
             json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
@@ -392,7 +393,7 @@ fn a_429_is_retried_and_then_succeeds() {
 
 #[test]
 fn a_429_that_persists_is_rate_limited_after_the_retries() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = Upstream::canned(vec![Reply::json(
         429,
         json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
     )]);
@@ -409,7 +410,7 @@ fn a_429_that_persists_is_rate_limited_after_the_retries() {
 
 #[test]
 fn a_500_is_retried_then_reported() {
-    let server = FakeServer::start(vec![Reply::text(500, "upstream exploded")]);
+    let server = Upstream::canned(vec![Reply::text(500, "upstream exploded")]);
     let p = server.provider(ProviderKind::OpenAi);
     let e = p.chat(&request("gpt-4o"), None).unwrap_err();
     assert!(
@@ -425,7 +426,7 @@ fn a_500_is_retried_then_reported() {
 
 #[test]
 fn a_400_is_not_retried() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = Upstream::canned(vec![Reply::json(
         400,
         json!({"error": {"message": "Invalid schema for function 'read'", "type": "invalid_request_error"}}),
     )]);
@@ -442,7 +443,7 @@ fn a_400_is_not_retried() {
 
 #[test]
 fn malformed_sse_is_named() {
-    let server = FakeServer::start(vec![Reply::sse(
+    let server = Upstream::canned(vec![Reply::sse(
         "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}]}\n\ndata: {not json\n\n",
     )]);
     let (res, events) = chat_streamed(&server.provider(ProviderKind::OpenAi), &request("m"));
@@ -458,7 +459,7 @@ fn malformed_sse_is_named() {
         "what came before was shown"
     );
 
-    let server = FakeServer::start(vec![Reply::sse("event: message_start\nhello there\n\n")]);
+    let server = Upstream::canned(vec![Reply::sse("event: message_start\nhello there\n\n")]);
     let (res, _) = chat_streamed(&server.provider(ProviderKind::Anthropic), &request("m"));
     let ProviderError::Malformed { detail } = res.unwrap_err() else {
         panic!("expected Malformed")
@@ -473,7 +474,7 @@ fn malformed_sse_is_named() {
 fn a_stream_cut_short_is_malformed() {
     let full = anthropic_stream();
     let cut = &full[..full.find("event: message_delta").unwrap()];
-    let server = FakeServer::start(vec![Reply::sse(cut)]);
+    let server = Upstream::canned(vec![Reply::sse(cut)]);
     let (res, _) = chat_streamed(&server.provider(ProviderKind::Anthropic), &request("m"));
     let e = res.unwrap_err();
     assert!(e.to_string().contains("ended before `message_stop`"), "{e}");
@@ -481,7 +482,7 @@ fn a_stream_cut_short_is_malformed() {
     let full = openai_stream();
     let cut = &full[..full.find("\"tool_calls\"").unwrap()];
     let cut = &cut[..cut.rfind("\n\n").unwrap() + 2];
-    let server = FakeServer::start(vec![Reply::sse(cut)]);
+    let server = Upstream::canned(vec![Reply::sse(cut)]);
     let (res, _) = chat_streamed(&server.provider(ProviderKind::OpenAi), &request("m"));
     let e = res.unwrap_err();
     assert!(
@@ -522,7 +523,7 @@ fn context_overflow_is_recognized_for_each_shape() {
         ),
     ];
     for (kind, reply) in shapes {
-        let server = FakeServer::start(vec![reply]);
+        let server = Upstream::canned(vec![reply]);
         let e = server.provider(kind).chat(&request("m"), None).unwrap_err();
         assert!(e.is_context_overflow(), "{kind:?}: {e}");
         assert_eq!(server.requests().len(), 1, "an overflow is not retried");
@@ -541,7 +542,7 @@ fn errors_inside_a_stream_are_classified() {
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ),
     ]);
-    let server = FakeServer::start(vec![Reply::sse(&body)]);
+    let server = Upstream::canned(vec![Reply::sse(&body)]);
     let (res, _) = chat_streamed(&server.provider(ProviderKind::Anthropic), &request("m"));
     assert!(
         matches!(res, Err(ProviderError::Server { status: 529, .. })),
@@ -550,14 +551,14 @@ fn errors_inside_a_stream_are_classified() {
 
     let body =
         "data: {\"error\": {\"message\": \"prompt is too long for the context window\"}}\n\n";
-    let server = FakeServer::start(vec![Reply::sse(body)]);
+    let server = Upstream::canned(vec![Reply::sse(body)]);
     let (res, _) = chat_streamed(&server.provider(ProviderKind::OpenAi), &request("m"));
     assert!(res.unwrap_err().is_context_overflow());
 }
 
 #[test]
 fn a_server_that_ignores_stream_is_read_as_one_answer() {
-    let server = FakeServer::start(vec![Reply::json(200, openai_answer())]);
+    let server = Upstream::canned(vec![Reply::json(200, openai_answer())]);
     let (res, events) = chat_streamed(&server.provider(ProviderKind::OpenAi), &request("m"));
     assert_eq!(res.unwrap().parts, expected_parts());
     assert!(events.contains(&StreamEvent::Text("Reading it.".into())));
@@ -565,11 +566,11 @@ fn a_server_that_ignores_stream_is_read_as_one_answer() {
 
 #[test]
 fn a_bad_key_is_an_auth_error_naming_its_variable() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = Upstream::canned(vec![Reply::json(
         401,
         json!({"error": {"message": "Incorrect API key provided: sk-...", "type": "invalid_request_error", "code": "invalid_api_key"}}),
     )]);
-    let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.url));
+    let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.base));
     // Cargo sets this variable for every test run: it stands for a key.
     c.api_key_env = Some("CARGO_PKG_NAME".into());
     let e = Provider::new("openai", c)
@@ -589,8 +590,8 @@ fn a_bad_key_is_an_auth_error_naming_its_variable() {
 
 #[test]
 fn an_unset_key_variable_fails_before_any_request() {
-    let server = FakeServer::start(vec![Reply::json(200, openai_answer())]);
-    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.url))
+    let server = Upstream::canned(vec![Reply::json(200, openai_answer())]);
+    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.base))
         .with_key_env("CTXFOLD_SURELY_UNSET_KEY_VARIABLE");
     let e = Provider::new("openai", c)
         .chat(&request("gpt-4o"), None)
@@ -604,7 +605,7 @@ fn an_unset_key_variable_fails_before_any_request() {
 
 #[test]
 fn a_404_is_an_unknown_model() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = Upstream::canned(vec![Reply::json(
         404,
         json!({"error": {"message": "The model `gpt-9` does not exist or you do not have access to it.",
                          "type": "invalid_request_error", "code": "model_not_found"}}),
@@ -631,10 +632,10 @@ fn a_404_is_an_unknown_model() {
 
 #[test]
 fn a_slow_server_hits_the_timeout() {
-    let server = FakeServer::start(vec![
+    let server = Upstream::canned(vec![
         Reply::json(200, openai_answer()).delayed(Duration::from_millis(1500)),
     ]);
-    let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.url));
+    let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.base));
     c.timeout = Duration::from_millis(250);
     let start = Instant::now();
     let e = Provider::new("slow", c)
@@ -675,8 +676,8 @@ fn a_refused_connection_is_unreachable() {
 
 #[test]
 fn configured_max_tokens_and_extra_reach_the_body() {
-    let server = FakeServer::start(vec![Reply::json(200, anthropic_answer())]);
-    let mut c = ProviderConfig::new(ProviderKind::Anthropic, server.url.clone());
+    let server = Upstream::canned(vec![Reply::json(200, anthropic_answer())]);
+    let mut c = ProviderConfig::new(ProviderKind::Anthropic, server.base.clone());
     c.max_tokens = Some(1000);
     let p = Provider::new("a", c);
     let mut r = request("claude");
@@ -692,11 +693,11 @@ fn configured_max_tokens_and_extra_reach_the_body() {
 
 #[test]
 fn context_window_from_each_server_then_the_table() {
-    let llama = FakeServer::start(vec![Reply::json(
+    let llama = Upstream::canned(vec![Reply::json(
         200,
         json!({"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}),
     )]);
-    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", llama.url))
+    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", llama.base))
         .with_window_from(ctxfold_providers::WindowSource::LlamacppProps);
     assert_eq!(
         Provider::new("llamacpp", c).context_window("any").unwrap(),
@@ -705,11 +706,11 @@ fn context_window_from_each_server_then_the_table() {
     assert_eq!(llama.requests()[0].path, "/props");
     assert_eq!(llama.requests()[0].method, "GET");
 
-    let ollama = FakeServer::start(vec![Reply::json(
+    let ollama = Upstream::canned(vec![Reply::json(
         200,
         json!({"parameters": "temperature 0.7", "model_info": {"general.architecture": "llama", "llama.context_length": 131072}}),
     )]);
-    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", ollama.url))
+    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", ollama.base))
         .with_window_from(ctxfold_providers::WindowSource::OllamaShow);
     assert_eq!(
         Provider::new("ollama", c)
@@ -720,11 +721,11 @@ fn context_window_from_each_server_then_the_table() {
     assert_eq!(ollama.requests()[0].path, "/api/show");
     assert_eq!(ollama.requests()[0].json(), json!({"model": "llama3.2:1b"}));
 
-    let vllm = FakeServer::start(vec![Reply::json(
+    let vllm = Upstream::canned(vec![Reply::json(
         200,
         json!({"object": "list", "data": [{"id": "other", "max_model_len": 1}, {"id": "Qwen/Qwen2.5-7B", "max_model_len": 32768}]}),
     )]);
-    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", vllm.url))
+    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", vllm.base))
         .with_window_from(ctxfold_providers::WindowSource::ModelsList);
     assert_eq!(
         Provider::new("vllm", c)
@@ -735,8 +736,8 @@ fn context_window_from_each_server_then_the_table() {
     assert_eq!(vllm.requests()[0].path, "/v1/models");
 
     // A server that does not say: the table, else unknown.
-    let silent = FakeServer::start(vec![Reply::text(404, "not found")]);
-    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", silent.url))
+    let silent = Upstream::canned(vec![Reply::text(404, "not found")]);
+    let c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", silent.base))
         .with_window_from(ctxfold_providers::WindowSource::LlamacppProps);
     let p = Provider::new("x", c);
     assert_eq!(p.context_window("gpt-4o-mini").unwrap(), Some(128_000));

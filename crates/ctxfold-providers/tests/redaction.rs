@@ -20,15 +20,16 @@ use ctxfold_providers::redact::REDACTED;
 use ctxfold_providers::{
     ChatRequest, ModelSummarizer, Part, Provider, ProviderConfig, ProviderKind, Role, StreamEvent,
 };
-use ctxfold_testkit::canned::{FakeServer, Reply, sse};
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::canned::{Reply, sse};
 use serde_json::json;
 
 const KEY: &str = "sk-test-9f8e7d6c5b4a39281706";
 
-fn provider(server: &FakeServer, kind: ProviderKind) -> Provider {
+fn provider(server: &Upstream, kind: ProviderKind) -> Provider {
     let base = match kind {
-        ProviderKind::OpenAi => format!("{}/v1", server.url),
-        ProviderKind::Anthropic => server.url.clone(),
+        ProviderKind::OpenAi => format!("{}/v1", server.base),
+        ProviderKind::Anthropic => server.base.clone(),
     };
     let mut c = ProviderConfig::new(kind, base);
     c.api_key = Some(KEY.into());
@@ -114,7 +115,7 @@ fn assert_clean(what: &str, text: &str) {
 fn errors_never_hold_the_key_whatever_the_upstream_echoes() {
     for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
         for (what, reply, streamed) in echoing_replies(kind) {
-            let server = FakeServer::start(vec![reply]);
+            let server = Upstream::canned(vec![reply]);
             let p = provider(&server, kind);
             let mut sink = |_: StreamEvent| {};
             let stream: Option<&mut dyn FnMut(StreamEvent)> =
@@ -170,7 +171,7 @@ fn the_summarizer_reports_and_stores_no_key() {
         .into_iter()
         .filter(|(_, _, streamed)| !streamed)
     {
-        let server = FakeServer::start(vec![reply]);
+        let server = Upstream::canned(vec![reply]);
         let s = ModelSummarizer::new(provider(&server, ProviderKind::OpenAi), "m")
             .with_window(Some(8192));
         let e = s.summarize(input()).unwrap_err();
@@ -179,7 +180,7 @@ fn the_summarizer_reports_and_stores_no_key() {
     }
     // A summary that repeats the key (the upstream put it in the answer):
     // what would be stored as the summary and its provenance.
-    let server = FakeServer::start(vec![
+    let server = Upstream::canned(vec![
         Reply::json(
             200,
             json!({
@@ -205,14 +206,14 @@ fn the_summarizer_reports_and_stores_no_key() {
 
 #[test]
 fn a_credential_header_from_config_is_redacted_too() {
-    let server = FakeServer::start(vec![
+    let server = Upstream::canned(vec![
         Reply::json(
             401,
             json!({"error": {"message": "rejected {authorization}"}}),
         )
         .echoing(),
     ]);
-    let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.url));
+    let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.base));
     c.max_retries = 0;
     c.headers
         .insert("Authorization".into(), format!("Bearer {KEY}"));
@@ -232,11 +233,11 @@ fn a_credential_header_echoed_without_its_scheme_is_redacted_whatever_the_scheme
         format!("Token {secret}"),
         format!("Bearer   {secret}"),
     ] {
-        let server = FakeServer::start(vec![Reply::json(
+        let server = Upstream::canned(vec![Reply::json(
             401,
             json!({"error": {"message": format!("credential {secret} is not valid")}}),
         )]);
-        let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.url));
+        let mut c = ProviderConfig::new(ProviderKind::OpenAi, format!("{}/v1", server.base));
         c.max_retries = 0;
         c.headers.insert("Authorization".into(), value.clone());
         let e = Provider::new("h", c).chat(&request(), None).unwrap_err();

@@ -15,7 +15,8 @@ use ctxfold_core::compaction::Provenance;
 use ctxfold_core::summarizer::{Summarizer, SummaryInput};
 use ctxfold_core::{Body, Log, Record};
 use ctxfold_providers::{ModelSummarizer, ProviderKind};
-use ctxfold_testkit::canned::{FakeServer, Reply};
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::canned::Reply;
 use serde_json::{Value, json};
 
 fn answer(text: &str) -> Reply {
@@ -79,7 +80,7 @@ fn method(p: &Provenance) -> Option<String> {
 
 #[test]
 fn a_range_that_fits_is_one_call_with_the_raw_events() {
-    let server = FakeServer::start(vec![answer("Bugs 0 and 1 were fixed.")]);
+    let server = Upstream::canned(vec![answer("Bugs 0 and 1 were fixed.")]);
     let s =
         ModelSummarizer::new(server.provider(ProviderKind::OpenAi), "tiny").with_window(Some(8192));
     let l = log(2, 100);
@@ -118,7 +119,7 @@ fn a_range_that_fits_is_one_call_with_the_raw_events() {
 
 #[test]
 fn long_tool_results_are_pruned_first() {
-    let server = FakeServer::start(vec![answer("Pruned summary.")]);
+    let server = Upstream::canned(vec![answer("Pruned summary.")]);
     // The budget: (8,192 − 2,048 for the answer − ~430 for the
     // instructions) tokens × 3 characters ≈ 17,100 characters. Three results
     // of 9,000 characters do not fit; pruned to ~5,150 each they do.
@@ -140,7 +141,7 @@ fn long_tool_results_are_pruned_first() {
 
 #[test]
 fn a_range_larger_than_the_window_is_summarized_in_chunks_and_combined() {
-    let server = FakeServer::start(vec![
+    let server = Upstream::canned(vec![
         answer("part summary"),
         answer("part summary"),
         answer("part summary"),
@@ -203,7 +204,7 @@ fn a_context_overflow_halves_the_budget_and_tries_again() {
         400,
         json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}}),
     );
-    let server = FakeServer::start(vec![
+    let server = Upstream::canned(vec![
         overflow,
         answer("s"),
         answer("s"),
@@ -229,7 +230,7 @@ fn a_context_overflow_halves_the_budget_and_tries_again() {
 
 #[test]
 fn failures_say_which_summarizer_and_why() {
-    let server = FakeServer::start(vec![Reply::json(
+    let server = Upstream::canned(vec![Reply::json(
         401,
         json!({"error": {"message": "invalid api key"}}),
     )]);
@@ -245,7 +246,7 @@ fn failures_say_which_summarizer_and_why() {
         .unwrap_err();
     assert!(err.summarizer.ends_with("/tiny"));
     assert!(err.to_string().contains("invalid api key"), "{err}");
-    let server = FakeServer::start(vec![answer("")]);
+    let server = Upstream::canned(vec![answer("")]);
     let s =
         ModelSummarizer::new(server.provider(ProviderKind::OpenAi), "tiny").with_window(Some(8192));
     let err = s
@@ -260,7 +261,7 @@ fn failures_say_which_summarizer_and_why() {
 
 #[test]
 fn a_single_step_larger_than_the_window_is_cut_to_fit() {
-    let server = FakeServer::start(vec![answer("It was a very long question.")]);
+    let server = Upstream::canned(vec![answer("It was a very long question.")]);
     let s = ModelSummarizer::new(server.provider(ProviderKind::OpenAi), "tiny")
         .with_window(Some(2048))
         .with_max_tokens(Some(256));
@@ -313,7 +314,7 @@ fn a_single_step_larger_than_the_window_is_cut_to_fit() {
 
 #[test]
 fn custom_instructions_reach_every_call_including_the_combine() {
-    let server = FakeServer::start(vec![answer("part"); 30]);
+    let server = Upstream::canned(vec![answer("part"); 30]);
     let s = ModelSummarizer::new(server.provider(ProviderKind::OpenAi), "tiny")
         .with_window(Some(2048))
         .with_max_tokens(Some(256));

@@ -11,7 +11,8 @@
 )]
 
 use ctxfold_providers::{Provider, ProviderConfig, ProviderKind, WindowSource};
-use ctxfold_testkit::canned::{FakeServer, Reply};
+use ctxfold_testkit::upstream::Upstream;
+use ctxfold_testkit::upstream::canned::Reply;
 use serde_json::json;
 
 #[test]
@@ -35,7 +36,7 @@ fn server_then_table_then_config() {
     assert_eq!(offline(None).context_window("my-model").unwrap(), None);
 
     // A llama.cpp server says 2,048: that wins over the table and config.
-    let server = FakeServer::start(vec![Reply::json(
+    let server = Upstream::canned(vec![Reply::json(
         200,
         json!({"default_generation_settings": {"n_ctx": 2048}}),
     )]);

@@ -18,8 +18,8 @@
 //!   in-process);
 //! - [`upstream`]: the one scripted upstream on 127.0.0.1 the tests talk
 //!   to: the proxy tests' model on every API the proxy speaks, the real
-//!   agents' model, or canned replies in order ([`canned`], the name the
-//!   providers' tests import it by), each request checked and kept; and
+//!   agents' model, or canned replies in order ([`upstream::canned`]),
+//!   each request checked and kept; and
 //!   the proxy tests' tool-using client of that model
 //!   ([`upstream::tool_loop`]).
 //!
@@ -35,5 +35,3 @@ pub mod pg;
 pub mod records;
 pub mod session;
 pub mod upstream;
-
-pub use upstream::canned;

@@ -1,15 +1,12 @@
-//! Canned replies: [`Upstream::canned`] answers the n-th connection with
+//! Canned replies: [`super::Upstream::canned`] answers the n-th connection with
 //! the n-th [`Reply`] (the last one repeats), one connection at a time.
-//! [`FakeServer`] is the same server under the name the providers' tests
-//! know it by.
 
 use std::time::Duration;
 
-use ctxfold_providers::{Provider, ProviderKind};
 use serde_json::Value;
 
 use super::http::Answer;
-use super::{Seen, Upstream};
+use super::Seen;
 
 /// One canned answer.
 #[derive(Clone)]
@@ -110,31 +107,4 @@ pub fn sse(events: &[(Option<&str>, Value)]) -> String {
         s.push_str(&format!("data: {data}\n\n"));
     }
     s
-}
-
-/// [`Upstream::canned`] as the providers' tests start it: `url` for its
-/// base, stopped when dropped.
-pub struct FakeServer {
-    /// `http://127.0.0.1:PORT`.
-    pub url: String,
-    upstream: Upstream,
-}
-
-impl FakeServer {
-    pub fn start(replies: Vec<Reply>) -> FakeServer {
-        let upstream = Upstream::canned(replies);
-        FakeServer {
-            url: upstream.base.clone(),
-            upstream,
-        }
-    }
-
-    pub fn requests(&self) -> Vec<Seen> {
-        self.upstream.requests()
-    }
-
-    /// A provider of `kind` pointed at this server, with fast retries.
-    pub fn provider(&self, kind: ProviderKind) -> Provider {
-        self.upstream.provider(kind)
-    }
 }
