@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::http::Answer;
 use super::Seen;
+use super::http::Answer;
 
 /// One canned answer.
 #[derive(Clone)]
