@@ -13,8 +13,8 @@
 
 mod common;
 
+use common::Scratch;
 use common::proxy::Proxy;
-use common::{Scratch, stderr};
 use ctxfold_testkit::upstream::{Seen, Upstream};
 use serde_json::{Value, json};
 
@@ -34,26 +34,7 @@ fn emulating_proxy(s: &Scratch, upstream: &str) -> Proxy {
 /// Run `sdk/emulation.py`'s `scenario` against the proxy at `base`: one
 /// line per request it sent (see the script).
 fn run_sdk(base: &str, scenario: &str) -> Vec<Value> {
-    let python = std::env::var("CTXFOLD_SDK_PYTHON")
-        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/emulation.py");
-    let out = std::process::Command::new(python)
-        .arg(&script)
-        .arg(base)
-        .arg(scenario)
-        .output()
-        .unwrap();
-    let lines: Vec<Value> = String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert!(
-        out.status.success(),
-        "the SDK script failed after {lines:#?}: {}",
-        stderr(&out)
-    );
-    lines
+    common::sdk_script("emulation.py", &[base, scenario])
 }
 
 /// The line of the request named `name`.

@@ -22,7 +22,7 @@ mod common;
 
 use common::provider::Provider;
 use common::proxy::Proxy;
-use common::{Scratch, records, stderr};
+use common::{Scratch, records};
 use serde_json::{Value, json};
 
 /// Run the SDK script against the proxy at `base`, the compaction
@@ -30,27 +30,12 @@ use serde_json::{Value, json};
 /// its conversations, one a line, and every request body the SDKs sent,
 /// as they sent it.
 fn run_sdks(base: &str, trigger: u32, extra: &[&str]) -> (Vec<Value>, Vec<String>) {
-    let python = std::env::var("CTXFOLD_SDK_PYTHON")
-        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/context_management.py");
-    let out = std::process::Command::new(python)
-        .arg(&script)
-        .arg(base)
-        .arg(trigger.to_string())
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        stderr(&out)
-    );
-    let mut runs: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+    let trigger = trigger.to_string();
+    let args: Vec<&str> = [base, trigger.as_str()]
+        .into_iter()
+        .chain(extra.iter().copied())
         .collect();
+    let mut runs = common::sdk_script("context_management.py", &args);
     let sent = runs.pop().unwrap()["sent"]
         .as_array()
         .unwrap()

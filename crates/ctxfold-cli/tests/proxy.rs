@@ -318,8 +318,6 @@ fn keys_stay_out_of_the_store_and_bad_requests_are_refused() {
 #[test]
 #[ignore = "needs the OpenAI and Anthropic SDKs: run through scripts/test, which installs them"]
 fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
-    let python = std::env::var("CTXFOLD_SDK_PYTHON")
-        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
     // A window small enough that the proxy compacts inside the tool loops.
     let up = Upstream::start(1_500);
     let s = Scratch::new();
@@ -331,22 +329,7 @@ fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
         ),
         &[],
     );
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/clients.py");
-    let out = std::process::Command::new(python)
-        .arg(&script)
-        .arg(&p.base)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        stderr(&out)
-    );
-    let runs: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let runs = common::sdk_script("clients.py", &[&p.base]);
     assert_eq!(runs.len(), 6);
     for run in &runs {
         // The SDK parsed every answer, to the last text of each turn.
@@ -410,8 +393,6 @@ fn the_official_sdks_hold_tool_using_conversations_through_the_proxy() {
 #[test]
 #[ignore = "needs the Google Gen AI SDK: run through scripts/test, which installs it"]
 fn the_gemini_sdk_runs_a_function_calling_loop_through_the_proxy() {
-    let python = std::env::var("CTXFOLD_SDK_PYTHON")
-        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
     let up = Upstream::start(1_500);
     let s = Scratch::new();
     let p = proxy(
@@ -422,23 +403,7 @@ fn the_gemini_sdk_runs_a_function_calling_loop_through_the_proxy() {
         ),
         &[],
     );
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/gemini.py");
-    let out = std::process::Command::new(python)
-        .arg(&script)
-        .arg(&p.base)
-        .arg("12")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        stderr(&out)
-    );
-    let runs: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let runs = common::sdk_script("gemini.py", &[&p.base, "12"]);
     assert_eq!(runs.len(), 2, "{runs:?}");
     let mut ids = std::collections::BTreeSet::new();
     for run in &runs {

@@ -164,9 +164,10 @@ pub trait Protocol: Sync + 'static {
         cut_short: bool,
     ) -> Result<Vec<Record>, String>;
 
-    /// An answer's records made to follow the request's history of
-    /// `client` records (Gemini numbers the calls it gave no id).
-    fn follow(&self, _answer: &mut [Record], _client: &[Record]) {}
+    /// An answer's records made to follow `history`, the log it is
+    /// appended to, as the next request will send them back (Gemini
+    /// numbers the calls it gave no id on from the history's).
+    fn follow(&self, _answer: &mut [Record], _history: &[Record]) {}
 
     /// Whether a stream event (its `event:` name, its data) ends an
     /// answer: whole, or with an error.

@@ -23,7 +23,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::InProcess;
+use common::{InProcess, config};
 use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
 
@@ -32,10 +32,7 @@ const TOKEN: &str = "0123456789abcdef-guard";
 /// Start the proxy on `listen` (port 0) with `[proxy]` config `extra` over
 /// the fake upstream `up`.
 fn proxy_on(up: &Upstream, extra: &str, listen: &str) -> InProcess {
-    let config = format!(
-        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
-        b = up.base
-    );
+    let config = config(up, extra);
     InProcess::start_on(&config, listen)
 }
 

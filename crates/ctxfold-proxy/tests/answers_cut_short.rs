@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::InProcess;
+use common::{InProcess, config};
 use ctxfold_testkit::client::{agent, send};
 use ctxfold_testkit::records::of_type;
 use ctxfold_testkit::upstream::Upstream;
@@ -25,10 +25,7 @@ use serde_json::json;
 
 /// Start the proxy in front of `up`, with `extra` in its `[proxy]`.
 fn proxy(up: &Upstream, extra: &str) -> InProcess {
-    let config = format!(
-        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\n{extra}\n",
-        b = up.base
-    );
+    let config = config(up, extra);
     InProcess::start(&config)
 }
 

@@ -18,29 +18,16 @@ mod common;
 
 use std::sync::Arc;
 
-use common::InProcess;
+use common::{InProcess, config};
 use ctxfold_testkit::records::count;
 use ctxfold_testkit::upstream::Upstream;
 use ctxfold_testkit::upstream::tool_loop::{openai_agent, openai_agent_streaming};
 use serde_json::{Value, json};
 
-/// The proxy with `config` (TOML), in-process.
-fn proxy(config: &str, args: &[&str]) -> InProcess {
-    assert!(args.is_empty(), "flags are the command line's: {args:?}");
-    InProcess::start(config)
-}
-
-fn config(up: &Upstream, extra: &str) -> String {
-    format!(
-        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\ngemini = \"{b}\"\n{extra}\n",
-        b = up.base
-    )
-}
-
 #[test]
 fn concurrent_streaming_conversations_each_get_their_own_complete_log() {
     let up = Upstream::start(1_000_000);
-    let p = Arc::new(proxy(&config(&up, ""), &[]));
+    let p = Arc::new(InProcess::start(&config(&up, "")));
     let workers: Vec<_> = (0..100)
         .map(|i| {
             let p = p.clone();
@@ -90,7 +77,7 @@ fn two_clients_on_one_conversation_keep_each_history_whole() {
     // history ends up whole, in order, in the conversation its last
     // answer names, and there is one fork, not one per request.
     let up = Upstream::start(1_000_000);
-    let p = Arc::new(proxy(&config(&up, ""), &[]));
+    let p = Arc::new(InProcess::start(&config(&up, "")));
     let clients: Vec<_> = ["alpha", "beta"]
         .into_iter()
         .map(|who| {
@@ -147,7 +134,7 @@ fn two_clients_on_one_conversation_keep_each_history_whole() {
 #[test]
 fn twelve_clients_on_one_name_each_find_their_own_conversation() {
     let up = Upstream::start(1_000_000);
-    let p = Arc::new(proxy(&config(&up, ""), &[]));
+    let p = Arc::new(InProcess::start(&config(&up, "")));
     let clients: Vec<_> = (0..12)
         .map(|i| {
             let p = p.clone();

@@ -17,30 +17,12 @@
 
 mod common;
 
-use common::InProcess;
-use ctxfold_testkit::client::{agent, get, post};
+use common::{InProcess, config, metrics};
+use ctxfold_testkit::client::{agent, post};
 use ctxfold_testkit::records::count;
 use ctxfold_testkit::upstream::Upstream;
 use ctxfold_testkit::upstream::tool_loop::openai_agent;
 use serde_json::{Value, json};
-
-/// The proxy with `config` (TOML), in-process.
-fn proxy(config: &str, args: &[&str]) -> InProcess {
-    assert!(args.is_empty(), "flags are the command line's: {args:?}");
-    InProcess::start(config)
-}
-
-fn config(up: &Upstream, extra: &str) -> String {
-    format!(
-        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\ngemini = \"{b}\"\n{extra}\n",
-        b = up.base
-    )
-}
-
-/// The proxy's `/metrics` text.
-fn metrics(p: &InProcess) -> String {
-    get(&p.url("/metrics")).text()
-}
 
 const KEY: &str = "sk-test-SECRET-0123456789abcdef";
 
@@ -53,7 +35,7 @@ fn file_text(path: &str, bytes: usize) -> String {
 #[test]
 fn a_request_with_nothing_to_compact_reaches_the_upstream_as_sent() {
     let up = Upstream::start(1_000_000);
-    let p = proxy(&config(&up, ""), &[]);
+    let p = InProcess::start(&config(&up, ""));
     // Odd spacing and key order, and fields ctxfold does not know.
     let body = br#"{"model":"gpt-4o-mini",  "temperature":0.25,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi steps=0","name":"ann"}],"metadata":{"k":[1,2.50,"x"]},"stream":false}"#;
     let a = post(
@@ -104,7 +86,7 @@ fn a_request_with_nothing_to_compact_reaches_the_upstream_as_sent() {
 #[test]
 fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
     let up = Upstream::start(1_000_000);
-    let p = proxy(&config(&up, ""), &[]);
+    let p = InProcess::start(&config(&up, ""));
     // Not a chat body: ctxfold cannot read it; the upstream judges it.
     let odd = br#"{"model": "m", "messages": "not a list"}"#;
     let a = post(&format!("{}/v1/chat/completions", p.base), &[], odd);
@@ -116,7 +98,7 @@ fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
         "{metrics}"
     );
     drop(p);
-    let p = proxy(&config(&up, "on_error = \"reject\""), &[]);
+    let p = InProcess::start(&config(&up, "on_error = \"reject\""));
     let n = up.requests().len();
     let a = post(&format!("{}/v1/chat/completions", p.base), &[], odd);
     assert_eq!(a.status, 502);
@@ -132,13 +114,10 @@ fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
 #[test]
 fn prompt_cache_markers_stay_on_kept_blocks_and_move_off_folded_ones() {
     let up = Upstream::start(1_000_000);
-    let p = proxy(
-        &config(
-            &up,
-            "window = 3000\n[compaction.auto.rule]\nkeep_first = 0\nkeep_last = 1\n[compaction.auto.rule.summary]\n",
-        ),
-        &[],
-    );
+    let p = InProcess::start(&config(
+        &up,
+        "window = 3000\n[compaction.auto.rule]\nkeep_first = 0\nkeep_last = 1\n[compaction.auto.rule.summary]\n",
+    ));
     let cache = json!({"type": "ephemeral"});
     let mut messages = vec![json!({"role": "user", "content": [
         {"type": "text", "text": "turn 0: read them", "cache_control": cache}]})];

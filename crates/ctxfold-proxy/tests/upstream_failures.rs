@@ -16,29 +16,11 @@
 
 mod common;
 
-use common::InProcess;
-use ctxfold_testkit::client::{agent, get, post};
+use common::{InProcess, config, metrics};
+use ctxfold_testkit::client::{agent, post};
 use ctxfold_testkit::records::count;
 use ctxfold_testkit::upstream::Upstream;
 use serde_json::{Value, json};
-
-/// The proxy with `config` (TOML), in-process.
-fn proxy(config: &str, args: &[&str]) -> InProcess {
-    assert!(args.is_empty(), "flags are the command line's: {args:?}");
-    InProcess::start(config)
-}
-
-fn config(up: &Upstream, extra: &str) -> String {
-    format!(
-        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\ngemini = \"{b}\"\n{extra}\n",
-        b = up.base
-    )
-}
-
-/// The proxy's `/metrics` text.
-fn metrics(p: &InProcess) -> String {
-    get(&p.url("/metrics")).text()
-}
 
 fn tools() -> Value {
     json!([{"type": "function", "function": {"name": "read_file", "description": "Read a file",
@@ -59,7 +41,7 @@ fn an_upstream_context_overflow_is_compacted_and_retried_once() {
     // ~5,700 tokens sent; the automatic rule's overflow compaction (strip
     // the calls of the turns before the retained tail) brings it to ~4,000.
     let up = Upstream::start(4_600);
-    let p = proxy(&config(&up, "window = 1000000"), &[]);
+    let p = InProcess::start(&config(&up, "window = 1000000"));
     let url = format!("{}/v1/chat/completions", p.base);
     let mut messages = vec![json!({"role": "system", "content": "Agent."})];
     for turn in 0..3 {
@@ -128,7 +110,7 @@ fn an_upstream_context_overflow_is_compacted_and_retried_once() {
 #[test]
 fn a_stream_cut_short_records_what_completed_and_the_retry_goes_on() {
     let up = Upstream::start(1_000_000);
-    let p = proxy(&config(&up, ""), &[]);
+    let p = InProcess::start(&config(&up, ""));
     let url = format!("{}/v1/messages", p.base);
     let body = |model: &str, messages: &Value| {
         json!({"model": model, "max_tokens": 100, "system": "Be brief.", "stream": true,
@@ -197,10 +179,7 @@ fn an_upstream_that_never_answers_is_a_502_after_the_timeout() {
             held.push(c);
         }
     });
-    let p = proxy(
-        &format!("[proxy]\nopenai = \"{base}\"\ntimeout_secs = 1\n"),
-        &[],
-    );
+    let p = InProcess::start(&format!("[proxy]\nopenai = \"{base}\"\ntimeout_secs = 1\n"));
     // Without the timeout this would wait for the upstream forever.
     let a = post(
         &format!("{}/v1/chat/completions", p.base),

@@ -114,6 +114,29 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Run `tests/sdk/SCRIPT` with `args`, under the Python that has the
+/// official SDKs (`CTXFOLD_SDK_PYTHON`, which `scripts/proxy-clients env`
+/// sets): the JSON lines it printed. The test fails, with the script's
+/// standard error and what it printed, when the script does.
+pub fn sdk_script(script: &str, args: &[&str]) -> Vec<serde_json::Value> {
+    let python = std::env::var("CTXFOLD_SDK_PYTHON")
+        .expect("CTXFOLD_SDK_PYTHON: the Python with the SDKs (scripts/proxy-clients env)");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk")
+        .join(script);
+    let out = Command::new(python).arg(&path).args(args).output().unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} failed after printing {printed}: {}",
+        stderr(&out)
+    );
+    printed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{script} printed {l:?}: {e}")))
+        .collect()
+}
+
 // Not every test binary that includes this module reads the corpus.
 #[allow(unused_imports)]
 pub use ctxfold_testkit::corpus::dir as corpus;

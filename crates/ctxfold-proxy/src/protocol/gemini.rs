@@ -171,10 +171,10 @@ impl Protocol for Gemini {
         answer.records(model, ts)
     }
 
-    fn follow(&self, answer: &mut [Record], client: &[Record]) {
+    fn follow(&self, answer: &mut [Record], history: &[Record]) {
         ctxfold_formats::gemini::renumber_calls(
             answer,
-            ctxfold_formats::gemini::call_count(client),
+            ctxfold_formats::gemini::call_count(history),
         );
     }
 

@@ -15,6 +15,7 @@ use ctxfold_compactor::DigestOnly;
 use ctxfold_proxy::server::Proxy;
 use ctxfold_proxy::{Book, Compaction, ProxyConfig};
 use ctxfold_store::{Store, Workspace};
+use ctxfold_testkit::upstream::Upstream;
 use serde_json::Value;
 
 /// A proxy serving on 127.0.0.1 (or every address) until dropped.
@@ -155,4 +156,17 @@ impl Drop for InProcess {
         // Not joined: a test that fails may leave a connection open that
         // the graceful shutdown would wait for.
     }
+}
+
+/// `[proxy]` config sending every API to `up`, with `extra` after it.
+pub fn config(up: &Upstream, extra: &str) -> String {
+    format!(
+        "[proxy]\nopenai = \"{b}\"\nanthropic = \"{b}\"\ngemini = \"{b}\"\n{extra}\n",
+        b = up.base
+    )
+}
+
+/// The proxy's `/metrics` text.
+pub fn metrics(p: &InProcess) -> String {
+    ctxfold_testkit::client::get(&p.url("/metrics")).text()
 }
