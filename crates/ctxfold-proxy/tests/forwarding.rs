@@ -107,6 +107,37 @@ fn a_request_ctxfold_cannot_read_goes_upstream_unchanged_or_is_refused() {
     assert_eq!(up.requests().len(), n, "nothing went upstream");
 }
 
+/// A Gemini request ctxfold cannot read (a content of a role the API does
+/// not have) fails open as the others do: the upstream gets the client's
+/// bytes, and the failure is counted under its action. A path of the
+/// model that is no model call (`countTokens`) passes through untouched.
+#[test]
+fn a_gemini_request_ctxfold_cannot_read_goes_upstream_unchanged() {
+    let up = Upstream::start(1_000_000);
+    let p = InProcess::start(&config(&up, ""));
+    let odd = br#"{"contents": [{"role": "tool", "parts": [{"text": "hello"}]}]}"#;
+    let url = format!("{}/v1beta/models/gemini-2.5-flash:generateContent", p.base);
+    post(&url, &[("x-goog-api-key", "AIza-test")], odd);
+    let seen = up.requests();
+    let last = seen.last().unwrap();
+    assert_eq!(last.path, "/v1beta/models/gemini-2.5-flash:generateContent");
+    assert_eq!(last.body, odd.to_vec(), "the client's bytes");
+    assert_eq!(last.header("x-goog-api-key"), Some("AIza-test"));
+    let metrics = metrics(&p);
+    assert!(
+        metrics.contains("ctxfold_proxy_fail_open_total{endpoint=\"generate_content\"} 1"),
+        "{metrics}"
+    );
+    assert_eq!(p.conversations(), 0, "nothing recorded");
+    let count = br#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}"#;
+    let url = format!("{}/v1beta/models/gemini-2.5-flash:countTokens", p.base);
+    post(&url, &[], count);
+    let last = up.requests().pop().unwrap();
+    assert_eq!(last.path, "/v1beta/models/gemini-2.5-flash:countTokens");
+    assert_eq!(last.body, count.to_vec());
+    assert_eq!(p.conversations(), 0, "a token count is no turn");
+}
+
 /// Anthropic prompt-cache markers: those on blocks sent as they were stay;
 /// one on a block a summary folded moves to the summary (the end of the
 /// folded part), none lands on a thinking block, and the request never

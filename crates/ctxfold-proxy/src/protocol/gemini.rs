@@ -305,3 +305,107 @@ impl Answer {
         Ok(records)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxfold_core::Body;
+
+    fn chunk(parts: Value, last: bool) -> String {
+        let mut c = json!({"candidates": [{"content": {"role": "model", "parts": parts}}],
+            "modelVersion": "gemini-x"});
+        if last {
+            c["candidates"][0]["finishReason"] = json!("STOP");
+            c["usageMetadata"] = json!({"promptTokenCount": 100, "candidatesTokenCount": 7, "thoughtsTokenCount": 3});
+        }
+        format!("data: {c}\r\n\r\n")
+    }
+
+    #[test]
+    fn a_stream_is_one_answer_and_ends_at_its_finish_reason() {
+        let stream = [
+            chunk(json!([{"text": "Reading "}]), false),
+            chunk(json!([{"text": "it."}]), false),
+            chunk(
+                json!([{"functionCall": {"name": "ls", "args": {"d": "."}}}]),
+                true,
+            ),
+        ]
+        .concat();
+        let records = Gemini
+            .streamed_answer(stream.as_bytes(), "asked", "T", false)
+            .unwrap();
+        assert!(
+            matches!(&records[0].body, Body::Assistant { content } if content == "Reading it.")
+        );
+        assert!(matches!(&records[1].body, Body::ToolCall { name, .. } if name == "ls"));
+        let usage = &records[1].metadata.as_ref().unwrap()[USAGE];
+        assert_eq!(
+            (
+                &usage["input_tokens"],
+                &usage["output_tokens"],
+                &usage["model"]
+            ),
+            (&json!(100), &json!(10), &json!("gemini-x"))
+        );
+        // Each event is watched for the end: only the last one ends it.
+        let events: Vec<&str> = stream.split("\r\n\r\n").filter(|e| !e.is_empty()).collect();
+        let ends: Vec<bool> = events
+            .iter()
+            .map(|e| Gemini.ends(None, e.trim_start_matches("data: ")))
+            .collect();
+        assert_eq!(ends, [false, false, true]);
+        assert!(Gemini.ends(None, r#"{"error": {"code": 500, "message": "x"}}"#));
+    }
+
+    #[test]
+    fn a_stream_that_broke_off_is_an_error_unless_read_as_cut_short() {
+        let stream = chunk(json!([{"text": "Half an ans"}]), false);
+        assert!(
+            Gemini
+                .streamed_answer(stream.as_bytes(), "m", "T", false)
+                .is_err()
+        );
+        let records = Gemini
+            .streamed_answer(stream.as_bytes(), "m", "T", true)
+            .unwrap();
+        assert!(
+            matches!(&records[0].body, Body::Assistant { content } if content == "Half an ans")
+        );
+        // An answer with no candidate (blocked) is one empty text.
+        let blocked = Gemini
+            .answer(
+                json!({"promptFeedback": {"blockReason": "SAFETY"}}),
+                "m",
+                "T",
+            )
+            .unwrap();
+        assert!(
+            matches!(&blocked[..], [r] if matches!(&r.body, Body::Assistant { content } if content.is_empty()))
+        );
+        assert!(
+            Gemini
+                .answer(json!({"error": {"code": 429}}), "m", "T")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn only_a_model_call_is_interpreted() {
+        let route = &ROUTES[0];
+        let call = Gemini
+            .call(route, "/v1beta/models/gemini-2.5-pro:streamGenerateContent")
+            .unwrap();
+        assert_eq!(
+            (call.label, call.model.as_deref()),
+            ("stream_generate_content", Some("gemini-2.5-pro"))
+        );
+        for other in [
+            "/v1beta/models/gemini-2.5-pro:countTokens",
+            "/v1beta/models/gemini-2.5-pro",
+            "/v1beta/models/gemini-2.5-pro:embedContent",
+        ] {
+            assert!(Gemini.call(route, other).is_none(), "{other}");
+        }
+    }
+}
