@@ -262,7 +262,7 @@ pub(crate) fn is_overflow(d: &Details) -> bool {
         "exceed_context_size_error",
         "request_too_large",
     ];
-    const PHRASES: [&str; 9] = [
+    const PHRASES: [&str; 10] = [
         "maximum context length",
         "context window",
         "context length",
@@ -272,6 +272,9 @@ pub(crate) fn is_overflow(d: &Details) -> bool {
         "the request exceeds",
         "input is too long",
         "reduce the length",
+        // Gemini: "The input token count (N) exceeds the maximum number
+        // of tokens allowed (M)."
+        "exceeds the maximum number of tokens",
     ];
     let code_says = [&d.code, &d.kind]
         .into_iter()
@@ -425,7 +428,8 @@ mod tests {
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
         let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}"#;
         let vllm = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","code":400}"#;
-        for body in [openai, anthropic, llama, vllm] {
+        let gemini = r#"{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#;
+        for body in [openai, anthropic, llama, vllm, gemini] {
             assert!(
                 from_status(400, body, &CTX, 1).is_context_overflow(),
                 "{body}"

@@ -103,6 +103,25 @@ fn an_upstream_context_overflow_is_compacted_and_retried_once() {
     assert!(self::metrics(&p).contains("ctxfold_proxy_overflow_retries_total 2"));
 }
 
+/// Gemini's "the input token count exceeds the maximum" is an overflow as
+/// the others' are: one compaction and one retry, which fits (a user
+/// message over the window on its own, sent cut to its head and tail).
+#[test]
+fn a_gemini_overflow_is_compacted_and_retried_once() {
+    let up = Upstream::start(4_600);
+    let p = InProcess::start(&config(&up, "window = 1000000"));
+    let url = format!("{}/v1beta/models/gemini-2.5-flash:generateContent", p.base);
+    let huge = json!({"contents": [{"role": "user", "parts": [
+        {"text": file_text("src/huge.rs", 40_000)}]}]});
+    let a = post(&url, &[], huge.to_string().as_bytes());
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let seen = up.requests();
+    assert_eq!(seen.len(), 2, "one refused request, one retry");
+    let sent = seen[1].json()["contents"][0]["parts"][0]["text"].to_string();
+    assert!(sent.contains("left out here by compaction"), "{sent}");
+    assert!(metrics(&p).contains("ctxfold_proxy_overflow_retries_total 1"));
+}
+
 /// An upstream stream that breaks off: the client's stream breaks too;
 /// what completed of the answer (the closed text block) is recorded,
 /// marked; the client's retry and its next turn go on in the same
