@@ -27,6 +27,7 @@
 //! never published. Panicking on a broken setup is its job: a test must not
 //! pass without what it checks.
 
+pub mod agent_session;
 pub mod client;
 pub mod corpus;
 pub mod faults;
