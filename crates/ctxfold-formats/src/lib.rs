@@ -436,10 +436,116 @@ pub fn import_detected(
             anthropic::from_json(&v).map_err(|d| FormatError::shape(path, Format::Anthropic, d))?,
         )),
         Sniffed::Json(f, _) => Ok((f, import_as(path, f)?)),
-        Sniffed::Session(Format::Codex, bytes) => {
-            Ok((Format::Codex, codex::import_bytes(path, &bytes)))
+        Sniffed::Session(Format::Codex, bytes) => Ok((
+            Format::Codex,
+            codex::Reader::new(path, bytes).into_transcript(),
+        )),
+        Sniffed::Session(f, bytes) => {
+            Ok((f, claude_code::Reader::new(path, bytes).into_transcript()))
         }
-        Sniffed::Session(f, bytes) => Ok((f, claude_code::import_bytes(path, &bytes))),
+    }
+}
+
+/// An agent's session file (Claude Code's, Codex's) read record by
+/// record: each line is parsed, turned into its records and dropped before
+/// the next, so a caller that stores or writes the records as they come
+/// holds the file's bytes and a batch of records, not every line's JSON
+/// (issue 48: a long session in memory proportional to what is kept).
+/// [`SessionRecords::finish`], once every record is taken, gives the rest
+/// of the transcript: its title, extras and warnings.
+pub struct SessionRecords {
+    reader: SessionReader,
+    ready: std::collections::VecDeque<Record>,
+    buf: Vec<Record>,
+}
+
+enum SessionReader {
+    ClaudeCode(Box<claude_code::Reader>),
+    Codex(Box<codex::Reader>),
+}
+
+impl Iterator for SessionRecords {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        while self.ready.is_empty() {
+            let more = match &mut self.reader {
+                SessionReader::ClaudeCode(r) => r.step(&mut self.buf),
+                SessionReader::Codex(r) => r.step(&mut self.buf),
+            };
+            self.ready.extend(self.buf.drain(..));
+            if !more {
+                break;
+            }
+        }
+        self.ready.pop_front()
+    }
+}
+
+impl SessionRecords {
+    /// The transcript without its records (those were handed out): the
+    /// title, the format's extras (whether the file ended with a newline
+    /// among them, known only at its end) and the warnings. Records not
+    /// taken yet are read and dropped.
+    pub fn finish(mut self) -> Transcript {
+        while self.next().is_some() {}
+        match self.reader {
+            SessionReader::ClaudeCode(r) => r.finish(),
+            SessionReader::Codex(r) => r.finish(),
+        }
+    }
+}
+
+/// A transcript read: an agent's session record by record, or any other
+/// format whole.
+pub enum Opened {
+    /// An agent's session file, record by record.
+    Records(Format, SessionRecords),
+    /// A transcript of another format, whole.
+    Whole(Format, Transcript),
+}
+
+/// [`import_detected`], but an agent's session file (Claude Code's, Codex's)
+/// comes record by record ([`SessionRecords`]) rather than whole.
+pub fn open_detected(path: &Path, format: Option<Format>) -> Result<Opened, FormatError> {
+    let session = |f: Format, bytes: Vec<u8>| {
+        let reader = match f {
+            Format::Codex => SessionReader::Codex(Box::new(codex::Reader::new(path, bytes))),
+            _ => SessionReader::ClaudeCode(Box::new(claude_code::Reader::new(path, bytes))),
+        };
+        Opened::Records(
+            f,
+            SessionRecords {
+                reader,
+                ready: Default::default(),
+                buf: Vec::new(),
+            },
+        )
+    };
+    match format {
+        Some(f @ (Format::ClaudeCode | Format::Codex)) => Ok(session(f, read_bytes(path)?)),
+        Some(_) => {
+            let (f, t) = import_detected(path, format)?;
+            Ok(Opened::Whole(f, t))
+        }
+        None => match sniff(path)? {
+            Sniffed::Session(f, bytes) => Ok(session(f, bytes)),
+            Sniffed::Format(f) => Ok(Opened::Whole(f, import_as(path, f)?)),
+            Sniffed::Jsonl(bytes) => Ok(Opened::Whole(
+                Format::Ctxfold,
+                ctxfold::import_bytes(path, &bytes)?,
+            )),
+            Sniffed::Json(Format::Openai, v) => Ok(Opened::Whole(
+                Format::Openai,
+                openai::from_json(&v).map_err(|d| FormatError::shape(path, Format::Openai, d))?,
+            )),
+            Sniffed::Json(Format::Anthropic, v) => Ok(Opened::Whole(
+                Format::Anthropic,
+                anthropic::from_json(&v)
+                    .map_err(|d| FormatError::shape(path, Format::Anthropic, d))?,
+            )),
+            Sniffed::Json(f, _) => Ok(Opened::Whole(f, import_as(path, f)?)),
+        },
     }
 }
 

@@ -139,6 +139,134 @@ pub(crate) fn pair(records: &mut [Record], prefix: Option<&str>, warnings: &mut 
     }
 }
 
+/// [`pair`] as records come, one at a time, for a session file read line
+/// by line: a call whose id an earlier call already has (as its own or as
+/// the id it was given) gets `ID_2`, `ID_3`, … (a suffix no id read so far
+/// uses), results pair with the open calls of their id in order, and the
+/// warnings are [`pair`]'s, said once every record is in. Only what pairing
+/// needs is kept (ids, not records).
+pub(crate) struct Pairing {
+    prefix: &'static str,
+    /// Calls of each original id so far.
+    calls_of: HashMap<String, usize>,
+    /// Every id read or given so far.
+    taken: HashSet<String>,
+    /// Ids given to calls.
+    given: HashSet<String>,
+    /// Calls of each original id still waiting for a result: their ids.
+    open: HashMap<String, VecDeque<String>>,
+    renamed: Vec<(String, Vec<String>)>,
+    /// Results no open call answered, in order.
+    unanswered: Vec<String>,
+}
+
+impl Pairing {
+    /// For records whose renamed ids keep their original in metadata
+    /// `{prefix}_original_id`.
+    pub(crate) fn new(prefix: &'static str) -> Pairing {
+        Pairing {
+            prefix,
+            calls_of: HashMap::new(),
+            taken: HashSet::new(),
+            given: HashSet::new(),
+            open: HashMap::new(),
+            renamed: Vec::new(),
+            unanswered: Vec::new(),
+        }
+    }
+
+    /// Pair the next record.
+    pub(crate) fn push(&mut self, r: &mut Record) {
+        match &mut r.body {
+            Body::ToolCall { id, .. } => {
+                let original = id.clone();
+                let n = self.calls_of.entry(original.clone()).or_default();
+                *n += 1;
+                let n = *n;
+                self.taken.insert(original.clone());
+                let unique = if n > 1 || self.given.contains(&original) {
+                    let mut k = n.max(2);
+                    let mut fresh = format!("{original}_{k}");
+                    while self.taken.contains(&fresh) {
+                        k += 1;
+                        fresh = format!("{original}_{k}");
+                    }
+                    self.taken.insert(fresh.clone());
+                    self.given.insert(fresh.clone());
+                    *id = fresh.clone();
+                    set_meta(
+                        r,
+                        &original_key(self.prefix),
+                        Value::String(original.clone()),
+                    );
+                    match self.renamed.iter_mut().find(|(o, _)| *o == original) {
+                        Some((_, v)) => v.push(fresh.clone()),
+                        None => self.renamed.push((original.clone(), vec![fresh.clone()])),
+                    }
+                    fresh
+                } else {
+                    original.clone()
+                };
+                self.open.entry(original).or_default().push_back(unique);
+            }
+            Body::ToolResult { id, .. } => {
+                let original = id.clone();
+                self.taken.insert(original.clone());
+                let unique = match self.open.get_mut(&original) {
+                    Some(q) => {
+                        let u = q.pop_front();
+                        if q.is_empty() {
+                            self.open.remove(&original);
+                        }
+                        u
+                    }
+                    None => None,
+                };
+                match unique {
+                    Some(unique) => {
+                        if unique != original {
+                            *id = unique;
+                            set_meta(r, &original_key(self.prefix), Value::String(original));
+                        }
+                    }
+                    None => self.unanswered.push(original),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The warnings [`pair`] gives, to `warnings`.
+    pub(crate) fn finish(self, warnings: &mut Vec<String>) {
+        for (id, fresh) in self.renamed {
+            let n = self.calls_of.get(&id).copied().unwrap_or(0);
+            let names = fresh
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            warnings.push(format!(
+                "tool call id `{id}` is used by {n} calls: all kept, the later ones as {names} (an export to {} writes `{id}` back, other formats keep the unique ids); results are paired with those calls in order",
+                self.prefix
+            ));
+        }
+        let (second, orphans): (Vec<String>, Vec<String>) = self
+            .unanswered
+            .into_iter()
+            .partition(|id| self.calls_of.contains_key(id));
+        for id in orphans {
+            warnings.push(format!(
+                "a tool result for `{id}` has no tool call before it: kept, but a compacted view leaves it out"
+            ));
+        }
+        for id in second {
+            warnings.push(format!(
+                "a tool result for `{id}` answers a call that already has a result: kept, but a compacted view leaves it out"
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,6 @@ use ctxfold_core::{Body, Object, Record};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::FormatError;
-
 /// The session files found in an agent's folder, and the entries passed
 /// over.
 #[derive(Debug, Default)]
@@ -125,72 +123,100 @@ impl Line {
     }
 }
 
-/// A session file read: its lines, whether its last line ends with a
-/// newline, and whether it started with a UTF-8 byte-order mark (which an
-/// editor may have added); an export writes both back as they were.
-pub(crate) struct SessionText {
-    pub(crate) lines: Vec<Line>,
-    pub(crate) final_newline: bool,
-    pub(crate) bom: bool,
+/// The lines of a session file, one at a time, from its bytes: a line
+/// parsed, turned into records and dropped before the next is read, so
+/// only the records kept stay in memory, not every line's JSON tree.
+/// Whether the file started with a UTF-8 byte-order mark (which an editor
+/// may have added) and whether its last line ends with a newline are kept:
+/// an export writes both back as they were.
+pub(crate) struct LineCursor {
+    path: std::path::PathBuf,
+    bytes: Vec<u8>,
+    /// Where the next line starts.
+    pos: usize,
+    /// Where the last line ends (before the file's last newline).
+    end: usize,
+    /// Lines read so far.
+    number: usize,
+    done: bool,
+    bom: bool,
 }
 
-/// The lines of a session file. A line that is not UTF-8 is read with its
-/// bad bytes replaced and reported: it cannot be written back as it was.
-pub(crate) fn read_lines(
-    path: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<SessionText, FormatError> {
-    let bytes = crate::read_bytes(path)?;
-    Ok(split_lines(path, &bytes, warnings))
-}
-
-/// [`read_lines`] on bytes already read.
-pub(crate) fn split_lines(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> SessionText {
-    let (lines, final_newline, bom) = match bytes.strip_prefix(crate::BOM) {
-        Some(rest) => {
-            let (lines, nl) = split(path, rest, warnings);
-            (lines, nl, true)
+impl LineCursor {
+    /// The lines of `bytes`, the file at `path` (named in warnings).
+    pub(crate) fn new(path: &Path, bytes: Vec<u8>) -> LineCursor {
+        let bom = bytes.starts_with(crate::BOM);
+        let pos = if bom { crate::BOM.len() } else { 0 };
+        let end = if bytes.len() > pos && bytes.ends_with(b"\n") {
+            bytes.len() - 1
+        } else {
+            bytes.len()
+        };
+        LineCursor {
+            path: path.to_owned(),
+            done: pos == bytes.len(),
+            bytes,
+            pos,
+            end,
+            number: 0,
+            bom,
         }
-        None => {
-            let (lines, nl) = split(path, bytes, warnings);
-            (lines, nl, false)
-        }
-    };
-    SessionText {
-        lines,
-        final_newline,
-        bom,
     }
-}
 
-fn split(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> (Vec<Line>, bool) {
-    let final_newline = bytes.is_empty() || bytes.ends_with(b"\n");
-    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let mut lines = Vec::new();
-    if bytes.is_empty() {
-        return (lines, true);
+    /// The file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
-    let count = body.split(|&b| b == b'\n').count();
-    for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
-        let number = i + 1;
+
+    /// Whether the file started with a byte-order mark.
+    pub(crate) fn bom(&self) -> bool {
+        self.bom
+    }
+
+    /// Whether the file's last line ends with a newline (an empty file
+    /// counts as one that does).
+    pub(crate) fn final_newline(&self) -> bool {
+        self.end != self.bytes.len()
+            || self.bytes.len() == if self.bom { crate::BOM.len() } else { 0 }
+    }
+
+    /// The next line, `None` after the last. A line that is not UTF-8 is
+    /// read with its bad bytes replaced and reported: it cannot be written
+    /// back as it was.
+    pub(crate) fn next_line(&mut self, warnings: &mut Vec<String>) -> Option<Line> {
+        if self.done {
+            return None;
+        }
+        let rest = &self.bytes[self.pos..self.end];
+        let (raw, last) = match rest.iter().position(|&b| b == b'\n') {
+            Some(nl) => (&rest[..nl], false),
+            None => (rest, true),
+        };
+        self.number += 1;
+        let number = self.number;
         let text = match std::str::from_utf8(raw) {
             Ok(s) => s.to_owned(),
             Err(_) => {
                 warnings.push(format!(
                     "{}: line {number}: not valid UTF-8; kept with the bad bytes replaced",
-                    path.display()
+                    self.path.display()
                 ));
                 String::from_utf8_lossy(raw).into_owned()
             }
         };
+        if last {
+            self.done = true;
+        } else {
+            self.pos += raw.len() + 1;
+        }
         let value = match serde_json::from_str::<Value>(&text) {
             Ok(v) => Some(v),
             Err(e) => {
                 if !text.trim().is_empty() {
-                    let torn = number == count && !final_newline;
+                    let torn = last && !self.final_newline();
                     warnings.push(format!(
                         "{}: line {number}: {}: {e}; kept as it is",
-                        path.display(),
+                        self.path.display(),
                         if torn {
                             "a torn last line (no newline, not JSON)"
                         } else {
@@ -201,13 +227,12 @@ fn split(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> (Vec<Line>, b
                 None
             }
         };
-        lines.push(Line {
+        Some(Line {
             number,
             text,
             value,
-        });
+        })
     }
-    (lines, final_newline)
 }
 
 /// The hints object under `key` in a record's `extra`, if any. (Read
@@ -516,35 +541,104 @@ pub(crate) fn uuid_v7() -> String {
     uuid_text(bits)
 }
 
-/// Insert synthesized turn starts: before each record `opens` says opens
-/// a turn (given the records since the last turn start), never between a
-/// tool call and its result.
-pub(crate) fn with_turns(
-    records: Vec<Record>,
-    key: &str,
-    mut opens: impl FnMut(&Record, &[Record]) -> bool,
-) -> Vec<Record> {
-    let mut out: Vec<Record> = Vec::with_capacity(records.len() + records.len() / 8);
-    let mut open_calls: std::collections::HashMap<String, usize> = Default::default();
-    let mut turn_from = 0;
-    for r in records {
-        let inside = open_calls.values().any(|&n| n > 0);
-        if !inside && opens(&r, &out[turn_from..]) {
-            out.push(turn_start(key, &r.ts));
-            turn_from = out.len();
+/// Where each record of a session goes, as the records come one line at
+/// a time: a synthesized turn start before a record that opens a turn
+/// (never between a tool call and its result), every record numbered,
+/// repeated call ids made unique ([`crate::pairing::Pairing`]), and the
+/// last record the model sees remembered (what an agent's compaction
+/// covers).
+pub(crate) struct Sequencer {
+    key: &'static str,
+    /// Calls without their result yet, by id, and how many in all.
+    open_calls: std::collections::HashMap<String, usize>,
+    open_total: usize,
+    /// The assistant or a tool has had its say since the last turn start.
+    answered: bool,
+    next_seq: u64,
+    /// The log's turn count so far (a `turn_start` opens a turn only after
+    /// a conversation event), and whether the current turn holds one.
+    turn: u32,
+    holds: bool,
+    last_visible: Option<(u64, u32)>,
+    pairing: crate::pairing::Pairing,
+}
+
+impl Sequencer {
+    /// For the records of an agent's session, hints under `key`.
+    pub(crate) fn new(key: &'static str) -> Sequencer {
+        Sequencer {
+            key,
+            open_calls: Default::default(),
+            open_total: 0,
+            answered: false,
+            next_seq: 0,
+            turn: 0,
+            holds: false,
+            last_visible: None,
+            pairing: crate::pairing::Pairing::new(key),
+        }
+    }
+
+    /// The `seq` and turn of the last record the model sees so far.
+    pub(crate) fn last_visible(&self) -> Option<(u64, u32)> {
+        self.last_visible
+    }
+
+    /// Put `r` to `out`, after a synthesized turn start when `opens` says
+    /// it opens a turn (given whether the assistant or a tool spoke since
+    /// the last turn start).
+    pub(crate) fn push(
+        &mut self,
+        r: Record,
+        opens: &mut dyn FnMut(&Record, bool) -> bool,
+        out: &mut Vec<Record>,
+    ) {
+        if self.open_total == 0 && opens(&r, self.answered) {
+            let start = turn_start(self.key, &r.ts);
+            self.answered = false;
+            self.place(start, out);
         }
         match &r.body {
-            Body::ToolCall { id, .. } => *open_calls.entry(id.clone()).or_default() += 1,
+            Body::ToolCall { id, .. } => {
+                *self.open_calls.entry(id.clone()).or_default() += 1;
+                self.open_total += 1;
+            }
             Body::ToolResult { id, .. } => {
-                if let Some(n) = open_calls.get_mut(id) {
-                    *n = n.saturating_sub(1);
+                if let Some(n) = self.open_calls.get_mut(id)
+                    && *n > 0
+                {
+                    *n -= 1;
+                    self.open_total -= 1;
                 }
             }
             _ => {}
         }
+        if r.body.is_assistant_side() || matches!(r.body, Body::ToolResult { .. }) {
+            self.answered = true;
+        }
+        self.place(r, out);
+    }
+
+    fn place(&mut self, mut r: Record, out: &mut Vec<Record>) {
+        r.seq = self.next_seq;
+        self.next_seq += 1;
+        if matches!(r.body, Body::TurnStart) {
+            if self.holds {
+                self.turn += 1;
+            }
+            self.holds = true;
+        } else if r.body.is_model_visible() {
+            self.holds = true;
+            self.last_visible = Some((r.seq, self.turn));
+        }
+        self.pairing.push(&mut r);
         out.push(r);
     }
-    out
+
+    /// The warnings of the pairing of call ids, once every record is in.
+    pub(crate) fn finish(self, warnings: &mut Vec<String>) {
+        self.pairing.finish(warnings);
+    }
 }
 
 /// One line to write: its JSON, and the text to write while the JSON is
@@ -642,9 +736,9 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_kept_and_reported() {
         let mut w = Vec::new();
-        let read = split_lines(Path::new("s.jsonl"), b"{\"a\":1}\n{\"b\":", &mut w);
-        let (lines, nl) = (read.lines, read.final_newline);
-        assert!(!nl);
+        let mut c = LineCursor::new(Path::new("s.jsonl"), b"{\"a\":1}\n{\"b\":".to_vec());
+        let lines: Vec<Line> = std::iter::from_fn(|| c.next_line(&mut w)).collect();
+        assert!(!c.final_newline());
         assert_eq!(lines.len(), 2);
         assert!(lines[0].writes_back());
         assert!(lines[1].value.is_none());

@@ -10,9 +10,7 @@ use serde_json::Value;
 
 use super::line::{Envelope, take_content};
 use super::{BOM, CWD, FINAL_NEWLINE, KEY, SESSION_ID, SIGNATURE};
-use crate::session_lines::{
-    Field, Hints, Line, SessionText, fingerprint, hint, read_lines, split_lines, with_turns,
-};
+use crate::session_lines::{Field, Hints, Line, LineCursor, Sequencer, fingerprint, hint};
 use crate::{FormatError, Transcript};
 
 /// Whether the first line of a file (parsed) is one Claude Code writes:
@@ -32,90 +30,209 @@ pub fn looks_like(first: &Object) -> bool {
 
 /// Read the Claude Code session at `path`.
 pub fn import(path: &Path) -> Result<Transcript, FormatError> {
-    let mut warnings = Vec::new();
-    let read = read_lines(path, &mut warnings)?;
-    Ok(from_lines(path, read, warnings))
+    Ok(import_bytes(path, &crate::read_bytes(path)?))
 }
 
 /// [`import`] from the file's bytes, already read.
 pub fn import_bytes(path: &Path, bytes: &[u8]) -> Transcript {
-    let mut warnings = Vec::new();
-    let read = split_lines(path, bytes, &mut warnings);
-    from_lines(path, read, warnings)
+    Reader::new(path, bytes.to_vec()).into_transcript()
 }
 
-fn from_lines(path: &Path, read: SessionText, mut warnings: Vec<String>) -> Transcript {
-    let SessionText {
-        lines,
-        final_newline,
-        bom,
-    } = read;
-    let mut t = Transcript::default();
-    let mut records: Vec<Record> = Vec::with_capacity(lines.len() * 2);
-    let mut uuids = std::collections::HashSet::new();
-    let mut iter = lines.into_iter().peekable();
-    while let Some(mut line) = iter.next() {
+/// Where a line's id was seen: only named by a line, or on the first
+/// record of a message line, with the last record the model saw before it
+/// (what an agent's compaction that keeps that line covers).
+#[derive(Clone, Copy)]
+enum Seen {
+    Line,
+    Record(Option<(u64, u32)>),
+}
+
+/// A Claude Code session read one line at a time: each line's records as
+/// it is read, only what the lines to come need kept of it (ids, the turn
+/// state, the title).
+pub(crate) struct Reader {
+    cursor: LineCursor,
+    /// The line after a compaction boundary, read to see whether it holds
+    /// the boundary's summary.
+    peeked: Option<Line>,
+    seq: Sequencer,
+    current_prompt: Option<String>,
+    uuids: std::collections::HashMap<String, Seen>,
+    extras: Object,
+    title: (u8, Option<String>),
+    warnings: Vec<String>,
+}
+
+impl Reader {
+    /// The session in `bytes`, the file at `path`.
+    pub(crate) fn new(path: &Path, bytes: Vec<u8>) -> Reader {
+        Reader {
+            cursor: LineCursor::new(path, bytes),
+            peeked: None,
+            seq: Sequencer::new(KEY),
+            current_prompt: None,
+            uuids: Default::default(),
+            extras: Object::new(),
+            title: (0, None),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn next_line(&mut self) -> Option<Line> {
+        self.peeked
+            .take()
+            .or_else(|| self.cursor.next_line(&mut self.warnings))
+    }
+
+    /// The records of the next line (and of the summary line after a
+    /// compaction boundary) to `out`; `false` after the last line.
+    pub(crate) fn step(&mut self, out: &mut Vec<Record>) -> bool {
+        let Some(mut line) = self.next_line() else {
+            return false;
+        };
         let Some(value @ Value::Object(_)) = &line.value else {
-            records.push(line.opaque(KEY));
-            continue;
+            let r = line.opaque(KEY);
+            self.push(r, out);
+            return true;
         };
         let env = Envelope::of(value);
-        remember_session(&mut t, &env);
-        check_parent(path, &line, &env, &uuids, &mut warnings);
+        remember_session(&mut self.extras, &env);
+        check_parent(&self.cursor, &line, &env, &self.uuids, &mut self.warnings);
         if let Some(u) = env.uuid.str() {
-            uuids.insert(u.to_owned());
+            self.uuids.entry(u.to_owned()).or_insert(Seen::Line);
         }
         let kind = env.kind.str().unwrap_or("");
         if kind == "system" && env.subtype.str() == Some("compact_boundary") {
-            let summary = iter.next_if(|l| {
-                l.value
-                    .as_ref()
-                    .is_some_and(|v| Envelope::of(v).is_compact_summary())
-            });
+            let head = env.preserved_head().map(str::to_owned);
+            self.peeked = self.cursor.next_line(&mut self.warnings);
+            let summary = match &self.peeked {
+                Some(l)
+                    if l.value
+                        .as_ref()
+                        .is_some_and(|v| Envelope::of(v).is_compact_summary()) =>
+                {
+                    self.peeked.take()
+                }
+                _ => None,
+            };
             if let Some(s) = summary.as_ref().and_then(|s| s.value.as_ref())
                 && let Some(u) = Envelope::of(s).uuid.str()
             {
-                uuids.insert(u.to_owned());
+                self.uuids.entry(u.to_owned()).or_insert(Seen::Line);
             }
-            records.push(boundary(&line, env.preserved_head(), summary.as_ref()));
-            continue;
+            let mut r = boundary(&line, head.as_deref(), summary.as_ref());
+            self.set_range(&mut r, head.as_deref());
+            self.push(r, out);
+            return true;
         }
         let assistant = match kind {
             "user" => false,
             "assistant" => true,
             _ => {
-                records.push(line.opaque(KEY));
-                continue;
+                let r = line.opaque(KEY);
+                self.push(r, out);
+                return true;
             }
         };
         match message_records(&mut line, assistant) {
-            Some(recs) => records.extend(recs),
-            None => records.push(line.opaque(KEY)),
+            Some(recs) => {
+                for r in recs {
+                    self.push(r, out);
+                }
+            }
+            None => {
+                let r = line.opaque(KEY);
+                self.push(r, out);
+            }
+        }
+        true
+    }
+
+    /// One record through turns, numbering and pairing, to `out`.
+    fn push(&mut self, r: Record, out: &mut Vec<Record>) {
+        // The first record of a message line: what a compaction keeping
+        // that line from on covers.
+        if let Some(u) = Hints::of(&r, KEY)
+            .and_then(Hints::line_value)
+            .and_then(|l| Envelope::of(l).uuid.str())
+        {
+            let before = self.seq.last_visible();
+            match self.uuids.get_mut(u) {
+                Some(Seen::Record(_)) => {}
+                Some(seen) => *seen = Seen::Record(before),
+                None => {
+                    self.uuids.insert(u.to_owned(), Seen::Record(before));
+                }
+            }
+        }
+        if let Body::Other { kind, fields } = &r.body
+            && kind == KEY
+            && let Some(l) = Hints(fields).line_value()
+        {
+            better_title(&mut self.title, l);
+        }
+        let current_prompt = &mut self.current_prompt;
+        let mut opens = |r: &Record, answered: bool| opens_turn(current_prompt, r, answered);
+        self.seq.push(r, &mut opens, out);
+    }
+
+    /// An agent compaction covers the records before it, up to the first
+    /// message Claude Code kept verbatim after its summary (`head`).
+    fn set_range(&self, r: &mut Record, head: Option<&str>) {
+        let last = match head.and_then(|h| self.uuids.get(h)) {
+            Some(Seen::Record(before)) => *before,
+            _ => self.seq.last_visible(),
+        };
+        if let Body::Compaction(c) = &mut r.body {
+            c.from_turn = 0;
+            match last {
+                Some((seq, turn)) => {
+                    c.to_turn = turn;
+                    c.to_seq = Some(seq);
+                }
+                None => {
+                    // Nothing before it: a range that covers nothing.
+                    c.to_turn = 0;
+                    c.from_seq = Some(1);
+                    c.to_seq = Some(0);
+                }
+            }
         }
     }
-    super::set_extra(&mut t.extras, FINAL_NEWLINE, Value::Bool(final_newline));
-    if bom {
-        super::set_extra(&mut t.extras, BOM, Value::Bool(true));
+
+    /// What the whole file says, once every line is read: its title, the
+    /// format's extras, the warnings (the records were handed out).
+    pub(crate) fn finish(mut self) -> Transcript {
+        let mut t = Transcript::default();
+        let final_newline = self.cursor.final_newline();
+        if !self.extras.is_empty() {
+            t.extras.insert(
+                KEY.to_owned(),
+                Value::Object(std::mem::take(&mut self.extras)),
+            );
+        }
+        super::set_extra(&mut t.extras, FINAL_NEWLINE, Value::Bool(final_newline));
+        if self.cursor.bom() {
+            super::set_extra(&mut t.extras, BOM, Value::Bool(true));
+        }
+        self.seq.finish(&mut self.warnings);
+        t.title = self.title.1;
+        t.warnings = self.warnings;
+        t
     }
-    let mut records = with_turns(records, KEY, opens_turn());
-    for (i, r) in records.iter_mut().enumerate() {
-        r.seq = i as u64;
+
+    /// Every record, and the rest, as one transcript.
+    pub(crate) fn into_transcript(mut self) -> Transcript {
+        let mut records = Vec::new();
+        while self.step(&mut records) {}
+        let mut t = self.finish();
+        t.records = records;
+        t
     }
-    set_ranges(&mut records);
-    crate::pairing::pair(&mut records, Some(KEY), &mut warnings);
-    t.records = records;
-    t.title = title(&t.records);
-    t.warnings = warnings;
-    t
 }
 
 /// The session's id and working folder: the first line's that has them.
-fn remember_session(t: &mut Transcript, env: &Envelope) {
-    let entry = t
-        .extras
-        .entry(KEY.to_owned())
-        .or_insert_with(|| Value::Object(Object::new()));
-    let Value::Object(o) = entry else { return };
+fn remember_session(o: &mut Object, env: &Envelope) {
     for (key, field) in [(SESSION_ID, env.session_id), (CWD, env.cwd)] {
         if !o.contains_key(key)
             && let Some(v) = field.str()
@@ -128,18 +245,18 @@ fn remember_session(t: &mut Transcript, env: &Envelope) {
 /// A `parentUuid` that names no line before it: reported (Claude Code
 /// would start its chain there), the line kept.
 fn check_parent(
-    path: &Path,
+    cursor: &LineCursor,
     line: &Line,
     env: &Envelope,
-    uuids: &std::collections::HashSet<String>,
+    uuids: &std::collections::HashMap<String, Seen>,
     warnings: &mut Vec<String>,
 ) {
     if let Some(p) = env.parent_uuid.str()
-        && !uuids.contains(p)
+        && !uuids.contains_key(p)
     {
         warnings.push(format!(
             "{}: line {}: parentUuid {p} names no line before it (a broken chain); kept as it is",
-            path.display(),
+            cursor.path().display(),
             line.number
         ));
     }
@@ -204,123 +321,48 @@ fn message_text(v: &Value) -> String {
     }
 }
 
-/// Every agent compaction covers the records before it, up to the first
-/// message Claude Code kept verbatim after its summary.
-fn set_ranges(records: &mut [Record]) {
-    let positions: Vec<usize> = records
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r.body, Body::Compaction(_)) && Hints::of(r, KEY).is_some())
-        .map(|(i, _)| i)
-        .collect();
-    for at in positions {
-        let head = Hints::of(&records[at], KEY)
-            .and_then(|h| h.str(hint::PRESERVED_HEAD))
-            .map(str::to_owned);
-        let mut end = at;
-        if let Some(head) = head
-            && let Some(i) = records[..at].iter().position(|r| {
-                Hints::of(r, KEY)
-                    .and_then(Hints::line_value)
-                    .is_some_and(|l| Envelope::of(l).uuid.str() == Some(head.as_str()))
-            })
-        {
-            end = i;
-        }
-        // The covered records end before `end`, at a record the model sees
-        // or a turn start (never inside a call and its result).
-        let last = records[..end]
-            .iter()
-            .rposition(|r| r.body.is_model_visible());
-        let (seq, turn) = match last {
-            Some(i) => (records[i].seq, turn_of(records, i)),
-            None => (0, 0),
-        };
-        if let Body::Compaction(c) = &mut records[at].body {
-            c.from_turn = 0;
-            c.to_turn = turn;
-            c.to_seq = Some(seq);
-            if last.is_none() {
-                // Nothing before it: a range that covers nothing.
-                c.from_seq = Some(1);
-                c.to_seq = Some(0);
-            }
-        }
-    }
-}
-
-/// The 0-based turn of the record at `i`, by the log's rule: a
-/// `turn_start` opens a turn only after a conversation event.
-fn turn_of(records: &[Record], i: usize) -> u32 {
-    let (mut turn, mut holds) = (0u32, false);
-    for r in &records[..=i] {
-        if matches!(r.body, Body::TurnStart) {
-            if holds {
-                turn += 1;
-            }
-            holds = true;
-        } else if r.body.is_model_visible() {
-            holds = true;
-        }
-    }
-    turn
-}
-
 /// The rule that opens a turn: a user line of text with a `promptId` other
-/// than the current turn's, or, without one, after the assistant's or a
-/// tool's records.
-fn opens_turn() -> impl FnMut(&Record, &[Record]) -> bool {
-    let mut current_prompt: Option<String> = None;
-    move |r, since| {
-        let Body::User { .. } = r.body else {
-            return false;
-        };
-        let Some(line) = Hints::of(r, KEY).and_then(Hints::line_value) else {
-            return false;
-        };
-        let env = Envelope::of(line);
-        if env.is_compact_summary() {
-            return false;
-        }
-        let prompt = env.prompt_id.str().map(str::to_owned);
-        let answered = since
-            .iter()
-            .any(|r| r.body.is_assistant_side() || matches!(r.body, Body::ToolResult { .. }));
-        let opens = match (&prompt, &current_prompt) {
-            (Some(p), Some(c)) => p != c,
-            (Some(_), None) => true,
-            (None, _) => answered,
-        };
-        if opens {
-            current_prompt = prompt;
-        }
-        opens
+/// than the current turn's (`current`), or, without one, after the
+/// assistant's or a tool's records (`answered`).
+fn opens_turn(current: &mut Option<String>, r: &Record, answered: bool) -> bool {
+    let Body::User { .. } = r.body else {
+        return false;
+    };
+    let Some(line) = Hints::of(r, KEY).and_then(Hints::line_value) else {
+        return false;
+    };
+    let env = Envelope::of(line);
+    if env.is_compact_summary() {
+        return false;
     }
+    let prompt = env.prompt_id.str();
+    let opens = match (prompt, current.as_deref()) {
+        (Some(p), Some(c)) => p != c,
+        (Some(_), None) => true,
+        (None, _) => answered,
+    };
+    if opens {
+        *current = prompt.map(str::to_owned);
+    }
+    opens
 }
 
 /// The title: the newest `custom-title` line's, else the newest
-/// `ai-title`'s, else the newest `summary` line's.
-fn title(records: &[Record]) -> Option<String> {
-    let lines = records.iter().filter_map(|r| match &r.body {
-        Body::Other { kind, fields } if kind == KEY => Hints(fields).line_value(),
-        _ => None,
-    });
-    let mut best: (u8, Option<String>) = (0, None);
-    for l in lines {
-        let env = Envelope::of(l);
-        let (rank, title) = match env.kind.str() {
-            Some("custom-title") => (3, env.custom_title),
-            Some("ai-title") => (2, env.ai_title),
-            Some("summary") => (1, env.summary),
-            _ => continue,
-        };
-        if let Some(s) = title.str()
-            && rank >= best.0
-        {
-            best = (rank, Some(s.to_owned()));
-        }
+/// `ai-title`'s, else the newest `summary` line's; `best` the best so far
+/// and its rank, `l` the next line kept whole.
+fn better_title(best: &mut (u8, Option<String>), l: &Value) {
+    let env = Envelope::of(l);
+    let (rank, title) = match env.kind.str() {
+        Some("custom-title") => (3, env.custom_title),
+        Some("ai-title") => (2, env.ai_title),
+        Some("summary") => (1, env.summary),
+        _ => return,
+    };
+    if let Some(s) = title.str()
+        && rank >= best.0
+    {
+        *best = (rank, Some(s.to_owned()));
     }
-    best.1
 }
 
 /// The records of a `user` or `assistant` line, or `None` when its message

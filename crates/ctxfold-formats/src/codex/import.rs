@@ -13,9 +13,7 @@ use super::line::{
     AnyOutput, Envelope, LocalShellCall, OutputValue, put_payload, set_part_text, take_payload,
 };
 use super::{BOM, FINAL_NEWLINE, KEY, SESSION_ID};
-use crate::session_lines::{
-    Line, SessionText, fingerprint, hint, read_lines, split_lines, type_tag, with_turns,
-};
+use crate::session_lines::{Line, LineCursor, Sequencer, fingerprint, hint, type_tag};
 use crate::{FormatError, Transcript};
 
 /// Whether the first line of a file (parsed) is one Codex writes:
@@ -36,42 +34,54 @@ pub fn looks_like(first: &Object) -> bool {
 
 /// Read the Codex rollout at `path`.
 pub fn import(path: &Path) -> Result<Transcript, FormatError> {
-    let mut warnings = Vec::new();
-    let read = read_lines(path, &mut warnings)?;
-    Ok(from_lines(read, warnings))
+    Ok(import_bytes(path, &crate::read_bytes(path)?))
 }
 
 /// [`import`] from the file's bytes, already read.
 pub fn import_bytes(path: &Path, bytes: &[u8]) -> Transcript {
-    let mut warnings = Vec::new();
-    let read = split_lines(path, bytes, &mut warnings);
-    from_lines(read, warnings)
+    Reader::new(path, bytes.to_vec()).into_transcript()
 }
 
-fn from_lines(read: SessionText, mut warnings: Vec<String>) -> Transcript {
-    let SessionText {
-        lines,
-        final_newline,
-        bom,
-    } = read;
-    let mut t = Transcript::default();
-    let mut extras = Object::new();
-    let mut records = Vec::with_capacity(lines.len());
-    for mut line in lines {
+/// A Codex rollout read one line at a time: each line's records as it is
+/// read, only what the lines to come need kept of it.
+pub(crate) struct Reader {
+    cursor: LineCursor,
+    seq: Sequencer,
+    extras: Object,
+    warnings: Vec<String>,
+}
+
+impl Reader {
+    /// The rollout in `bytes`, the file at `path`.
+    pub(crate) fn new(path: &Path, bytes: Vec<u8>) -> Reader {
+        Reader {
+            cursor: LineCursor::new(path, bytes),
+            seq: Sequencer::new(KEY),
+            extras: Object::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The records of the next line to `out`; `false` after the last.
+    pub(crate) fn step(&mut self, out: &mut Vec<Record>) -> bool {
+        let Some(mut line) = self.cursor.next_line(&mut self.warnings) else {
+            return false;
+        };
         let Some(value @ Value::Object(_)) = &line.value else {
-            records.push(line.opaque(KEY));
-            continue;
+            let r = line.opaque(KEY);
+            self.push(r, out);
+            return true;
         };
         let env = Envelope::of(value);
         let ty = env.kind.str().unwrap_or("");
         let payload = &env.payload;
         if ty == "session_meta"
-            && !extras.contains_key(SESSION_ID)
+            && !self.extras.contains_key(SESSION_ID)
             && let Some(id) = &payload.id
         {
-            extras.insert(SESSION_ID.into(), id.clone());
+            self.extras.insert(SESSION_ID.into(), id.clone());
             if let Some(cwd) = &payload.cwd {
-                extras.insert("cwd".into(), cwd.clone());
+                self.extras.insert("cwd".into(), cwd.clone());
             }
         }
         let rec = match (ty, payload.kind.str().unwrap_or("")) {
@@ -89,27 +99,68 @@ fn from_lines(read: SessionText, mut warnings: Vec<String>) -> Transcript {
             ("response_item", _) => item_record(&mut line),
             _ => None,
         };
-        records.push(rec.unwrap_or_else(|| line.opaque(KEY)));
+        let mut r = rec.unwrap_or_else(|| line.opaque(KEY));
+        self.set_range(&mut r);
+        self.push(r, out);
+        true
     }
-    extras.insert(FINAL_NEWLINE.into(), Value::Bool(final_newline));
-    if bom {
-        extras.insert(BOM.into(), Value::Bool(true));
+
+    fn push(&mut self, r: Record, out: &mut Vec<Record>) {
+        // A user message after the assistant's or a tool's records opens
+        // a turn.
+        let mut opens =
+            |r: &Record, answered: bool| matches!(r.body, Body::User { .. }) && answered;
+        self.seq.push(r, &mut opens, out);
     }
-    t.extras.insert(KEY.into(), Value::Object(extras));
-    let mut records = with_turns(records, KEY, |r, since| {
-        matches!(r.body, Body::User { .. })
-            && since
-                .iter()
-                .any(|r| r.body.is_assistant_side() || matches!(r.body, Body::ToolResult { .. }))
-    });
-    for (i, r) in records.iter_mut().enumerate() {
-        r.seq = i as u64;
+
+    /// An agent compaction covers all the records before it.
+    fn set_range(&self, r: &mut Record) {
+        if !r.extra.contains_key(KEY) {
+            return;
+        }
+        if let Body::Compaction(c) = &mut r.body
+            && c.note.is_some()
+        {
+            match self.seq.last_visible() {
+                Some((seq, t)) => {
+                    c.from_turn = 0;
+                    c.to_turn = t;
+                    c.to_seq = Some(seq);
+                }
+                None => {
+                    c.from_seq = Some(1);
+                    c.to_seq = Some(0);
+                }
+            }
+        }
     }
-    set_ranges(&mut records);
-    crate::pairing::pair(&mut records, Some(KEY), &mut warnings);
-    t.records = records;
-    t.warnings = warnings;
-    t
+
+    /// What the whole file says, once every line is read: the format's
+    /// extras and the warnings (the records were handed out).
+    pub(crate) fn finish(mut self) -> Transcript {
+        let mut t = Transcript::default();
+        self.extras.insert(
+            FINAL_NEWLINE.into(),
+            Value::Bool(self.cursor.final_newline()),
+        );
+        if self.cursor.bom() {
+            self.extras.insert(BOM.into(), Value::Bool(true));
+        }
+        t.extras
+            .insert(KEY.into(), Value::Object(std::mem::take(&mut self.extras)));
+        self.seq.finish(&mut self.warnings);
+        t.warnings = self.warnings;
+        t
+    }
+
+    /// Every record, and the rest, as one transcript.
+    pub(crate) fn into_transcript(mut self) -> Transcript {
+        let mut records = Vec::new();
+        while self.step(&mut records) {}
+        let mut t = self.finish();
+        t.records = records;
+        t
+    }
 }
 
 /// A `compacted` line or a `compaction` item as a compaction record with
@@ -128,40 +179,6 @@ fn compaction(line: &Line, text: String) -> Record {
     h.insert(hint::LINES.into(), Value::Array(vec![kept]));
     r.extra.insert(KEY.into(), Value::Object(h));
     r
-}
-
-/// Every agent compaction covers all the records before it.
-fn set_ranges(records: &mut [Record]) {
-    let (mut turn, mut holds) = (0u32, false);
-    let mut last_visible: Option<(u64, u32)> = None;
-    for r in records.iter_mut() {
-        match &mut r.body {
-            Body::TurnStart => {
-                if holds {
-                    turn += 1;
-                }
-                holds = true;
-            }
-            Body::Compaction(c) if c.note.is_some() && r.extra.contains_key(KEY) => {
-                match last_visible {
-                    Some((seq, t)) => {
-                        c.from_turn = 0;
-                        c.to_turn = t;
-                        c.to_seq = Some(seq);
-                    }
-                    None => {
-                        c.from_seq = Some(1);
-                        c.to_seq = Some(0);
-                    }
-                }
-            }
-            b if b.is_model_visible() => {
-                holds = true;
-                last_visible = Some((r.seq, turn));
-            }
-            _ => {}
-        }
-    }
 }
 
 /// The text parts of a content array (`input_text`, `output_text`,

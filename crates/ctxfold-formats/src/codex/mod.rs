@@ -54,6 +54,7 @@ mod import;
 mod line;
 
 pub use export::export_bytes;
+pub(crate) use import::Reader;
 pub use import::{import, import_bytes, looks_like};
 
 /// Key of the hints in a record's `extra`, of the format's extras, and the
