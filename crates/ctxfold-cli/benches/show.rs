@@ -100,8 +100,28 @@ static STRIPS_100K: LazyLock<Stored> =
     LazyLock::new(|| store("strips_100k", || session::generate_strips(100_000, 10)));
 static STRIPS_1M: LazyLock<Stored> =
     LazyLock::new(|| store("strips_1m", || session::generate_strips(1_000_000, 10)));
+static OVERLAPS_100K: LazyLock<Stored> = LazyLock::new(|| {
+    store("overlaps_100k", || {
+        session::generate_overlapping(100_000, 10)
+    })
+});
+static OVERLAPS_1M: LazyLock<Stored> = LazyLock::new(|| {
+    store("overlaps_1m", || {
+        session::generate_overlapping(1_000_000, 10)
+    })
+});
 
 fn show(dir: &Path, id: &str, extra: &[&str]) {
+    ctxfold(dir, &["c", "show", id], extra);
+}
+
+/// `ctxfold stats ID`: loading and one projection, what `show` is
+/// measured against on the same log.
+fn stats(dir: &Path, id: &str) {
+    ctxfold(dir, &["stats", id], &[]);
+}
+
+fn ctxfold(dir: &Path, args: &[&str], extra: &[&str]) {
     let bin = std::env::var_os("CTXFOLD_BENCH_BIN")
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxfold").into());
     let status = Command::new(bin)
@@ -109,7 +129,7 @@ fn show(dir: &Path, id: &str, extra: &[&str]) {
         .env("HOME", dir)
         .env("XDG_DATA_HOME", dir.join("xdg-data"))
         .env("XDG_CONFIG_HOME", dir.join("xdg-config"))
-        .args(["c", "show", id])
+        .args(args)
         .args(extra)
         .stdout(Stdio::null())
         .status()
@@ -159,4 +179,35 @@ fn strips_1m(b: divan::Bencher) {
 fn strips_1m_json(b: divan::Bencher) {
     let s = &*STRIPS_1M;
     b.bench(|| show(&s.dir, &s.id, &["--format", "json"]));
+}
+
+/// 100,000 events, about 1,000 strips each over fifteen turns, overlapping
+/// the one before by five, all in force, as text.
+#[divan::bench(sample_count = 10)]
+fn overlaps_100k(b: divan::Bencher) {
+    let s = &*OVERLAPS_100K;
+    b.bench(|| show(&s.dir, &s.id, &[]));
+}
+
+/// 1,000,000 events, about 10,000 overlapping strips, as text (issue 48:
+/// within 1.5x of `stats_overlaps_1m`).
+#[divan::bench(sample_count = 10)]
+fn overlaps_1m(b: divan::Bencher) {
+    let s = &*OVERLAPS_1M;
+    b.bench(|| show(&s.dir, &s.id, &[]));
+}
+
+/// `ctxfold stats` on the overlapping 1,000,000 events: loading and one
+/// projection.
+#[divan::bench(sample_count = 10)]
+fn stats_overlaps_1m(b: divan::Bencher) {
+    let s = &*OVERLAPS_1M;
+    b.bench(|| stats(&s.dir, &s.id));
+}
+
+/// `ctxfold stats` on the nested 1,000,000 events.
+#[divan::bench(sample_count = 10)]
+fn stats_1m(b: divan::Bencher) {
+    let s = &*S1M;
+    b.bench(|| stats(&s.dir, &s.id));
 }

@@ -36,7 +36,9 @@ use crate::projection::{Item, View};
 use crate::record::Body;
 
 mod batch;
+mod listing;
 pub use batch::Retentions;
+pub use listing::{Listed, listing};
 
 /// User requests up to this many characters must be kept word for word.
 pub const REQUEST_WORDS_MAX: usize = 2_000;
@@ -244,24 +246,65 @@ fn paths(v: &Value, under_path_key: bool, out: &mut BTreeSet<String>) {
 /// The text of a view as the model reads it, whitespace collapsed: what
 /// "appears in the view" is looked for in.
 pub fn view_text(view: &View<'_>) -> String {
-    let mut out = String::new();
+    // Collapsed as it is written, into room for the whole: a view as long
+    // as a million-record log is hundreds of MB, and building it raw,
+    // then collapsing it, doubled a buffer that size again and again.
+    let room: usize = view.items.iter().map(raw_len).sum();
+    let mut out = Collapsed(String::with_capacity(room));
     for item in &view.items {
         match item {
             Item::Summary { text, .. } => {
-                out.push_str(&item.summary_lead().unwrap_or_default());
-                out.push(' ');
-                out.push_str(text);
+                out.push(&item.summary_lead().unwrap_or_default());
+                out.push(text);
             }
             other => {
                 for t in crate::anchor::item_texts(other) {
-                    out.push_str(&t);
-                    out.push(' ');
+                    out.push(&t);
                 }
             }
         }
-        out.push(' ');
     }
-    collapse(&out)
+    out.0
+}
+
+/// About how many bytes `item` adds to a view's text: its record's text
+/// as it is (a stripped or clipped one adds less), or its summary's.
+fn raw_len(item: &Item<'_>) -> usize {
+    let body = match item {
+        Item::Summary { text, .. } => return text.len() + 64,
+        // One line in place of the result.
+        Item::StrippedResult { .. } => return 256,
+        Item::Event { record, .. }
+        | Item::StrippedCall { record, .. }
+        | Item::Clipped { record, .. } => &record.body,
+        Item::Preamble => return 0,
+    };
+    1 + match body {
+        Body::User { content, .. }
+        | Body::Assistant { content }
+        | Body::Reasoning { content }
+        | Body::System { content }
+        | Body::ToolResult { content, .. } => content.len(),
+        Body::ToolCall {
+            name, arguments, ..
+        } => name.len() + arguments.text().len(),
+        _ => 0,
+    }
+}
+
+/// Text with every run of whitespace made one space, trimmed: `collapse`
+/// of the pieces pushed, each piece's ends a word break.
+struct Collapsed(String);
+
+impl Collapsed {
+    fn push(&mut self, piece: &str) {
+        for w in piece.split_whitespace() {
+            if !self.0.is_empty() {
+                self.0.push(' ');
+            }
+            self.0.push_str(w);
+        }
+    }
 }
 
 /// What `text` (a [`view_text`]) keeps of `facts`. A diagnostic is kept
@@ -303,7 +346,8 @@ fn word_char(c: char) -> bool {
 
 /// Whether `needle` (whitespace collapsed) appears in `text` as a whole:
 /// not inside a longer path or word (`src/lib.rs` in `crates/x/src/lib.rs`,
-/// `go` in `go on`).
+/// `go` in `go on`). Every occurrence counts, overlapping ones too: `a a`
+/// is whole at the end of `xa a a`.
 fn appears(text: &str, needle: &str, inner: fn(char) -> bool) -> bool {
     let needle = collapse(needle);
     if needle.is_empty() {
@@ -311,10 +355,22 @@ fn appears(text: &str, needle: &str, inner: fn(char) -> bool) -> bool {
     }
     let first = needle.chars().next().is_some_and(inner);
     let last = needle.chars().next_back().is_some_and(inner);
-    text.match_indices(needle.as_str()).any(|(at, m)| {
+    occurrences(text, &needle).any(|at| {
         let before = text[..at].chars().next_back();
-        let after = text[at + m.len()..].chars().next();
+        let after = text[at + needle.len()..].chars().next();
         !(first && before.is_some_and(inner) || last && after.is_some_and(inner))
+    })
+}
+
+/// Where `needle` (not empty) starts in `text`, every occurrence,
+/// overlapping ones too, left to right.
+fn occurrences<'t>(text: &'t str, needle: &'t str) -> impl Iterator<Item = usize> + 't {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let at = from + text.get(from..)?.find(needle)?;
+        // On from the next character: an occurrence may overlap this one.
+        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+        Some(at)
     })
 }
 
@@ -325,17 +381,17 @@ fn diagnostic_appears(text: &str, d: &Diagnostic) -> bool {
         return true;
     }
     let line = collapse(&d.line);
-    text.match_indices(line.as_str())
-        .any(|(at, m)| match &d.location {
-            None => true,
-            Some(loc) => {
-                let mut end = (at + m.len() + 400).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text[at + m.len()..end].contains(loc.as_str())
+    occurrences(text, &line).any(|at| match &d.location {
+        None => true,
+        Some(loc) => {
+            let start = at + line.len();
+            let mut end = (start + 400).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
             }
-        })
+            text[start..end].contains(loc.as_str())
+        }
+    })
 }
 
 #[cfg(test)]

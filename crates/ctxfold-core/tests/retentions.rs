@@ -13,8 +13,12 @@
 )]
 
 use ctxfold_core::compaction::{Provenance, ReasoningPolicy, Source, Summary, ToolPolicy};
-use ctxfold_core::kept::{Facts, Kept, Retentions, facts, kept, retention, view_text};
-use ctxfold_core::projection::{project, project_with};
+use ctxfold_core::kept::{
+    Facts, Kept, Listed, Retentions, facts, kept, listing, retention, view_text,
+};
+use ctxfold_core::projection::{
+    Standing, covered_indices, project, project_as_of, project_with, standings,
+};
 use ctxfold_core::{Body, Compaction, Log, Record};
 use proptest::prelude::*;
 use serde_json::json;
@@ -53,6 +57,16 @@ enum Step {
     Think,
     /// A compaction of turns `a..=b` (clamped), of kind `k`.
     Fold(u32, u32, usize, usize),
+    /// A compaction of the `span` turns ending `back` turns before the
+    /// last, of kind `k`; deferred until the next turn when the flag is
+    /// set: folds of recent turns, one over another.
+    Recent {
+        back: u32,
+        span: u32,
+        kind: usize,
+        word: usize,
+        deferred: bool,
+    },
     Turn,
 }
 
@@ -64,6 +78,21 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Think),
         2 => (0..8u32, 0..8u32, 0..5usize, 0..WORDS.len()).prop_map(|(a, b, k, w)| Step::Fold(a, b, k, w)),
         2 => Just(Step::Turn),
+    ]
+}
+
+/// Steps of a session folded as it goes: its compactions over recent
+/// turns, each overlapping, nesting in or repeating the ones before.
+fn overlapping_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => (0..WORDS.len()).prop_map(Step::User),
+        3 => (0..PATHS.len(), 0..RESULTS.len(), any::<bool>()).prop_map(|(p, r, e)| Step::Call(p, r, e)),
+        1 => (0..WORDS.len(), 0..RESULTS.len()).prop_map(|(w, r)| Step::Say(w, r)),
+        1 => Just(Step::Think),
+        3 => (0..3u32, 0..4u32, 0..5usize, 0..WORDS.len(), prop::bool::weighted(0.15)).prop_map(
+            |(back, span, kind, word, deferred)| Step::Recent { back, span, kind, word, deferred }
+        ),
+        3 => Just(Step::Turn),
     ]
 }
 
@@ -122,27 +151,48 @@ fn build(steps: &[Step]) -> Log {
             Step::Fold(a, b, k, w) => {
                 let turns = log.turn_count() as u32;
                 let (from, to) = (a.min(b).min(turns - 1), a.max(b).min(turns - 1));
-                let source = if k == 4 { Source::Auto } else { Source::User };
-                let mut c = Compaction::new(from, to, source);
-                match k {
-                    0 => c.tool_calls = Some(ToolPolicy::Strip),
-                    1 => c.tool_calls = Some(ToolPolicy::Omit),
-                    2 => c.reasoning = Some(ReasoningPolicy::Strip),
-                    3 => c.tool_calls = Some(ToolPolicy::StripResponses),
-                    _ => {
-                        c.summary = Some(Summary {
-                            text: format!("We said {} and saw {}.", WORDS[w], RESULTS[w % 6]),
-                            provenance: Provenance::Supplied {
-                                author: Source::Assistant,
-                            },
-                        })
-                    }
+                push(&mut log, Body::Compaction(Box::new(fold(from, to, k, w))));
+            }
+            Step::Recent {
+                back,
+                span,
+                kind,
+                word,
+                deferred,
+            } => {
+                let turns = log.turn_count() as u32;
+                let to = (turns - 1).saturating_sub(back);
+                let mut c = fold(to.saturating_sub(span), to, kind, word);
+                if deferred {
+                    c.deferred_until_turn = Some(turns);
                 }
                 push(&mut log, Body::Compaction(Box::new(c)));
             }
         }
     }
     log
+}
+
+/// A compaction of turns `from..=to` of kind `k`: a policy of one of
+/// four kinds, or a summary quoting `WORDS[w]`.
+fn fold(from: u32, to: u32, k: usize, w: usize) -> Compaction {
+    let source = if k == 4 { Source::Auto } else { Source::User };
+    let mut c = Compaction::new(from, to, source);
+    match k {
+        0 => c.tool_calls = Some(ToolPolicy::Strip),
+        1 => c.tool_calls = Some(ToolPolicy::Omit),
+        2 => c.reasoning = Some(ReasoningPolicy::Strip),
+        3 => c.tool_calls = Some(ToolPolicy::StripResponses),
+        _ => {
+            c.summary = Some(Summary {
+                text: format!("We said {} and saw {}.", WORDS[w], RESULTS[w % 6]),
+                provenance: Provenance::Supplied {
+                    author: Source::Assistant,
+                },
+            })
+        }
+    }
+    c
 }
 
 /// The old `union_retention`: facts of the merged ranges, each record once.
@@ -271,5 +321,103 @@ fn a_log_read_in_parallel_parts_reports_what_each_range_alone_does() {
     assert!(
         one_by_one[0].diagnostics.total > 0 && one_by_one[0].files.total > 0,
         "the log holds facts to compare"
+    );
+}
+
+/// The listing as defined one compaction at a time: each record's
+/// standing, and for one in force the report of its range alone in the
+/// view as it is, for a deferred one due by the next turn in the view it
+/// will come into force in.
+fn listing_reference(log: &Log, lost: bool) -> Vec<Listed> {
+    let next = log.turn_count() as u32;
+    let (now, later) = (project(log), project_as_of(log, next));
+    let (now_text, later_text) = (view_text(&now), view_text(&later));
+    let statuses = standings(log);
+    log.records()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match &r.body {
+            Body::Compaction(c) => Some((i, c)),
+            _ => None,
+        })
+        .enumerate()
+        .map(|(n, (i, c))| {
+            let standing = statuses.get(&i).copied();
+            let due = c.deferred_until_turn.is_some_and(|t| t <= next);
+            let kept = match standing {
+                Some(Standing::Active) => {
+                    covered_indices(log, c).map(|r| retention(log, r, &now, &now_text))
+                }
+                Some(Standing::Deferred(_)) if due => {
+                    covered_indices(log, c).map(|r| retention(log, r, &later, &later_text))
+                }
+                _ => None,
+            };
+            Listed {
+                number: n + 1,
+                index: i,
+                standing,
+                kept: kept.map(|k| if lost { k } else { without_lost(k) }),
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// What `c show` lists (issue 48) on a session whose compactions fold
+    /// recent turns one over another, overlapping, nesting and repeating,
+    /// some deferred: every compaction's standing and report are those of
+    /// its range alone, with and without the lists of what was lost.
+    #[test]
+    fn the_listing_of_overlapping_compactions_is_each_range_alone(
+        steps in prop::collection::vec(overlapping_step(), 1..90),
+    ) {
+        let log = build(&steps);
+        prop_assert_eq!(listing(&log, true), listing_reference(&log, true));
+        prop_assert_eq!(listing(&log, false), listing_reference(&log, false));
+    }
+}
+
+/// The generator above makes the shape it is for: compactions in force
+/// whose ranges overlap without nesting, and deferred ones due next.
+#[test]
+fn generated_sessions_have_overlapping_compactions_in_force() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let strategy = prop::collection::vec(overlapping_step(), 1..90);
+    let mut runner = TestRunner::deterministic();
+    let (mut overlapping, mut due) = (0, 0);
+    for _ in 0..300 {
+        let log = build(&strategy.new_tree(&mut runner).unwrap().current());
+        let listed = listing(&log, false);
+        let ranges: Vec<(usize, usize)> = listed
+            .iter()
+            .filter(|l| l.standing == Some(Standing::Active))
+            .filter_map(|l| match &log.records()[l.index].body {
+                Body::Compaction(c) => covered_indices(&log, c),
+                _ => None,
+            })
+            .collect();
+        let crossing = ranges.iter().enumerate().any(|(a, x)| {
+            ranges[a + 1..].iter().any(|y| {
+                x.0 < y.0 && y.0 <= x.1 && x.1 < y.1 || y.0 < x.0 && x.0 <= y.1 && y.1 < x.1
+            })
+        });
+        overlapping += usize::from(crossing);
+        due += usize::from(
+            listed
+                .iter()
+                .any(|l| matches!(l.standing, Some(Standing::Deferred(_))) && l.kept.is_some()),
+        );
+    }
+    assert!(
+        overlapping >= 100,
+        "{overlapping} of 300 sessions had overlapping compactions in force"
+    );
+    assert!(
+        due >= 10,
+        "{due} of 300 sessions had a deferred compaction due"
     );
 }

@@ -10,7 +10,10 @@
 //! at the first record, and the view stays small. In [`generate_strips`]
 //! it strips the reasoning and the tool results of the `every` turns
 //! before the last three: ranges side by side, and a view about as long
-//! as the log.
+//! as the log. In [`generate_overlapping`] each strip covers the `3 *
+//! every / 2` turns before the last three, so its range overlaps the one
+//! before by a third and each compaction still changes the view (all in
+//! force), as when a user strips "the last fifteen turns" now and then.
 
 use ctxfold_core::compaction::{Provenance, ReasoningPolicy, Source, Summary, ToolPolicy};
 use ctxfold_core::{Body, Compaction, Log, Record};
@@ -34,7 +37,35 @@ pub fn generate_strips(events: usize, every: usize) -> Log {
     make(events, every, false)
 }
 
+/// `events` records (about), a strip of the `3 * every / 2` turns before
+/// the last three every `every` turns: each range overlaps the one before,
+/// and each is in force over the turns only it covers.
+pub fn generate_overlapping(events: usize, every: usize) -> Log {
+    make_shaped(events, every, Shape::Overlapping)
+}
+
 fn make(events: usize, every: usize, nested: bool) -> Log {
+    make_shaped(
+        events,
+        every,
+        if nested { Shape::Nested } else { Shape::Strips },
+    )
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Nested,
+    Strips,
+    Overlapping,
+}
+
+fn make_shaped(events: usize, every: usize, shape: Shape) -> Log {
+    let nested = shape == Shape::Nested;
+    let span = if shape == Shape::Overlapping {
+        every + every / 2
+    } else {
+        every
+    };
     let mut log = Log::new();
     let mut turn = 0u32;
     let mut turn_starts: Vec<u64> = Vec::new();
@@ -82,9 +113,9 @@ fn make(events: usize, every: usize, nested: bool) -> Log {
             },
         );
         turn += 1;
-        if !nested && (turn as usize).is_multiple_of(every) && turn as usize >= every + 3 {
+        if !nested && (turn as usize).is_multiple_of(every) && turn as usize >= span + 3 {
             let to = turn - 4;
-            let from = to + 1 - every as u32;
+            let from = to + 1 - span as u32;
             let mut c = Compaction::new(from, to, Source::Auto);
             c.from_seq = Some(turn_starts[from as usize]);
             c.to_seq = Some(turn_starts[to as usize + 1] - 1);

@@ -27,7 +27,8 @@ use aho_corasick::AhoCorasick;
 use super::{Kept, Tally, appears, diagnostic_appears, path_char, record_facts, word_char};
 use crate::diagnostics::{Diagnostic, collapse};
 use crate::log::Log;
-use crate::projection::View;
+use crate::projection::{Item, View};
+use crate::record::Body;
 
 /// A view, read once, to make the retention reports of any ranges of its
 /// log: the same [`Kept`] as [`retention`](super::retention) for each.
@@ -37,6 +38,10 @@ pub struct Retentions<'a> {
     /// Tokens the view shows for the records before index `i`: the items
     /// whose origin starts there.
     shown: Vec<usize>,
+    /// The user messages the view shows as they are, by record index:
+    /// such a request is in the text word for word, whitespace on either
+    /// side, so it is kept without being looked for.
+    users_shown: Vec<bool>,
 }
 
 impl<'a> Retentions<'a> {
@@ -50,16 +55,28 @@ impl<'a> Retentions<'a> {
     /// already made.
     pub fn with_text(log: &'a Log, view: &View<'_>, text: String) -> Self {
         let mut shown = vec![0; log.len() + 1];
+        let mut users_shown = vec![false; log.len()];
         for item in &view.items {
             let o = item.origin();
             if !o.is_empty() && *o.start() < log.len() {
                 shown[*o.start() + 1] += crate::estimate::item_tokens(item);
             }
+            if let Item::Event { index, record } = item
+                && matches!(record.body, Body::User { .. })
+                && let Some(s) = users_shown.get_mut(*index)
+            {
+                *s = true;
+            }
         }
         for i in 1..shown.len() {
             shown[i] += shown[i - 1];
         }
-        Retentions { log, text, shown }
+        Retentions {
+            log,
+            text,
+            shown,
+            users_shown,
+        }
     }
 
     /// The view's text, whitespace collapsed.
@@ -80,7 +97,12 @@ impl<'a> Retentions<'a> {
             .map(clamp)
             .filter(|(lo, hi)| lo <= hi && *lo < n)
             .collect();
-        let occ = Occurrences::read(self.log, &merge(&spans, false), &self.text);
+        let occ = Occurrences::read(
+            self.log,
+            &merge(&spans, false),
+            &self.text,
+            &self.users_shown,
+        );
         let files = Distinct::new(&occ.files, |k| occ.file_kept[k as usize]);
         let diags = Distinct::new(&occ.diags, |k| occ.diag_kept[k as usize]);
         let file_bounds: Vec<(usize, usize)> = ranges
@@ -139,7 +161,7 @@ impl<'a> Retentions<'a> {
             .copied()
             .collect();
         let merged = merge(&spans, true);
-        let occ = Occurrences::read(self.log, &merged, &self.text);
+        let occ = Occurrences::read(self.log, &merged, &self.text, &self.users_shown);
         let mut k = Kept::default();
         // Every record once: each file and diagnostic text first where it
         // first occurs.
@@ -239,13 +261,21 @@ struct Occurrences {
 }
 
 impl Occurrences {
-    fn read(log: &Log, covered: &[(usize, usize)], text: &str) -> Occurrences {
+    fn read(
+        log: &Log,
+        covered: &[(usize, usize)],
+        text: &str,
+        users_shown: &[bool],
+    ) -> Occurrences {
         let mut finder = Finder::default();
         let mut file_keys: HashMap<String, u32> = HashMap::new();
         let mut diag_keys: HashMap<(String, String, Option<String>), u32> = HashMap::new();
         let mut text_keys: HashMap<String, u32> = HashMap::new();
         let mut request_keys: HashMap<String, u32> = HashMap::new();
-        let (mut file_checks, mut diag_checks, mut request_checks) = (vec![], vec![], vec![]);
+        let (mut file_checks, mut diag_checks) = (vec![], vec![]);
+        // Per request key: whether a message of that text is shown as it
+        // is (kept for certain); the others are looked for.
+        let mut request_shown: Vec<bool> = vec![];
         let mut diag_list: Vec<Diagnostic> = Vec::new();
         let mut o = Occurrences {
             files: vec![],
@@ -290,12 +320,28 @@ impl Occurrences {
             }
             if let Some(r) = f.request {
                 let key = intern(&mut request_keys, r, |r| {
-                    request_checks.push(finder.whole(r, word_char));
+                    request_shown.push(false);
                     o.request_texts.push(r.clone());
                 });
+                request_shown[key as usize] |= users_shown.get(i).copied().unwrap_or(false);
                 o.requests.push((i, key));
             }
         }
+        // Only the requests not shown as they are go into the search: in a
+        // view that strips (the view as long as the log) that is none, and
+        // an automaton over a hundred thousand requests was a fifth of
+        // `c show` at a million events.
+        let request_checks: Vec<Resolution> = request_shown
+            .iter()
+            .zip(&o.request_texts)
+            .map(|(&shown, r)| {
+                if shown {
+                    Resolution::Kept
+                } else {
+                    finder.whole(r, word_char)
+                }
+            })
+            .collect();
         for i in 1..o.raw.len() {
             o.raw[i] += o.raw[i - 1];
         }
@@ -303,6 +349,7 @@ impl Occurrences {
         // its state ids); every fact is then decided one by one.
         let found = finder.run(text);
         let resolve = |c: &Resolution, fallback: &dyn Fn() -> bool| match (c, &found) {
+            (Resolution::Kept, _) => true,
             (Resolution::Found(at), Some(found)) => found[*at],
             _ => fallback(),
         };
@@ -529,24 +576,25 @@ impl Fenwick {
 }
 
 /// How a fact's presence is decided: by the finder's pass (its answer's
-/// index), or by the reference function where the pass cannot (an empty
-/// needle).
+/// index), by the reference function where the pass cannot (an empty
+/// needle), or known kept without a search (a request the view shows as
+/// it is).
 enum Resolution {
     Found(usize),
     Direct,
+    Kept,
 }
 
 /// Every distinct needle looked for at once, in one pass over the text,
-/// deciding each fact as [`appears`] and [`diagnostic_appears`] do:
-/// `match_indices` finds a needle's occurrences left to right without
-/// overlap, and the overlapping pass replays that per needle.
+/// deciding each fact as [`appears`] and [`diagnostic_appears`] do, at
+/// every occurrence (overlapping ones too).
 #[derive(Default)]
 struct Finder {
     patterns: Vec<String>,
     ids: HashMap<String, usize>,
-    /// Per pattern: the checks that look at its `match_indices`
-    /// occurrences, and those that need it anywhere.
-    greedy: Vec<Vec<usize>>,
+    /// Per pattern: the checks that look at each of its occurrences, and
+    /// those that need it anywhere.
+    at_each: Vec<Vec<usize>>,
     anywhere: Vec<Vec<usize>>,
     checks: Vec<Check>,
 }
@@ -572,7 +620,7 @@ impl Finder {
         let p = self.patterns.len();
         self.ids.insert(needle.clone(), p);
         self.patterns.push(needle);
-        self.greedy.push(Vec::new());
+        self.at_each.push(Vec::new());
         self.anywhere.push(Vec::new());
         p
     }
@@ -581,7 +629,7 @@ impl Finder {
         let c = self.checks.len();
         match check {
             Check::Anywhere => self.anywhere[p].push(c),
-            _ => self.greedy[p].push(c),
+            _ => self.at_each[p].push(c),
         }
         self.checks.push(check);
         c
@@ -626,18 +674,23 @@ impl Finder {
         // Only the needles that can occur go into the automaton: building
         // it is most of the pass's cost, and in a small view (ranges that
         // nest) most needles are folded away: a user request naming its
-        // turn, a path only the folded calls gave.
-        let words = words(text);
-        let live: Vec<usize> = (0..self.patterns.len())
-            .filter(|&p| could_occur(&self.patterns[p], &words))
-            .collect();
+        // turn, a path only the folded calls gave. Pruning reads every
+        // word of the text, so it is done only when the needles are many;
+        // a few hundred paths and diagnostics build in no time.
+        let bytes: usize = self.patterns.iter().map(String::len).sum();
+        let live: Vec<usize> = if bytes > PRUNE_FROM {
+            let words = words(text);
+            (0..self.patterns.len())
+                .filter(|&p| could_occur(&self.patterns[p], &words))
+                .collect()
+        } else {
+            (0..self.patterns.len()).collect()
+        };
         if live.is_empty() {
             return Some(found);
         }
         let ac = AhoCorasick::new(live.iter().map(|&p| &self.patterns[p])).ok()?;
-        // Where each pattern's next `match_indices` occurrence may start,
-        // and whether any of its checks is still open.
-        let mut next = vec![0usize; self.patterns.len()];
+        // Whether any of a pattern's checks is still open.
         let mut open: Vec<bool> = (0..self.patterns.len()).map(|_| true).collect();
         for m in ac.find_overlapping_iter(text) {
             let p = live[m.pattern().as_usize()];
@@ -647,15 +700,12 @@ impl Finder {
             for &c in &self.anywhere[p] {
                 found[c] = true;
             }
-            if m.start() >= next[p] {
-                next[p] = m.end();
-                for &c in &self.greedy[p] {
-                    if !found[c] {
-                        found[c] = self.holds(&self.checks[c], text, m.start(), m.end());
-                    }
+            for &c in &self.at_each[p] {
+                if !found[c] {
+                    found[c] = self.holds(&self.checks[c], text, m.start(), m.end());
                 }
             }
-            open[p] = self.greedy[p].iter().any(|&c| !found[c]);
+            open[p] = self.at_each[p].iter().any(|&c| !found[c]);
         }
         // A diagnostic's line check follows its text check.
         for c in 0..self.checks.len() {
@@ -723,6 +773,10 @@ fn could_occur(needle: &str, words: &HashSet<&str>) -> bool {
             .iter()
             .all(|w| w.is_empty() || words.contains(w))
 }
+
+/// Needles' total bytes from which only those whose inner words occur in
+/// the text go into the automaton.
+const PRUNE_FROM: usize = 1 << 18;
 
 /// Records read at a time: the facts of this many are held at once.
 const CHUNK: usize = 1 << 14;

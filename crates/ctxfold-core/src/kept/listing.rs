@@ -1,0 +1,100 @@
+//! The compaction listing's facts (`ctxfold conversation show`, the
+//! reports of `compact`): where each compaction record stands and what the
+//! view keeps of its range, every report made in one pass over the view
+//! whatever the ranges' nesting or overlap.
+
+use crate::log::Log;
+use crate::projection::{Standing, covered_indices, project, project_as_of, standings};
+use crate::record::Body;
+
+use super::{Kept, Retentions};
+
+/// One compaction record as the listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its number, from 1, in the order of the log (as `show` and
+    /// `reset` count them).
+    pub number: usize,
+    /// Its record's index in the log.
+    pub index: usize,
+    /// Where it stands (`None` only for a record the status pass did not
+    /// reach, which it reaches for every compaction).
+    pub standing: Option<Standing>,
+    /// What the view keeps of its range: for one in force, in the view as
+    /// it is; for a deferred one due by the next turn, in the view it will
+    /// come into force in; for the others nothing (they fold nothing).
+    pub kept: Option<Kept>,
+}
+
+/// Which view a compaction's report is made in (`true`: now, `false`: once
+/// the deferred come into force), and the range it covers.
+type InView = (bool, (usize, usize));
+
+/// Every compaction record of `log`, in order, with its standing and its
+/// retention report; with `lost`, the reports list what each lost (with
+/// ranges nested from the first record those lists grow with the square
+/// of the conversation, so a one-line listing leaves them out).
+///
+/// Each report is what [`retention`](super::retention) makes of the
+/// compaction's range alone (`tests/retentions.rs` holds this on logs of
+/// nested, side by side and overlapping ranges); they are made together,
+/// one pass over each view.
+pub fn listing(log: &Log, lost: bool) -> Vec<Listed> {
+    let statuses = standings(log);
+    let next = log.turn_count() as u32;
+    let records = log.records();
+    let compactions: Vec<(usize, Option<InView>)> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match &r.body {
+            Body::Compaction(c) => Some((i, c)),
+            _ => None,
+        })
+        .map(|(i, c)| {
+            let now = match statuses.get(&i) {
+                Some(Standing::Active) => Some(true),
+                Some(Standing::Deferred(_)) if c.deferred_until_turn.is_some_and(|t| t <= next) => {
+                    Some(false)
+                }
+                _ => None,
+            };
+            (
+                i,
+                now.and_then(|now| covered_indices(log, c).map(|range| (now, range))),
+            )
+        })
+        .collect();
+    let reports = |now: bool| -> Vec<Kept> {
+        let ranges: Vec<(usize, usize)> = compactions
+            .iter()
+            .filter_map(|(_, v)| *v)
+            .filter(|(n, _)| *n == now)
+            .map(|(_, r)| r)
+            .collect();
+        if ranges.is_empty() {
+            return Vec::new();
+        }
+        let view = if now {
+            project(log)
+        } else {
+            project_as_of(log, next)
+        };
+        Retentions::new(log, &view).of(&ranges, lost)
+    };
+    let mut now_kept = reports(true).into_iter();
+    let mut later_kept = reports(false).into_iter();
+    compactions
+        .into_iter()
+        .enumerate()
+        .map(|(n, (index, in_view))| Listed {
+            number: n + 1,
+            index,
+            standing: statuses.get(&index).copied(),
+            kept: match in_view {
+                Some((true, _)) => now_kept.next(),
+                Some((false, _)) => later_kept.next(),
+                None => None,
+            },
+        })
+        .collect()
+}
