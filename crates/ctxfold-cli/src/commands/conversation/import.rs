@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ctxfold_core::{Body, Record};
-use ctxfold_formats::{Format, Transcript};
+use ctxfold_formats::{Format, Opened, Transcript};
 use ctxfold_store::{ImportSource, Store};
 use serde::Serialize;
 use serde_json::Value;
@@ -103,22 +103,82 @@ pub fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<Imported> {
         .path
         .as_ref()
         .context("name the transcript to import")?;
-    let (format, t) = ctxfold_formats::import_detected(path, args.input_format.format())?;
-    render::warn_all(&t.warnings);
-    let n = t.records.len();
-    let m = ctxfold_store::create_new(
-        &*target.store,
-        t.title,
-        Some(source(format, path)),
-        t.extras,
-        t.records,
-    )?;
+    let (format, m, n) = match ctxfold_formats::open_detected(path, args.input_format.format())? {
+        Opened::Whole(format, t) => {
+            render::warn_all(&t.warnings);
+            let n = t.records.len();
+            let m = ctxfold_store::create_new(
+                &*target.store,
+                t.title,
+                Some(source(format, path)),
+                t.extras,
+                t.records,
+            )?;
+            (format, m, n)
+        }
+        Opened::Records(format, records) => {
+            let (m, n) = create_streamed(&*target.store, format, path, records)?;
+            (format, m, n)
+        }
+    };
     let id = target.store.set_active(&m.id)?.id;
     Ok(Imported::One(One {
         id,
         records: n,
         format: format.name(),
     }))
+}
+
+/// Records of an agent's session stored per batch, so a long session is
+/// never whole in memory (its records' hints are JSON trees several times
+/// the size of their lines): the first batch creates the conversation, the
+/// others are appended as they are read, and the title and the format's
+/// extras, known once the file is read, are written last. Should an append
+/// fail, the conversation is moved to the trash: an import is whole or
+/// not listed.
+fn create_streamed(
+    store: &dyn Store,
+    format: Format,
+    path: &Path,
+    mut records: ctxfold_formats::SessionRecords,
+) -> anyhow::Result<(ctxfold_store::ConversationMeta, usize)> {
+    /// Records a batch: enough that appends are few, few enough that their
+    /// JSON stays small beside the file.
+    const BATCH: usize = 4096;
+    let first: Vec<Record> = records.by_ref().take(BATCH).collect();
+    let mut n = first.len();
+    let mut meta = ctxfold_store::create_new(
+        store,
+        None,
+        Some(source(format, path)),
+        Default::default(),
+        first,
+    )?;
+    let rest = (|| -> anyhow::Result<ctxfold_formats::Transcript> {
+        loop {
+            let batch: Vec<Record> = records.by_ref().take(BATCH).collect();
+            if batch.is_empty() {
+                break;
+            }
+            n += batch.len();
+            store.append(&meta.id, batch)?;
+        }
+        let t = records.finish();
+        meta.title = t.title.clone();
+        meta.extras = t.extras.clone();
+        store.write_meta(&meta)?;
+        Ok(t)
+    })();
+    match rest {
+        Ok(t) => {
+            render::warn_all(&t.warnings);
+            Ok((meta, n))
+        }
+        Err(e) => {
+            let _ = store.trash(&meta.id);
+            Err(e)
+        }
+    }
 }
 
 fn source(format: Format, path: &Path) -> ImportSource {

@@ -1,0 +1,110 @@
+//! Agents' session files longer than one batch of records (issue 48: `c
+//! import` stores a session's records batch by batch as it reads them, so
+//! a long session is never whole in memory): generated sessions
+//! (`ctxfold_testkit::agent_session`) imported and exported back byte for
+//! byte, their title and extras (known only at the file's end) in the
+//! conversation's metadata, and `compact FILE`'s output read back as it
+//! was written.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+mod common;
+
+use std::path::Path;
+
+use common::Scratch;
+use ctxfold_testkit::agent_session::{self, Size};
+
+/// `c export ID` in `format` to `out`; the bytes written.
+fn export(s: &Scratch, id: &str, format: &str, out: &Path) -> Vec<u8> {
+    s.ok(&[
+        "c",
+        "export",
+        id,
+        "--output-format",
+        format,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    std::fs::read(out).unwrap()
+}
+
+#[test]
+fn a_long_claude_code_session_imports_in_batches_and_exports_byte_for_byte() {
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    // Several batches of records (4,096 a batch).
+    agent_session::claude_code(&mut bytes, 12_000, Size::Typical).unwrap();
+    // A title, known only at the end, and no final newline, which the
+    // extras written last say.
+    bytes.extend_from_slice(
+        br#"{"type":"custom-title","customTitle":"a long session","sessionId":"5e55a0b1-c1a0-4de0-a0de-000000000001"}"#,
+    );
+    let file = s.path().join("long.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+
+    let v = s.json(&["c", "import", file.to_str().unwrap()]);
+    let id = v["id"].as_str().unwrap().to_owned();
+    assert_eq!(v["format"], "claude-code", "{v}");
+    let n = v["records"].as_u64().unwrap();
+    assert!(n > 3 * 4096, "{v}");
+    let show = s.json(&["c", "show", &id]);
+    assert_eq!(show["title"], "a long session", "{show}");
+    assert_eq!(show["imported_from"]["format"], "claude-code", "{show}");
+    // Every record in the log, numbered from 0 without a gap.
+    let log = std::fs::read_to_string(s.events_file(&id)).unwrap();
+    assert_eq!(log.lines().count() as u64, n);
+    let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(last["seq"].as_u64(), Some(n - 1));
+
+    let back = export(&s, &id, "claude-code", &s.path().join("back.jsonl"));
+    assert!(back == bytes, "the export differs from the session read");
+}
+
+#[test]
+fn a_long_codex_rollout_imports_in_batches_and_exports_byte_for_byte() {
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    agent_session::codex(&mut bytes, 12_000, Size::Short).unwrap();
+    let file = s.path().join("rollout.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+
+    let v = s.json(&["c", "import", file.to_str().unwrap()]);
+    let id = v["id"].as_str().unwrap().to_owned();
+    assert_eq!(v["format"], "codex", "{v}");
+    assert!(v["records"].as_u64().unwrap() > 2 * 4096, "{v}");
+    let back = export(&s, &id, "codex", &s.path().join("back.jsonl"));
+    assert!(back == bytes, "the export differs from the rollout read");
+}
+
+#[test]
+fn a_compacted_long_session_reads_back_as_it_was_written() {
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    agent_session::claude_code(&mut bytes, 9_000, Size::Short).unwrap();
+    let file = s.path().join("session.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = s.path().join("compacted.jsonl");
+    s.ok(&[
+        "compact",
+        file.to_str().unwrap(),
+        "-t",
+        "-r",
+        "--keep-last",
+        "3",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let written = std::fs::read(&out).unwrap();
+    assert!(written.len() < bytes.len(), "nothing was folded");
+    assert_eq!(std::fs::read(&file).unwrap(), bytes, "the original changed");
+    // The compacted session is a session of its own: imported and
+    // exported again, the same bytes.
+    let id = s.import(&out);
+    let back = export(&s, &id, "claude-code", &s.path().join("back.jsonl"));
+    assert!(back == written, "the compacted session does not read back");
+}
