@@ -640,6 +640,14 @@ pub fn export_protected(
 ) -> Result<(), FormatError> {
     match format {
         Format::Jp => jp::export_protected(transcript, path, protect),
+        // An agent's session goes to the file a line at a time: a long
+        // one never whole in memory beside its records.
+        Format::ClaudeCode => output::write_file_with(path, protect, &mut |w| {
+            claude_code::export_to(transcript, w)
+        }),
+        Format::Codex => {
+            output::write_file_with(path, protect, &mut |w| codex::export_to(transcript, w))
+        }
         _ => output::write_file(path, &export_bytes(transcript, format, path)?, protect),
     }
 }

@@ -276,6 +276,16 @@ fn is_special(m: &Metadata) -> bool {
 /// Write `bytes` to the file `path` (see the module docs), refusing what
 /// `protect` protects.
 pub fn write_file(path: &Path, bytes: &[u8], protect: &Protect) -> Result<(), FormatError> {
+    write_file_with(path, protect, &mut |w| w.write_all(bytes))
+}
+
+/// [`write_file`] with the bytes written by `write` as they are made (to a
+/// buffered writer), so a long output is never whole in memory.
+pub fn write_file_with(
+    path: &Path,
+    protect: &Protect,
+    write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), FormatError> {
     protect.check(path)?;
     let folder = || {
         FormatError::Refused {
@@ -285,10 +295,10 @@ pub fn write_file(path: &Path, bytes: &[u8], protect: &Protect) -> Result<(), Fo
     };
     let like = match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => return Err(folder()),
-        Ok(m) if is_special(&m) => return write_through(path, bytes),
+        Ok(m) if is_special(&m) => return write_through(path, write),
         Ok(m) if m.file_type().is_symlink() => match fs::metadata(path) {
             Ok(t) if is_special(&t) || is_descriptor_path(path) => {
-                return write_through(path, bytes);
+                return write_through(path, write);
             }
             Ok(t) if t.is_dir() => return Err(folder()),
             // The link is replaced; the new file looks like its target.
@@ -323,7 +333,11 @@ pub fn write_file(path: &Path, bytes: &[u8], protect: &Protect) -> Result<(), Fo
     let io = |e| FormatError::io(path, e);
     // Held until the rename: a later run's cleanup leaves a live file be.
     tmp.as_file().lock().map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
+    {
+        let mut w = io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        write(&mut w).map_err(io)?;
+        w.flush().map_err(io)?;
+    }
     if let Some(m) = &like {
         copy_owner_and_mode(tmp.as_file(), m).map_err(io)?;
     }
@@ -336,12 +350,18 @@ pub fn write_file(path: &Path, bytes: &[u8], protect: &Protect) -> Result<(), Fo
 
 /// Write to a device, pipe or descriptor path as it is. Appending keeps
 /// what a shell's `>>` put before, and is the same as writing for `>`.
-fn write_through(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
-    let mut f = OpenOptions::new()
+fn write_through(
+    path: &Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), FormatError> {
+    let f = OpenOptions::new()
         .append(true)
         .open(path)
         .map_err(|e| FormatError::io(path, e))?;
-    f.write_all(bytes).map_err(|e| FormatError::io(path, e))
+    let mut w = io::BufWriter::with_capacity(1 << 16, f);
+    write(&mut w)
+        .and_then(|()| w.flush())
+        .map_err(|e| FormatError::io(path, e))
 }
 
 /// Give `f` the owner (where allowed) and mode of `m`.

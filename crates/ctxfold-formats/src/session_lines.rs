@@ -697,24 +697,50 @@ impl Out {
     }
 }
 
-/// The file's bytes: `lines` one per line, with a newline after the last
-/// unless the file read had none (`final_newline`), after a byte-order
-/// mark if it had one (`bom`).
-pub(crate) fn join(lines: &[Out], final_newline: bool, bom: bool) -> Vec<u8> {
-    let mut out = Vec::new();
-    if bom {
-        out.extend_from_slice(crate::BOM);
-    }
-    for (i, l) in lines.iter().enumerate() {
-        if i > 0 {
-            out.push(b'\n');
+/// A session file written a line at a time: each line on its own, a newline
+/// after the last unless the file read had none, after a byte-order mark
+/// if it had one; so an export never holds the whole file (or every
+/// line's JSON) at once.
+pub(crate) struct LineWriter<'a> {
+    w: &'a mut dyn std::io::Write,
+    first: bool,
+    final_newline: bool,
+}
+
+impl<'a> LineWriter<'a> {
+    /// Start the file on `w`: the byte-order mark when `bom`; a newline
+    /// after the last line unless `final_newline` is false.
+    pub(crate) fn new(
+        w: &'a mut dyn std::io::Write,
+        final_newline: bool,
+        bom: bool,
+    ) -> std::io::Result<LineWriter<'a>> {
+        if bom {
+            w.write_all(crate::BOM)?;
         }
-        out.extend_from_slice(l.text().as_bytes());
+        Ok(LineWriter {
+            w,
+            first: true,
+            final_newline,
+        })
     }
-    if !lines.is_empty() && final_newline {
-        out.push(b'\n');
+
+    /// Write the next line.
+    pub(crate) fn write(&mut self, l: &Out) -> std::io::Result<()> {
+        if !self.first {
+            self.w.write_all(b"\n")?;
+        }
+        self.first = false;
+        self.w.write_all(l.text().as_bytes())
     }
-    out
+
+    /// End the file.
+    pub(crate) fn finish(self) -> std::io::Result<()> {
+        if !self.first && self.final_newline {
+            self.w.write_all(b"\n")?;
+        }
+        self.w.flush()
+    }
 }
 
 #[cfg(test)]

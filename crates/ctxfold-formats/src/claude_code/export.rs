@@ -52,46 +52,64 @@ impl Group {
 /// docs); a new session when the transcript says so
 /// ([`super::new_session`]).
 pub fn export_bytes(t: &Transcript) -> Vec<u8> {
-    let lines = lines(&t.records);
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = export_to(t, &mut out);
+    out
+}
+
+/// [`export_bytes`] written to `w` a line at a time: one line's JSON
+/// alive at once, not the whole file's.
+pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     // A transcript of another format is a new session too.
     let fresh = match extra(t, NEW_SESSION).and_then(Value::as_str) {
         Some(id) => Some(id.to_owned()),
         None if extra(t, super::SESSION_ID).is_none() => Some(uuid_v4()),
         None => None,
     };
-    let lines = match fresh {
-        Some(id) => renumber(lines, &id),
-        None => lines,
-    };
+    let mut renumber = fresh.map(Renumber::new);
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
     let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
-    crate::session_lines::join(&lines, final_newline, bom)
+    let mut out = crate::session_lines::LineWriter::new(w, final_newline, bom)?;
+    lines(&t.records, &mut |l| {
+        let l = match renumber.as_mut() {
+            Some(r) => r.apply(l),
+            None => l,
+        };
+        out.write(&l)
+    })?;
+    out.finish()
 }
 
-fn lines(records: &[Record]) -> Vec<Out> {
-    let mut out = Vec::with_capacity(records.len());
+/// Every record back to its line, each line to `emit` as it is complete.
+fn lines(
+    records: &[Record],
+    emit: &mut dyn FnMut(Out) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut group: Option<Group> = None;
     // The newest envelope read, the model of lines ctxfold makes.
     let mut template: Option<Object> = None;
-    let flush = |g: &mut Option<Group>, out: &mut Vec<Out>| {
-        if let Some(g) = g.take() {
-            out.push(g.finish());
-        }
-    };
+    let flush =
+        |g: &mut Option<Group>, emit: &mut dyn FnMut(Out) -> std::io::Result<()>| match g.take() {
+            Some(g) => emit(g.finish()),
+            None => Ok(()),
+        };
     for r in records {
         let h = Hints::of(r, KEY);
         match &r.body {
             Body::TurnStart => {}
             Body::Other { kind, fields } if kind == KEY => {
-                flush(&mut group, &mut out);
-                out.push(Out::of_opaque(fields));
+                flush(&mut group, emit)?;
+                emit(Out::of_opaque(fields))?;
             }
             Body::Compaction(_) => {
                 let Some(kept) = h.and_then(Hints::lines) else {
                     continue;
                 };
-                flush(&mut group, &mut out);
-                out.extend(kept.iter().map(Out::kept));
+                flush(&mut group, emit)?;
+                for l in kept {
+                    emit(Out::kept(l))?;
+                }
             }
             Body::User { .. }
             | Body::Assistant { .. }
@@ -105,7 +123,7 @@ fn lines(records: &[Record]) -> Vec<Out> {
                 let continues = h.is_some_and(|h| h.has(hint::MORE))
                     && group.as_ref().is_some_and(|g| g.assistant == assistant);
                 if let Some(env) = starts {
-                    flush(&mut group, &mut out);
+                    flush(&mut group, emit)?;
                     template = Some(env.clone());
                     group = Some(Group {
                         envelope: env.clone(),
@@ -116,7 +134,7 @@ fn lines(records: &[Record]) -> Vec<Out> {
                         changed_result: false,
                     });
                 } else if !continues {
-                    flush(&mut group, &mut out);
+                    flush(&mut group, emit)?;
                     group = Some(Group {
                         envelope: made_envelope(template.as_ref(), assistant, r),
                         assistant,
@@ -138,8 +156,7 @@ fn lines(records: &[Record]) -> Vec<Out> {
             Body::System { .. } | Body::CompactionReset(_) | Body::Other { .. } => {}
         }
     }
-    flush(&mut group, &mut out);
-    out
+    flush(&mut group, emit)
 }
 
 /// The envelope of a line ctxfold makes: the session's fields from the
@@ -274,73 +291,87 @@ fn block(r: &Record, h: Option<Hints>) -> Option<Value> {
     })
 }
 
-/// Ids of a new session: the session id everywhere, a new uuid for every
-/// line, and the links between lines following (see the module docs).
-fn renumber(lines: Vec<Out>, session: &str) -> Vec<Out> {
-    let mut map: HashMap<String, String> = HashMap::new();
-    let mut last: Option<String> = None;
-    // The line a link names now: its new id, else (a line not written)
-    // the line written before; `null` when it names none.
-    let relink = |v: Option<&str>, map: &HashMap<String, String>, last: &Option<String>| match v {
-        Some(p) => match map.get(p) {
-            Some(n) => Value::String(n.clone()),
-            None => last.clone().map_or(Value::Null, Value::String),
-        },
-        None => Value::Null,
-    };
-    lines
-        .into_iter()
-        .map(|mut l| {
-            let Some(Value::Object(o)) = l.value.as_mut() else {
-                return l;
-            };
-            let mut sets: Vec<(&str, Value)> = Vec::new();
+/// Ids of a new session, line after line: the session id everywhere, a
+/// new uuid for every line, and the links between lines following (see
+/// the module docs).
+struct Renumber {
+    session: String,
+    map: HashMap<String, String>,
+    last: Option<String>,
+}
+
+impl Renumber {
+    fn new(session: String) -> Renumber {
+        Renumber {
+            session,
+            map: HashMap::new(),
+            last: None,
+        }
+    }
+
+    /// The line a link names now: its new id, else (a line not written)
+    /// the line written before; `null` when it names none.
+    fn relink(&self, v: Option<&str>) -> Value {
+        match v {
+            Some(p) => match self.map.get(p) {
+                Some(n) => Value::String(n.clone()),
+                None => self.last.clone().map_or(Value::Null, Value::String),
+            },
+            None => Value::Null,
+        }
+    }
+
+    /// The next line, renumbered.
+    fn apply(&mut self, mut l: Out) -> Out {
+        let Some(Value::Object(o)) = l.value.as_mut() else {
+            return l;
+        };
+        let mut sets: Vec<(&str, Value)> = Vec::new();
+        {
+            let env = Envelope::of_object(o);
+            if env.session_id.present() {
+                sets.push((key::SESSION_ID, Value::String(self.session.clone())));
+            }
+            match env.parent_uuid {
+                Field::Missing => {}
+                Field::Null => {
+                    if self.last.is_some() && o.contains_key(key::MESSAGE) {
+                        // A message line that started a chain now follows
+                        // the line before it (what came before it was
+                        // folded).
+                        let p = self.last.clone().map_or(Value::Null, Value::String);
+                        sets.push((key::PARENT_UUID, p));
+                    }
+                }
+                p => sets.push((key::PARENT_UUID, self.relink(p.str()))),
+            }
+            for (k, f) in key::LINKS
+                .into_iter()
+                .zip([env.logical_parent_uuid, env.leaf_uuid])
             {
-                let env = Envelope::of_object(o);
-                if env.session_id.present() {
-                    sets.push((key::SESSION_ID, Value::String(session.into())));
-                }
-                match env.parent_uuid {
-                    Field::Missing => {}
-                    Field::Null => {
-                        if last.is_some() && o.contains_key(key::MESSAGE) {
-                            // A message line that started a chain now
-                            // follows the line before it (what came
-                            // before it was folded).
-                            let p = last.clone().map_or(Value::Null, Value::String);
-                            sets.push((key::PARENT_UUID, p));
-                        }
-                    }
-                    p => sets.push((key::PARENT_UUID, relink(p.str(), &map, &last))),
-                }
-                for (k, f) in key::LINKS
-                    .into_iter()
-                    .zip([env.logical_parent_uuid, env.leaf_uuid])
-                {
-                    if let Some(p) = f.str() {
-                        sets.push((k, relink(Some(p), &map, &last)));
-                    }
-                }
-                let refs = [env.message_id, env.source_tool_assistant_uuid];
-                for (k, f) in key::REFERENCES.into_iter().zip(refs) {
-                    if let Some(n) = f.str().and_then(|m| map.get(m)) {
-                        sets.push((k, Value::String(n.clone())));
-                    }
-                }
-                if let Some(old) = env.uuid.str() {
-                    let new = uuid_v4();
-                    map.insert(old.to_owned(), new.clone());
-                    sets.push((key::UUID, Value::String(new.clone())));
-                    if env.is_sidechain.bool() != Some(true) {
-                        last = Some(new);
-                    }
+                if let Some(p) = f.str() {
+                    sets.push((k, self.relink(Some(p))));
                 }
             }
-            for (k, v) in sets {
-                o.insert(k.to_owned(), v);
+            let refs = [env.message_id, env.source_tool_assistant_uuid];
+            for (k, f) in key::REFERENCES.into_iter().zip(refs) {
+                if let Some(n) = f.str().and_then(|m| self.map.get(m)) {
+                    sets.push((k, Value::String(n.clone())));
+                }
             }
-            l.raw = None;
-            l
-        })
-        .collect()
+            if let Some(old) = env.uuid.str() {
+                let new = uuid_v4();
+                self.map.insert(old.to_owned(), new.clone());
+                sets.push((key::UUID, Value::String(new.clone())));
+                if env.is_sidechain.bool() != Some(true) {
+                    self.last = Some(new);
+                }
+            }
+        }
+        for (k, v) in sets {
+            o.insert(k.to_owned(), v);
+        }
+        l.raw = None;
+        l
+    }
 }

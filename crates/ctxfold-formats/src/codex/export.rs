@@ -15,6 +15,15 @@ use crate::session_lines::{Field, Hints, Out, hint};
 /// docs); a new session when the transcript says so
 /// ([`super::new_session`]).
 pub fn export_bytes(t: &Transcript) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = export_to(t, &mut out);
+    out
+}
+
+/// [`export_bytes`] written to `w` a line at a time: one line's JSON
+/// alive at once, not the whole file's.
+pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let fresh = extra(t, NEW_SESSION).is_some();
     // A new session leaves out Codex's events about calls its view does
     // not hold (their output, again, for the user's screen).
@@ -26,36 +35,45 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
             _ => None,
         })
         .collect();
-    let mut lines: Vec<Out> = t
-        .records
-        .iter()
-        .filter(|r| !(fresh && about_folded_call(r, &calls)))
-        .flat_map(record_lines)
-        .collect();
-    if extra(t, SESSION_ID).is_none() {
-        // A transcript of another format: a session of its own, opened as
-        // Codex opens one.
-        lines.insert(0, session_meta(t));
-    }
-    if let (Some(new), Some(old)) = (
+    let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
+    let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
+    let ids = match (
         extra(t, NEW_SESSION).and_then(Value::as_str),
         extra(t, SESSION_ID).and_then(Value::as_str),
     ) {
-        for (ordinal, l) in lines.iter_mut().enumerate() {
-            if let Some(v) = l.value.as_mut() {
-                replace_strings(v, old, new);
-                if let Value::Object(o) = v
-                    && matches!(Envelope::of_object(o).ordinal, Field::U64(_))
-                {
-                    o.insert("ordinal".into(), Value::from(ordinal as u64));
-                }
-                l.raw = None;
+        (Some(new), Some(old)) => Some((new, old)),
+        _ => None,
+    };
+    let mut out = crate::session_lines::LineWriter::new(w, final_newline, bom)?;
+    let mut ordinal = 0u64;
+    let mut put = |mut l: Out| {
+        if let (Some((new, old)), Some(v)) = (ids, l.value.as_mut()) {
+            replace_strings(v, old, new);
+            if let Value::Object(o) = v
+                && matches!(Envelope::of_object(o).ordinal, Field::U64(_))
+            {
+                o.insert("ordinal".into(), Value::from(ordinal));
             }
+            l.raw = None;
+        }
+        ordinal += 1;
+        out.write(&l)
+    };
+    if extra(t, SESSION_ID).is_none() {
+        // A transcript of another format: a session of its own, opened as
+        // Codex opens one.
+        put(session_meta(t))?;
+    }
+    for r in t
+        .records
+        .iter()
+        .filter(|r| !(fresh && about_folded_call(r, &calls)))
+    {
+        for l in record_lines(r) {
+            put(l)?;
         }
     }
-    let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
-    let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
-    crate::session_lines::join(&lines, final_newline, bom)
+    out.finish()
 }
 
 /// A `session_meta` line for a transcript that has none: the new
