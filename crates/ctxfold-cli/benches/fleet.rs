@@ -88,6 +88,9 @@ fn main() {
     divan::main();
     report();
     lock(&PROXIES).clear();
+    if let Some(home) = HOME.get() {
+        let _ = std::fs::remove_dir_all(home.path());
+    }
     drop_lookup_dbs();
     if let Some(db) = DB.get() {
         db.drop_now();
@@ -283,19 +286,23 @@ impl Drop for Proxy {
     }
 }
 
-/// The proxies' home: config and workspace, removed at the end.
-static HOME: LazyLock<tempfile::TempDir> = LazyLock::new(|| {
-    let home = tempfile::Builder::new()
-        .prefix("ctxfold-fleet")
-        .tempdir()
-        .unwrap();
-    let config = format!(
-        "[proxy]\nopenai = \"{}\"\n# No firing: the benchmark measures appends, not compaction.\nwindow = 1000000\n",
-        *UPSTREAM
-    );
-    std::fs::write(home.path().join("fleet.toml"), config).unwrap();
-    home
-});
+/// The proxies' home: config and workspace, removed at the end (a
+/// static is never dropped: `main` removes it).
+static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
+
+fn home() -> &'static std::path::Path {
+    HOME.get_or_init(|| {
+        let home = tempfile::Builder::new()
+            .prefix("ctxfold-fleet")
+            .tempdir()
+            .unwrap();
+        // No firing: the benchmark measures appends, not compaction.
+        let config = format!("[proxy]\nopenai = \"{}\"\nwindow = 1000000\n", *UPSTREAM);
+        std::fs::write(home.path().join("fleet.toml"), config).unwrap();
+        home
+    })
+    .path()
+}
 
 fn binary() -> std::ffi::OsString {
     std::env::var_os("CTXFOLD_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxfold").into())
@@ -303,7 +310,7 @@ fn binary() -> std::ffi::OsString {
 
 /// `n` proxies on the benchmark's database, started at once.
 fn start_proxies(n: usize) -> Vec<Proxy> {
-    let home = HOME.path();
+    let home = home();
     let mut children: Vec<Child> = (0..n)
         .map(|_| {
             Command::new(binary())
@@ -575,6 +582,24 @@ fn proc_cpu(pid: &str, children: bool) -> Option<(String, f64)> {
     Some((name, t / ticks()))
 }
 
+/// CPU seconds of a server process (one thread each) to the nanosecond
+/// (`schedstat`: the clock ticks of `stat` would lose up to 10 ms for
+/// each of the many backends at each reading, and a sample's new backends
+/// would be counted short); the postmaster's with the children it reaped
+/// (ticks, one number).
+fn server_cpu(pid: &str, postmaster: bool) -> f64 {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or_else(|| proc_cpu(pid, false).map_or(0.0, |x| x.1), |ns| ns / 1e9);
+    let reaped = if postmaster {
+        proc_cpu(pid, true).map_or(0.0, |x| x.1) - proc_cpu(pid, false).map_or(0.0, |x| x.1)
+    } else {
+        0.0
+    };
+    own + reaped
+}
+
 /// The parent of process `pid`.
 fn parent(pid: &str) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -608,9 +633,9 @@ fn snapshot(proxies: &[&Proxy]) -> Snapshot {
             if !pid.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            let ours = pid.parse::<u32>().ok() == Some(pm) || parent(&pid) == Some(pm);
-            if ours && let Some((_, t)) = proc_cpu(&pid, true) {
-                s.postgres += t;
+            let is_pm = pid.parse::<u32>().ok() == Some(pm);
+            if is_pm || parent(&pid) == Some(pm) {
+                s.postgres += server_cpu(&pid, is_pm);
             }
         }
     }
@@ -833,7 +858,7 @@ static ROUND: AtomicUsize = AtomicUsize::new(0);
 
 /// Long conversations, each always on the same proxy: the log stays in
 /// that proxy's memory (after one untimed round that loads it).
-#[divan::bench(consts = [1, 2, 4], sample_count = 4, sample_size = 1)]
+#[divan::bench(consts = [1, 2, 4], sample_count = 6, sample_size = 1)]
 fn long_sticky<const P: usize>(bencher: Bencher) {
     let proxies = fleet(P);
     let _ = drive(LONG_CLIENTS, long_round(&proxies, |i| i % P));
@@ -855,7 +880,7 @@ fn long_sticky<const P: usize>(bencher: Bencher) {
 /// Long conversations, each request to another proxy than the last: the
 /// proxy's copy is behind (another proxy appended), so it reads the log
 /// again.
-#[divan::bench(consts = [2, 4], sample_count = 4, sample_size = 1)]
+#[divan::bench(consts = [2, 4], sample_count = 6, sample_size = 1)]
 fn long_spread<const P: usize>(bencher: Bencher) {
     let proxies = fleet(P);
     bencher
@@ -876,7 +901,7 @@ fn long_spread<const P: usize>(bencher: Bencher) {
 
 /// Long conversations, one request each to `P` proxies just started: a
 /// lookup of the key and a whole load per conversation.
-#[divan::bench(consts = [1, 2, 4], sample_count = 4, sample_size = 1)]
+#[divan::bench(consts = [1, 2, 4], sample_count = 6, sample_size = 1)]
 fn resume<const P: usize>(bencher: Bencher) {
     LazyLock::force(&LONG_CONVS);
     bencher
