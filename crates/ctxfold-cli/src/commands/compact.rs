@@ -163,37 +163,37 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     }
     let mut fallback: Option<Fallback> = None;
     let (mut seqs, mut ranges) = (Vec::new(), Vec::new());
-    let (plan, compactions, effects, after) = match &auto {
+    // A long session's records are several times its file (their hints are
+    // JSON trees): at most two copies are alive at once, the log before and
+    // after the run, and the output is made once the report is.
+    let (plan, compactions, effects, before, after) = match &auto {
         Some(auto) => {
             let replay = auto.replay(&log)?;
             seqs = replay.seqs;
             ranges = replay.ranges;
-            (replay.plan, replay.compactions, replay.effects, replay.log)
+            (
+                replay.plan,
+                replay.compactions,
+                replay.effects,
+                log,
+                replay.log,
+            )
         }
         None => {
             let journal = ctxfold_compactor::Memory;
-            let mut conv = Conversation::new(log.clone(), &journal);
+            let n = log.len();
+            let mut conv = Conversation::new(log, &journal);
             let run = run_asked(&mut conv, &args.rule, &rules, &plan_ctx, settings, false)?;
             fallback = run.fallback;
-            (run.plan, run.compactions, run.effects, conv.into_log())
+            let after = conv.into_log();
+            // The run appends: the log before it is the records it started
+            // with, copied only now that the run's own copies are gone.
+            let before = Log::from_records(after.records()[..n.min(after.len())].to_vec());
+            (run.plan, run.compactions, run.effects, before, after)
         }
     };
-    // Nothing folded: the output is the input, record for record (no
-    // preamble, no unpaired event left out).
-    let records = if compactions.is_empty() {
-        log.records().to_vec()
-    } else {
-        let view = project(&after);
-        ctxfold_core::materialize::materialize(&after, &view)
-    };
-    let transcript = Transcript {
-        records,
-        title: t.title,
-        extras: t.extras,
-        warnings: Vec::new(),
-    };
     let size_before = size_of(&args.file);
-    let mut timeline = timeline::report(&log, &after, &plan, &compactions, &effects, "folded");
+    let mut timeline = timeline::report(&before, &after, &plan, &compactions, &effects, "folded");
     // A replay's compactions are records of the replayed log, between the
     // transcript's own: each says its seq there (the transcript's records
     // before it keep theirs less the compactions before them).
@@ -203,6 +203,25 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let retention = auto
         .is_some()
         .then(|| timeline::union_retention(&after, &ranges));
+    // Nothing folded: the output is the input, record for record (no
+    // preamble, no unpaired event left out).
+    let records = if compactions.is_empty() {
+        drop(after);
+        before.into_records()
+    } else {
+        drop(before);
+        let view = project(&after);
+        let records = ctxfold_core::materialize::materialize(&after, &view);
+        drop(view);
+        drop(after);
+        records
+    };
+    let transcript = Transcript {
+        records,
+        title: t.title,
+        extras: t.extras,
+        warnings: Vec::new(),
+    };
     let resume = session
         .as_ref()
         .and_then(|id| ctxfold_formats::resume_command(out_format, &transcript, id));
