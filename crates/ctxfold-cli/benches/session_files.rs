@@ -6,19 +6,20 @@
 //! of the file's size. Figures: `docs/PERFORMANCE.md`.
 //!
 //! `cargo bench -p ctxfold --bench session_files` (the sessions are
-//! generated first: about 1.2 GB of temporary space). With
+//! generated first: about 800 MB of temporary space). With
 //! `CTXFOLD_BENCH_BIN=PATH` it runs that binary instead of the one built
 //! with the benchmark: how the figures before a change are taken. With
 //! `CTXFOLD_BENCH_KEEP=DIR` the generated files are kept in DIR (and read
 //! from there on later runs).
 //!
 //! The sessions (`ctxfold_testkit::agent_session`): Claude Code's of
-//! 200,000 lines of a working session's length (`claude_200k`, about 130
-//! MB) and of 1,000,000 short lines (`claude_1m_short`, about 240 MB), and
-//! Codex rollouts of the same shapes. `import_*` runs `ctxfold c import
-//! FILE` into a fresh workspace each sample; `compact_*` runs `ctxfold
-//! compact FILE -t -r --keep-last 10 -o OUT` (old tool outputs and
-//! reasoning stripped, the compacted session written as a new one).
+//! 200,000 lines of a working session's length (`claude_200k`, 145 MB) and
+//! of 1,000,000 short lines (`claude_1m_short`, 366 MB), and Codex
+//! rollouts of the same shapes (61 MB and 208 MB). `import_*` runs
+//! `ctxfold c import FILE` into a fresh workspace each sample; `compact_*`
+//! runs `ctxfold compact FILE -t -r --keep-last 10 -o OUT` (old tool
+//! outputs and reasoning stripped, the compacted session written as a new
+//! one).
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -203,13 +204,13 @@ fn compact(b: divan::Bencher, name: &'static str, s: &Session) {
     });
 }
 
-/// `c import` of 200,000 Claude Code lines (about 130 MB).
+/// `c import` of 200,000 Claude Code lines (145 MB).
 #[divan::bench(sample_count = 3)]
 fn import_claude_200k(b: divan::Bencher) {
     import(b, "import_claude_200k", &CLAUDE_200K);
 }
 
-/// `c import` of 1,000,000 short Claude Code lines (about 240 MB).
+/// `c import` of 1,000,000 short Claude Code lines (366 MB).
 #[divan::bench(sample_count = 3)]
 fn import_claude_1m_short(b: divan::Bencher) {
     import(b, "import_claude_1m_short", &CLAUDE_1M_SHORT);
