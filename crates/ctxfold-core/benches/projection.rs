@@ -177,6 +177,36 @@ fn project_1m_events_10k_compactions(bencher: divan::Bencher) {
     bencher.bench(|| project(divan::black_box(log)).items.len());
 }
 
+/// A session of 1,000,000 events whose 10,000 compactions each strip the
+/// fifteen turns before the last three, every ten turns: each range
+/// overlaps the one before and all are in force (issue 48's shape; the
+/// one above places its ranges at random).
+fn overlapping(events: usize) -> &'static Log {
+    static LOGS: OnceLock<std::sync::Mutex<BTreeMap<usize, &'static Log>>> = OnceLock::new();
+    let mut logs = LOGS.get_or_init(Default::default).lock().unwrap();
+    logs.entry(events).or_insert_with(|| {
+        Box::leak(Box::new(ctxfold_testkit::session::generate_overlapping(
+            events, 10,
+        )))
+    })
+}
+
+/// The projection of the overlapping shape, 1,000,000 events.
+#[divan::bench(sample_count = 10)]
+fn project_1m_events_10k_overlapping(bencher: divan::Bencher) {
+    let log = overlapping(1_000_000);
+    bencher.bench(|| project(divan::black_box(log)).items.len());
+}
+
+/// What `c show` computes of the overlapping shape besides loading: every
+/// compaction's standing and retention report (`kept::listing`), at
+/// 100,000 and 1,000,000 events (linear: about ten times).
+#[divan::bench(args = [100_000, 1_000_000], sample_count = 5)]
+fn listing_overlapping(bencher: divan::Bencher, events: usize) {
+    let log = overlapping(events);
+    bencher.bench(|| ctxfold_core::kept::listing(divan::black_box(log), false).len());
+}
+
 /// Ten times the events and compactions (target: at most 12× the above).
 #[divan::bench(sample_count = 5)]
 fn project_10m_events_100k_compactions(bencher: divan::Bencher) {

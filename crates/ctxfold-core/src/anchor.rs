@@ -21,8 +21,6 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
-use serde_json::Value;
-
 use crate::json_text::JsonText;
 use crate::log::Log;
 use crate::projection::{Item, View};
@@ -228,7 +226,7 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
                 name, arguments, ..
             } => {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
-                out.extend(argument_strings(arguments));
+                out.extend(text_strings(arguments));
                 out
             }
             _ => Vec::new(),
@@ -240,7 +238,12 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
             Body::ToolCall { name, .. } => {
                 let mut out = vec![Cow::Borrowed(name.as_str())];
                 if let Some(args) = item.stripped_arguments() {
-                    out.extend(argument_strings(&args));
+                    // Made for the asking: owned.
+                    out.extend(
+                        text_strings(&args)
+                            .into_iter()
+                            .map(|c| Cow::Owned(c.into_owned())),
+                    );
                 }
                 out
             }
@@ -252,24 +255,79 @@ pub fn item_texts<'a>(item: &Item<'a>) -> Vec<Cow<'a, str>> {
     }
 }
 
-/// The strings of a call's arguments, owned: they are parsed for the
-/// asking, so none can borrow from the record.
-fn argument_strings<'a>(arguments: &JsonText) -> Vec<Cow<'a, str>> {
-    let value = arguments.value();
+/// The strings of a call's arguments as the record holds them (values,
+/// not keys, in order), read straight from the JSON text: a view's text
+/// reads every call's arguments, and a parsed value costs a map per
+/// object. Those without escapes borrow from the record.
+fn text_strings(arguments: &JsonText) -> Vec<Cow<'_, str>> {
     let mut found = Vec::new();
-    strings(&value, &mut found);
+    let mut de = serde_json::Deserializer::from_str(arguments.text());
+    // The text is what serde_json wrote; were it not read whole, it shows
+    // no strings, as its value (`null`) would.
+    if serde::de::DeserializeSeed::deserialize(Strings(&mut found), &mut de).is_err() {
+        found.clear();
+    }
     found
-        .into_iter()
-        .map(|c| Cow::Owned(c.into_owned()))
-        .collect()
 }
 
-fn strings<'v>(v: &'v Value, out: &mut Vec<Cow<'v, str>>) {
-    match v {
-        Value::String(s) => out.push(Cow::Borrowed(s.as_str())),
-        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
-        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
-        _ => {}
+/// Collects the string values of the JSON it reads, in order.
+struct Strings<'o, 'de>(&'o mut Vec<Cow<'de, str>>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strings<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strings<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<(), E> {
+        self.0.push(Cow::Borrowed(v));
+        Ok(())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.push(Cow::Owned(v.to_owned()));
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Strings(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(Strings(&mut *self.0))?;
+        }
+        Ok(())
     }
 }
 
@@ -294,6 +352,41 @@ mod tests {
     use crate::projection::project;
     use crate::record::Record;
     use serde_json::json;
+
+    /// The strings of a value as a walk of the parsed value finds them.
+    fn walked(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walked(v, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|v| walked(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn arguments_strings_read_from_the_text_are_the_parsed_values_strings() {
+        let deep = (0..200).fold(json!("bottom"), |v, _| json!([v]));
+        for v in [
+            json!({"path": "src/lib.rs", "n": 3, "ok": true, "none": null, "f": 1.5,
+                   "list": ["a", {"b": "c\"quoted\"\nline", "k": -7}], "z": "é\u{1}"}),
+            json!("just a string"),
+            json!([]),
+            json!({}),
+            json!(12),
+            deep,
+        ] {
+            let text = JsonText::from_value(&v);
+            let mut expected = Vec::new();
+            if serde_json::from_str::<serde_json::Value>(text.text()).is_ok() {
+                walked(&v, &mut expected);
+            }
+            let got: Vec<String> = text_strings(&text)
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect();
+            assert_eq!(got, expected, "{}", text.text());
+        }
+    }
 
     fn rec(body: Body) -> Record {
         Record::new(0, "2026-01-01T00:00:00Z", body)

@@ -128,6 +128,12 @@ pub fn record_tokens(r: &Record) -> usize {
     record_tokens_by(&Heuristic, r)
 }
 
+/// Tokens of a stripped result or a clipped text, by the heuristic, from
+/// the text it was made into: what [`item_tokens`] counts for it.
+pub fn made_item_tokens(text: &str) -> usize {
+    Heuristic.count_text(text) + Heuristic.block_overhead()
+}
+
 /// Tokens of one view item by the heuristic.
 pub fn item_tokens(item: &Item<'_>) -> usize {
     item_tokens_by(&Heuristic, item)

@@ -246,6 +246,16 @@ fn paths(v: &Value, under_path_key: bool, out: &mut BTreeSet<String>) {
 /// The text of a view as the model reads it, whitespace collapsed: what
 /// "appears in the view" is looked for in.
 pub fn view_text(view: &View<'_>) -> String {
+    view_text_each(view, |_, _| {})
+}
+
+/// [`view_text`], calling `each` with every item and, for a stripped
+/// result or a clipped text, the text it was made into (so a caller that
+/// also counts the item's tokens does not make it again).
+pub(crate) fn view_text_each(
+    view: &View<'_>,
+    mut each: impl FnMut(&Item<'_>, Option<&str>),
+) -> String {
     // Collapsed as it is written, into room for the whole: a view as long
     // as a million-record log is hundreds of MB, and building it raw,
     // then collapsing it, doubled a buffer that size again and again.
@@ -256,11 +266,18 @@ pub fn view_text(view: &View<'_>) -> String {
             Item::Summary { text, .. } => {
                 out.push(&item.summary_lead().unwrap_or_default());
                 out.push(text);
+                each(item, None);
             }
             other => {
-                for t in crate::anchor::item_texts(other) {
-                    out.push(&t);
+                let texts = crate::anchor::item_texts(other);
+                for t in &texts {
+                    out.push(t);
                 }
+                let made = match (other, texts.as_slice()) {
+                    (Item::StrippedResult { .. } | Item::Clipped { .. }, [t]) => Some(t.as_ref()),
+                    _ => None,
+                };
+                each(item, made);
             }
         }
     }

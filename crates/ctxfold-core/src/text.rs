@@ -79,10 +79,11 @@ pub(crate) fn normalize_words(s: &str) -> String {
     out
 }
 
-/// Whether `s` holds more than `n` characters, reading at most `n + 1` of
-/// them (a result's length is asked on every projection).
+/// Whether `s` holds more than `n` characters (a result's length is asked
+/// on every projection): no count when its bytes decide it (a character
+/// is 1 to 4 bytes), else a count of at most `4 * n` bytes.
 pub(crate) fn more_chars_than(s: &str, n: usize) -> bool {
-    s.len() > n && s.chars().nth(n).is_some()
+    s.len() > n && (s.len() / 4 > n || s.chars().count() > n)
 }
 
 // ---------------------------------------------------------------- cutting the end off
@@ -293,6 +294,31 @@ pub(crate) fn literal_pattern(pattern: &str) -> regex::Regex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_chars_than_counts_characters_not_bytes() {
+        for s in [
+            "",
+            "a",
+            "abc",
+            "é",
+            "ééé",
+            "𝄞𝄞",
+            "a𝄞é",
+            &"é".repeat(200),
+            &"𝄞".repeat(121),
+        ] {
+            for n in [0, 1, 2, 3, 4, 5, 8, 119, 120, 121, 200, 400] {
+                assert_eq!(
+                    more_chars_than(s, n),
+                    s.chars().count() > n,
+                    "{} chars, {} bytes, n = {n}",
+                    s.chars().count(),
+                    s.len()
+                );
+            }
+        }
+    }
 
     #[test]
     fn helpers_cut_on_char_boundaries() {

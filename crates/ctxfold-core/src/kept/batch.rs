@@ -48,18 +48,17 @@ impl<'a> Retentions<'a> {
     /// Read `view`, a projection of `log` (or of `log` with compactions
     /// appended).
     pub fn new(log: &'a Log, view: &View<'_>) -> Self {
-        Self::with_text(log, view, super::view_text(view))
-    }
-
-    /// As [`new`](Self::new), with the view's [`view_text`](super::view_text)
-    /// already made.
-    pub fn with_text(log: &'a Log, view: &View<'_>, text: String) -> Self {
         let mut shown = vec![0; log.len() + 1];
         let mut users_shown = vec![false; log.len()];
-        for item in &view.items {
+        // The text and each item's tokens in one pass: a stripped line or
+        // a clipped text is made once, for both.
+        let text = super::view_text_each(view, |item, made| {
             let o = item.origin();
             if !o.is_empty() && *o.start() < log.len() {
-                shown[*o.start() + 1] += crate::estimate::item_tokens(item);
+                shown[*o.start() + 1] += match made {
+                    Some(text) => crate::estimate::made_item_tokens(text),
+                    None => crate::estimate::item_tokens(item),
+                };
             }
             if let Item::Event { index, record } = item
                 && matches!(record.body, Body::User { .. })
@@ -67,7 +66,7 @@ impl<'a> Retentions<'a> {
             {
                 *s = true;
             }
-        }
+        });
         for i in 1..shown.len() {
             shown[i] += shown[i - 1];
         }

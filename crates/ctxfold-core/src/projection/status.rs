@@ -109,10 +109,11 @@ impl std::fmt::Display for Standing {
 /// Where each compaction record of `log` stands, by record index. Of the
 /// compactions in force, those whose revocation would leave the view as
 /// it is are superseded or of no effect (see [`Standing`]).
-pub fn standings(log: &Log) -> std::collections::HashMap<usize, Standing> {
+pub fn standings(log: &Log) -> foldhash::HashMap<usize, Standing> {
+    use foldhash::HashMapExt;
     let (active, inactive) = compaction_status(log);
-    let mut out = std::collections::HashMap::with_capacity(active.len() + inactive.len());
-    let numbers: std::collections::HashMap<usize, usize> = log
+    let mut out = foldhash::HashMap::with_capacity(active.len() + inactive.len());
+    let numbers: foldhash::HashMap<usize, usize> = log
         .records()
         .iter()
         .enumerate()

@@ -3,7 +3,10 @@
 //! its range, deciding for each event what the view shows (see the
 //! module docs of [`crate::projection`]).
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+// foldhash: call ids and compaction indices, hashed for every record.
+use foldhash::{HashMap, HashMapExt};
 
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
 use crate::handle::Tag;
