@@ -496,6 +496,24 @@ impl SessionRecords {
     }
 }
 
+impl SessionRecords {
+    /// The next record with its hints packed: held as their JSON text, not
+    /// as a JSON tree several times that size, for a caller that holds
+    /// every record while reading none of their hints (`ctxfold compact
+    /// FILE`). The session's export ([`export_protected`], [`export_bytes`]
+    /// in the format read) unpacks them a record at a time; other formats
+    /// do not read them.
+    pub fn next_packed(&mut self) -> Option<Record> {
+        let key = match self.reader {
+            SessionReader::ClaudeCode(_) => claude_code::KEY,
+            SessionReader::Codex(_) => codex::KEY,
+        };
+        let mut r = self.next()?;
+        session_lines::pack(&mut r, key);
+        Some(r)
+    }
+}
+
 /// A transcript read: an agent's session record by record, or any other
 /// format whole.
 pub enum Opened {

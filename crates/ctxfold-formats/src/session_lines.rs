@@ -641,6 +641,86 @@ impl Sequencer {
     }
 }
 
+/// Where a record keeps its hints under `key` as their JSON text while
+/// packed ([`pack`]).
+fn packed_key(key: &str) -> String {
+    format!("{key}~packed")
+}
+
+/// The field an opaque record of the agent's kind keeps its fields in, as
+/// their JSON text, while packed.
+const PACKED_FIELDS: &str = "~packed";
+
+/// Hold `r`'s hints under `key` (and, for a record keeping a line whole,
+/// its fields) as their JSON text rather than as a JSON tree, which takes
+/// several times the text's memory: what a long session's records are
+/// packed into while `ctxfold compact FILE` holds them all, the compaction
+/// reading none of it. [`unpacked`] gives them back. A tree whose text
+/// would not read back as the same tree (a float serde_json does not
+/// round-trip) stays a tree.
+pub(crate) fn pack(r: &mut Record, key: &str) {
+    if let Some(Value::Object(h)) = r.extra.get(key)
+        && let Some(text) = packed_text(h)
+    {
+        r.extra.shift_remove(key);
+        r.extra.insert(packed_key(key), Value::String(text));
+    }
+    if let Body::Other { kind, fields } = &mut r.body
+        && kind == key
+        && !fields.is_empty()
+        && let Some(text) = packed_text(fields)
+    {
+        let mut o = Object::new();
+        o.insert(PACKED_FIELDS.into(), Value::String(text));
+        **fields = o;
+    }
+}
+
+/// `o` as JSON text, if it reads back as `o`.
+fn packed_text(o: &Object) -> Option<String> {
+    fn has_float(v: &Value) -> bool {
+        match v {
+            Value::Number(n) => n.is_f64(),
+            Value::Array(a) => a.iter().any(has_float),
+            Value::Object(o) => o.values().any(has_float),
+            _ => false,
+        }
+    }
+    let text = serde_json::to_string(o).ok()?;
+    if o.values().any(has_float) && serde_json::from_str::<Object>(&text).ok().as_ref() != Some(o) {
+        return None;
+    }
+    Some(text)
+}
+
+/// `r` with its hints under `key` unpacked ([`pack`]), when they were
+/// packed.
+pub(crate) fn unpacked(r: &Record, key: &str) -> Option<Record> {
+    let packed = r.extra.get(&packed_key(key)).and_then(Value::as_str);
+    let fields = match &r.body {
+        Body::Other { kind, fields } if kind == key => {
+            fields.get(PACKED_FIELDS).and_then(Value::as_str)
+        }
+        _ => None,
+    };
+    if packed.is_none() && fields.is_none() {
+        return None;
+    }
+    let mut out = r.clone();
+    if let Some(text) = packed
+        && let Ok(h) = serde_json::from_str::<Object>(text)
+    {
+        out.extra.shift_remove(&packed_key(key));
+        out.extra.insert(key.to_owned(), Value::Object(h));
+    }
+    if let (Some(text), Body::Other { fields, .. }) = (fields, &mut out.body)
+        && let Ok(o) = serde_json::from_str::<Object>(text)
+    {
+        **fields = o;
+    }
+    Some(out)
+}
+
 /// One line to write: its JSON, and the text to write while the JSON is
 /// what it was read as.
 pub(crate) struct Out {
@@ -757,6 +837,41 @@ mod tests {
         assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
         let v7 = uuid_v7();
         assert_eq!(&v7[14..15], "7");
+    }
+
+    #[test]
+    fn packed_hints_unpack_to_the_records_and_export_the_same_bytes() {
+        for (file, key) in [
+            ("claude-code.jsonl", crate::claude_code::KEY),
+            ("codex.jsonl", crate::codex::KEY),
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/agents")
+                .join(file);
+            let bytes = std::fs::read(&path).unwrap();
+            let t = match key {
+                "codex" => crate::codex::Reader::new(&path, bytes.clone()).into_transcript(),
+                _ => crate::claude_code::Reader::new(&path, bytes.clone()).into_transcript(),
+            };
+            let mut packed = t.clone();
+            let mut n = 0;
+            for r in &mut packed.records {
+                let before = r.clone();
+                pack(r, key);
+                if *r != before {
+                    n += 1;
+                    assert_eq!(unpacked(r, key).as_ref(), Some(&before), "{file}");
+                } else {
+                    assert!(unpacked(r, key).is_none(), "{file}");
+                }
+            }
+            assert!(n > t.records.len() / 2, "{file}: {n} packed");
+            let export = match key {
+                "codex" => crate::codex::export_bytes,
+                _ => crate::claude_code::export_bytes,
+            };
+            assert!(export(&packed) == bytes, "{file}: the export differs");
+        }
     }
 
     #[test]

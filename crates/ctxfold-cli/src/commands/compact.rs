@@ -10,7 +10,7 @@ use ctxfold_core::kept::Kept;
 use ctxfold_core::projection::project;
 use ctxfold_core::{Compaction, Log};
 use ctxfold_formats::output::{Protect, default_output, size_of};
-use ctxfold_formats::{Format, Transcript};
+use ctxfold_formats::{Format, Opened, Transcript};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -125,7 +125,26 @@ impl std::fmt::Display for Folded {
 pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let settings = ctx.settings()?;
     let (in_format, mut t) =
-        ctxfold_formats::import_detected(&args.file, args.input_format.format())?;
+        match ctxfold_formats::open_detected(&args.file, args.input_format.format())? {
+            Opened::Whole(f, t) => (f, t),
+            // An agent's session written back in its own format: its records'
+            // hints (the lines they came from) held as text while the whole log
+            // is in memory, a JSON tree again only as each is written.
+            Opened::Records(f, mut read)
+                if args.output_format.is_none_or(|o| Format::from(o) == f) =>
+            {
+                let records: Vec<_> = std::iter::from_fn(|| read.next_packed()).collect();
+                let mut t = read.finish();
+                t.records = records;
+                (f, t)
+            }
+            Opened::Records(f, mut read) => {
+                let records: Vec<_> = read.by_ref().collect();
+                let mut t = read.finish();
+                t.records = records;
+                (f, t)
+            }
+        };
     let out_format: Format = args.output_format.map_or(in_format, Format::from);
     // An agent's session goes out as a new session beside the original.
     let session = ctxfold_formats::new_session(&mut t.extras, out_format);

@@ -95,6 +95,9 @@ fn lines(
             None => Ok(()),
         };
     for r in records {
+        // Hints packed while compacting are read one record at a time.
+        let unpacked = crate::session_lines::unpacked(r, KEY);
+        let r = unpacked.as_ref().unwrap_or(r);
         let h = Hints::of(r, KEY);
         match &r.body {
             Body::TurnStart => {}

@@ -64,11 +64,13 @@ pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<
         // Codex opens one.
         put(session_meta(t))?;
     }
-    for r in t
-        .records
-        .iter()
-        .filter(|r| !(fresh && about_folded_call(r, &calls)))
-    {
+    for r in &t.records {
+        // Hints packed while compacting are read one record at a time.
+        let unpacked = crate::session_lines::unpacked(r, KEY);
+        let r = unpacked.as_ref().unwrap_or(r);
+        if fresh && about_folded_call(r, &calls) {
+            continue;
+        }
         for l in record_lines(r) {
             put(l)?;
         }
