@@ -8,12 +8,14 @@
 //! `cargo bench -p ctxfold --bench load` (the conversation is generated
 //! and written first: about 230 MB of temporary space).
 //!
-//! The commands: `c list`, which reads only the conversations' metadata
+//! The commands: `c ls`, which reads only the conversations' metadata
 //! (the process's own floor: the binary and the runtime); `stats ID`,
 //! loading and one projection; `c show ID`. Each runs on the log read
 //! line by line (`first`: the snapshot removed before each sample, so
-//! the command reads the JSON and writes the snapshot) and through the
-//! snapshot a first run left (`then`).
+//! the command reads the JSON; the snapshot is written after it, by the
+//! writer it starts in the background, waited for between samples) and
+//! through the snapshot (`then`); and that writer alone
+//! (`write_snapshot`).
 //!
 //! `CTXFOLD_BENCH_BIN=PATH` runs that binary instead of the one built
 //! with the benchmark; `CTXFOLD_BENCH_KEEP=DIR` keeps the workspace in
@@ -165,29 +167,61 @@ fn snapshot(s: &Stored) -> PathBuf {
         .with_file_name(ctxfold_store::event_log::SNAPSHOT_FILE)
 }
 
+/// Wait for the snapshot a command's background writer is writing.
+fn written(s: &Stored) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while !snapshot(s).exists() {
+        assert!(std::time::Instant::now() < until, "no snapshot written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Run `args` with no snapshot: the log read line by line, the snapshot
-/// written.
+/// written in the background once the command ends (waited for before the
+/// next sample, outside the timing).
 fn first(b: divan::Bencher, name: &str, args: &[&str]) {
     let s = &*SMALL;
+    written(s);
     b.with_inputs(|| {
-        let _ = std::fs::remove_file(snapshot(s));
+        written(s);
+        std::fs::remove_file(snapshot(s)).unwrap();
     })
     .bench_local_values(|()| ctxfold(s, name, args));
+    written(s);
 }
 
 /// Run `args` with the snapshot in place.
 fn then(b: divan::Bencher, name: &str, args: &[&str]) {
     let s = &*SMALL;
     if !snapshot(s).exists() {
-        ctxfold(s, "(writes the snapshot)", &["stats", &s.id]);
+        ctxfold(s, "(leaves the snapshot)", &["stats", &s.id]);
     }
+    written(s);
     b.bench(|| ctxfold(s, name, args));
 }
 
-/// `c list`: the process without a conversation loaded.
+/// The snapshot's writer alone, as a command starts it: the log read line
+/// by line, its results scanned, the snapshot written.
+#[divan::bench(sample_count = 5)]
+fn write_snapshot(b: divan::Bencher) {
+    let s = &*SMALL;
+    let dir = s.dir.join(&s.log).parent().unwrap().to_owned();
+    let dir = dir.to_str().unwrap().to_owned();
+    if !snapshot(s).exists() {
+        ctxfold(s, "(leaves the snapshot)", &["stats", &s.id]);
+    }
+    written(s);
+    b.with_inputs(|| std::fs::remove_file(snapshot(s)).unwrap())
+        .bench_local_values(|()| {
+            ctxfold(s, "the writer", &["__ctxfold-write-snapshots", &dir]);
+            assert!(snapshot(s).exists(), "the writer wrote no snapshot");
+        });
+}
+
+/// `c ls`: the process without a conversation loaded.
 #[divan::bench(sample_count = 5)]
 fn list(b: divan::Bencher) {
-    b.bench(|| ctxfold(&SMALL, "c list", &["c", "list"]));
+    b.bench(|| ctxfold(&SMALL, "c ls", &["c", "ls"]));
 }
 
 /// `stats ID` reading every line (and writing the snapshot).

@@ -16,9 +16,10 @@
 //! side, the view as long as the log: `strips_*`).
 //!
 //! A workspace is shown once before the samples: that first `show` reads
-//! every line and writes the log's snapshot (`events.snapshot`, for logs
-//! of 32 MiB or more), which the samples then load from, as every `show`
-//! after a first one does until the log grows by another 32 MiB.
+//! every line and the writer it starts as it ends writes the log's
+//! snapshot (`events.snapshot`, for logs of 32 MiB or more), which the
+//! samples then load from, as every `show` after a first one does until
+//! the log grows by another 32 MiB.
 //!
 //! With `CTXFOLD_BENCH_KEEP=DIR` the generated workspaces are kept in DIR
 //! (and read from there on later runs), for profiling `ctxfold c show` by
@@ -82,9 +83,19 @@ fn store(name: &str, generate: impl FnOnce() -> ctxfold_core::Log) -> Stored {
     )
     .unwrap();
     std::fs::write(&id_file, &meta.id).unwrap();
-    // A first `show` reads every line and leaves the log's snapshot
-    // (`events.snapshot`); the samples are the shows after it.
+    // A first `show` reads every line, and the writer it starts as it
+    // ends leaves the log's snapshot (`events.snapshot`); the samples are
+    // the shows after it.
     show(&dir, &meta.id, &[]);
+    let snapshot = dir
+        .join(".ctxfold/conversations")
+        .join(&meta.id)
+        .join(ctxfold_store::event_log::SNAPSHOT_FILE);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    while !snapshot.exists() {
+        assert!(std::time::Instant::now() < until, "no snapshot written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     Stored {
         _temp: temp,
         dir,

@@ -22,6 +22,7 @@ mod rules;
 mod serving;
 mod settings;
 mod shutdown;
+mod snapshot_later;
 mod store;
 mod summarizers;
 mod timeline;
@@ -46,8 +47,10 @@ fn main() -> ExitCode {
     {
         // The binary doubles as the reaper of `query`'s tool processes.
         let mut args = std::env::args_os().skip(1);
-        if args.next().as_deref() == Some(std::ffi::OsStr::new(ctxfold_host::reaper::ARG)) {
-            ctxfold_host::reaper::run(args);
+        match args.next() {
+            Some(a) if a == ctxfold_host::reaper::ARG => ctxfold_host::reaper::run(args),
+            Some(a) if a == snapshot_later::ARG => snapshot_later::run(args),
+            _ => {}
         }
         if let Ok(me) = std::env::current_exe() {
             ctxfold_host::reaper::install(me);
@@ -57,7 +60,9 @@ fn main() -> ExitCode {
     // `run`'s agent owns the terminal: the proxy's log goes to a file.
     let log_file = matches!(cli.command, Command::Run(_)).then(commands::run::log_path);
     logging(cli.verbose, log_file.as_deref());
-    match run(cli) {
+    let done = run(cli);
+    snapshot_later::start_writer();
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped reading (`print | head`) is no error of
         // ours: stop quietly, as other command-line tools do.

@@ -63,9 +63,17 @@ impl Target {
     /// Load a conversation's log for a command that reads it and then
     /// ends: the log is left for the process's exit to free (see
     /// [`free_at_exit`]).
+    /// A snapshot its load would write is written after the command, in
+    /// the background (see [`crate::snapshot_later`]).
     pub fn load_once(&self, id: &str) -> anyhow::Result<&'static Log> {
-        let log = self.load(id)?;
-        Ok(free_at_exit(log))
+        let loaded = self.store.load_leaving_snapshot(id)?;
+        render::warn_all(&loaded.warnings);
+        if loaded.snapshot_due
+            && let Some(ws) = &self.workspace
+        {
+            crate::snapshot_later::due(ws.root().join("conversations").join(id));
+        }
+        Ok(free_at_exit(loaded.into_log()))
     }
 
     /// Remove what an interrupted import or fork left, saying so. Before a

@@ -54,6 +54,10 @@ pub struct Loaded {
     pub torn: Option<TornTail>,
     /// What came from the log's snapshot, when one was used.
     pub snapshot: Option<FromSnapshot>,
+    /// A snapshot is due and was not written (a load that leaves it:
+    /// [`EventLog::load_leaving_snapshot`]); loading again with
+    /// [`EventLog::load`] writes it.
+    pub snapshot_due: bool,
 }
 
 /// What a load took from the log's snapshot (`events.snapshot`) rather
@@ -213,14 +217,27 @@ impl EventLog {
     /// [`SNAPSHOT_FROM`] (a log under that size loads fast enough without
     /// one); `u64::MAX` keeps none.
     pub fn load_keeping_snapshots_from(&self, bytes: u64) -> Result<Loaded, StoreError> {
+        self.load_with(bytes, true)
+    }
+
+    /// [`EventLog::load`] without writing the snapshot a load that reads
+    /// 32 MiB of JSON or more leaves: [`Loaded::snapshot_due`] says whether
+    /// one is due, for a command that answers first and has it written
+    /// after (the snapshot costs as much as the JSON it saves reading).
+    pub fn load_leaving_snapshot(&self) -> Result<Loaded, StoreError> {
+        self.load_with(SNAPSHOT_FROM, false)
+    }
+
+    fn load_with(&self, bytes: u64, write: bool) -> Result<Loaded, StoreError> {
         let path = self.path();
         let scan = {
             let _guard = self.lock(false)?;
             scan(&self.dir, &path, bytes)?
         };
+        let snapshot_due = !write && scan.snapshot_due.is_some();
         // Outside the lock: writers need not wait for it, and what it
         // covers stays as it was read (only a torn tail is ever cut).
-        if let Some(due) = scan.snapshot_due {
+        if let Some(due) = scan.snapshot_due.filter(|_| write) {
             // A cache: a folder it cannot be written to loads as before.
             let known = scan.snapshot.as_ref().map_or(&[][..], |s| &s.result_scans);
             let written =
@@ -234,6 +251,7 @@ impl EventLog {
             warnings: scan.warnings,
             torn: None,
             snapshot: scan.snapshot,
+            snapshot_due,
         };
         if let Some((line, offset, len)) = scan.torn {
             let what = format!(

@@ -119,6 +119,15 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// (lines or rows that are not records, a torn tail set aside).
     fn load(&self, id: &str) -> Result<Loaded, StoreError>;
 
+    /// [`Store::load`] for a command that answers and ends: a snapshot the
+    /// load would write (a workspace's, see
+    /// [`EventLog::load_leaving_snapshot`]) is left for later and said
+    /// due in [`Loaded::snapshot_due`]. A store without snapshots loads as
+    /// [`Store::load`] does.
+    fn load_leaving_snapshot(&self, id: &str) -> Result<Loaded, StoreError> {
+        self.load(id)
+    }
+
     /// Append a batch, giving it the next `seq`s (whatever the records
     /// carry): all of it is written or none. Returns the seqs given.
     fn append(&self, id: &str, records: Vec<Record>) -> Result<Range<u64>, StoreError>;
@@ -306,6 +315,10 @@ impl Store for Workspace {
 
     fn load(&self, id: &str) -> Result<Loaded, StoreError> {
         EventLog::new(self.folder_of(id)?).load()
+    }
+
+    fn load_leaving_snapshot(&self, id: &str) -> Result<Loaded, StoreError> {
+        EventLog::new(self.folder_of(id)?).load_leaving_snapshot()
     }
 
     fn append(&self, id: &str, records: Vec<Record>) -> Result<Range<u64>, StoreError> {
