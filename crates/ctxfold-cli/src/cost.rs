@@ -43,6 +43,19 @@ pub fn conversations_cost(ctx: &Context, ids: &[String]) -> anyhow::Result<CostR
     Ok(report(conversations, sum, &settings.prices))
 }
 
+/// The cost of conversation `id`, whose log is loaded already (`stats`
+/// read it for its counts: loading it again doubled the command's time
+/// and memory on a long log).
+pub fn log_cost(
+    id: String,
+    log: &ctxfold_core::Log,
+    prices: &ctxfold_core::cost::PriceTable,
+) -> CostReport {
+    let mut sum = CostSum::default();
+    sum.add_records(log.records(), prices);
+    report(vec![id], sum, prices)
+}
+
 /// The report of `sum`, over `conversations`.
 pub fn report(
     conversations: Vec<String>,

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::cli::StatsArgs;
 use crate::context::Context;
-use crate::cost::{CostReport, conversations_cost};
+use crate::cost::{CostReport, conversations_cost, log_cost};
 use crate::render::Report;
 use crate::settings::Settings;
 
@@ -256,7 +256,7 @@ pub fn run(ctx: &Context, args: StatsArgs) -> anyhow::Result<StatsReport> {
     let (window, window_from) = window(model, settings);
     let share = window.map(|w| request as f64 / w as f64);
     let exact = est.name() != "heuristic";
-    let cost = conversations_cost(ctx, std::slice::from_ref(&meta.id))?;
+    let cost = log_cost(meta.id.clone(), log, &settings.prices);
     Ok(StatsReport::One(Box::new(Stats {
         id: meta.id,
         estimator: est.name().to_owned(),
