@@ -662,15 +662,24 @@ pub(crate) fn pack(r: &mut Record, key: &str) {
     if let Some(Value::Object(h)) = r.extra.get(key)
         && let Some(text) = packed_text(h)
     {
-        r.extra.shift_remove(key);
-        r.extra.insert(packed_key(key), Value::String(text));
+        // A map of exactly its size: the records are many, and a map grown
+        // one key at a time has room for several.
+        let mut extra = Object::with_capacity(r.extra.len());
+        let mut text = Some(text);
+        for (k, v) in std::mem::take(&mut *r.extra) {
+            match text.take_if(|_| k == key) {
+                Some(t) => extra.insert(packed_key(key), Value::String(t)),
+                None => extra.insert(k, v),
+            };
+        }
+        r.extra = extra.into();
     }
     if let Body::Other { kind, fields } = &mut r.body
         && kind == key
         && !fields.is_empty()
         && let Some(text) = packed_text(fields)
     {
-        let mut o = Object::new();
+        let mut o = Object::with_capacity(1);
         o.insert(PACKED_FIELDS.into(), Value::String(text));
         **fields = o;
     }
@@ -686,7 +695,8 @@ fn packed_text(o: &Object) -> Option<String> {
             _ => false,
         }
     }
-    let text = serde_json::to_string(o).ok()?;
+    let mut text = serde_json::to_string(o).ok()?;
+    text.shrink_to_fit();
     if o.values().any(has_float) && serde_json::from_str::<Object>(&text).ok().as_ref() != Some(o) {
         return None;
     }
