@@ -15,7 +15,9 @@
 //!
 //! Cost: one pass, O(events × log compactions), and, for each compaction
 //! that changes nothing, a walk over its own range to say what supersedes
-//! it.
+//! it, a summary's run at a time where summaries decide (records one by
+//! one only where none does), so summaries nested from the first record
+//! cost each the runs under them, not their records (issue 48).
 
 // foldhash: record indices and call ids, hashed for every record of a long
 // log (SipHash was a tenth of a listing at a million events).
@@ -171,6 +173,13 @@ struct Waiting<'a> {
 /// What revoking each compaction of `active` (record indices, in force)
 /// would do to the view of `log`.
 pub(super) fn effects(log: &Log, active: &[usize]) -> HashMap<usize, IfRevoked> {
+    effects_with(log, active, false)
+}
+
+/// [`effects`]; with `walk`, a superseded compaction's range read record
+/// by record rather than a summary's run at a time (the reference the
+/// tests hold the runs to).
+fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRevoked> {
     let records = log.records();
     let mut spans: Vec<(usize, usize, usize, &Compaction)> = active
         .iter()
@@ -379,6 +388,7 @@ pub(super) fn effects(log: &Log, active: &[usize]) -> HashMap<usize, IfRevoked> 
         }
     }
 
+    let runs = Runs::new(records, &deciders, &names);
     spans
         .iter()
         .map(|&(lo, hi, order, c)| {
@@ -387,7 +397,7 @@ pub(super) fn effects(log: &Log, active: &[usize]) -> HashMap<usize, IfRevoked> 
             {
                 IfRevoked::Changes
             } else {
-                unchanged(log, (lo, hi), order, c, &deciders, &names)
+                unchanged(log, (lo, hi), order, c, (&deciders, &names), (&runs, walk))
             };
             (order, effect)
         })
@@ -413,6 +423,53 @@ fn changes_when_revoked(log: &Log, order: usize) -> bool {
     now != crate::materialize::materialize(&without, &super::project(&without))
 }
 
+/// The records under one summary, run by run, and what kinds of record
+/// lie before each index: so a compaction's range under summaries is read
+/// a run at a time. With summaries nested from the first record, each
+/// superseded one's range was read record by record: the square of the
+/// conversation.
+struct Runs {
+    /// Where each run starts, and the summary deciding its records
+    /// (`None`: none does, each record read on its own). The records the
+    /// pass leaves out (not sent, the system prompt) belong to the run
+    /// around them and count in no kind.
+    starts: Vec<(usize, Option<usize>)>,
+    /// Before index `i`: the records the pass reads, reasoning, tool
+    /// calls and results of a named tool, user messages and results, and
+    /// results of a named tool.
+    before: Vec<[u32; 5]>,
+}
+
+impl Runs {
+    fn new(
+        records: &[crate::record::Record],
+        deciders: &[Deciders],
+        names: &[Option<&str>],
+    ) -> Runs {
+        let mut starts: Vec<(usize, Option<usize>)> = Vec::new();
+        let mut before = Vec::with_capacity(records.len() + 1);
+        let mut n = [0u32; 5];
+        before.push(n);
+        for (i, rec) in records.iter().enumerate() {
+            if !matches!(rec.body, Body::System { .. }) && rec.body.is_model_visible() {
+                let key = deciders[i].summary;
+                if starts.last().is_none_or(|&(_, k)| k != key) {
+                    starts.push((i, key));
+                }
+                let result = matches!(rec.body, Body::ToolResult { .. });
+                let named = names[i].is_some();
+                n[0] += 1;
+                n[1] += u32::from(matches!(rec.body, Body::Reasoning { .. }));
+                n[2] += u32::from(named);
+                n[3] += u32::from(matches!(rec.body, Body::User { .. }) || result);
+                n[4] += u32::from(named && result);
+            }
+            before.push(n);
+        }
+        Runs { starts, before }
+    }
+}
+
 /// Why compaction `order` (over records `lo..=hi`) changes nothing: the
 /// compactions that decide the records it acts on, or, when it decides
 /// some itself, no effect.
@@ -421,14 +478,15 @@ fn unchanged(
     (lo, hi): (usize, usize),
     order: usize,
     c: &Compaction,
-    deciders: &[Deciders],
-    names: &[Option<&str>],
+    (deciders, names): (&[Deciders], &[Option<&str>]),
+    (runs, walk): (&Runs, bool),
 ) -> IfRevoked {
     let clips = c.clip_chars.is_some() || c.excerpt_chars.is_some();
     let mut count: HashMap<usize, usize> = HashMap::new();
     let mut decides_some = false;
-    for (i, rec) in log.records()[lo..=hi].iter().enumerate() {
-        let i = lo + i;
+    // Who decides each record it acts on, read one record at a time.
+    let read = |i: usize, count: &mut HashMap<usize, usize>, decides_some: &mut bool| {
+        let rec = &log.records()[i];
         let d = deciders[i];
         let on_tool =
             names[i].is_some_and(|n| c.tool_calls.is_some() || c.tool_overrides.contains_key(n));
@@ -437,7 +495,7 @@ fn unchanged(
             || on_tool
             || (matches!(rec.body, Body::User { .. } | Body::ToolResult { .. }) && clips);
         if !acts {
-            continue;
+            return;
         }
         let who: Vec<usize> = match d.summary {
             Some(s) => vec![s],
@@ -456,9 +514,56 @@ fn unchanged(
         };
         for w in who {
             if w == order {
-                decides_some = true;
+                *decides_some = true;
             } else {
                 *count.entry(w).or_default() += 1;
+            }
+        }
+    };
+    // Under a summary a record counts for it when this compaction acts on
+    // it, which its kind says, unless a tool's own policy needs its name.
+    let by_kind =
+        !walk && (c.summary.is_some() || c.tool_calls.is_some() || c.tool_overrides.is_empty());
+    if !by_kind {
+        for i in lo..=hi {
+            read(i, &mut count, &mut decides_some);
+        }
+    } else {
+        let first = runs.starts.partition_point(|r| r.0 <= lo).saturating_sub(1);
+        for (k, &(start, key)) in runs.starts.iter().enumerate().skip(first) {
+            if start > hi {
+                break;
+            }
+            let end = runs.starts.get(k + 1).map_or(log.len(), |r| r.0);
+            let (a, b) = (start.max(lo), end.min(hi + 1));
+            if a >= b {
+                continue;
+            }
+            let Some(s) = key else {
+                for i in a..b {
+                    read(i, &mut count, &mut decides_some);
+                }
+                continue;
+            };
+            let kind = |j: usize| (runs.before[b][j] - runs.before[a][j]) as usize;
+            let acted = if c.summary.is_some() {
+                kind(0)
+            } else {
+                // A result of a named tool is both a tool's record and a
+                // clip's: counted once.
+                let (tools, clipped) = (c.tool_calls.is_some(), clips);
+                usize::from(c.reasoning.is_some()) * kind(1)
+                    + usize::from(tools) * kind(2)
+                    + usize::from(clipped) * kind(3)
+                    - usize::from(tools && clipped) * kind(4)
+            };
+            if acted == 0 {
+                continue;
+            }
+            if s == order {
+                decides_some = true;
+            } else {
+                *count.entry(s).or_default() += acted;
             }
         }
     }
@@ -472,5 +577,76 @@ fn unchanged(
             more: count.len() - 1,
         },
         None => IfRevoked::NoEffect,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::{Provenance, Source, Summary, ToolPolicy};
+    use crate::projection::fixtures::{compaction, log_of, turn};
+    use crate::projection::status::compaction_status;
+
+    /// Reading a superseded compaction's range a summary's run at a time
+    /// says what reading it record by record says, on logs whose
+    /// compactions nest, overlap and repeat, of every kind.
+    #[test]
+    fn runs_say_what_the_records_say() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |m: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % m
+        };
+        let mut superseded = 0;
+        for _ in 0..300 {
+            let turns = 2 + next(12) as u32;
+            let mut bodies: Vec<Body> = (0..turns)
+                .flat_map(|n| turn(n, &"output ".repeat(1 + next(60) as usize), next(4) == 0))
+                .collect();
+            for _ in 0..1 + next(8) {
+                let a = next(u64::from(turns)) as u32;
+                let b = next(u64::from(turns)) as u32;
+                let from = if next(3) == 0 { 0 } else { a.min(b) };
+                let mut c = Compaction::new(from, a.max(b), Source::User);
+                match next(7) {
+                    0 | 1 => {
+                        c.summary = Some(Summary {
+                            text: format!("summary {}", next(3)),
+                            provenance: Provenance::Supplied {
+                                author: Source::User,
+                            },
+                        })
+                    }
+                    2 => c.reasoning = Some(crate::compaction::ReasoningPolicy::Strip),
+                    3 => c.tool_calls = Some(ToolPolicy::StripResponses),
+                    4 => c.tool_calls = Some(ToolPolicy::Strip),
+                    5 => {
+                        c.clip_chars = Some(10 + next(40) as u32);
+                        if next(2) == 0 {
+                            c.tool_calls = Some(ToolPolicy::StripResponses);
+                        }
+                    }
+                    _ => {
+                        c.tool_overrides
+                            .insert("read_file".into(), crate::compaction::ToolOverride::Omit);
+                    }
+                }
+                if next(2) == 0 {
+                    c.reasoning = Some(crate::compaction::ReasoningPolicy::Strip);
+                }
+                bodies.push(compaction(c));
+            }
+            let log = log_of(bodies);
+            let (active, _) = compaction_status(&log);
+            let by_runs = effects(&log, &active);
+            assert_eq!(by_runs, effects_with(&log, &active, true));
+            superseded += by_runs
+                .values()
+                .filter(|e| matches!(e, IfRevoked::Superseded { .. }))
+                .count();
+        }
+        assert!(superseded > 50, "only {superseded} superseded compactions");
     }
 }
