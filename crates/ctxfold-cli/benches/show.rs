@@ -84,15 +84,17 @@ fn store(name: &str, generate: impl FnOnce() -> ctxfold_core::Log) -> Stored {
     .unwrap();
     std::fs::write(&id_file, &meta.id).unwrap();
     // A first `show` reads every line, and the writer it starts as it
-    // ends leaves the log's snapshot (`events.snapshot`); the samples are
-    // the shows after it.
+    // ends leaves the log's snapshot (`events.snapshot`, for a log of
+    // 32 MiB or more); the samples are the shows after it.
     show(&dir, &meta.id, &[]);
-    let snapshot = dir
-        .join(".ctxfold/conversations")
-        .join(&meta.id)
-        .join(ctxfold_store::event_log::SNAPSHOT_FILE);
+    let folder = dir.join(".ctxfold/conversations").join(&meta.id);
+    let snapshot = folder.join(ctxfold_store::event_log::SNAPSHOT_FILE);
+    let long = std::fs::metadata(folder.join("events.jsonl"))
+        .unwrap()
+        .len()
+        >= ctxfold_store::event_log::SNAPSHOT_FROM;
     let until = std::time::Instant::now() + std::time::Duration::from_secs(600);
-    while !snapshot.exists() {
+    while long && !snapshot.exists() {
         assert!(std::time::Instant::now() < until, "no snapshot written");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

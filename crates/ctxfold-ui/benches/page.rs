@@ -9,7 +9,9 @@
 //! The conversation is generated deterministically (`ctxfold_testkit::session`): turns
 //! of ten records, every tenth turn a compaction folding what lies before
 //! the last three turns; 100,000 events and 1,000 compactions, and for the
-//! `_1m` benchmarks ten times both.
+//! `_1m` benchmarks ten times both. The `_overlapping_1m` ones strip
+//! fifteen recent turns every ten turns instead (ranges that overlap,
+//! issue 48).
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -168,5 +170,39 @@ fn conversation_page_selected_1m(b: divan::Bencher) {
 #[divan::bench(sample_count = 10)]
 fn projection_1m(b: divan::Bencher) {
     let log = &*LOG_1M;
+    b.bench(|| project(log).items.len());
+}
+
+/// 1,000,000 events whose 10,000 compactions each strip fifteen recent
+/// turns, every one overlapping the one before, all in force (issue 48).
+static OVERLAPPING_1M: LazyLock<Log> =
+    LazyLock::new(|| session::generate_overlapping(10 * EVENTS, EVERY));
+
+/// The page of the overlapping shape at 1,000,000 events.
+#[divan::bench(sample_count = 10)]
+fn conversation_page_overlapping_1m(b: divan::Bencher) {
+    let (log, meta, ctx) = (&*OVERLAPPING_1M, meta(), Ctx::default());
+    b.bench(|| {
+        render(&ctx, &meta, log, &Options::default())
+            .into_string()
+            .len()
+    });
+}
+
+/// The same with a compaction selected (its kept and lost facts).
+#[divan::bench(sample_count = 10)]
+fn conversation_page_selected_overlapping_1m(b: divan::Bencher) {
+    let (log, meta, ctx) = (&*OVERLAPPING_1M, meta(), Ctx::default());
+    let opts = Options {
+        selected: Some(5_000),
+        ..Options::default()
+    };
+    b.bench(|| render(&ctx, &meta, log, &opts).into_string().len());
+}
+
+/// One projection of the overlapping shape, for comparison.
+#[divan::bench(sample_count = 10)]
+fn projection_overlapping_1m(b: divan::Bencher) {
+    let log = &*OVERLAPPING_1M;
     b.bench(|| project(log).items.len());
 }
