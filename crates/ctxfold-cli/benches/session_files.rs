@@ -31,7 +31,7 @@
 )]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{LazyLock, Mutex};
 
 use ctxfold_testkit::agent_session::{self, Size};
@@ -126,44 +126,19 @@ static CODEX_1M_SHORT: LazyLock<Session> = LazyLock::new(|| {
 });
 
 /// Run the binary in `dir` (its own HOME and XDG folders) with `args`;
-/// its peak resident memory, in bytes.
-// The child is waited for by `wait4` (which std's `Child` does not see).
-#[allow(clippy::zombie_processes)]
+/// its peak resident memory, in bytes (`ctxfold_testkit::peak`).
 fn ctxfold(dir: &Path, args: &[&std::ffi::OsStr]) -> u64 {
     let bin = std::env::var_os("CTXFOLD_BENCH_BIN")
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxfold").into());
-    let child = Command::new(bin)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("XDG_DATA_HOME", dir.join("xdg-data"))
-        .env("XDG_CONFIG_HOME", dir.join("xdg-config"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // This child's own rusage: `getrusage(RUSAGE_CHILDREN)` would be the
-    // largest of every child waited for so far.
-    let (pid, status, usage) = wait4(child.id());
-    assert_eq!(pid, child.id() as libc::pid_t, "wait4 failed");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "ctxfold {args:?} failed: status {status}"
-    );
-    // Linux gives it in KiB.
-    usage.ru_maxrss as u64 * 1024
-}
-
-/// Wait for child `pid`: its pid, exit status and resource usage.
-#[allow(unsafe_code)] // std has no wrapper for a child's own rusage
-fn wait4(pid: u32) -> (libc::pid_t, libc::c_int, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: `rusage` is plain integers, all-zero is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; the pid is our child's,
-    // not waited for yet.
-    let got = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    (got, status, usage)
+    ctxfold_testkit::peak::run(
+        Command::new(bin)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env("XDG_DATA_HOME", dir.join("xdg-data"))
+            .env("XDG_CONFIG_HOME", dir.join("xdg-config"))
+            .args(args),
+    )
+    .unwrap()
 }
 
 fn workspace() -> tempfile::TempDir {
