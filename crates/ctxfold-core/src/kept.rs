@@ -36,6 +36,7 @@ use crate::projection::{Item, View};
 use crate::record::Body;
 
 mod batch;
+mod finder;
 mod listing;
 pub use batch::Retentions;
 pub use listing::{Listed, listing};
