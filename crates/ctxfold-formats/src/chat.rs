@@ -6,7 +6,7 @@ use ctxfold_core::{Body, Object, Record};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub(crate) use crate::session_lines::Field;
+pub(crate) use crate::field::Field;
 
 /// The field of an `Other` record that holds a message kept whole (of a
 /// role its format does not know).

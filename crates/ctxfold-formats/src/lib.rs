@@ -28,6 +28,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod ctxfold;
 mod detect;
+mod field;
 pub mod gemini;
 pub mod jp;
 pub mod message_reader;
