@@ -19,7 +19,8 @@
 //! `ctxfold c import FILE` into a fresh workspace each sample; `compact_*`
 //! runs `ctxfold compact FILE -t -r --keep-last 10 -o OUT` (old tool
 //! outputs and reasoning stripped, the compacted session written as a new
-//! one).
+//! one); `export_*` runs `ctxfold c export --output-format FORMAT -o OUT`
+//! of the session imported once into a workspace beforehand (not measured).
 
 // A test or bench may panic on what it did not expect, and print: the
 // workspace's unwrap, expect and print lints are for the library code.
@@ -177,6 +178,84 @@ fn compact(b: divan::Bencher, name: &'static str, s: &Session) {
         PEAKS.lock().unwrap().push((name, peak, s.size));
         dir
     });
+}
+
+/// A workspace the session was imported into (once, not measured), for
+/// the export benchmarks.
+fn imported(s: &Session) -> tempfile::TempDir {
+    let dir = workspace();
+    ctxfold(
+        dir.path(),
+        &["c".as_ref(), "import".as_ref(), s.file.as_os_str()],
+    );
+    dir
+}
+
+static CLAUDE_200K_IMPORTED: LazyLock<tempfile::TempDir> = LazyLock::new(|| imported(&CLAUDE_200K));
+static CLAUDE_1M_SHORT_IMPORTED: LazyLock<tempfile::TempDir> =
+    LazyLock::new(|| imported(&CLAUDE_1M_SHORT));
+static CODEX_200K_IMPORTED: LazyLock<tempfile::TempDir> = LazyLock::new(|| imported(&CODEX_200K));
+
+/// `c export` of the conversation imported into `dir` (the active one), in
+/// `format`, to a file; the peak against the session file's size.
+fn export(
+    b: divan::Bencher,
+    name: &'static str,
+    s: &Session,
+    dir: &tempfile::TempDir,
+    format: &str,
+) {
+    let out = dir.path().join("out.jsonl");
+    b.bench_local(|| {
+        let peak = ctxfold(
+            dir.path(),
+            &[
+                "c".as_ref(),
+                "export".as_ref(),
+                "--output-format".as_ref(),
+                format.as_ref(),
+                "-o".as_ref(),
+                out.as_os_str(),
+            ],
+        );
+        PEAKS.lock().unwrap().push((name, peak, s.size));
+    });
+}
+
+/// `c export` of the imported 200,000 Claude Code lines, as Claude Code's.
+#[divan::bench(sample_count = 3)]
+fn export_claude_200k(b: divan::Bencher) {
+    export(
+        b,
+        "export_claude_200k",
+        &CLAUDE_200K,
+        &CLAUDE_200K_IMPORTED,
+        "claude-code",
+    );
+}
+
+/// `c export` of the imported 1,000,000 short Claude Code lines.
+#[divan::bench(sample_count = 3)]
+fn export_claude_1m_short(b: divan::Bencher) {
+    export(
+        b,
+        "export_claude_1m_short",
+        &CLAUDE_1M_SHORT,
+        &CLAUDE_1M_SHORT_IMPORTED,
+        "claude-code",
+    );
+}
+
+/// `c export` of the imported Codex rollout of 200,000 lines, as Codex's.
+#[divan::bench(sample_count = 3)]
+fn export_codex_200k(b: divan::Bencher) {
+    export(
+        b,
+        "export_codex_200k",
+        &CODEX_200K,
+        &CODEX_200K_IMPORTED,
+        "codex",
+    );
 }
 
 /// `c import` of 200,000 Claude Code lines (145 MB).

@@ -108,3 +108,82 @@ fn a_compacted_long_session_reads_back_as_it_was_written() {
     let back = export(&s, &id, "claude-code", &s.path().join("back.jsonl"));
     assert!(back == written, "the compacted session does not read back");
 }
+
+#[test]
+fn a_compacted_long_codex_rollout_reads_back_as_it_was_written() {
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    agent_session::codex(&mut bytes, 9_000, Size::Typical).unwrap();
+    let file = s.path().join("rollout.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = s.path().join("compacted.jsonl");
+    let args = |out: &str| {
+        [
+            "compact",
+            file.to_str().unwrap(),
+            "-t",
+            "-r",
+            "--keep-last",
+            "3",
+            "-o",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([out.to_owned()])
+        .collect::<Vec<_>>()
+    };
+    let to_file = args(out.to_str().unwrap());
+    s.ok(&to_file.iter().map(String::as_str).collect::<Vec<_>>());
+    let written = std::fs::read(&out).unwrap();
+    assert!(written.len() < bytes.len(), "nothing was folded");
+    let id = s.import(&out);
+    let back = export(&s, &id, "codex", &s.path().join("back.jsonl"));
+    assert!(back == written, "the compacted rollout does not read back");
+    // Written to standard output, the same session but for its new id.
+    let to_stdout = args("-");
+    let printed = s.ok(&to_stdout.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(printed.len(), written.len());
+}
+
+#[test]
+fn a_stored_log_is_exported_as_it_loads_with_its_bad_lines_and_torn_tail() {
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    agent_session::claude_code(&mut bytes, 3_000, Size::Short).unwrap();
+    let file = s.path().join("session.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let id = s.import(&file);
+    let events = s.events_file(&id);
+    let log = std::fs::read(&events).unwrap();
+
+    // A line that is not a record is skipped, as a load skips it, and said.
+    let mut bad = log.clone();
+    bad.extend_from_slice(b"not a record\n");
+    std::fs::write(&events, &bad).unwrap();
+    let out = s.path().join("back.jsonl");
+    let a = s.run(&[
+        "c",
+        "export",
+        &id,
+        "--output-format",
+        "claude-code",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(a.status.success(), "{a:?}");
+    let stderr = String::from_utf8_lossy(&a.stderr);
+    assert_eq!(
+        stderr.matches("skipped, not a ctxfold record").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(std::fs::read(&out).unwrap() == bytes, "the export differs");
+
+    // A torn last line: loaded instead, which sets it aside.
+    let mut torn = log;
+    torn.extend_from_slice(b"{\"seq\":");
+    std::fs::write(&events, &torn).unwrap();
+    let back = export(&s, &id, "claude-code", &out);
+    assert!(back == bytes, "the export differs");
+    assert!(events.with_file_name("events.jsonl.torn").exists());
+}

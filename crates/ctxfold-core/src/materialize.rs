@@ -67,83 +67,180 @@ pub fn materialize(log: &Log, view: &View<'_>) -> Vec<Record> {
 /// As [`materialize`], with the raw turn (0-based) each record stands in,
 /// so a printout can number turns as the conversation does.
 pub fn materialize_with_turns(log: &Log, view: &View<'_>) -> Vec<(u32, Record)> {
-    let records = log.records();
-    // (position in the raw log, records to put there), in order.
-    let mut placed: Vec<(usize, Vec<Record>)> = Vec::with_capacity(view.items.len());
-    let mut inside_summary = vec![false; records.len()];
-    for item in &view.items {
-        let (pos, recs) = match *item {
-            Item::Event { index, .. }
-            | Item::StrippedCall { index, .. }
-            | Item::StrippedResult { index, .. }
-            | Item::Clipped { index, .. } => (index, item_record(item).into_iter().collect()),
-            Item::Summary {
-                first, last, text, ..
-            } => {
-                for flag in &mut inside_summary[first + 1..=last] {
-                    *flag = true;
+    let m = Materialized::new(log, view);
+    let mut out = Vec::with_capacity(m.len());
+    let done: Result<(), std::convert::Infallible> = m.each(&mut |made| {
+        out.push((made.turn, made.record));
+        Ok(())
+    });
+    let Ok(()) = done;
+    out
+}
+
+/// One record of the compacted transcript, as [`Materialized::each`]
+/// makes it.
+pub struct Made {
+    /// The raw turn (0-based) it stands in.
+    pub turn: u32,
+    /// The index in the raw log of the record it was made from; `None`
+    /// for a record ctxfold wrote (a summary's, the preamble).
+    pub source: Option<usize>,
+    /// The record, `seq` its place in the compacted transcript.
+    pub record: Record,
+}
+
+/// Where each record of the compacted transcript comes from: a view's
+/// item or a raw record the model does not see.
+#[derive(Clone, Copy)]
+enum Place {
+    Item(usize),
+    Kept(usize),
+}
+
+/// The compacted transcript of a view, made a record at a time
+/// ([`Materialized::each`]): a caller that writes each record as it comes
+/// holds one record beside the log, not a copy of the whole transcript
+/// (`ctxfold compact FILE` on a long session, issue 48).
+pub struct Materialized<'l, 'v, 'a> {
+    log: &'l Log,
+    view: &'v View<'a>,
+    /// (position in the raw log, what goes there), in order.
+    places: Vec<(usize, Place)>,
+    len: usize,
+}
+
+impl<'l, 'v, 'a> Materialized<'l, 'v, 'a> {
+    /// The order of the compacted transcript of `view`, a view of `log`.
+    pub fn new(log: &'l Log, view: &'v View<'a>) -> Self {
+        let records = log.records();
+        let mut places: Vec<(usize, Place)> = Vec::with_capacity(view.items.len());
+        let mut inside_summary = vec![false; records.len()];
+        let mut len = 0;
+        for (k, item) in view.items.iter().enumerate() {
+            let pos = match *item {
+                Item::Event { index, .. }
+                | Item::StrippedCall { index, .. }
+                | Item::StrippedResult { index, .. }
+                | Item::Clipped { index, .. } => {
+                    len += 1;
+                    index
                 }
-                let ts = &records[first].ts;
-                let user = Record::new(
-                    0,
-                    ts.clone(),
-                    Body::User {
-                        content: item.summary_lead().unwrap_or_default(),
-                        author: Some("ctxfold".into()),
-                    },
-                );
-                let assistant = Record::new(
-                    0,
-                    ts.clone(),
-                    Body::Assistant {
-                        content: text.to_owned(),
-                    },
-                );
-                (first, vec![user, assistant])
+                Item::Summary { first, last, .. } => {
+                    for flag in &mut inside_summary[first + 1..=last] {
+                        *flag = true;
+                    }
+                    len += 2;
+                    first
+                }
+                Item::Preamble => {
+                    len += 1;
+                    0
+                }
+            };
+            places.push((pos, Place::Item(k)));
+        }
+        for (i, r) in records.iter().enumerate() {
+            let keep = !r.body.is_model_visible()
+                && !matches!(
+                    r.kind(),
+                    Kind::Compaction | Kind::CompactionReset | Kind::System
+                )
+                && !crate::attempt::is_attempt(r)
+                && (r.kind() != Kind::TurnStart || !inside_summary[i]);
+            if keep {
+                places.push((i, Place::Kept(i)));
+                len += 1;
             }
-            Item::Preamble => {
-                let ts = records.first().map(|r| r.ts.clone()).unwrap_or_default();
-                let user = Record::new(
-                    0,
-                    ts,
-                    Body::User {
-                        content: PREAMBLE.into(),
-                        author: Some("ctxfold".into()),
-                    },
-                );
-                (0, vec![user])
-            }
-        };
-        placed.push((pos, recs));
-    }
-    for (i, r) in records.iter().enumerate() {
-        let keep = !r.body.is_model_visible()
-            && !matches!(
-                r.kind(),
-                Kind::Compaction | Kind::CompactionReset | Kind::System
-            )
-            && !crate::attempt::is_attempt(r)
-            && (r.kind() != Kind::TurnStart || !inside_summary[i]);
-        if keep {
-            placed.push((i, vec![r.clone()]));
+        }
+        // Stable: at one position the view's own order holds (a preamble
+        // before the record it precedes comes first because it was placed
+        // first).
+        places.sort_by_key(|(pos, _)| *pos);
+        Materialized {
+            log,
+            view,
+            places,
+            len,
         }
     }
-    // Stable: at one position the view's own order holds (a preamble before
-    // the record it precedes comes first because it was placed first).
-    placed.sort_by_key(|(pos, _)| *pos);
-    let mut out: Vec<(u32, Record)> = placed
-        .into_iter()
-        .flat_map(|(pos, recs)| {
+
+    /// How many records the compacted transcript has.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the compacted transcript has no record.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every record of the compacted transcript to `f`, in order, each
+    /// made as it is handed out; stops at `f`'s first error. May be
+    /// called again (the same records).
+    pub fn each<E>(&self, f: &mut dyn FnMut(Made) -> Result<(), E>) -> Result<(), E> {
+        let records = self.log.records();
+        let mut seq = 0u64;
+        let mut give = |turn: u32, source: Option<usize>, mut record: Record| {
+            record.seq = seq;
+            seq += 1;
+            f(Made {
+                turn,
+                source,
+                record,
+            })
+        };
+        for &(pos, place) in &self.places {
             let turn = if records.is_empty() {
                 0
             } else {
-                log.turn_of(pos)
+                self.log.turn_of(pos)
             };
-            recs.into_iter().map(move |r| (turn, r))
-        })
-        .collect();
-    for (i, (_, r)) in out.iter_mut().enumerate() {
-        r.seq = i as u64;
+            match place {
+                Place::Kept(i) => give(turn, Some(i), records[i].clone())?,
+                Place::Item(k) => match self.view.items[k] {
+                    ref item @ (Item::Event { index, .. }
+                    | Item::StrippedCall { index, .. }
+                    | Item::StrippedResult { index, .. }
+                    | Item::Clipped { index, .. }) => {
+                        if let Some(r) = item_record(item) {
+                            give(turn, Some(index), r)?;
+                        }
+                    }
+                    ref item @ Item::Summary { first, text, .. } => {
+                        let ts = &records[first].ts;
+                        let user = Record::new(
+                            0,
+                            ts.clone(),
+                            Body::User {
+                                content: item.summary_lead().unwrap_or_default(),
+                                author: Some("ctxfold".into()),
+                            },
+                        );
+                        give(turn, None, user)?;
+                        let assistant = Record::new(
+                            0,
+                            ts.clone(),
+                            Body::Assistant {
+                                content: text.to_owned(),
+                            },
+                        );
+                        give(turn, None, assistant)?;
+                    }
+                    Item::Preamble => {
+                        let ts = records.first().map(|r| r.ts.clone()).unwrap_or_default();
+                        let user = Record::new(
+                            0,
+                            ts,
+                            Body::User {
+                                content: PREAMBLE.into(),
+                                author: Some("ctxfold".into()),
+                            },
+                        );
+                        give(turn, None, user)?;
+                    }
+                },
+            }
+        }
+        Ok(())
     }
-    out
 }

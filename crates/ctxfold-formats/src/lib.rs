@@ -38,11 +38,13 @@ mod pairing;
 mod reading;
 pub mod responses;
 mod session_lines;
+mod streamed;
 mod wire;
 
 pub use detect::detect;
 use detect::{Sniffed, sniff};
-pub use session_lines::Found;
+pub use session_lines::{Aside, Found};
+pub use streamed::{RecordSource, export_streamed, export_streamed_bytes};
 
 /// One message as an export writes it: built from its records (`M`, the
 /// wire crate's message of the format), or a message ctxfold keeps whole
@@ -511,6 +513,25 @@ impl SessionRecords {
         };
         let mut r = self.next()?;
         session_lines::pack(&mut r, key);
+        Some(r)
+    }
+
+    /// Where [`SessionRecords::next_aside`] puts the packed hints of this
+    /// session's records.
+    pub fn aside(&self) -> Aside {
+        Aside::new(match self.reader {
+            SessionReader::ClaudeCode(_) => claude_code::KEY,
+            SessionReader::Codex(_) => codex::KEY,
+        })
+    }
+
+    /// [`SessionRecords::next_packed`], the packed text then moved into
+    /// `aside` (the record's place in the session its key): for a caller
+    /// that copies records it reads none of the hints of, and puts them
+    /// back ([`Aside::restore`]) as each is written.
+    pub fn next_aside(&mut self, aside: &mut Aside) -> Option<Record> {
+        let mut r = self.next_packed()?;
+        aside.take(&mut r);
         Some(r)
     }
 }

@@ -12,8 +12,10 @@ use ctxfold_core::{Body, Object, Record};
 use serde::Deserialize;
 use serde_json::Value;
 
+mod aside;
 mod packed;
 pub(crate) use crate::field::Field;
+pub use aside::Aside;
 pub(crate) use packed::{pack, unpacked};
 
 /// The session files found in an agent's folder, and the entries passed

@@ -13,12 +13,14 @@ mod parallel_lines;
 pub mod postgres;
 mod snapshot;
 pub mod store;
+mod stream;
 pub mod workspace;
 
 pub use event_log::{CompactionLock, EventLog, FromSnapshot, Loaded, TornTail};
 pub use meta::{ConversationMeta, ImportSource};
 pub use postgres::PgStore;
 pub use store::{AppendAt, BrokenMeta, Store, StoreListing, StoreLock, create_new};
+pub use stream::Streamed;
 pub use workspace::{Broken, Conversation, Listing, Workspace};
 
 /// Why a storage operation failed.

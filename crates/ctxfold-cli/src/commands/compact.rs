@@ -7,10 +7,11 @@ use std::path::Path;
 use anyhow::bail;
 use ctxfold_compactor::{Conversation, Fallback};
 use ctxfold_core::kept::Kept;
+use ctxfold_core::materialize::Materialized;
 use ctxfold_core::projection::project;
-use ctxfold_core::{Compaction, Log};
+use ctxfold_core::{Compaction, Log, Record};
 use ctxfold_formats::output::{Protect, default_output, size_of};
-use ctxfold_formats::{Format, Opened, Transcript};
+use ctxfold_formats::{Aside, Format, Opened, RecordSource, Transcript};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -124,16 +125,29 @@ impl std::fmt::Display for Folded {
 /// go to the digest instead ([`ctxfold_compactor::compact_by_default`]).
 pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let settings = ctx.settings()?;
+    // The hints of an agent's session's records, held apart from them.
+    let mut aside: Option<Aside> = None;
     let (in_format, mut t) =
         match ctxfold_formats::open_detected(&args.file, args.input_format.format())? {
             Opened::Whole(f, t) => (f, t),
             // An agent's session written back in its own format: its records'
             // hints (the lines they came from) held as text while the whole log
-            // is in memory, a JSON tree again only as each is written.
+            // is in memory, a JSON tree again only as each is written. Apart
+            // from the records (by their place in the session), so the copies
+            // the report and the output make do not copy them; a replay
+            // (`--auto`) places its compactions between the records: they
+            // stay in the records.
             Opened::Records(f, mut read)
                 if args.output_format.is_none_or(|o| Format::from(o) == f) =>
             {
-                let records: Vec<_> = std::iter::from_fn(|| read.next_packed()).collect();
+                let records: Vec<_> = if args.auto {
+                    std::iter::from_fn(|| read.next_packed()).collect()
+                } else {
+                    let mut a = read.aside();
+                    let records = std::iter::from_fn(|| read.next_aside(&mut a)).collect();
+                    aside = Some(a);
+                    records
+                };
                 let mut t = read.finish();
                 t.records = records;
                 (f, t)
@@ -222,41 +236,63 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let retention = auto
         .is_some()
         .then(|| timeline::union_retention(&after, &ranges));
-    // Nothing folded: the output is the input, record for record (no
-    // preamble, no unpaired event left out).
-    let records = if compactions.is_empty() {
-        drop(after);
-        before.into_records()
-    } else {
-        drop(before);
-        let view = project(&after);
-        let records = ctxfold_core::materialize::materialize(&after, &view);
-        drop(view);
-        drop(after);
-        records
-    };
-    let transcript = Transcript {
-        records,
+    // The output's title and extras.
+    let head = Transcript {
+        records: Vec::new(),
         title: t.title,
         extras: t.extras,
         warnings: Vec::new(),
     };
     let resume = session
         .as_ref()
-        .and_then(|id| ctxfold_formats::resume_command(out_format, &transcript, id));
-    let output = if dest == Path::new("-") {
-        Output::Stdout(ctxfold_formats::export_bytes(
-            &transcript,
-            out_format,
-            Path::new("-"),
-        )?)
+        .and_then(|id| ctxfold_formats::resume_command(out_format, &head, id));
+    let aside = aside.as_ref();
+    let stdout = dest == Path::new("-");
+    let written = |dest: &Path| Output::Written {
+        dest: dest.display().to_string(),
+        format: out_format,
+        before: size_before,
+        after: size_of(dest),
+    };
+    let output = if compactions.is_empty() && aside.is_none() {
+        // Nothing folded: the output is the input, record for record (no
+        // preamble, no unpaired event left out), written whole.
+        drop(after);
+        let mut whole = head;
+        whole.records = before.into_records();
+        if stdout {
+            Output::Stdout(ctxfold_formats::export_bytes(&whole, out_format, &dest)?)
+        } else {
+            ctxfold_formats::export_protected(&whole, out_format, &dest, &protect)?;
+            written(&dest)
+        }
     } else {
-        ctxfold_formats::export_protected(&transcript, out_format, &dest, &protect)?;
-        Output::Written {
-            dest: dest.display().to_string(),
-            format: out_format,
-            before: size_before,
-            after: size_of(&dest),
+        // The records come one at a time, made as they are written, each
+        // with its hints put back.
+        let (unchanged, view, made);
+        let records: &dyn RecordSource = if compactions.is_empty() {
+            drop(after);
+            unchanged = Unchanged {
+                records: before.into_records(),
+                aside,
+            };
+            &unchanged
+        } else {
+            drop(before);
+            view = project(&after);
+            made = Made {
+                made: Materialized::new(&after, &view),
+                aside,
+            };
+            &made
+        };
+        if stdout {
+            Output::Stdout(ctxfold_formats::export_streamed_bytes(
+                &head, records, out_format, &dest,
+            )?)
+        } else {
+            ctxfold_formats::export_streamed(&head, records, out_format, &dest, &protect)?;
+            written(&dest)
         }
     };
     Ok(Folded {
@@ -267,4 +303,48 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
         output,
         resume,
     })
+}
+
+/// The input's records, unchanged, as the export reads them: each with its
+/// hints put back (a copy, one at a time) when they were set aside.
+struct Unchanged<'a> {
+    records: Vec<Record>,
+    aside: Option<&'a Aside>,
+}
+
+impl RecordSource for Unchanged<'_> {
+    fn each(&self, f: &mut dyn FnMut(&Record) -> std::io::Result<()>) -> std::io::Result<()> {
+        for (i, r) in self.records.iter().enumerate() {
+            match self.aside {
+                Some(aside) => {
+                    let mut r = r.clone();
+                    aside.restore(&mut r, i);
+                    f(&r)?;
+                }
+                None => f(r)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The compacted transcript, made a record at a time as the export reads
+/// it (never whole beside the log), each record made from one of the
+/// input's with that record's hints put back.
+struct Made<'a, 'l, 'v, 'w> {
+    made: Materialized<'l, 'v, 'w>,
+    aside: Option<&'a Aside>,
+}
+
+impl RecordSource for Made<'_, '_, '_, '_> {
+    fn each(&self, f: &mut dyn FnMut(&Record) -> std::io::Result<()>) -> std::io::Result<()> {
+        self.made.each(&mut |m| {
+            let mut r = m.record;
+            // Indices past the input's are the run's compactions.
+            if let (Some(aside), Some(i)) = (self.aside, m.source) {
+                aside.restore(&mut r, i);
+            }
+            f(&r)
+        })
+    }
 }

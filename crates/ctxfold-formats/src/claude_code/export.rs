@@ -11,9 +11,9 @@ use serde_json::Value;
 use super::import::placeholder;
 use super::line::{Envelope, key, put_content};
 use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SIGNATURE, extra};
-use crate::Transcript;
 use crate::pairing::export_id;
 use crate::session_lines::{Field, Hints, Out, hint, uuid_v4};
+use crate::{RecordSource, Transcript};
 
 /// A message line being put together from its records.
 struct Group {
@@ -61,6 +61,16 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
 /// [`export_bytes`] written to `w` a line at a time: one line's JSON
 /// alive at once, not the whole file's.
 pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    export_records(t, &t.records, w)
+}
+
+/// [`export_to`] of the records of `records`, read one at a time (`t`'s
+/// own are not read: its extras say which session it is).
+pub(crate) fn export_records(
+    t: &Transcript,
+    records: &dyn RecordSource,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     // A transcript of another format is a new session too.
     let fresh = match extra(t, NEW_SESSION).and_then(Value::as_str) {
         Some(id) => Some(id.to_owned()),
@@ -71,7 +81,7 @@ pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
     let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
     let mut out = crate::session_lines::LineWriter::new(w, final_newline, bom)?;
-    lines(&t.records, &mut |l| {
+    lines(records, &mut |l| {
         let l = match renumber.as_mut() {
             Some(r) => r.apply(l),
             None => l,
@@ -83,7 +93,7 @@ pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<
 
 /// Every record back to its line, each line to `emit` as it is complete.
 fn lines(
-    records: &[Record],
+    records: &dyn RecordSource,
     emit: &mut dyn FnMut(Out) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut group: Option<Group> = None;
@@ -94,7 +104,7 @@ fn lines(
             Some(g) => emit(g.finish()),
             None => Ok(()),
         };
-    for r in records {
+    records.each(&mut |r| {
         // Hints packed while compacting are read one record at a time.
         let unpacked = crate::session_lines::unpacked(r, KEY);
         let r = unpacked.as_ref().unwrap_or(r);
@@ -107,7 +117,7 @@ fn lines(
             }
             Body::Compaction(_) => {
                 let Some(kept) = h.and_then(Hints::lines) else {
-                    continue;
+                    return Ok(());
                 };
                 flush(&mut group, emit)?;
                 for l in kept {
@@ -121,7 +131,9 @@ fn lines(
             | Body::ToolResult { .. }
             | Body::Structured { .. } => {
                 let assistant = r.body.is_assistant_side();
-                let Some(block) = block(r, h) else { continue };
+                let Some(block) = block(r, h) else {
+                    return Ok(());
+                };
                 let starts = h.and_then(Hints::line);
                 let continues = h.is_some_and(|h| h.has(hint::MORE))
                     && group.as_ref().is_some_and(|g| g.assistant == assistant);
@@ -158,7 +170,8 @@ fn lines(
             }
             Body::System { .. } | Body::CompactionReset(_) | Body::Other { .. } => {}
         }
-    }
+        Ok(())
+    })?;
     flush(&mut group, emit)
 }
 

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::line::{Envelope, Payload, payload_mut, set_part_text};
 use super::{BOM, FINAL_NEWLINE, KEY, NEW_SESSION, SESSION_ID, extra};
-use crate::Transcript;
 use crate::pairing::export_id;
 use crate::session_lines::{Field, Hints, Out, hint};
+use crate::{RecordSource, Transcript};
 
 /// The rollout's bytes: every record back to its line (see the module
 /// docs); a new session when the transcript says so
@@ -24,17 +24,29 @@ pub fn export_bytes(t: &Transcript) -> Vec<u8> {
 /// [`export_bytes`] written to `w` a line at a time: one line's JSON
 /// alive at once, not the whole file's.
 pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    export_records(t, &t.records, w)
+}
+
+/// [`export_to`] of the records of `records`, read one at a time (twice:
+/// the calls first; `t`'s own are not read: its extras say which session
+/// it is).
+pub(crate) fn export_records(
+    t: &Transcript,
+    records: &dyn RecordSource,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let fresh = extra(t, NEW_SESSION).is_some();
     // A new session leaves out Codex's events about calls its view does
     // not hold (their output, again, for the user's screen).
-    let calls: std::collections::HashSet<String> = t
-        .records
-        .iter()
-        .filter_map(|r| match &r.body {
-            Body::ToolCall { id, .. } => Some(export_id(r, id, KEY).to_owned()),
-            _ => None,
-        })
-        .collect();
+    let mut calls: std::collections::HashSet<String> = std::collections::HashSet::new();
+    if fresh {
+        records.each(&mut |r| {
+            if let Body::ToolCall { id, .. } = &r.body {
+                calls.insert(export_id(r, id, KEY).to_owned());
+            }
+            Ok(())
+        })?;
+    }
     let final_newline = extra(t, FINAL_NEWLINE).and_then(Value::as_bool) != Some(false);
     let bom = extra(t, BOM).and_then(Value::as_bool) == Some(true);
     let ids = match (
@@ -64,17 +76,18 @@ pub fn export_to(t: &Transcript, w: &mut dyn std::io::Write) -> std::io::Result<
         // Codex opens one.
         put(session_meta(t))?;
     }
-    for r in &t.records {
+    records.each(&mut |r| {
         // Hints packed while compacting are read one record at a time.
         let unpacked = crate::session_lines::unpacked(r, KEY);
         let r = unpacked.as_ref().unwrap_or(r);
         if fresh && about_folded_call(r, &calls) {
-            continue;
+            return Ok(());
         }
         for l in record_lines(r) {
             put(l)?;
         }
-    }
+        Ok(())
+    })?;
     out.finish()
 }
 

@@ -53,6 +53,7 @@ mod export;
 mod import;
 mod line;
 
+pub(crate) use export::export_records;
 pub use export::{export_bytes, export_to};
 pub(crate) use import::Reader;
 pub use import::{import, import_bytes, looks_like};

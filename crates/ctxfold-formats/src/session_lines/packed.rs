@@ -8,13 +8,13 @@ use serde_json::Value;
 
 /// Where a record keeps its hints under `key` as their JSON text while
 /// packed ([`pack`]).
-fn packed_key(key: &str) -> String {
+pub(super) fn packed_key(key: &str) -> String {
     format!("{key}~packed")
 }
 
 /// The field an opaque record of the agent's kind keeps its fields in, as
 /// their JSON text, while packed.
-const PACKED_FIELDS: &str = "~packed";
+pub(super) const PACKED_FIELDS: &str = "~packed";
 
 /// Hold `r`'s hints under `key` (and, for a record keeping a line whole,
 /// its fields) as their JSON text rather than as a JSON tree, which takes
