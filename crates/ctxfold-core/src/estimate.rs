@@ -98,9 +98,7 @@ pub fn item_tokens_by(c: &(impl CountText + ?Sized), item: &Item<'_>) -> usize {
     match item {
         Item::Event { record, .. } => record_tokens_by(c, record),
         Item::StrippedCall { record, .. } => match (&record.body, item.stripped_arguments()) {
-            (Body::ToolCall { name, .. }, Some(args)) => {
-                c.count_text(name) + c.json_tokens(&args) + overhead
-            }
+            (Body::ToolCall { name, .. }, Some(args)) => stripped_call_tokens_by(c, name, &args),
             _ => record_tokens_by(c, record),
         },
         // The line from what the log found in the result once: counting a
@@ -120,6 +118,17 @@ pub fn item_tokens_by(c: &(impl CountText + ?Sized), item: &Item<'_>) -> usize {
         }
         Item::Preamble => c.count_text(PREAMBLE) + overhead,
     }
+}
+
+/// Tokens of a stripped call named `name` whose arguments stripped are
+/// `args` ([`Item::stripped_arguments`]), texts counted by `c`: for a
+/// caller that has the arguments stripped already.
+pub fn stripped_call_tokens_by(
+    c: &(impl CountText + ?Sized),
+    name: &str,
+    args: &JsonText,
+) -> usize {
+    c.count_text(name) + c.json_tokens(args) + c.block_overhead()
 }
 
 /// Tokens of one raw record by the heuristic (0 for records the model does

@@ -28,7 +28,6 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::diagnostics::{Diagnostic, collapse};
 use crate::log::Log;
@@ -38,6 +37,8 @@ use crate::record::Body;
 mod batch;
 mod finder;
 mod listing;
+mod own;
+mod paths;
 pub use batch::Retentions;
 pub use listing::{Listed, listing};
 
@@ -146,22 +147,6 @@ pub fn retention(log: &Log, (lo, hi): (usize, usize), view: &View<'_>, text: &st
     k
 }
 
-/// Keys whose string values are paths a tool acted on.
-const PATH_KEYS: &[&str] = &[
-    "path",
-    "paths",
-    "file",
-    "files",
-    "filename",
-    "file_path",
-    "filepath",
-    "dir",
-    "directory",
-    "prefixes",
-    "file_diffs",
-    "target_file",
-];
-
 /// The facts of the raw records `lo..=hi` of `log`.
 pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
     let mut out = Facts::default();
@@ -196,7 +181,9 @@ pub struct RecordFacts {
 pub fn record_facts(log: &Log, i: usize) -> RecordFacts {
     let mut out = RecordFacts::default();
     match &log.records()[i].body {
-        Body::ToolCall { arguments, .. } => paths(&arguments.value(), false, &mut out.files),
+        Body::ToolCall { arguments, .. } => {
+            out.files = paths::call_paths(arguments).into_keys().collect();
+        }
         Body::ToolResult { .. } => {
             // What the log found in the result (once per loaded log).
             // Every distinct primary diagnostic: each compiler error,
@@ -221,27 +208,6 @@ pub fn record_facts(log: &Log, i: usize) -> RecordFacts {
         _ => {}
     }
     out
-}
-
-fn paths(v: &Value, under_path_key: bool, out: &mut BTreeSet<String>) {
-    match v {
-        Value::String(s) if under_path_key => {
-            let s = s.trim();
-            // `.` and `..` name no file; a path is one word.
-            let only_dots = s.chars().all(|c| c == '.' || c == '/');
-            if !only_dots && s.len() <= 300 && !s.contains(char::is_whitespace) {
-                out.insert(s.to_owned());
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|v| paths(v, under_path_key, out)),
-        Value::Object(o) => {
-            for (k, v) in o {
-                let key = k.to_ascii_lowercase();
-                paths(v, under_path_key || PATH_KEYS.contains(&key.as_str()), out);
-            }
-        }
-        _ => {}
-    }
 }
 
 /// The text of a view as the model reads it, whitespace collapsed: what

@@ -38,7 +38,16 @@ const WORDS: &[&str] = &[
     "crates/x/src/lib.rs",
 ];
 
-const PATHS: &[&str] = &["src/lib.rs", "crates/x/src/lib.rs", "lib.rs", ".", "a a"];
+/// The last is longer than a stripped call keeps of an argument: a
+/// stripped call does not show it.
+const PATHS: &[&str] = &[
+    "src/lib.rs",
+    "crates/x/src/lib.rs",
+    "lib.rs",
+    ".",
+    "a a",
+    "services/billing/internal/reconciliation/ledger/adapters/postgres/migrations/versions/2026_12_06_add_settlement_batches_table.py",
+];
 
 const RESULTS: &[&str] = &[
     "error[E0425]: cannot find value `x`\n --> src/lib.rs:3:5",
@@ -47,11 +56,15 @@ const RESULTS: &[&str] = &[
     "thread 'main' panicked at src/lib.rs:7:3:\nboom",
     "all good",
     "No such file or directory: lib.rs",
+    "error[E0308]: mismatched types\n --> src/a.rs:1:1\nerror[E0599]: no method named `z`\n --> src/b.rs:2:2",
 ];
 
 #[derive(Debug, Clone)]
 enum Step {
     User(usize),
+    /// A long request of its own words, found nowhere else: lost when a
+    /// clip cuts it.
+    Ticket,
     Call(usize, usize, bool),
     Say(usize, usize),
     Think,
@@ -73,10 +86,11 @@ enum Step {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         3 => (0..WORDS.len()).prop_map(Step::User),
+        1 => Just(Step::Ticket),
         3 => (0..PATHS.len(), 0..RESULTS.len(), any::<bool>()).prop_map(|(p, r, e)| Step::Call(p, r, e)),
         2 => (0..WORDS.len(), 0..RESULTS.len()).prop_map(|(w, r)| Step::Say(w, r)),
         1 => Just(Step::Think),
-        2 => (0..8u32, 0..8u32, 0..5usize, 0..WORDS.len()).prop_map(|(a, b, k, w)| Step::Fold(a, b, k, w)),
+        2 => (0..8u32, 0..8u32, 0..7usize, 0..WORDS.len()).prop_map(|(a, b, k, w)| Step::Fold(a, b, k, w)),
         2 => Just(Step::Turn),
     ]
 }
@@ -86,10 +100,11 @@ fn step() -> impl Strategy<Value = Step> {
 fn overlapping_step() -> impl Strategy<Value = Step> {
     prop_oneof![
         3 => (0..WORDS.len()).prop_map(Step::User),
+        1 => Just(Step::Ticket),
         3 => (0..PATHS.len(), 0..RESULTS.len(), any::<bool>()).prop_map(|(p, r, e)| Step::Call(p, r, e)),
         1 => (0..WORDS.len(), 0..RESULTS.len()).prop_map(|(w, r)| Step::Say(w, r)),
         1 => Just(Step::Think),
-        3 => (0..3u32, 0..4u32, 0..5usize, 0..WORDS.len(), prop::bool::weighted(0.15)).prop_map(
+        3 => (0..3u32, 0..4u32, 0..7usize, 0..WORDS.len(), prop::bool::weighted(0.15)).prop_map(
             |(back, span, kind, word, deferred)| Step::Recent { back, span, kind, word, deferred }
         ),
         3 => Just(Step::Turn),
@@ -113,6 +128,20 @@ fn build(steps: &[Step]) -> Log {
                     author: None,
                 },
             ),
+            Step::Ticket => {
+                let seq = log.next_seq();
+                push(
+                    &mut log,
+                    Body::User {
+                        // Long enough for a clip to cut.
+                        content: format!(
+                            "Please look at ticket {seq} once more: {}",
+                            "the failing step again ".repeat(12)
+                        ),
+                        author: None,
+                    },
+                )
+            }
             Step::Call(p, r, e) => {
                 call += 1;
                 let id = format!("c{call}");
@@ -174,7 +203,9 @@ fn build(steps: &[Step]) -> Log {
 }
 
 /// A compaction of turns `from..=to` of kind `k`: a policy of one of
-/// four kinds, or a summary quoting `WORDS[w]`.
+/// four kinds, a summary quoting `WORDS[w]`, a strip keeping one
+/// diagnostic of each result, or a clip of long texts (so an item may not
+/// show all of its own record's facts).
 fn fold(from: u32, to: u32, k: usize, w: usize) -> Compaction {
     let source = if k == 4 { Source::Auto } else { Source::User };
     let mut c = Compaction::new(from, to, source);
@@ -183,6 +214,11 @@ fn fold(from: u32, to: u32, k: usize, w: usize) -> Compaction {
         1 => c.tool_calls = Some(ToolPolicy::Omit),
         2 => c.reasoning = Some(ReasoningPolicy::Strip),
         3 => c.tool_calls = Some(ToolPolicy::StripResponses),
+        5 => {
+            c.tool_calls = Some(ToolPolicy::Strip);
+            c.keep_diagnostics = Some(1);
+        }
+        6 => c.clip_chars = Some(12),
         _ => {
             c.summary = Some(Summary {
                 text: format!("We said {} and saw {}.", WORDS[w], RESULTS[w % 6]),
@@ -271,7 +307,8 @@ proptest! {
             let counted: Vec<Kept> = one_by_one.into_iter().map(without_lost).collect();
             prop_assert_eq!(r.of(&ranges, false), counted);
         }
-        let r = Retentions::new(&log, &project(&log));
+        let view = project(&log);
+        let r = Retentions::new(&log, &view);
         prop_assert_eq!(r.union(&ranges), union_reference(&log, &ranges));
     }
 }

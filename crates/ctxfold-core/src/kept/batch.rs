@@ -23,63 +23,53 @@
 use foldhash::{HashMap, HashMapExt};
 
 use super::finder::{Finder, Resolution};
-use super::{Kept, Tally, appears, diagnostic_appears, path_char, record_facts, word_char};
+use super::own::{Shown, bit};
+use super::{
+    Kept, RecordFacts, Tally, appears, diagnostic_appears, path_char, record_facts, word_char,
+};
 use crate::diagnostics::Diagnostic;
 use crate::log::Log;
-use crate::projection::{Item, View};
-use crate::record::Body;
+use crate::projection::View;
 
 /// A view, read once, to make the retention reports of any ranges of its
 /// log: the same [`Kept`] as [`retention`](super::retention) for each.
 pub struct Retentions<'a> {
     log: &'a Log,
-    text: String,
+    view: &'a View<'a>,
+    /// The view's text, made only when a fact is not decided by its own
+    /// record's item (`own.rs`).
+    text: std::cell::OnceCell<String>,
     /// Tokens the view shows for the records before index `i`: the items
     /// whose origin starts there.
     shown: Vec<usize>,
-    /// The user messages the view shows as they are, by record index:
-    /// such a request is in the text word for word, whitespace on either
-    /// side, so it is kept without being looked for.
-    users_shown: Vec<bool>,
+    /// By record index: which of its facts its own item in the view
+    /// shows (`own.rs`).
+    own: Vec<Shown>,
 }
 
 impl<'a> Retentions<'a> {
     /// Read `view`, a projection of `log` (or of `log` with compactions
     /// appended).
-    pub fn new(log: &'a Log, view: &View<'_>) -> Self {
-        let mut shown = vec![0; log.len() + 1];
-        let mut users_shown = vec![false; log.len()];
-        // The text and each item's tokens in one pass: a stripped line or
-        // a clipped text is made once, for both.
-        let text = super::view_text_each(view, |item, made| {
-            let o = item.origin();
-            if !o.is_empty() && *o.start() < log.len() {
-                shown[*o.start() + 1] += match made {
-                    Some(text) => crate::estimate::made_item_tokens(text),
-                    None => crate::estimate::item_tokens(item),
-                };
-            }
-            if let Item::Event { index, record } = item
-                && matches!(record.body, Body::User { .. })
-                && let Some(s) = users_shown.get_mut(*index)
-            {
-                *s = true;
-            }
-        });
-        for i in 1..shown.len() {
-            shown[i] += shown[i - 1];
-        }
+    pub fn new(log: &'a Log, view: &'a View<'a>) -> Self {
+        let items = super::own::read(log, view);
+        let mut shown = Vec::with_capacity(log.len() + 1);
+        shown.push(0);
+        shown.extend(items.tokens.iter().scan(0, |sum, t| {
+            *sum += t;
+            Some(*sum)
+        }));
         Retentions {
             log,
-            text,
+            view,
+            text: std::cell::OnceCell::new(),
             shown,
-            users_shown,
+            own: items.shown,
         }
     }
 
-    /// The view's text, whitespace collapsed.
+    /// The view's text, whitespace collapsed (made on first use).
     pub fn text(&self) -> &str {
-        &self.text
+        self.text.get_or_init(|| super::view_text(self.view))
     }
 
     /// The report of each of `ranges` (indices of the log, inclusive), in
@@ -95,12 +85,7 @@ impl<'a> Retentions<'a> {
             .map(clamp)
             .filter(|(lo, hi)| lo <= hi && *lo < n)
             .collect();
-        let occ = Occurrences::read(
-            self.log,
-            &merge(&spans, false),
-            &self.text,
-            &self.users_shown,
-        );
+        let occ = Occurrences::read(self, &merge(&spans, false));
         let files = Distinct::new(&occ.files, |k| occ.file_kept[k as usize]);
         let diags = Distinct::new(&occ.diags, |k| occ.diag_kept[k as usize]);
         let file_bounds: Vec<(usize, usize)> = ranges
@@ -159,7 +144,7 @@ impl<'a> Retentions<'a> {
             .copied()
             .collect();
         let merged = merge(&spans, true);
-        let occ = Occurrences::read(self.log, &merged, &self.text, &self.users_shown);
+        let occ = Occurrences::read(self, &merged);
         let mut k = Kept::default();
         // Every record once: each file and diagnostic text first where it
         // first occurs.
@@ -259,21 +244,18 @@ struct Occurrences {
 }
 
 impl Occurrences {
-    fn read(
-        log: &Log,
-        covered: &[(usize, usize)],
-        text: &str,
-        users_shown: &[bool],
-    ) -> Occurrences {
-        let mut finder = Finder::default();
+    fn read(r: &Retentions<'_>, covered: &[(usize, usize)]) -> Occurrences {
+        let log = r.log;
         let mut file_keys: HashMap<String, u32> = HashMap::new();
-        let mut diag_keys: HashMap<(String, String, Option<String>), u32> = HashMap::new();
+        // A diagnostic is told by its text, line and location, each
+        // numbered once: no key is made for each occurrence.
+        let mut diag_keys: HashMap<(u32, u32, u32), u32> = HashMap::new();
+        let (mut line_keys, mut location_keys) = (HashMap::new(), HashMap::new());
         let mut text_keys: HashMap<String, u32> = HashMap::new();
         let mut request_keys: HashMap<String, u32> = HashMap::new();
-        let (mut file_checks, mut diag_checks) = (vec![], vec![]);
-        // Per request key: whether a message of that text is shown as it
-        // is (kept for certain); the others are looked for.
-        let mut request_shown: Vec<bool> = vec![];
+        // Per key: whether an item shows it in its own record (kept for
+        // certain, `own.rs`); the others are looked for in the view's text.
+        let (mut file_shown, mut diag_shown, mut request_shown) = (vec![], vec![], vec![]);
         let mut diag_list: Vec<Diagnostic> = Vec::new();
         let mut o = Occurrences {
             files: vec![],
@@ -292,79 +274,83 @@ impl Occurrences {
         let covered_records = covered.iter().flat_map(|&(lo, hi)| lo..=hi);
         for (i, tokens, f) in read_facts(log, covered_records) {
             o.raw[i + 1] = tokens;
-            for path in f.files {
+            let shown = |k: usize| r.own.get(i).is_some_and(|s| s & bit(k) != 0);
+            for (k, path) in f.files.iter().enumerate() {
                 let key = intern(&mut file_keys, path, |p| {
-                    file_checks.push(finder.whole(p, path_char));
-                    o.file_names.push(p.clone());
+                    file_shown.push(false);
+                    o.file_names.push(p.to_owned());
                 });
+                file_shown[key as usize] |= shown(k);
                 o.files.push((i, key));
             }
             let mut texts_here: Vec<u32> = Vec::new();
-            for d in f.diagnostics {
-                let text_key = intern(&mut text_keys, d.text.clone(), |t| {
-                    o.diag_texts.push(t.clone());
+            for (k, d) in f.diagnostics.iter().enumerate() {
+                let text_key = intern(&mut text_keys, d.text.as_str(), |t| {
+                    o.diag_texts.push(t.to_owned());
                 });
                 // A range keeps the first diagnostic of each text.
                 if texts_here.contains(&text_key) {
                     continue;
                 }
                 texts_here.push(text_key);
-                let id = (d.text.clone(), d.line.clone(), d.location.clone());
-                let check = intern(&mut diag_keys, id, |_| {
-                    diag_checks.push(finder.diagnostic(&d));
-                    diag_list.push(d);
+                let line = intern(&mut line_keys, d.line.as_str(), |_| {});
+                let location = (d.location.as_deref())
+                    .map_or(0, |l| 1 + intern(&mut location_keys, l, |_| {}));
+                let check = intern(&mut diag_keys, &(text_key, line, location), |_| {
+                    diag_shown.push(false);
+                    diag_list.push(d.clone());
                 });
+                diag_shown[check as usize] |= shown(f.files.len() + k);
                 o.diags.push((i, check, text_key));
             }
-            if let Some(r) = f.request {
-                let key = intern(&mut request_keys, r, |r| {
+            if let Some(req) = &f.request {
+                let key = intern(&mut request_keys, req.as_str(), |q| {
                     request_shown.push(false);
-                    o.request_texts.push(r.clone());
+                    o.request_texts.push(q.to_owned());
                 });
-                request_shown[key as usize] |= users_shown.get(i).copied().unwrap_or(false);
+                request_shown[key as usize] |= shown(f.files.len() + f.diagnostics.len());
                 o.requests.push((i, key));
             }
         }
-        // Only the requests not shown as they are go into the search: in a
-        // view that strips (the view as long as the log) that is none, and
-        // an automaton over a hundred thousand requests was a fifth of
-        // `c show` at a million events.
-        let request_checks: Vec<Resolution> = request_shown
-            .iter()
-            .zip(&o.request_texts)
-            .map(|(&shown, r)| {
-                if shown {
-                    Resolution::Kept
-                } else {
-                    finder.whole(r, word_char)
-                }
-            })
-            .collect();
         for i in 1..o.raw.len() {
             o.raw[i] += o.raw[i - 1];
         }
+        // Only the facts no item shows in its own record go into the
+        // search: in a view that strips (the view as long as the log) that
+        // is next to none, and then the view's text is not made at all.
+        let mut finder = Finder::default();
+        let check = |shown: bool, look: &mut dyn FnMut() -> Resolution| {
+            if shown { Resolution::Kept } else { look() }
+        };
+        let file_checks: Vec<Resolution> = (file_shown.iter().zip(&o.file_names))
+            .map(|(&s, f)| check(s, &mut || finder.whole(f, path_char)))
+            .collect();
+        let diag_checks: Vec<Resolution> = (diag_shown.iter().zip(&diag_list))
+            .map(|(&s, d)| check(s, &mut || finder.diagnostic(d)))
+            .collect();
+        let request_checks: Vec<Resolution> = (request_shown.iter().zip(&o.request_texts))
+            .map(|(&s, q)| check(s, &mut || finder.whole(q, word_char)))
+            .collect();
         // `None`: the automaton could not be built (too many needles for
         // its state ids); every fact is then decided one by one.
-        let found = finder.run(text);
-        let resolve = |c: &Resolution, fallback: &dyn Fn() -> bool| match (c, &found) {
+        let found = if finder.is_empty() {
+            Some(Vec::new())
+        } else {
+            finder.run(r.text())
+        };
+        let resolve = |c: &Resolution, fallback: &dyn Fn(&str) -> bool| match (c, &found) {
             (Resolution::Kept, _) => true,
             (Resolution::Found(at), Some(found)) => found[*at],
-            _ => fallback(),
+            _ => fallback(r.text()),
         };
-        o.file_kept = file_checks
-            .iter()
-            .zip(&o.file_names)
-            .map(|(c, f)| resolve(c, &|| appears(text, f, path_char)))
+        o.file_kept = (file_checks.iter().zip(&o.file_names))
+            .map(|(c, f)| resolve(c, &|text| appears(text, f, path_char)))
             .collect();
-        o.diag_kept = diag_checks
-            .iter()
-            .zip(&diag_list)
-            .map(|(c, d)| resolve(c, &|| diagnostic_appears(text, d)))
+        o.diag_kept = (diag_checks.iter().zip(&diag_list))
+            .map(|(c, d)| resolve(c, &|text| diagnostic_appears(text, d)))
             .collect();
-        o.request_kept = request_checks
-            .iter()
-            .zip(&o.request_texts)
-            .map(|(c, r)| resolve(c, &|| appears(text, r, word_char)))
+        o.request_kept = (request_checks.iter().zip(&o.request_texts))
+            .map(|(c, q)| resolve(c, &|text| appears(text, q, word_char)))
             .collect();
         o.requests_kept_before = std::iter::once(0)
             .chain(o.requests.iter().scan(0, |n, &(_, key)| {
@@ -596,7 +582,7 @@ const CHUNK: usize = 1 << 14;
 fn read_facts(
     log: &Log,
     records: impl Iterator<Item = usize>,
-) -> impl Iterator<Item = (usize, usize, super::RecordFacts)> {
+) -> impl Iterator<Item = (usize, usize, RecordFacts)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let mut records = records.peekable();
     std::iter::from_fn(move || {
@@ -631,14 +617,16 @@ fn read_facts(
 /// The number of `key` in `keys`, numbered in the order keys are first
 /// seen; `first` is called with a key seen for the first time (to push
 /// what goes with its number).
-fn intern<K: std::hash::Hash + Eq>(
-    keys: &mut HashMap<K, u32>,
-    key: K,
-    first: impl FnOnce(&K),
-) -> u32 {
+fn intern<Q>(keys: &mut HashMap<Q::Owned, u32>, key: &Q, first: impl FnOnce(&Q)) -> u32
+where
+    Q: std::hash::Hash + Eq + ToOwned + ?Sized,
+    Q::Owned: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
+{
+    if let Some(&k) = keys.get(key) {
+        return k;
+    }
     let next = keys.len() as u32;
-    *keys.entry(key).or_insert_with_key(|k| {
-        first(k);
-        next
-    })
+    first(key);
+    keys.insert(key.to_owned(), next);
+    next
 }

@@ -68,6 +68,11 @@ impl Finder {
         c
     }
 
+    /// Whether nothing is looked for.
+    pub(super) fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
     /// `needle` as `appears` looks for it.
     pub(super) fn whole(&mut self, needle: &str, inner: fn(char) -> bool) -> Resolution {
         let needle = collapse(needle);

@@ -1,0 +1,194 @@
+//! What a view's items show of their own records' facts (`batch.rs`).
+//!
+//! An item's text is a run of the view's text with a space (or the text's
+//! end) on either side: the view's text is every item's words joined by
+//! single spaces. So a fact found whole in its own record's item is found
+//! whole in the view's text, and a diagnostic's line with its location
+//! within its item is so within the view's (the 400 bytes after it there
+//! hold at least what its item holds). Such a fact is kept without being
+//! looked for; only the others need the view's whole text, which a view
+//! that strips (a path in a stripped call, a diagnostic on a stripped
+//! result's line, a request shown as it is) then need not make at all.
+//! Deciding "kept" so is never wrong, only sometimes not decisive: a fact
+//! not in its own item is looked for everywhere, as before.
+
+use super::{
+    Collapsed, RecordFacts, appears, diagnostic_appears, path_char, record_facts, word_char,
+};
+use crate::estimate::{item_tokens, made_item_tokens, stripped_call_tokens_by};
+use crate::log::Log;
+use crate::projection::{Item, View};
+use crate::record::Body;
+
+/// Which facts of a record its item shows, as bits: its files in the
+/// order of [`RecordFacts::files`] from bit 0, then its diagnostics in
+/// order, then its request. Facts past the 64th are not marked (they are
+/// looked for).
+pub(super) type Shown = u64;
+
+/// Bit `k`, or nothing past the 64th.
+pub(super) fn bit(k: usize) -> Shown {
+    if k < 64 { 1 << k } else { 0 }
+}
+
+/// A view's items read once.
+pub(super) struct Items {
+    /// The tokens of the items whose origin starts at each record.
+    pub tokens: Vec<usize>,
+    /// By record index: which of its facts its item shows.
+    pub shown: Vec<Shown>,
+}
+
+/// Items read at a time: what is held of them at once.
+const CHUNK: usize = 1 << 14;
+
+/// Every item of `view` (a projection of `log`) once: its tokens, and
+/// which of its record's facts it shows. A stripped result's line, a
+/// clipped text and a stripped call's arguments are made once, for both.
+/// Each item is read alone, so a chunk at a time is read on every core
+/// (as `batch.rs` reads records); the result is the same.
+pub(super) fn read(log: &Log, view: &View<'_>) -> Items {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let mut out = Items {
+        tokens: vec![0; log.len()],
+        shown: vec![0; log.len()],
+    };
+    for chunk in view.items.chunks(CHUNK) {
+        let parts: Vec<Vec<(usize, usize, Shown)>> = if threads == 1 || chunk.len() < 1024 {
+            vec![chunk.iter().filter_map(|i| one(log, i)).collect()]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (chunk.chunks(chunk.len().div_ceil(threads)))
+                    .map(|part| s.spawn(move || part.iter().filter_map(|i| one(log, i)).collect()))
+                    .collect();
+                (handles.into_iter())
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
+        for (start, tokens, shown) in parts.into_iter().flatten() {
+            out.tokens[start] += tokens;
+            out.shown[start] |= shown;
+        }
+    }
+    out
+}
+
+/// An item's first record, its tokens, and which of that record's facts
+/// it shows (`None` for an item standing for no record of the log).
+fn one(log: &Log, item: &Item<'_>) -> Option<(usize, usize, Shown)> {
+    let start = *item.origin().start();
+    if item.origin().is_empty() || start >= log.len() {
+        return None;
+    }
+    let (index, record) = match *item {
+        Item::Event { index, record }
+        | Item::StrippedCall { index, record, .. }
+        | Item::StrippedResult { index, record, .. }
+        | Item::Clipped { index, record, .. } => (index, record),
+        Item::Summary { .. } | Item::Preamble => return Some((start, item_tokens(item), 0)),
+    };
+    // What the item makes of its record (a stripped call's arguments, a
+    // stripped result's line, a clipped text), made here once.
+    let (own, n) = match (&record.body, item) {
+        // A call's facts are its paths: shown as they are by a call shown
+        // as it is, and by a stripped one when short enough to be kept.
+        (
+            Body::ToolCall {
+                name, arguments, ..
+            },
+            _,
+        ) => {
+            let n = match item.stripped_arguments() {
+                Some(args) => stripped_call_tokens_by(&crate::estimate::Heuristic, name, &args),
+                None => item_tokens(item),
+            };
+            let whole = matches!(item, Item::Event { .. });
+            let shown = (super::paths::call_paths(arguments).values().enumerate())
+                .filter(|(_, short)| whole || **short)
+                .fold(0, |bits, (k, _)| bits | bit(k));
+            return Some((start, n, shown));
+        }
+        (_, Item::StrippedResult { .. }) => match item.stripped_line() {
+            Some(line) => {
+                let n = made_item_tokens(&line);
+                (Texts::Made(line), n)
+            }
+            None => (Texts::None, item_tokens(item)),
+        },
+        (_, Item::Clipped { .. }) => match item.clipped_text() {
+            Some(text) => {
+                let n = made_item_tokens(&text);
+                (Texts::Made(text), n)
+            }
+            None => (Texts::None, item_tokens(item)),
+        },
+        (Body::ToolResult { content, .. } | Body::User { content, .. }, _) => {
+            (Texts::Whole(content), item_tokens(item))
+        }
+        _ => (Texts::None, item_tokens(item)),
+    };
+    if !matches!(
+        record.body,
+        Body::ToolCall { .. } | Body::ToolResult { .. } | Body::User { .. }
+    ) {
+        return Some((start, n, 0));
+    }
+    let facts = record_facts(log, index);
+    Some((
+        start,
+        n,
+        shown(&facts, &own, matches!(item, Item::Event { .. })),
+    ))
+}
+
+/// Which of `facts` the item whose texts are `own` shows (`whole`: the
+/// item is its record as it is).
+fn shown(facts: &RecordFacts, own: &Texts<'_>, whole: bool) -> Shown {
+    let mut out = 0;
+    let (files, diagnostics) = (facts.files.len(), facts.diagnostics.len());
+    if files + diagnostics > 0 {
+        let text = own.collapsed();
+        for (k, f) in facts.files.iter().enumerate() {
+            if appears(&text, f, path_char) {
+                out |= bit(k);
+            }
+        }
+        for (k, d) in facts.diagnostics.iter().enumerate() {
+            if diagnostic_appears(&text, d) {
+                out |= bit(files + k);
+            }
+        }
+    }
+    // A user message shown as it is holds its request word for word,
+    // whitespace on either side: no text to make.
+    if let Some(r) = &facts.request
+        && (whole || appears(&own.collapsed(), r, word_char))
+    {
+        out |= bit(files + diagnostics);
+    }
+    out
+}
+
+/// The texts an item puts in the view's text, as `anchor::item_texts`
+/// gives them.
+enum Texts<'a> {
+    /// The record's text as it is.
+    Whole(&'a str),
+    /// A text the item made (a stripped line, a clip).
+    Made(String),
+    None,
+}
+
+impl Texts<'_> {
+    /// The texts collapsed as the view's text collapses them.
+    fn collapsed(&self) -> String {
+        let mut out = Collapsed(String::new());
+        match self {
+            Texts::Whole(t) => out.push(t),
+            Texts::Made(t) => out.push(t),
+            Texts::None => {}
+        }
+        out.0
+    }
+}
