@@ -211,10 +211,12 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
     let mut tools_heap = Heap::new();
     let mut clip_heap = Heap::new();
     let mut tool_heaps: HashMap<&str, Heap> = HashMap::new();
-    let mut changes: HashSet<usize> = HashSet::new();
+    // By record index: the compaction there changes the view (set at
+    // nearly every record of a long log, so no hashing).
+    let mut changes = Marks(vec![false; records.len()]);
     let mut deciders: Vec<Deciders> = vec![Deciders::default(); records.len()];
     let mut names: Vec<Option<&str>> = vec![None; records.len()];
-    let mut call_names: HashMap<&str, &str> = HashMap::new();
+    let mut call_names: HashMap<&str, &str> = HashMap::with_capacity(records.len() / 8);
     let mut waiting: HashMap<&str, Waiting<'_>> = HashMap::new();
     let tag = Tag::of(log).unwrap_or_default();
     let mut next_span = 0;
@@ -392,7 +394,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
     spans
         .iter()
         .map(|&(lo, hi, order, c)| {
-            let effect = if changes.contains(&order)
+            let effect = if changes.contains(order)
                 || (unsure.contains(&order) && changes_when_revoked(log, order))
             {
                 IfRevoked::Changes
@@ -402,6 +404,22 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             (order, effect)
         })
         .collect()
+}
+
+/// Record indices marked, as a set: [`Marks::insert`] and
+/// [`Marks::contains`].
+struct Marks(Vec<bool>);
+
+impl Marks {
+    fn insert(&mut self, i: usize) {
+        if let Some(m) = self.0.get_mut(i) {
+            *m = true;
+        }
+    }
+
+    fn contains(&self, i: usize) -> bool {
+        self.0.get(i).copied().unwrap_or(false)
+    }
 }
 
 /// Whether revoking the compaction at record `order` changes what the
