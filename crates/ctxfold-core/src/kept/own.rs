@@ -103,10 +103,18 @@ fn one(log: &Log, item: &Item<'_>) -> Option<(usize, usize, Shown)> {
                 Some(args) => stripped_call_tokens_by(&crate::estimate::Heuristic, name, &args),
                 None => item_tokens(item),
             };
-            let whole = matches!(item, Item::Event { .. });
-            let shown = (super::paths::call_paths(arguments).values().enumerate())
-                .filter(|(_, short)| whole || **short)
-                .fold(0, |bits, (k, _)| bits | bit(k));
+            // Shown as they are, or stripped of nothing (no string longer
+            // than the text): every path, however many, without reading
+            // them (a call has no other facts).
+            let whole = matches!(item, Item::Event { .. })
+                || arguments.text().len() <= crate::projection::KEEP_ARGUMENT_CHARS;
+            let shown = if whole {
+                Shown::MAX
+            } else {
+                (super::paths::call_paths(arguments).values().enumerate())
+                    .filter(|(_, short)| **short)
+                    .fold(0, |bits, (k, _)| bits | bit(k))
+            };
             return Some((start, n, shown));
         }
         (_, Item::StrippedResult { .. }) => match item.stripped_line() {
