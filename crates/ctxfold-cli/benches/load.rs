@@ -38,6 +38,12 @@ use ctxfold_core::Record;
 use ctxfold_testkit::generated::Gen;
 
 fn main() {
+    // The conversation made in a process of its own (see `store`).
+    if let Some(dir) = std::env::var_os(GENERATE) {
+        let records = std::env::var(RECORDS).unwrap().parse().unwrap();
+        generate(Path::new(&dir), records);
+        return;
+    }
     divan::main();
     let peaks = PEAKS.lock().unwrap();
     if peaks.is_empty() {
@@ -93,23 +99,19 @@ fn store(name: &str, records: usize) -> Stored {
         }
     };
     let id_file = dir.join("bench-id");
-    let id = match std::fs::read_to_string(&id_file) {
-        Ok(id) => id,
-        Err(_) => {
-            std::fs::create_dir_all(&dir).unwrap();
-            let (ws, _) = ctxfold_store::Workspace::init(&dir).unwrap();
-            let meta = ctxfold_store::create_new(
-                &ws,
-                Some("small records".into()),
-                None,
-                Default::default(),
-                small(records),
-            )
+    if !id_file.exists() {
+        // Made by a copy of this benchmark: a command started later
+        // inherits its parent's peak (Linux carries `ru_maxrss` over
+        // `exec`), and this one's would be the million records it made
+        // (2.8x the log's file), not the command's.
+        let made = Command::new(std::env::current_exe().unwrap())
+            .env(GENERATE, &dir)
+            .env(RECORDS, records.to_string())
+            .status()
             .unwrap();
-            std::fs::write(&id_file, &meta.id).unwrap();
-            meta.id
-        }
-    };
+        assert!(made.success(), "the conversation was not made");
+    }
+    let id = std::fs::read_to_string(&id_file).unwrap();
     let log = Path::new(".ctxfold/conversations")
         .join(&id)
         .join("events.jsonl");
@@ -120,6 +122,27 @@ fn store(name: &str, records: usize) -> Stored {
         id,
         log,
     }
+}
+
+/// What makes [`main`] write the conversation to the folder it names, of
+/// [`RECORDS`] records, and end.
+const GENERATE: &str = "CTXFOLD_BENCH_GENERATE";
+const RECORDS: &str = "CTXFOLD_BENCH_RECORDS";
+
+/// A workspace in `dir` holding one conversation of `records` small
+/// records, its id in `dir/bench-id`.
+fn generate(dir: &Path, records: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let (ws, _) = ctxfold_store::Workspace::init(dir).unwrap();
+    let meta = ctxfold_store::create_new(
+        &ws,
+        Some("small records".into()),
+        None,
+        Default::default(),
+        small(records),
+    )
+    .unwrap();
+    std::fs::write(dir.join("bench-id"), &meta.id).unwrap();
 }
 
 /// `records` small records in turns, numbered, a second apart.

@@ -10,11 +10,18 @@
 //! system prompts, unknown types) belong to the turn they were appended in
 //! but never make a turn "hold an event".
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 
 use crate::diagnostics::{ResultScan, ScanCell};
 use crate::handle::Tag;
 use crate::record::{Body, Kind, Record};
+
+mod scans;
+
+pub use scans::ResultScans;
+use scans::{Cells, NO_CELL, carries_scan, is_result};
 
 /// A conversation log with its turn index.
 #[derive(Debug, Clone, Default)]
@@ -22,10 +29,14 @@ pub struct Log {
     records: Vec<Record>,
     /// Turn of each record, 0-based, parallel to `records`.
     turn_of: Vec<u32>,
-    /// What the diagnostics recognizer found in each tool result, parallel
-    /// to `records`, filled when first asked for (see [`ScanCell`] for why
-    /// here and not in the record).
-    scans: Vec<ScanCell>,
+    /// What the diagnostics recognizer found in each tool result (and an
+    /// excerpt in each user message), filled when first asked for (see
+    /// [`ScanCell`] for why here and not in the record). Made the first
+    /// time one is asked for: a command whose view strips and clips
+    /// nothing never needs them (32 bytes a record, 32 MB at a million).
+    cells: OnceLock<Cells>,
+    /// Scans made elsewhere, put in their cells when those are asked for.
+    known: ResultScans,
     /// Index into `records` of the first record of each turn.
     turn_starts: Vec<usize>,
     /// Whether the current (last) turn holds a conversation event.
@@ -109,7 +120,6 @@ impl Log {
     pub fn from_records(records: Vec<Record>) -> Self {
         let mut log = Log {
             turn_of: Vec::with_capacity(records.len()),
-            scans: Vec::with_capacity(records.len()),
             ..Log::default()
         };
         for (idx, r) in records.iter().enumerate() {
@@ -119,9 +129,23 @@ impl Log {
         log
     }
 
+    /// [`from_records`](Log::from_records) with the scans of its tool
+    /// results made elsewhere (as [`with_result_scans`](Log::with_result_scans)
+    /// keeps them), in their small form: a store's snapshot keeps them.
+    pub fn from_records_with_scans(records: Vec<Record>, mut scans: ResultScans) -> Self {
+        scans.keep_results(&records);
+        let mut log = Log::from_records(records);
+        log.known = scans;
+        log
+    }
+
     /// Append one record, updating the index in constant time.
     pub fn push(&mut self, record: Record) {
-        self.index(self.records.len(), &record);
+        let idx = self.records.len();
+        self.index(idx, &record);
+        if let Some(cells) = self.cells.get_mut() {
+            cells.add(idx, &record.body);
+        }
         self.records.push(record);
     }
 
@@ -162,7 +186,6 @@ impl Log {
         }
         self.turn_of
             .push(self.turn_starts.len().saturating_sub(1) as u32);
-        self.scans.push(ScanCell::default());
     }
 
     /// What the diagnostics recognizer finds in the tool result at `idx`
@@ -170,11 +193,10 @@ impl Log {
     /// then kept for the life of this log. `None` when `idx` is not a tool
     /// result.
     pub fn result_scan(&self, idx: usize) -> Option<&ResultScan> {
-        let (cell, record) = (self.scans.get(idx)?, self.records.get(idx)?);
-        match &record.body {
+        match &self.records.get(idx)?.body {
             Body::ToolResult {
                 content, is_error, ..
-            } => Some(cell.get_or_scan(content, *is_error)),
+            } => Some(self.scan_cell(idx).get_or_scan(content, *is_error)),
             _ => None,
         }
     }
@@ -184,27 +206,79 @@ impl Log {
     /// again: scans made of these very records by the same recognizer (a
     /// store's snapshot of the log keeps them; see `ctxfold-store`). An
     /// index that is not a tool result, or whose scan is made already,
-    /// is passed over.
-    pub fn with_result_scans(self, scans: impl IntoIterator<Item = (usize, ResultScan)>) -> Self {
+    /// is passed over; of two for one index, the first is kept.
+    pub fn with_result_scans(
+        mut self,
+        scans: impl IntoIterator<Item = (usize, ResultScan)>,
+    ) -> Self {
+        if self.cells.get().is_none() {
+            self.known.extend(scans);
+            self.known.keep_results(&self.records);
+            return self;
+        }
         for (idx, scan) in scans {
-            if let (
-                Some(cell),
-                Some(Record {
-                    body: Body::ToolResult { .. },
-                    ..
-                }),
-            ) = (self.scans.get(idx), self.records.get(idx))
-            {
-                cell.fill(scan);
+            if is_result(&self.records, idx) {
+                self.scan_cell(idx).fill(scan);
             }
         }
         self
     }
 
-    /// The cache cells, parallel to [`records`](Log::records): a view
-    /// item that stands for a tool result carries its record's.
-    pub(crate) fn scans(&self) -> &[ScanCell] {
-        &self.scans
+    /// The scan cell of the record at `idx`: its own for a tool result or
+    /// a user message (the records a view item reads a scan of), one
+    /// that stays empty for any other. A scan made elsewhere
+    /// ([`with_result_scans`](Log::with_result_scans)) is put in it first.
+    pub(crate) fn scan_cell(&self, idx: usize) -> &ScanCell {
+        let cells = self.cells();
+        match cells.slot(idx) {
+            Some(slot) => {
+                let cell = &cells.cells[slot];
+                self.fill_known(idx, cell);
+                cell
+            }
+            None => &NO_CELL,
+        }
+    }
+
+    /// The scan cells, one for each record, in order (see
+    /// [`scan_cell`](Log::scan_cell)): a view item that stands for a tool
+    /// result carries its record's.
+    pub(crate) fn scans(&self) -> impl Iterator<Item = &ScanCell> + '_ {
+        let cells = self.cells();
+        let mut next = cells.cells.iter();
+        self.records.iter().enumerate().map(move |(idx, r)| {
+            if !carries_scan(&r.body) {
+                return &*NO_CELL;
+            }
+            match next.next() {
+                Some(cell) => {
+                    self.fill_known(idx, cell);
+                    cell
+                }
+                None => &*NO_CELL,
+            }
+        })
+    }
+
+    fn cells(&self) -> &Cells {
+        self.cells.get_or_init(|| {
+            let mut cells = Cells::default();
+            for (idx, r) in self.records.iter().enumerate() {
+                cells.add(idx, &r.body);
+            }
+            cells
+        })
+    }
+
+    /// Put in `cell`, the tool result at `idx`'s, the scan made elsewhere,
+    /// if there is one and the cell is empty.
+    fn fill_known(&self, idx: usize, cell: &ScanCell) {
+        if self.known.is_empty() || cell.get().is_some() {
+            return;
+        }
+        if let Some(scan) = self.known.get(idx) {
+            cell.fill(scan);
+        }
     }
 
     /// The records, in append order.
@@ -673,6 +747,58 @@ mod tests {
         let made = log.result_scan(0).cloned();
         let log = log.with_result_scans([(0, kept)]);
         assert_eq!(log.result_scan(0).cloned(), made);
+    }
+
+    #[test]
+    fn scan_cells_are_made_when_asked_for_and_follow_pushes() {
+        let mut log = build(vec![user("a"), call("c"), result("c")]);
+        assert!(log.cells.get().is_none(), "no cell made by loading");
+        assert_eq!(log.result_scan(2).map(|s| s.chars), Some(2));
+        // One cell for each result and user message; others share one.
+        let cells: Vec<*const ScanCell> = log.scans().map(|c| c as *const _).collect();
+        assert_eq!(cells.len(), 3);
+        assert!(std::ptr::eq(cells[1], &*NO_CELL));
+        assert!(!std::ptr::eq(cells[0], cells[2]));
+        assert!(std::ptr::eq(cells[2], log.scan_cell(2)));
+        for k in 3..200 {
+            log.push(rec(k, if k % 3 == 0 { result("c") } else { call("c") }));
+        }
+        assert_eq!(log.scans().count(), 200);
+        for k in 0..200 {
+            let own = !std::ptr::eq(log.scan_cell(k), &*NO_CELL);
+            assert_eq!(own, k == 0 || k == 2 || (k >= 3 && k % 3 == 0), "{k}");
+            assert!(std::ptr::eq(log.scans().nth(k).unwrap(), log.scan_cell(k)));
+        }
+        assert_eq!(log.result_scan(198).map(|s| s.chars), Some(2));
+    }
+
+    #[test]
+    fn scans_made_elsewhere_in_their_small_form_read_back_the_same() {
+        let found = ResultScan::new("error[E0308]: mismatched types", true);
+        assert!(!found.diagnostics.is_empty());
+        let clean = ResultScan {
+            chars: 7,
+            diagnostics: Default::default(),
+        };
+        let scans: ResultScans = [(4, found.clone()), (2, clean.clone()), (0, clean.clone())]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            scans.to_vec(),
+            [(0, clean.clone()), (2, clean.clone()), (4, found.clone())]
+        );
+        let bodies = vec![user("a"), call("c"), result("c"), call("d"), result("d")];
+        let log = Log::from_records_with_scans(
+            bodies
+                .into_iter()
+                .enumerate()
+                .map(|(i, b)| rec(i as u64, b))
+                .collect(),
+            scans,
+        );
+        assert_eq!(log.result_scan(2), Some(&clean));
+        assert_eq!(log.result_scan(4), Some(&found));
+        assert_eq!(log.result_scan(0), None);
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub use status::{
     standings,
 };
 pub use strip::{KEEP_ARGUMENT_CHARS, KEEP_DIAGNOSTICS, strip_arguments, stripped_result_line};
-pub use sweep::{KEEP_RESULT_CHARS, project, project_as_of, project_with};
+pub use sweep::{KEEP_RESULT_CHARS, for_each_item, project, project_as_of, project_with};
 
 use strip::render_stripped;
 

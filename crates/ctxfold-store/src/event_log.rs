@@ -22,7 +22,7 @@ use std::io::{BufWriter, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use ctxfold_core::diagnostics::ResultScan;
-use ctxfold_core::log::LineNote;
+use ctxfold_core::log::{LineNote, ResultScans};
 use ctxfold_core::{Log, ReadLines, Record};
 
 use crate::StoreError;
@@ -68,15 +68,31 @@ pub struct FromSnapshot {
     pub bytes: u64,
     /// What the diagnostics recognizer found in tool results, by index in
     /// the records, when this build made them (see [`Loaded::into_log`]).
+    /// Empty after [`EventLog::load_leaving_snapshot`], which keeps them
+    /// only in the small form `into_log` reads: its commands load once and
+    /// end, and a scan for each result is 48 bytes (18 MB, a tenth of the
+    /// peak's allowance, at a million records).
     pub result_scans: Vec<(usize, ResultScan)>,
+    /// The scans in their small form (see above).
+    small: ResultScans,
 }
 
 impl Loaded {
     /// The records as a [`Log`], with the scans of their tool results that
     /// the snapshot kept, so they are not read again.
     pub fn into_log(self) -> Log {
-        let scans = self.snapshot.map(|s| s.result_scans).unwrap_or_default();
-        Log::from_records(self.records).with_result_scans(scans)
+        let scans = match self.snapshot {
+            Some(FromSnapshot {
+                result_scans,
+                mut small,
+                ..
+            }) => {
+                small.extend(result_scans);
+                small
+            }
+            None => ResultScans::new(),
+        };
+        Log::from_records_with_scans(self.records, scans)
     }
 }
 
@@ -232,7 +248,7 @@ impl EventLog {
         let path = self.path();
         let scan = {
             let _guard = self.lock(false)?;
-            scan(&self.dir, &path, bytes)?
+            scan(&self.dir, &path, bytes, !write)?
         };
         let snapshot_due = !write && scan.snapshot_due.is_some();
         // Outside the lock: writers need not wait for it, and what it
@@ -606,7 +622,9 @@ struct Scan {
 /// Read the log with the one line policy of
 /// [`ctxfold_core::log::LineReader`], on every core; through its snapshot
 /// (`crate::snapshot`) where one covers its start.
-fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError> {
+/// With `small`, the scans the snapshot kept stay in their small form
+/// (see [`FromSnapshot::result_scans`]).
+fn scan(dir: &Path, path: &Path, snapshot_from: u64, small: bool) -> Result<Scan, StoreError> {
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -639,9 +657,17 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64) -> Result<Scan, StoreError>
     let (read, from) = match restored {
         Some(r) => {
             rescan = r.scans_stale;
-            snapshot = Some(FromSnapshot {
-                bytes: r.covered,
-                result_scans: r.scans,
+            snapshot = Some(match small {
+                true => FromSnapshot {
+                    bytes: r.covered,
+                    result_scans: Vec::new(),
+                    small: r.scans,
+                },
+                false => FromSnapshot {
+                    bytes: r.covered,
+                    result_scans: r.scans.to_vec(),
+                    small: ResultScans::new(),
+                },
             });
             file.seek(SeekFrom::Start(r.covered))
                 .map_err(|e| StoreError::io(path, e))?;

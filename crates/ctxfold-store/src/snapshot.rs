@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use std::sync::mpsc;
 
 use ctxfold_core::diagnostics::{Diagnostic, DiagnosticKind, Findings, ResultScan};
-use ctxfold_core::log::LineNote;
+use ctxfold_core::log::{LineNote, ResultScans};
 use ctxfold_core::{Body, JsonText, Record};
 use serde::{Deserialize, Serialize};
 
@@ -190,7 +190,7 @@ pub(crate) struct Restored {
     pub records: Vec<Record>,
     pub notes: Vec<LineNote>,
     /// The tool results' scans, by index, when this program made them.
-    pub scans: Vec<(usize, ResultScan)>,
+    pub scans: ResultScans,
     /// Whether another program made them (they were left out): a snapshot
     /// of this one's is due.
     pub scans_stale: bool,
@@ -234,7 +234,7 @@ pub(crate) fn restore(dir: &Path, log: &Path, size: u64) -> Option<Restored> {
     if prefix != Some((expected, Some(b'\n'))) {
         return None;
     }
-    let Part { records, scans } = decoded?;
+    let Whole { records, scans } = decoded?;
     if records.len() as u64 != header.records {
         return None;
     }
@@ -491,9 +491,16 @@ struct Part {
     scans: Vec<(usize, ResultScan)>,
 }
 
+/// Every record decoded, and their tool results' scans.
+#[derive(Default)]
+struct Whole {
+    records: Vec<Record>,
+    scans: ResultScans,
+}
+
 /// Every chunk of the file decoded, on every core, in order (with the
 /// scans when `scans`). `None` if a chunk does not decode.
-fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> {
+fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Whole> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let (jobs, queue) = mpsc::sync_channel::<(usize, Vec<u8>)>(threads);
     let queue = Mutex::new(queue);
@@ -501,9 +508,15 @@ fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> 
     // Frames decoded come back to be read into again: fresh memory for
     // each was a third of the load in page faults.
     let (spare, spares) = mpsc::channel::<Vec<u8>>();
+    // So do the parts, once their records are moved into the whole: a
+    // fresh vector for each chunk's records was 100 MB of memory freed
+    // and taken again at a million records, which the allocator gives
+    // back only after a while (a tenth of the log's size in the peak).
+    let (joined, empty) = mpsc::channel::<Part>();
+    let empty = Mutex::new(empty);
     std::thread::scope(|s| {
         for _ in 0..threads {
-            let (queue, parts, spare) = (&queue, parts.clone(), spare.clone());
+            let (queue, parts, spare, empty) = (&queue, parts.clone(), spare.clone(), &empty);
             s.spawn(move || {
                 loop {
                     let job = match queue.lock() {
@@ -511,7 +524,12 @@ fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> 
                         Err(_) => return,
                     };
                     let Ok((index, bytes)) = job else { return };
-                    let part = decode_chunk(&bytes, scans);
+                    let mut part = empty
+                        .lock()
+                        .ok()
+                        .and_then(|e| e.try_recv().ok())
+                        .unwrap_or_default();
+                    let part = decode_chunk(&bytes, scans, &mut part).then_some(part);
                     let _ = spare.send(bytes);
                     if parts.send((index, part)).is_err() {
                         return;
@@ -522,7 +540,7 @@ fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> 
         drop((parts, spare));
         // Joined in order as they come (while the file is read on), each
         // part freed once joined: the records are held once, not twice.
-        let mut all = Part::default();
+        let mut all = Whole::default();
         let mut failed = all
             .records
             .try_reserve(usize::try_from(expected).unwrap_or(usize::MAX))
@@ -536,11 +554,20 @@ fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> 
                 }
                 None => *failed = true,
             }
-            while let Some(part) = pending.remove(&next) {
+            while let Some(mut part) = pending.remove(&next) {
+                // Room for every scan at once, guessed from the first
+                // part (as the records' room is made): grown by doubling,
+                // the vector was copied, old and new held for a moment.
+                if next == 0 && !part.records.is_empty() {
+                    let share = part.scans.len() as f64 / part.records.len() as f64;
+                    all.scans
+                        .reserve((expected.min(1 << 32) as f64 * share * 1.1) as usize);
+                }
                 let before = all.records.len();
-                all.records.extend(part.records);
+                all.records.append(&mut part.records);
                 all.scans
-                    .extend(part.scans.into_iter().map(|(i, scan)| (before + i, scan)));
+                    .extend(part.scans.drain(..).map(|(i, scan)| (before + i, scan)));
+                let _ = joined.send(part);
                 next += 1;
             }
         };
@@ -567,19 +594,52 @@ fn decode_all(file: &mut impl Read, expected: u64, scans: bool) -> Option<Part> 
     })
 }
 
-fn decode_chunk(bytes: &[u8], with_scans: bool) -> Option<Part> {
-    let entries: Vec<Entry<'_>> = postcard::from_bytes(bytes).ok()?;
-    let mut part = Part {
-        records: Vec::with_capacity(entries.len()),
-        scans: Vec::new(),
-    };
-    for (i, e) in entries.into_iter().enumerate() {
-        if let (true, EntryBody::ToolResult { scan: Some(s), .. }) = (with_scans, &e.body) {
-            part.scans.push((i, s.result_scan()));
-        }
-        part.records.push(record(e)?);
+/// One chunk's records (and scans, `with_scans`) decoded into `part`,
+/// emptied first; `false` if it does not decode. Each entry is made a
+/// record as it is read: no vector of the chunk's entries besides.
+fn decode_chunk(bytes: &[u8], with_scans: bool, part: &mut Part) -> bool {
+    part.records.clear();
+    part.scans.clear();
+    let mut de = postcard::Deserializer::from_bytes(bytes);
+    serde::de::DeserializeSeed::deserialize(Chunk { with_scans, part }, &mut de).is_ok()
+}
+
+/// The entries of a chunk, read one at a time into a [`Part`].
+struct Chunk<'p> {
+    with_scans: bool,
+    part: &'p mut Part,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Chunk<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
     }
-    Some(part)
+}
+
+impl<'de> serde::de::Visitor<'de> for Chunk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a chunk of snapshot entries")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let Chunk { with_scans, part } = self;
+        if let Some(n) = seq.size_hint() {
+            // Room within what a chunk holds: a corrupt length asks for no more.
+            part.records.reserve(n.min(CHUNK));
+        }
+        while let Some(e) = seq.next_element::<Entry<'de>>()? {
+            if let (true, EntryBody::ToolResult { scan: Some(s), .. }) = (with_scans, &e.body) {
+                part.scans.push((part.records.len(), s.result_scan()));
+            }
+            let r = record(e).ok_or_else(|| serde::de::Error::custom("not a record"))?;
+            part.records.push(r);
+        }
+        Ok(())
+    }
 }
 
 /// How `r` is kept (a tool result with its `scan`).
@@ -726,7 +786,7 @@ mod tests {
         let restored = restore(dir.path(), &log, size).unwrap();
         assert_eq!(restored.records, std::slice::from_ref(&record));
         assert_eq!(restored.scans.len(), 1);
-        assert!(!restored.scans[0].1.diagnostics.is_empty());
+        assert!(!restored.scans.to_vec()[0].1.diagnostics.is_empty());
         assert!(!restored.scans_stale);
 
         // The same file with another scanner in its header.
@@ -758,6 +818,9 @@ mod tests {
         };
         let records = std::slice::from_ref(&record);
         write(dir.path(), &log, due, records, &[], &[(0, known.clone())]).unwrap();
-        assert_eq!(restore(dir.path(), &log, size).unwrap().scans, [(0, known)]);
+        assert_eq!(
+            restore(dir.path(), &log, size).unwrap().scans.to_vec(),
+            [(0, known)]
+        );
     }
 }

@@ -46,10 +46,11 @@ pub(super) fn top(heap: &mut Heap, i: usize) -> Option<usize> {
 }
 
 /// What the pass decided for a pending tool call, until its result comes.
-struct Pending {
+struct Pending<'a> {
     /// Position of the call's item in `items`, if it is in the view.
     item: Option<usize>,
-    name_index: usize,
+    /// The tool's name (none for a call folded into a summary).
+    name: &'a String,
     /// The pair's fate: `None` keep, or a policy to apply to the result.
     fate: CallFate,
 }
@@ -94,7 +95,7 @@ fn tool_policy(
 /// compaction over it with a `clip_chars` (or `excerpt_chars`) says it is
 /// too long.
 fn clipped_or_kept<'a>(
-    (i, rec, scan): (usize, &'a Record, &'a crate::diagnostics::ScanCell),
+    (i, rec, log): (usize, &'a Record, &'a Log),
     content: &str,
     clip_heap: &mut Heap,
     by_order: &HashMap<usize, &Compaction>,
@@ -118,7 +119,7 @@ fn clipped_or_kept<'a>(
                 record: rec,
                 keep_chars: keep,
                 excerpt,
-                scan,
+                scan: log.scan_cell(i),
                 tag,
                 at,
             };
@@ -132,21 +133,144 @@ fn clipped_or_kept<'a>(
 
 /// A call replaced in `pending` by a later call with the same id never gets
 /// its result: take it out of the view.
-fn unpair(
-    earlier: Option<Pending>,
-    items: &[Item<'_>],
-    removed: &mut [bool],
-    dropped: &mut Vec<Dropped>,
-) {
+fn unpair<'a>(earlier: Option<Pending<'a>>, items: &mut impl Sink<'a>, dropped: &mut Vec<Dropped>) {
     if let Some(Pending {
         item: Some(item), ..
     }) = earlier
     {
-        removed[item] = true;
-        dropped.push(Dropped {
-            index: *items[item].origin().start(),
-            reason: DropReason::Unpaired,
-        });
+        drop_unpaired(item, items, dropped);
+    }
+}
+
+/// Take the call at `item` out of the view: its result will not follow it.
+fn drop_unpaired<'a>(item: usize, items: &mut impl Sink<'a>, dropped: &mut Vec<Dropped>) {
+    dropped.push(Dropped {
+        index: *items.get(item).origin().start(),
+        reason: DropReason::Unpaired,
+    });
+    items.remove(item);
+}
+
+/// Where the sweep puts the view's items, by position (the order they
+/// are pushed in): a vector ([`project`]), or a visitor given each item
+/// once it can no longer change ([`for_each_item`]). Only a tool call
+/// waiting for its result and the summary whose run is open are looked
+/// at, changed or taken out after they are pushed.
+trait Sink<'a> {
+    /// Add `item` at the next position; `open` when it may still change
+    /// or be taken out (a call, a summary), until [`Sink::settle`].
+    fn push(&mut self, item: Item<'a>, open: bool);
+    /// The open item at `pos`.
+    fn get(&mut self, pos: usize) -> &mut Item<'a>;
+    /// Take the open item at `pos` out of the view.
+    fn remove(&mut self, pos: usize);
+    /// The open item at `pos` stays as it is.
+    fn settle(&mut self, pos: usize);
+}
+
+/// The view's items in order, taken-out ones marked until the end.
+struct Items<'a> {
+    items: Vec<Item<'a>>,
+    removed: Vec<bool>,
+}
+
+impl<'a> Sink<'a> for Items<'a> {
+    fn push(&mut self, item: Item<'a>, _open: bool) {
+        self.items.push(item);
+        self.removed.push(false);
+    }
+
+    fn get(&mut self, pos: usize) -> &mut Item<'a> {
+        &mut self.items[pos]
+    }
+
+    fn remove(&mut self, pos: usize) {
+        self.removed[pos] = true;
+    }
+
+    fn settle(&mut self, _pos: usize) {}
+}
+
+impl<'a> Items<'a> {
+    /// The items left, with the preamble where the view needs one.
+    fn finish(self) -> Vec<Item<'a>> {
+        let Items { mut items, removed } = self;
+        if removed.iter().any(|&r| r) {
+            let mut keep = removed.iter().map(|r| !r);
+            items.retain(|_| keep.next().unwrap_or(true));
+        }
+        // Never start with the assistant (system prompts aside).
+        let first = items
+            .iter()
+            .position(|i| !is_system(i))
+            .unwrap_or(items.len());
+        if starts_with_assistant(items.get(first)) {
+            items.insert(first, Item::Preamble);
+        }
+        items
+    }
+}
+
+/// Each item given to a visitor once it is settled, in no set order;
+/// the open ones kept until then.
+struct Each<'a, F> {
+    visit: F,
+    open: HashMap<usize, Item<'a>>,
+    next: usize,
+    /// The first item given that is not a system prompt, by position:
+    /// whether the view starts with the assistant.
+    first: Option<(usize, Item<'a>)>,
+}
+
+impl<'a, F: FnMut(Item<'a>)> Each<'a, F> {
+    fn give(&mut self, pos: usize, item: Item<'a>) {
+        if !is_system(&item) && self.first.is_none_or(|(p, _)| pos < p) {
+            self.first = Some((pos, item));
+        }
+        (self.visit)(item);
+    }
+}
+
+impl<'a, F: FnMut(Item<'a>)> Sink<'a> for Each<'a, F> {
+    fn push(&mut self, item: Item<'a>, open: bool) {
+        let pos = self.next;
+        self.next += 1;
+        if open {
+            self.open.insert(pos, item);
+        } else {
+            self.give(pos, item);
+        }
+    }
+
+    fn get(&mut self, pos: usize) -> &mut Item<'a> {
+        // Only open items are looked at (see `Sink`), and they are here.
+        self.open.entry(pos).or_insert(Item::Preamble)
+    }
+
+    fn remove(&mut self, pos: usize) {
+        self.open.remove(&pos);
+    }
+
+    fn settle(&mut self, pos: usize) {
+        if let Some(item) = self.open.remove(&pos) {
+            self.give(pos, item);
+        }
+    }
+}
+
+/// A system prompt, which passes through before anything else.
+fn is_system(item: &Item<'_>) -> bool {
+    matches!(item, Item::Event { record, .. } if matches!(record.body, Body::System { .. }))
+}
+
+/// Whether a view whose first item (system prompts aside) is `first`
+/// starts with the assistant: it then gets the preamble before it.
+fn starts_with_assistant(first: Option<&Item<'_>>) -> bool {
+    match first {
+        Some(Item::Event { record, .. }) => !matches!(record.body, Body::User { .. }),
+        Some(Item::Clipped { record, .. }) => !matches!(record.body, Body::User { .. }),
+        Some(Item::StrippedCall { .. } | Item::StrippedResult { .. }) => true,
+        Some(Item::Summary { .. } | Item::Preamble) | None => false,
     }
 }
 
@@ -168,10 +292,50 @@ pub fn project_as_of(log: &Log, turn: u32) -> View<'_> {
 /// log: what a compaction would change is measured on it. In the view, the
 /// k-th of `extra` has index `log.len() + k`, as if it had been appended.
 pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> View<'a> {
+    let mut items = Items {
+        items: Vec::with_capacity(log.len()),
+        removed: Vec::with_capacity(log.len()),
+    };
+    let (dropped, active, inactive) = sweep(log, extra, turn, &mut items);
+    View {
+        tag: Tag::of(log),
+        items: items.finish(),
+        dropped,
+        active,
+        inactive,
+    }
+}
+
+/// Each item of [`project`]'s view given to `visit`, without the view:
+/// what counts the view's items (`stats`: a million of them are 60 MB)
+/// needs no vector of them. Every item comes once, the preamble
+/// included, but not in the view's order: a tool call comes when its
+/// result does, a summary when its run ends.
+pub fn for_each_item<'a>(log: &'a Log, visit: impl FnMut(Item<'a>)) {
+    let mut each = Each {
+        visit,
+        open: HashMap::new(),
+        next: 0,
+        first: None,
+    };
+    sweep(log, &[], highest_turn(log), &mut each);
+    if starts_with_assistant(each.first.as_ref().map(|(_, i)| i)) {
+        (each.visit)(Item::Preamble);
+    }
+}
+
+/// The view's items of [`project_with`] put in `items`, in order; what
+/// was dropped, and the compactions in force and not.
+#[allow(clippy::type_complexity)]
+fn sweep<'a>(
+    log: &'a Log,
+    extra: &'a [Compaction],
+    turn: u32,
+    items: &mut impl Sink<'a>,
+) -> (Vec<Dropped>, Vec<usize>, Vec<(usize, Inactive)>) {
     let records = log.records();
-    let view_tag = Tag::of(log);
     // An empty log has no items to carry one.
-    let tag = view_tag.unwrap_or_default();
+    let tag = Tag::of(log).unwrap_or_default();
     let (mut active, mut inactive) = compaction_status_as_of(log, turn);
     let mut added: Vec<(usize, &Compaction)> = Vec::new();
     for (k, c) in extra.iter().enumerate() {
@@ -230,18 +394,17 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
     // Compactions with a per-tool override, by tool name.
     let mut tool_heaps: HashMap<&str, Heap> = HashMap::new();
 
-    let mut items: Vec<Item<'_>> = Vec::with_capacity(records.len());
+    // Items pushed so far: the next one's position.
+    let mut pushed = 0;
     let mut dropped = Vec::new();
-    let mut removed: Vec<bool> = Vec::new(); // tombstones for items
     let mut pending: HashMap<&str, Pending> = HashMap::new();
-    let mut tool_names: Vec<&String> = Vec::new();
     let mut next_span = 0;
     // The summary whose run is open, and the item index of its Summary.
     let mut open_summary: Option<(usize, usize)> = None;
 
     // The position of the record the pass is at (see `crate::handle`).
     let mut next_at: u64 = 0;
-    for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
+    for (i, rec) in records.iter().enumerate() {
         // Positions past u32 (four billion records) are not met in logs.
         let at = u32::try_from(next_at).unwrap_or(u32::MAX);
         if !is_overlay(&rec.body) {
@@ -269,11 +432,14 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
         }
         if let Body::System { .. } = rec.body {
             // System prompts pass through, never compacted.
-            items.push(Item::Event {
-                index: i,
-                record: rec,
-            });
-            removed.push(false);
+            items.push(
+                Item::Event {
+                    index: i,
+                    record: rec,
+                },
+                false,
+            );
+            pushed += 1;
             continue;
         }
         if !rec.body.is_model_visible() {
@@ -287,11 +453,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
             // result: no provider accepts that, so the pair leaves the view.
             for p in pending.values_mut() {
                 if let Some(item) = p.item.take() {
-                    removed[item] = true;
-                    dropped.push(Dropped {
-                        index: *items[item].origin().start(),
-                        reason: DropReason::Unpaired,
-                    });
+                    drop_unpaired(item, items, &mut dropped);
                     p.fate = CallFate::Folded;
                 }
             }
@@ -299,28 +461,34 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                 Some((o, item)) if o == order => {
                     if let Item::Summary {
                         last, at: range, ..
-                    } = &mut items[item]
+                    } = items.get(item)
                     {
                         *last = i;
-                        range.1 = at;
+                        *range = (range.0, at);
                     }
                 }
                 _ => {
+                    if let Some((_, item)) = open_summary {
+                        items.settle(item);
+                    }
                     let text = by_order[&order]
                         .summary
                         .as_ref()
                         .map_or(&NO_TEXT, |s| &s.text);
-                    open_summary = Some((order, items.len()));
-                    items.push(Item::Summary {
-                        first: i,
-                        last: i,
-                        turns: span_turns[&order],
-                        compaction: order,
-                        text,
-                        at: (at, at),
-                        tag,
-                    });
-                    removed.push(false);
+                    open_summary = Some((order, pushed));
+                    items.push(
+                        Item::Summary {
+                            first: i,
+                            last: i,
+                            turns: span_turns[&order],
+                            compaction: order,
+                            text,
+                            at: (at, at),
+                            tag,
+                        },
+                        true,
+                    );
+                    pushed += 1;
                 }
             }
             match &rec.body {
@@ -329,11 +497,11 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                         id,
                         Pending {
                             item: None,
-                            name_index: usize::MAX,
+                            name: &NO_TEXT,
                             fate: CallFate::Folded,
                         },
                     );
-                    unpair(earlier, &items, &mut removed, &mut dropped);
+                    unpair(earlier, items, &mut dropped);
                 }
                 Body::ToolResult { id, .. } => {
                     // A call kept outside the summary loses its result: drop
@@ -341,18 +509,16 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                     if let Some(p) = pending.remove(id.as_str())
                         && let Some(item) = p.item
                     {
-                        removed[item] = true;
-                        dropped.push(Dropped {
-                            index: *items[item].origin().start(),
-                            reason: DropReason::Unpaired,
-                        });
+                        drop_unpaired(item, items, &mut dropped);
                     }
                 }
                 _ => {}
             }
             continue;
         }
-        open_summary = None;
+        if let Some((_, item)) = open_summary.take() {
+            items.settle(item);
+        }
 
         match &rec.body {
             Body::Reasoning { .. } => {
@@ -365,16 +531,17 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                     });
                     continue;
                 }
-                items.push(Item::Event {
-                    index: i,
-                    record: rec,
-                });
-                removed.push(false);
+                items.push(
+                    Item::Event {
+                        index: i,
+                        record: rec,
+                    },
+                    false,
+                );
+                pushed += 1;
             }
             Body::ToolCall { id, name, .. } => {
                 let policy = tool_policy(i, name, &mut tools_heap, &mut tool_heaps, &by_order);
-                tool_names.push(name);
-                let name_index = tool_names.len() - 1;
                 let (fate, item) = match policy {
                     Some((order, ToolOverride::Omit)) => {
                         dropped.push(Dropped {
@@ -388,7 +555,7 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             policy,
                             Some((_, ToolOverride::Strip | ToolOverride::StripRequests))
                         );
-                        items.push(if strip {
+                        let item = if strip {
                             Item::StrippedCall {
                                 index: i,
                                 record: rec,
@@ -400,20 +567,16 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                                 index: i,
                                 record: rec,
                             }
-                        });
-                        removed.push(false);
-                        (CallFate::InView, Some(items.len() - 1))
+                        };
+                        // Open until its result comes: without one it
+                        // leaves the view.
+                        items.push(item, true);
+                        pushed += 1;
+                        (CallFate::InView, Some(pushed - 1))
                     }
                 };
-                let earlier = pending.insert(
-                    id,
-                    Pending {
-                        item,
-                        name_index,
-                        fate,
-                    },
-                );
-                unpair(earlier, &items, &mut removed, &mut dropped);
+                let earlier = pending.insert(id, Pending { item, name, fate });
+                unpair(earlier, items, &mut dropped);
             }
             Body::ToolResult { id, content, .. } => match pending.remove(id.as_str()) {
                 None
@@ -433,17 +596,20 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                 }),
                 Some(Pending {
                     fate: CallFate::InView,
-                    name_index,
-                    ..
+                    name: tool,
+                    item,
                 }) => {
+                    // The call stays, with its result.
+                    if let Some(item) = item {
+                        items.settle(item);
+                    }
                     // A result follows the policy that covers it, not its call's.
-                    let tool = tool_names[name_index];
                     let policy = tool_policy(i, tool, &mut tools_heap, &mut tool_heaps, &by_order);
                     let strip = matches!(
                         policy,
                         Some((_, ToolOverride::Strip | ToolOverride::StripResponses))
                     ) && more_chars_than(content, KEEP_RESULT_CHARS);
-                    items.push(if strip {
+                    let item = if strip {
                         let keep_diagnostics = policy
                             .and_then(|(order, _)| by_order[&order].keep_diagnostics)
                             .map_or(KEEP_DIAGNOSTICS, |n| n as usize);
@@ -451,76 +617,48 @@ pub fn project_with<'a>(log: &'a Log, extra: &'a [Compaction], turn: u32) -> Vie
                             index: i,
                             record: rec,
                             tool,
-                            scan,
+                            scan: log.scan_cell(i),
                             keep_diagnostics,
                             tag,
                             at,
                         }
                     } else {
-                        clipped_or_kept((i, rec, scan), content, &mut clip_heap, &by_order, tag, at)
-                    });
-                    removed.push(false);
+                        clipped_or_kept((i, rec, log), content, &mut clip_heap, &by_order, tag, at)
+                    };
+                    items.push(item, false);
+                    pushed += 1;
                 }
             },
             Body::User { content, .. } => {
-                items.push(clipped_or_kept(
-                    (i, rec, scan),
-                    content,
-                    &mut clip_heap,
-                    &by_order,
-                    tag,
-                    at,
-                ));
-                removed.push(false);
+                let item =
+                    clipped_or_kept((i, rec, log), content, &mut clip_heap, &by_order, tag, at);
+                items.push(item, false);
+                pushed += 1;
             }
             _ => {
-                items.push(Item::Event {
-                    index: i,
-                    record: rec,
-                });
-                removed.push(false);
+                items.push(
+                    Item::Event {
+                        index: i,
+                        record: rec,
+                    },
+                    false,
+                );
+                pushed += 1;
             }
         }
+    }
+    if let Some((_, item)) = open_summary {
+        items.settle(item);
     }
 
     // Calls whose result never came cannot be sent alone.
     for p in pending.into_values() {
         if let Some(item) = p.item {
-            removed[item] = true;
-            dropped.push(Dropped {
-                index: *items[item].origin().start(),
-                reason: DropReason::Unpaired,
-            });
+            drop_unpaired(item, items, &mut dropped);
         }
     }
-    if removed.iter().any(|&r| r) {
-        let mut keep = removed.iter().map(|r| !r);
-        items.retain(|_| keep.next().unwrap_or(true));
-    }
     dropped.sort_by_key(|d| d.index);
-
-    // Never start with the assistant (system prompts aside).
-    let first = items
-        .iter()
-        .position(|i| !matches!(i, Item::Event { record, .. } if matches!(record.body, Body::System { .. })))
-        .unwrap_or(items.len());
-    let starts_with_assistant = match items.get(first) {
-        Some(Item::Event { record, .. }) => !matches!(record.body, Body::User { .. }),
-        Some(Item::Clipped { record, .. }) => !matches!(record.body, Body::User { .. }),
-        Some(Item::StrippedCall { .. } | Item::StrippedResult { .. }) => true,
-        Some(Item::Summary { .. } | Item::Preamble) | None => false,
-    };
-    if starts_with_assistant {
-        items.insert(first, Item::Preamble);
-    }
-
-    View {
-        tag: view_tag,
-        items,
-        dropped,
-        active,
-        inactive,
-    }
+    (dropped, active, inactive)
 }
 
 #[cfg(test)]
@@ -531,6 +669,106 @@ mod tests {
     use crate::projection::fixtures::{compaction, log_of, turn};
     use crate::projection::{stripped_result_line, summary_preamble};
     use serde_json::json;
+
+    /// Random logs: calls and results paired, unpaired, reused ids,
+    /// system prompts, the assistant first, and compactions of every kind
+    /// over random ranges, nested and overlapping.
+    fn random_log(seed: u64) -> Log {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move |n: u64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % n
+        };
+        let len = 3 + next(40) as usize;
+        let mut bodies = Vec::new();
+        for k in 0..len {
+            let id = ["a", "b", "c"][next(3) as usize].to_owned();
+            let text = if next(3) == 0 {
+                "x".repeat(600)
+            } else {
+                format!("t{k}")
+            };
+            bodies.push(match next(9) {
+                0 => Body::TurnStart,
+                1 => Body::User {
+                    content: text,
+                    author: None,
+                },
+                2 => Body::Assistant { content: text },
+                3 => Body::Reasoning { content: text },
+                4 | 5 => Body::ToolCall {
+                    id,
+                    name: ["edit", "read"][next(2) as usize].into(),
+                    arguments: json!({"new": text}).into(),
+                },
+                6 | 7 => Body::ToolResult {
+                    id,
+                    content: text,
+                    is_error: next(4) == 0,
+                },
+                _ => Body::System { content: text },
+            });
+            if next(6) == 0 {
+                let mut c = Compaction::new(0, 0, Source::Auto);
+                let a = next(bodies.len() as u64);
+                c.from_seq = Some(a);
+                c.to_seq = Some(a + next(bodies.len() as u64 - a));
+                match next(5) {
+                    0 => {
+                        c.summary = Some(Summary {
+                            text: format!("summary {k}"),
+                            provenance: crate::compaction::Provenance::Supplied {
+                                author: Source::User,
+                            },
+                        })
+                    }
+                    1 => c.reasoning = Some(ReasoningPolicy::Strip),
+                    2 => c.clip_chars = Some(100),
+                    3 => c.excerpt_chars = Some(200),
+                    _ => {}
+                }
+                c.tool_calls = [
+                    None,
+                    Some(ToolPolicy::Strip),
+                    Some(ToolPolicy::StripResponses),
+                    Some(ToolPolicy::Omit),
+                ][next(4) as usize];
+                if next(3) == 0 {
+                    c.tool_overrides.insert("read".into(), ToolOverride::Keep);
+                }
+                bodies.push(compaction(c));
+            }
+        }
+        log_of(bodies)
+    }
+
+    #[test]
+    fn each_item_is_every_item_of_the_view_once() {
+        let mut summaries = 0;
+        let mut preambles = 0;
+        for seed in 0..2_000 {
+            let log = random_log(seed);
+            let mut view: Vec<String> = project(&log)
+                .items
+                .iter()
+                .map(|i| format!("{i:?}"))
+                .collect();
+            let mut each = Vec::new();
+            for_each_item(&log, |i| each.push(format!("{i:?}")));
+            summaries += view.iter().filter(|i| i.starts_with("Summary")).count();
+            preambles += view.iter().filter(|i| *i == "Preamble").count();
+            view.sort();
+            each.sort();
+            assert_eq!(each, view, "seed {seed}");
+        }
+        // The cases that matter were met.
+        assert!(
+            summaries > 100 && preambles > 100,
+            "{summaries} {preambles}"
+        );
+    }
 
     #[test]
     fn clipping_shows_head_and_tail_of_long_units_only_and_strip_wins() {
