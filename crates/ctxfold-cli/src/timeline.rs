@@ -82,20 +82,44 @@ struct Folded {
     seq: Option<u64>,
 }
 
-/// Make the timeline of `plan` run on `before`, giving `after`; `verb`
-/// says what was done (`folded`, `compacted`, `would compact`).
+/// What the timeline says of the log a run started from: taken before the
+/// run, so that the log need not be kept (a long session's records are
+/// its file's size again).
+#[derive(Debug, Clone, Copy)]
+pub struct Before {
+    turns: usize,
+    tokens_raw: usize,
+    tokens_before: usize,
+}
+
+impl Before {
+    /// The figures of `log`, the log a run starts from.
+    pub fn of(log: &Log) -> Before {
+        Before {
+            turns: log.turn_count(),
+            tokens_raw: raw_tokens(log.records()),
+            tokens_before: view_tokens(&project(log)),
+        }
+    }
+}
+
+/// Make the timeline of `plan` run on the log `before` was taken of,
+/// giving `after`; `verb` says what was done (`folded`, `compacted`,
+/// `would compact`).
 pub fn report(
-    before: &Log,
+    before: Before,
     after: &Log,
     plan: &Plan,
     compactions: &[Compaction],
     effects: &[Effect],
     verb: &'static str,
 ) -> Timeline {
-    let view_before = project(before);
+    let Before {
+        turns,
+        tokens_raw,
+        tokens_before,
+    } = before;
     let view_after = project(after);
-    let tokens_raw = raw_tokens(before.records());
-    let tokens_before = view_tokens(&view_before);
     let tokens_after = view_tokens(&view_after);
     let reports = turn_reports(after, &view_after);
     let lines = timeline(&reports);
@@ -133,7 +157,7 @@ pub fn report(
     let preamble =
         !compactions.is_empty() && view_after.items.iter().any(|i| matches!(i, Item::Preamble));
     Timeline {
-        turns: before.turn_count(),
+        turns,
         tokens_raw,
         tokens_before,
         tokens_after,

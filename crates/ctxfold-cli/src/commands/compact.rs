@@ -196,37 +196,46 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     }
     let mut fallback: Option<Fallback> = None;
     let (mut seqs, mut ranges) = (Vec::new(), Vec::new());
-    // A long session's records are several times its file (their hints are
-    // JSON trees): at most two copies are alive at once, the log before and
-    // after the run, and the output is made once the report is.
-    let (plan, compactions, effects, before, after) = match &auto {
+    // A long session's records are about its file's size again: one copy
+    // is kept, the log after the run; what the report says of the log
+    // before it is taken before the run, and the output is made once the
+    // report is.
+    let before = timeline::Before::of(&log);
+    let n = log.len();
+    // The input, when it is also the output (nothing folded) and the run's
+    // log is not it: a replay's.
+    let mut input: Option<Log> = None;
+    let (plan, compactions, effects, after) = match &auto {
         Some(auto) => {
             let replay = auto.replay(&log)?;
+            if replay.compactions.is_empty() {
+                input = Some(log);
+            } else {
+                drop(log);
+            }
             seqs = replay.seqs;
             ranges = replay.ranges;
-            (
-                replay.plan,
-                replay.compactions,
-                replay.effects,
-                log,
-                replay.log,
-            )
+            (replay.plan, replay.compactions, replay.effects, replay.log)
         }
         None => {
             let journal = ctxfold_compactor::Memory;
-            let n = log.len();
             let mut conv = Conversation::new(log, &journal);
             let run = run_asked(&mut conv, &args.rule, &rules, &plan_ctx, settings, false)?;
             fallback = run.fallback;
-            let after = conv.into_log();
-            // The run appends: the log before it is the records it started
-            // with, copied only now that the run's own copies are gone.
-            let before = Log::from_records(after.records()[..n.min(after.len())].to_vec());
-            (run.plan, run.compactions, run.effects, before, after)
+            (run.plan, run.compactions, run.effects, conv.into_log())
+        }
+    };
+    // The input's records once the run is done with: the run only appends.
+    let input_records = |after: Log| match input {
+        Some(log) => log.into_records(),
+        None => {
+            let mut records = after.into_records();
+            records.truncate(n);
+            records
         }
     };
     let size_before = size_of(&args.file);
-    let mut timeline = timeline::report(&before, &after, &plan, &compactions, &effects, "folded");
+    let mut timeline = timeline::report(before, &after, &plan, &compactions, &effects, "folded");
     // A replay's compactions are records of the replayed log, between the
     // transcript's own: each says its seq there (the transcript's records
     // before it keep theirs less the compactions before them).
@@ -257,9 +266,8 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let output = if compactions.is_empty() && aside.is_none() {
         // Nothing folded: the output is the input, record for record (no
         // preamble, no unpaired event left out), written whole.
-        drop(after);
         let mut whole = head;
-        whole.records = before.into_records();
+        whole.records = input_records(after);
         if stdout {
             Output::Stdout(ctxfold_formats::export_bytes(&whole, out_format, &dest)?)
         } else {
@@ -271,14 +279,12 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
         // with its hints put back.
         let (unchanged, view, made);
         let records: &dyn RecordSource = if compactions.is_empty() {
-            drop(after);
             unchanged = Unchanged {
-                records: before.into_records(),
+                records: input_records(after),
                 aside,
             };
             &unchanged
         } else {
-            drop(before);
             view = project(&after);
             made = Made {
                 made: Materialized::new(&after, &view),

@@ -189,7 +189,7 @@ pub fn run(ctx: &Context, args: CompactConversationArgs) -> anyhow::Result<Compa
         "compacted"
     };
     let timeline = timeline::report(
-        &before,
+        timeline::Before::of(&before),
         &after,
         &run.plan,
         &run.compactions,
