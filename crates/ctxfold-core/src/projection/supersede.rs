@@ -191,6 +191,11 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             Some((lo, hi, i, c.as_ref()))
         })
         .collect();
+    // Nothing in force, nothing superseded: and none of the per-record
+    // vectors below (a hundred MB at a million records) is made.
+    if spans.is_empty() {
+        return HashMap::new();
+    }
     spans.sort_by_key(|s| s.0);
     let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.2, s.3)).collect();
     // The turns each summary names (as the sweep's `span_turns`).
