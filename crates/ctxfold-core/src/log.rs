@@ -784,7 +784,7 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(
-            scans.to_vec(),
+            scans.clone().into_vec(),
             [(0, clean.clone()), (2, clean.clone()), (4, found.clone())]
         );
         let bodies = vec![user("a"), call("c"), result("c"), call("d"), result("d")];

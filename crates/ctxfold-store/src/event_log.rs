@@ -665,7 +665,7 @@ fn scan(dir: &Path, path: &Path, snapshot_from: u64, small: bool) -> Result<Scan
                 },
                 false => FromSnapshot {
                     bytes: r.covered,
-                    result_scans: r.scans.to_vec(),
+                    result_scans: r.scans.into_vec(),
                     small: ResultScans::new(),
                 },
             });

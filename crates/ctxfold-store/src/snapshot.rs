@@ -786,7 +786,7 @@ mod tests {
         let restored = restore(dir.path(), &log, size).unwrap();
         assert_eq!(restored.records, std::slice::from_ref(&record));
         assert_eq!(restored.scans.len(), 1);
-        assert!(!restored.scans.to_vec()[0].1.diagnostics.is_empty());
+        assert!(!restored.scans.into_vec()[0].1.diagnostics.is_empty());
         assert!(!restored.scans_stale);
 
         // The same file with another scanner in its header.
@@ -819,7 +819,7 @@ mod tests {
         let records = std::slice::from_ref(&record);
         write(dir.path(), &log, due, records, &[], &[(0, known.clone())]).unwrap();
         assert_eq!(
-            restore(dir.path(), &log, size).unwrap().scans.to_vec(),
+            restore(dir.path(), &log, size).unwrap().scans.into_vec(),
             [(0, known)]
         );
     }

@@ -115,14 +115,15 @@ impl ResultScans {
     }
 
     /// Each scan with its record's index, in index order.
-    pub fn to_vec(&self) -> Vec<(usize, ResultScan)> {
-        let mut all: Vec<(usize, ResultScan)> = Vec::with_capacity(self.len());
+    pub fn into_vec(self) -> Vec<(usize, ResultScan)> {
+        let ResultScans { clean, found, .. } = self;
+        let mut all: Vec<(usize, ResultScan)> = Vec::with_capacity(clean.len() + found.len());
         all.extend(
-            self.clean
-                .iter()
-                .map(|&(i, chars)| (i as usize, clean_scan(chars))),
+            clean
+                .into_iter()
+                .map(|(i, chars)| (i as usize, clean_scan(chars))),
         );
-        all.extend(self.found.iter().cloned());
+        all.extend(found);
         all.sort_by_key(|s| s.0);
         all
     }
