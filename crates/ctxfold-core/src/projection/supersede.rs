@@ -54,11 +54,36 @@ pub(super) enum IfRevoked {
 /// Who decides a record the model sees (compaction record indices): the
 /// summary over it, else the winning policy of its kind (reasoning, or the
 /// tool policy of a call or result) and the winning clip.
+/// One is kept for every record of the log: twelve bytes, not forty-eight
+/// (a million records' worth is memory the standings touch).
 #[derive(Debug, Clone, Copy, Default)]
 struct Deciders {
-    summary: Option<usize>,
-    policy: Option<usize>,
-    clip: Option<usize>,
+    summary: Who,
+    policy: Who,
+    clip: Who,
+}
+
+/// A compaction record's index, or none, in four bytes. A log of four
+/// billion records does not fit in memory, so every index does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Who(u32);
+
+impl Default for Who {
+    fn default() -> Who {
+        Who(u32::MAX)
+    }
+}
+
+impl Who {
+    fn of(index: Option<usize>) -> Who {
+        index
+            .and_then(|i| u32::try_from(i).ok())
+            .map_or(Who::default(), Who)
+    }
+
+    fn get(self) -> Option<usize> {
+        (self.0 != u32::MAX).then_some(self.0 as usize)
+    }
 }
 
 /// The winner covering `i` in `heap` and the one under it.
@@ -262,7 +287,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         }
         let (s1, s2) = top2(&mut summary_heap, i);
         if let Some(s1) = s1 {
-            deciders[i].summary = Some(s1);
+            deciders[i].summary = Who::of(Some(s1));
             // Calls waiting for a result leave the view (or never were in
             // it) with or without whatever decided how they show; their
             // results then do too.
@@ -285,7 +310,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         match &rec.body {
             Body::Reasoning { .. } => {
                 let (r1, r2) = top2(&mut reasoning_heap, i);
-                deciders[i].policy = r1;
+                deciders[i].policy = Who::of(r1);
                 let strips = |o: Option<usize>| {
                     o.and_then(|o| by_order[&o].reasoning) == Some(ReasoningPolicy::Strip)
                 };
@@ -297,7 +322,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             }
             Body::ToolCall { id, name, .. } => {
                 let (t1, t2) = tool_top2(i, name, &mut tools_heap, &mut tool_heaps);
-                deciders[i].policy = t1;
+                deciders[i].policy = Who::of(t1);
                 let (p1, p2) = (
                     tool_override(&by_order, t1, name),
                     tool_override(&by_order, t2, name),
@@ -326,9 +351,9 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
                 let (t1, t2) = tool_top2(i, w.name, &mut tools_heap, &mut tool_heaps);
                 let (c1, c2) = top2(&mut clip_heap, i);
                 deciders[i] = Deciders {
-                    summary: None,
-                    policy: t1,
-                    clip: c1,
+                    summary: Who::default(),
+                    policy: Who::of(t1),
+                    clip: Who::of(c1),
                 };
                 let long = more_chars_than(content, KEEP_RESULT_CHARS);
                 let strips = |o: Option<usize>| {
@@ -383,7 +408,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             }
             Body::User { content, .. } => {
                 let (c1, c2) = top2(&mut clip_heap, i);
-                deciders[i].clip = c1;
+                deciders[i].clip = Who::of(c1);
                 let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
                 if let Some(c1) = c1
                     && clip(Some(c1)) != clip(c2)
@@ -475,7 +500,7 @@ impl Runs {
         before.push(n);
         for (i, rec) in records.iter().enumerate() {
             if !matches!(rec.body, Body::System { .. }) && rec.body.is_model_visible() {
-                let key = deciders[i].summary;
+                let key = deciders[i].summary.get();
                 if starts.last().is_none_or(|&(_, k)| k != key) {
                     starts.push((i, key));
                 }
@@ -520,16 +545,16 @@ fn unchanged(
         if !acts {
             return;
         }
-        let who: Vec<usize> = match d.summary {
+        let who: Vec<usize> = match d.summary.get() {
             Some(s) => vec![s],
             None => {
                 let mut v = Vec::new();
                 if (on_tool || matches!(rec.body, Body::Reasoning { .. }))
-                    && let Some(p) = d.policy
+                    && let Some(p) = d.policy.get()
                 {
                     v.push(p);
                 }
-                if clips && let Some(k) = d.clip {
+                if clips && let Some(k) = d.clip.get() {
                     v.push(k);
                 }
                 v
