@@ -310,6 +310,10 @@ proptest! {
         let view = project(&log);
         let r = Retentions::new(&log, &view);
         prop_assert_eq!(r.union(&ranges), union_reference(&log, &ranges));
+        // Read as the projection makes its items, the view never held.
+        let projecting = Retentions::projecting(&log);
+        prop_assert_eq!(projecting.of(&ranges, true), r.of(&ranges, true));
+        prop_assert_eq!(projecting.union(&ranges), r.union(&ranges));
     }
 }
 

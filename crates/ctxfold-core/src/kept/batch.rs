@@ -35,7 +35,9 @@ use crate::projection::View;
 /// log: the same [`Kept`] as [`retention`](super::retention) for each.
 pub struct Retentions<'a> {
     log: &'a Log,
-    view: &'a View<'a>,
+    /// The view read, or `None` for the view the log projects to as it is
+    /// (made again if its text is needed).
+    view: Option<&'a View<'a>>,
     /// The view's text, made only when a fact is not decided by its own
     /// record's item (`own.rs`).
     text: std::cell::OnceCell<String>,
@@ -51,7 +53,19 @@ impl<'a> Retentions<'a> {
     /// Read `view`, a projection of `log` (or of `log` with compactions
     /// appended).
     pub fn new(log: &'a Log, view: &'a View<'a>) -> Self {
-        let items = super::own::read(log, view);
+        Self::with(log, Some(view), super::own::read(log, view))
+    }
+
+    /// Read the view `log` projects to as it is ([`project`]), as the
+    /// projection makes its items, without holding it: the same reports
+    /// as [`Retentions::new`] of that view, in less memory.
+    ///
+    /// [`project`]: crate::projection::project
+    pub fn projecting(log: &'a Log) -> Self {
+        Self::with(log, None, super::own::read_projecting(log))
+    }
+
+    fn with(log: &'a Log, view: Option<&'a View<'a>>, items: super::own::Items) -> Self {
         let mut shown = Vec::with_capacity(log.len() + 1);
         shown.push(0);
         shown.extend(items.tokens.iter().scan(0, |sum, t| {
@@ -69,7 +83,10 @@ impl<'a> Retentions<'a> {
 
     /// The view's text, whitespace collapsed (made on first use).
     pub fn text(&self) -> &str {
-        self.text.get_or_init(|| super::view_text(self.view))
+        self.text.get_or_init(|| match self.view {
+            Some(view) => super::view_text(view),
+            None => super::view_text(&crate::projection::project(self.log)),
+        })
     }
 
     /// The report of each of `ranges` (indices of the log, inclusive), in

@@ -48,8 +48,7 @@ pub fn listing(log: &Log, lost: bool) -> Vec<Listed> {
     // listings have one in force.
     std::thread::scope(|s| {
         let statuses = s.spawn(|| standings(log));
-        let view = any.then(|| project(log));
-        let now = view.as_ref().map(|v| Retentions::new(log, v));
+        let now = any.then(|| Retentions::projecting(log));
         let statuses = (statuses.join()).unwrap_or_else(|p| std::panic::resume_unwind(p));
         listed(log, lost, &statuses, now.as_ref())
     })

@@ -48,17 +48,56 @@ const CHUNK: usize = 1 << 14;
 /// Each item is read alone, so a chunk at a time is read on every core
 /// (as `batch.rs` reads records); the result is the same.
 pub(super) fn read(log: &Log, view: &View<'_>) -> Items {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let mut out = Items {
-        tokens: vec![0; log.len()],
-        shown: vec![0; log.len()],
-    };
+    let mut r = Reader::new(log);
     for chunk in view.items.chunks(CHUNK) {
-        let parts: Vec<Vec<(usize, usize, Shown)>> = if threads == 1 || chunk.len() < 1024 {
+        r.chunk(chunk);
+    }
+    r.out
+}
+
+/// [`read`] of the view `log` projects to as it is, its items taken as
+/// the projection makes them: the view is never held whole (a million
+/// items are 60 MB).
+pub(super) fn read_projecting(log: &Log) -> Items {
+    let mut r = Reader::new(log);
+    let mut buf = Vec::with_capacity(CHUNK);
+    crate::projection::for_each_item(log, |item| {
+        buf.push(item);
+        if buf.len() == CHUNK {
+            r.chunk(&buf);
+            buf.clear();
+        }
+    });
+    r.chunk(&buf);
+    r.out
+}
+
+/// Items read a chunk at a time into their figures.
+struct Reader<'l> {
+    log: &'l Log,
+    threads: usize,
+    out: Items,
+}
+
+impl<'l> Reader<'l> {
+    fn new(log: &'l Log) -> Self {
+        Reader {
+            log,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+            out: Items {
+                tokens: vec![0; log.len()],
+                shown: vec![0; log.len()],
+            },
+        }
+    }
+
+    fn chunk(&mut self, chunk: &[Item<'_>]) {
+        let log = self.log;
+        let parts: Vec<Vec<(usize, usize, Shown)>> = if self.threads == 1 || chunk.len() < 1024 {
             vec![chunk.iter().filter_map(|i| one(log, i)).collect()]
         } else {
             std::thread::scope(|s| {
-                let handles: Vec<_> = (chunk.chunks(chunk.len().div_ceil(threads)))
+                let handles: Vec<_> = (chunk.chunks(chunk.len().div_ceil(self.threads)))
                     .map(|part| s.spawn(move || part.iter().filter_map(|i| one(log, i)).collect()))
                     .collect();
                 (handles.into_iter())
@@ -66,12 +105,12 @@ pub(super) fn read(log: &Log, view: &View<'_>) -> Items {
                     .collect()
             })
         };
+        // Sums and unions: the items' order does not matter.
         for (start, tokens, shown) in parts.into_iter().flatten() {
-            out.tokens[start] += tokens;
-            out.shown[start] |= shown;
+            self.out.tokens[start] += tokens;
+            self.out.shown[start] |= shown;
         }
     }
-    out
 }
 
 /// An item's first record, its tokens, and which of that record's facts
