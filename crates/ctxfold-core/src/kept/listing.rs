@@ -4,7 +4,9 @@
 //! whatever the ranges' nesting or overlap.
 
 use crate::log::Log;
-use crate::projection::{Standing, covered_indices, project, project_as_of, standings};
+use crate::projection::{
+    Standing, compaction_status, covered_indices, project, project_as_of, standings,
+};
 use crate::record::Body;
 
 use super::{Kept, Retentions};
@@ -49,8 +51,26 @@ pub fn listing(log: &Log, lost: bool) -> Vec<Listed> {
     std::thread::scope(|s| {
         let statuses = s.spawn(|| standings(log));
         let now = any.then(|| Retentions::projecting(log));
+        // The reports of every compaction in force (the active ones among
+        // them), made while the standings are still read: a range's report
+        // does not depend on the ranges made with it. Not with the lists
+        // of what was lost: superseded ranges nested from the first record
+        // would make those grow with the square of the conversation.
+        let early = now.as_ref().filter(|_| !lost).map(|r| {
+            let (in_force, _) = compaction_status(log);
+            let ranges: Vec<(usize, (usize, usize))> = (in_force.into_iter())
+                .filter_map(|i| match &log.records()[i].body {
+                    Body::Compaction(c) => covered_indices(log, c).map(|range| (i, range)),
+                    _ => None,
+                })
+                .collect();
+            let kept = r.of(&ranges.iter().map(|(_, r)| *r).collect::<Vec<_>>(), false);
+            (ranges.into_iter().map(|(i, _)| i))
+                .zip(kept)
+                .collect::<foldhash::HashMap<usize, Kept>>()
+        });
         let statuses = (statuses.join()).unwrap_or_else(|p| std::panic::resume_unwind(p));
-        listed(log, lost, &statuses, now.as_ref())
+        listed(log, lost, &statuses, now.as_ref(), early)
     })
 }
 
@@ -61,6 +81,7 @@ fn listed(
     lost: bool,
     statuses: &foldhash::HashMap<usize, Standing>,
     now: Option<&Retentions<'_>>,
+    mut early: Option<foldhash::HashMap<usize, Kept>>,
 ) -> Vec<Listed> {
     let next = log.turn_count() as u32;
     let records = log.records();
@@ -86,16 +107,22 @@ fn listed(
         })
         .collect();
     let now_read = now;
-    let reports = |now: bool| -> Vec<Kept> {
-        let ranges: Vec<(usize, usize)> = compactions
+    let mut reports = |now: bool| -> Vec<Kept> {
+        let wanted: Vec<(usize, (usize, usize))> = compactions
             .iter()
-            .filter_map(|(_, v)| *v)
-            .filter(|(n, _)| *n == now)
-            .map(|(_, r)| r)
+            .filter_map(|&(i, v)| v.filter(|(n, _)| *n == now).map(|(_, r)| (i, r)))
             .collect();
-        if ranges.is_empty() {
+        if wanted.is_empty() {
             return Vec::new();
         }
+        // Made already, with the standings (every one in force was).
+        if now && let Some(early) = early.as_mut() {
+            let made: Option<Vec<Kept>> = wanted.iter().map(|(i, _)| early.remove(i)).collect();
+            if let Some(made) = made {
+                return made;
+            }
+        }
+        let ranges: Vec<(usize, usize)> = wanted.into_iter().map(|(_, r)| r).collect();
         match (now, now_read) {
             (true, Some(r)) => r.of(&ranges, lost),
             _ => {
