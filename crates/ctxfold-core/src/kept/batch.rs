@@ -6,11 +6,13 @@
 //! looks for every fact of its range in the whole view text, and reads
 //! every record of its range; a conversation's compactions, whose ranges
 //! nest from its first record, made that the square of the conversation.
-//! Here each record's facts are read once, each distinct fact is looked
-//! for once (all together, in one pass over the text), the tokens are
-//! prefix sums by record, and a range's distinct facts are counted from
-//! where each fact occurs before (the first occurrence in a range is the
-//! one whose previous occurrence lies before the range).
+//! Here each record's facts are read once, a fact its own record's item
+//! shows is kept without a search (`own.rs`), each other distinct fact is
+//! looked for once (all together, in one pass over the view's text, made
+//! only then), the tokens are prefix sums by record, and a range's
+//! distinct facts are counted from where each fact occurs before (the
+//! first occurrence in a range is the one whose previous occurrence lies
+//! before the range).
 //!
 //! The facts are the same as `retention`'s, read by
 //! [`record_facts`](super::record_facts): among the diagnostics, every

@@ -22,9 +22,10 @@ pub struct Listed {
     /// Where it stands (`None` only for a record the status pass did not
     /// reach, which it reaches for every compaction).
     pub standing: Option<Standing>,
-    /// What the view keeps of its range: for one in force, in the view as
-    /// it is; for a deferred one due by the next turn, in the view it will
-    /// come into force in; for the others nothing (they fold nothing).
+    /// What the view keeps of its range: for an active one, in the view
+    /// as it is; for a deferred one due by the next turn, in the view it
+    /// will come into force in; for the others nothing (they fold nothing,
+    /// or decide nothing the view shows).
     pub kept: Option<Kept>,
 }
 
@@ -44,8 +45,8 @@ type InView = (bool, (usize, usize));
 pub fn listing(log: &Log, lost: bool) -> Vec<Listed> {
     let any = (log.records().iter()).any(|r| matches!(r.body, Body::Compaction(_)));
     // The standings and the reading of the view as it is do not depend on
-    // each other: each is about a quarter of the listing of a million
-    // events, so they run on two threads (the same result as one after the
+    // each other, and each is a large part of the listing of a million
+    // events: they run on two threads (the same result as one after the
     // other). The view is read whenever there are compactions; most
     // listings have one in force.
     std::thread::scope(|s| {
