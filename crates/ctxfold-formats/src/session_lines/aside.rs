@@ -135,7 +135,7 @@ impl Aside {
         self.open.clear();
     }
 
-    /// Put back into `r` what [`Aside::take`] took out of the session's
+    /// Put back into `r` what `Aside::take` took out of the session's
     /// record at `index` (its place in the session, 0-based): `r` is that
     /// record or one made from it. Nothing for an index past the
     /// session's records (a compaction the run appended).
