@@ -505,3 +505,42 @@ fn an_undone_automatic_compaction_is_not_redone() {
         }
     }
 }
+
+/// `compact FILE --auto` on a transcript that never reaches its window:
+/// nothing fires, and what it writes is the transcript it read.
+#[test]
+fn an_auto_replay_where_nothing_fires_writes_the_input_back() {
+    let s = Scratch::new();
+    let mut messages = vec![json!({"role": "user", "content": "Make every test pass."})];
+    for k in 0..20 {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("s{k}"), "type": "function",
+            "function": {"name": "run_tests", "arguments": json!({"patch": format!("+ fix {k}\n")}).to_string()}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("s{k}"),
+            "content": format!("step {k}: test ok")}));
+    }
+    messages.push(json!({"role": "assistant", "content": "All tests pass now."}));
+    std::fs::write(
+        s.path().join("run.json"),
+        serde_json::to_vec(&json!({"messages": messages})).unwrap(),
+    )
+    .unwrap();
+    let out = s
+        .command()
+        .args([
+            "compact", "run.json", "--auto", "--window", "1000000", "-o", "out.json", "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["compactions"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(s.path().join("out.json")).unwrap()).unwrap();
+    assert_eq!(written["messages"], json!(messages));
+}
