@@ -25,6 +25,7 @@
 //! so a request re-wrapped by a summary still counts; anything else
 //! (paraphrase, a cut) is lost.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde::Serialize;
@@ -153,32 +154,35 @@ pub fn facts(log: &Log, lo: usize, hi: usize) -> Facts {
     let mut seen_diag = BTreeSet::new();
     for i in (0..log.len()).take(hi + 1).skip(lo) {
         let f = record_facts(log, i);
-        out.files.extend(f.files);
+        out.files.extend(f.files.into_iter().map(Cow::into_owned));
         for d in f.diagnostics {
-            if seen_diag.insert(d.text.clone()) {
-                out.diagnostics.push(d);
+            if seen_diag.insert(d.text.as_str()) {
+                out.diagnostics.push(d.clone());
             }
         }
-        out.requests.extend(f.request);
+        out.requests.extend(f.request.map(str::to_owned));
     }
     out
 }
 
-/// What one record adds to the facts of a range that holds it.
+/// What one record adds to the facts of a range that holds it, borrowed
+/// from the log (a report over a long log reads every record's facts, and
+/// copying each diagnostic and request out was a tenth of `c show`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RecordFacts {
-    /// Paths given to a tool call.
-    pub files: BTreeSet<String>,
+pub struct RecordFacts<'a> {
+    /// Paths given to a tool call, sorted, each once (borrowed from the
+    /// arguments' text unless written with escapes).
+    pub files: Vec<Cow<'a, str>>,
     /// A tool result's diagnostics that count, in order (a range keeps the
     /// first of each text).
-    pub diagnostics: Vec<Diagnostic>,
-    /// A user message of at most [`REQUEST_WORDS_MAX`] characters.
-    pub request: Option<String>,
+    pub diagnostics: Vec<&'a Diagnostic>,
+    /// A user message of at most [`REQUEST_WORDS_MAX`] characters, trimmed.
+    pub request: Option<&'a str>,
 }
 
 /// The facts of record `i` of `log` alone: the one place a record's facts
 /// are read, for [`facts`] and for [`Retentions`].
-pub fn record_facts(log: &Log, i: usize) -> RecordFacts {
+pub fn record_facts(log: &Log, i: usize) -> RecordFacts<'_> {
     let mut out = RecordFacts::default();
     match &log.records()[i].body {
         Body::ToolCall { arguments, .. } => {
@@ -195,14 +199,13 @@ pub fn record_facts(log: &Log, i: usize) -> RecordFacts {
             out.diagnostics.extend(
                 found
                     .iter()
-                    .filter(|d| d.kind.is_primary() && seen.insert(d.text.as_str()))
-                    .cloned(),
+                    .filter(|d| d.kind.is_primary() && seen.insert(d.text.as_str())),
             );
         }
         Body::User { content, .. } => {
             let c = content.trim();
             if !c.is_empty() && c.chars().count() <= REQUEST_WORDS_MAX {
-                out.request = Some(c.to_owned());
+                out.request = Some(c);
             }
         }
         _ => {}

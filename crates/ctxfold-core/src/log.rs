@@ -46,6 +46,8 @@ pub struct Log {
     /// The recall tag (see [`crate::handle`]), hashed once, from the first
     /// record, when it comes.
     tag: Option<Tag>,
+    /// Index of each compaction and compaction reset record, in order.
+    overlays: Vec<usize>,
 }
 
 /// Counts of what a log holds, in SPEC §2's vocabulary.
@@ -149,6 +151,19 @@ impl Log {
         self.records.push(record);
     }
 
+    /// The indices of the log's compaction and compaction reset records,
+    /// in order: the few among a million records that say what the view
+    /// folds, found without reading the others (each pass over a million
+    /// records is some 10 ms, and the compaction listing made several).
+    pub fn overlays(&self) -> &[usize] {
+        &self.overlays
+    }
+
+    /// [`revoked_seqs`] of the log's records, reading only its overlays.
+    pub fn revoked(&self) -> std::collections::HashSet<u64> {
+        revoked_in(self.overlays.iter().map(|&i| &self.records[i]))
+    }
+
     /// The log's recall tag: the conversation part of every handle its
     /// view's folds carry (see [`crate::handle`]); `None` while it is empty.
     pub fn tag(&self) -> Option<Tag> {
@@ -183,6 +198,9 @@ impl Log {
                 self.turn_starts.push(idx);
             }
             self.current_holds_event = true;
+        }
+        if matches!(record.body, Body::Compaction(_) | Body::CompactionReset(_)) {
+            self.overlays.push(idx);
         }
         self.turn_of
             .push(self.turn_starts.len().saturating_sub(1) as u32);
@@ -664,6 +682,12 @@ pub fn read_lines(text: &[u8]) -> ReadLines {
 /// `records` leave revoked, applying the resets in log order (a restore
 /// undoes a revocation).
 pub fn revoked_seqs(records: &[Record]) -> std::collections::HashSet<u64> {
+    revoked_in(records.iter())
+}
+
+/// [`revoked_seqs`] of `records`, in log order (the others than
+/// compactions and resets are passed over).
+fn revoked_in<'r>(records: impl Iterator<Item = &'r Record>) -> std::collections::HashSet<u64> {
     let mut revoked = std::collections::HashSet::new();
     let mut seen: Vec<u64> = Vec::new();
     for r in records {

@@ -68,12 +68,10 @@ impl<'a> Retentions<'a> {
     }
 
     fn with(log: &'a Log, view: Option<&'a View<'a>>, items: super::own::Items) -> Self {
-        let mut shown = Vec::with_capacity(log.len() + 1);
-        shown.push(0);
-        shown.extend(items.tokens.iter().scan(0, |sum, t| {
-            *sum += t;
-            Some(*sum)
-        }));
+        let mut shown = items.tokens;
+        for i in 1..shown.len() {
+            shown[i] += shown[i - 1];
+        }
         Retentions {
             log,
             view,
@@ -275,7 +273,7 @@ impl Occurrences {
         // Per key: whether an item shows it in its own record (kept for
         // certain, `own.rs`); the others are looked for in the view's text.
         let (mut file_shown, mut diag_shown, mut request_shown) = (vec![], vec![], vec![]);
-        let mut diag_list: Vec<Diagnostic> = Vec::new();
+        let mut diag_list: Vec<&Diagnostic> = Vec::new();
         let mut o = Occurrences {
             files: vec![],
             file_names: vec![],
@@ -295,7 +293,7 @@ impl Occurrences {
             o.raw[i + 1] = tokens;
             let shown = |k: usize| r.own.get(i).is_some_and(|s| s & bit(k) != 0);
             for (k, path) in f.files.iter().enumerate() {
-                let key = intern(&mut file_keys, path, |p| {
+                let key = intern(&mut file_keys, path.as_ref(), |p| {
                     file_shown.push(false);
                     o.file_names.push(p.to_owned());
                 });
@@ -317,13 +315,13 @@ impl Occurrences {
                     .map_or(0, |l| 1 + intern(&mut location_keys, l, |_| {}));
                 let check = intern(&mut diag_keys, &(text_key, line, location), |_| {
                     diag_shown.push(false);
-                    diag_list.push(d.clone());
+                    diag_list.push(d);
                 });
                 diag_shown[check as usize] |= shown(f.files.len() + k);
                 o.diags.push((i, check, text_key));
             }
             if let Some(req) = &f.request {
-                let key = intern(&mut request_keys, req.as_str(), |q| {
+                let key = intern(&mut request_keys, *req, |q| {
                     request_shown.push(false);
                     o.request_texts.push(q.to_owned());
                 });
@@ -601,7 +599,7 @@ const CHUNK: usize = 1 << 14;
 fn read_facts(
     log: &Log,
     records: impl Iterator<Item = usize>,
-) -> impl Iterator<Item = (usize, usize, RecordFacts)> {
+) -> impl Iterator<Item = (usize, usize, RecordFacts<'_>)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let mut records = records.peekable();
     std::iter::from_fn(move || {

@@ -43,7 +43,8 @@ type InView = (bool, (usize, usize));
 /// nested, side by side and overlapping ranges); they are made together,
 /// one pass over each view.
 pub fn listing(log: &Log, lost: bool) -> Vec<Listed> {
-    let any = (log.records().iter()).any(|r| matches!(r.body, Body::Compaction(_)));
+    let any =
+        (log.overlays().iter()).any(|&i| matches!(log.records()[i].body, Body::Compaction(_)));
     // The standings and the reading of the view as it is do not depend on
     // each other, and each is a large part of the listing of a million
     // events: they run on two threads (the same result as one after the
@@ -86,10 +87,8 @@ fn listed(
 ) -> Vec<Listed> {
     let next = log.turn_count() as u32;
     let records = log.records();
-    let compactions: Vec<(usize, Option<InView>)> = records
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| match &r.body {
+    let compactions: Vec<(usize, Option<InView>)> = (log.overlays().iter())
+        .filter_map(|&i| match &records[i].body {
             Body::Compaction(c) => Some((i, c)),
             _ => None,
         })

@@ -33,7 +33,9 @@ pub(super) fn bit(k: usize) -> Shown {
 
 /// A view's items read once.
 pub(super) struct Items {
-    /// The tokens of the items whose origin starts at each record.
+    /// At `i + 1`, the tokens of the items whose origin starts at record
+    /// `i` (`0` at `0`): summed in place, the prefix sums a report reads
+    /// (one vector of a million, not two).
     pub tokens: Vec<usize>,
     /// By record index: which of its facts its item shows.
     pub shown: Vec<Shown>,
@@ -85,7 +87,7 @@ impl<'l> Reader<'l> {
             log,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
             out: Items {
-                tokens: vec![0; log.len()],
+                tokens: vec![0; log.len() + 1],
                 shown: vec![0; log.len()],
             },
         }
@@ -107,7 +109,7 @@ impl<'l> Reader<'l> {
         };
         // Sums and unions: the items' order does not matter.
         for (start, tokens, shown) in parts.into_iter().flatten() {
-            self.out.tokens[start] += tokens;
+            self.out.tokens[start + 1] += tokens;
             self.out.shown[start] |= shown;
         }
     }
@@ -191,7 +193,7 @@ fn one(log: &Log, item: &Item<'_>) -> Option<(usize, usize, Shown)> {
 
 /// Which of `facts` the item whose texts are `own` shows (`whole`: the
 /// item is its record as it is).
-fn shown(facts: &RecordFacts, own: &Texts<'_>, whole: bool) -> Shown {
+fn shown(facts: &RecordFacts<'_>, own: &Texts<'_>, whole: bool) -> Shown {
     let mut out = 0;
     let (files, diagnostics) = (facts.files.len(), facts.diagnostics.len());
     if files + diagnostics > 0 {

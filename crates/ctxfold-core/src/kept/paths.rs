@@ -32,7 +32,7 @@ pub(super) const PATH_KEYS: &[&str] = &[
 /// [`KEEP_ARGUMENT_CHARS`] characters, which stripping keeps as they are
 /// (the path is that string trimmed, and holds no whitespace).
 /// Arguments that are not JSON name none.
-pub(super) fn call_paths(arguments: &JsonText) -> BTreeMap<String, bool> {
+pub(super) fn call_paths(arguments: &JsonText) -> BTreeMap<Cow<'_, str>, bool> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_str(arguments.text());
     if (Paths {
@@ -44,18 +44,17 @@ pub(super) fn call_paths(arguments: &JsonText) -> BTreeMap<String, bool> {
     {
         return BTreeMap::new();
     }
-    let mut out: BTreeMap<String, bool> = BTreeMap::new();
+    let mut out: BTreeMap<Cow<'_, str>, bool> = BTreeMap::new();
     for (s, short) in found {
-        let p = s.trim();
+        let p = match s {
+            Cow::Borrowed(b) => Cow::Borrowed(b.trim()),
+            Cow::Owned(o) if o.trim().len() == o.len() => Cow::Owned(o),
+            Cow::Owned(o) => Cow::Owned(o.trim().to_owned()),
+        };
         // `.` and `..` name no file; a path is one word.
         let only_dots = p.chars().all(|c| c == '.' || c == '/');
         if !only_dots && p.len() <= 300 && !p.contains(char::is_whitespace) {
-            match out.get_mut(p) {
-                Some(s) => *s |= short,
-                None => {
-                    out.insert(p.to_owned(), short);
-                }
-            }
+            *out.entry(p).or_default() |= short;
         }
     }
     out
@@ -184,7 +183,9 @@ mod tests {
             "files": [long, "..", "two words", "src/lib.rs"],
             "command": "cat src/main.rs",
         }));
-        let found = call_paths(&args);
+        let found: BTreeMap<String, bool> = (call_paths(&args).into_iter())
+            .map(|(p, short)| (p.into_owned(), short))
+            .collect();
         let expected: BTreeMap<String, bool> = [
             ("src/lib.rs".to_owned(), true),
             ("src/a\u{e9}.rs".to_owned(), true),
@@ -195,9 +196,14 @@ mod tests {
         assert_eq!(found, expected);
         // Escapes in keys and values are read as the JSON means them.
         let escaped = JsonText::parse(r#"{"p\u0061th": "src\/b.rs"}"#).unwrap();
-        assert_eq!(
-            call_paths(&escaped).into_iter().collect::<Vec<_>>(),
-            [("src/b.rs".to_owned(), true)]
-        );
+        let found = call_paths(&escaped).into_iter().collect::<Vec<_>>();
+        assert_eq!(found, [(Cow::Borrowed("src/b.rs"), true)]);
+        // One read as it is written is borrowed, not copied.
+        assert!(matches!(
+            call_paths(&JsonText::from(serde_json::json!({"path": " src/c.rs"})))
+                .into_keys()
+                .next(),
+            Some(Cow::Borrowed("src/c.rs"))
+        ));
     }
 }

@@ -26,7 +26,7 @@ use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use crate::compaction::{Compaction, ReasoningPolicy, ToolOverride};
 use crate::handle::Tag;
 use crate::log::Log;
-use crate::record::Body;
+use crate::record::{Body, Record};
 use crate::text::more_chars_than;
 
 use super::status::covered_indices;
@@ -193,6 +193,26 @@ struct Waiting<'a> {
     credit: Option<usize>,
     in_view: bool,
     name: &'a str,
+    /// The call's record index.
+    at: usize,
+}
+
+/// The tool of each call and result the model sees: its call's record
+/// index (four bytes a record, where the name was sixteen).
+struct Names<'a> {
+    records: &'a [Record],
+    call: Vec<Who>,
+}
+
+impl<'a> Names<'a> {
+    /// The tool of record `i`, a call or a result with its call.
+    fn of(&self, i: usize) -> Option<&'a str> {
+        let call = self.call.get(i)?.get()?;
+        match &self.records.get(call)?.body {
+            Body::ToolCall { name, .. } => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// What revoking each compaction of `active` (record indices, in force)
@@ -245,8 +265,11 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
     // nearly every record of a long log, so no hashing).
     let mut changes = Marks(vec![false; records.len()]);
     let mut deciders: Vec<Deciders> = vec![Deciders::default(); records.len()];
-    let mut names: Vec<Option<&str>> = vec![None; records.len()];
-    let mut call_names: HashMap<&str, &str> = HashMap::with_capacity(records.len() / 8);
+    let mut names = Names {
+        records,
+        call: vec![Who::default(); records.len()],
+    };
+    let mut call_names = CallNames { records, map: None };
     let mut waiting: HashMap<&str, Waiting<'_>> = HashMap::new();
     let tag = Tag::of(log).unwrap_or_default();
     let mut next_span = 0;
@@ -278,11 +301,16 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         // The tool of a call or result, whoever decides it (to say what
         // supersedes a tool policy).
         match &rec.body {
-            Body::ToolCall { id, name, .. } => {
-                call_names.insert(id, name);
-                names[i] = Some(name);
+            Body::ToolCall { id, .. } => {
+                call_names.call(id, i);
+                names.call[i] = Who::of(Some(i));
             }
-            Body::ToolResult { id, .. } => names[i] = call_names.get(id.as_str()).copied(),
+            Body::ToolResult { id, .. } => {
+                names.call[i] = Who::of(match waiting.get(id.as_str()) {
+                    Some(w) => Some(w.at),
+                    None => call_names.of(i, id),
+                })
+            }
             _ => {}
         }
         let (s1, s2) = top2(&mut summary_heap, i);
@@ -335,6 +363,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
                         credit,
                         in_view: p1 != ToolOverride::Omit,
                         name,
+                        at: i,
                     },
                 );
             }
@@ -362,12 +391,14 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
                         ToolOverride::Strip | ToolOverride::StripResponses
                     )
                 };
-                let tool = w.name.to_owned();
                 let keep = |o: Option<usize>| {
                     o.and_then(|o| by_order[&o].keep_diagnostics)
                         .map_or(KEEP_DIAGNOSTICS, |n| n as usize)
                 };
+                // The tool's name copied only when two lines are made to
+                // be compared (not for each result).
                 let line = |keep_diagnostics| {
+                    let tool = w.name.to_owned();
                     Item::StrippedResult {
                         index: i,
                         record: rec,
@@ -420,7 +451,9 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         }
     }
 
-    let runs = Runs::new(records, &deciders, &names);
+    // Made only for a compaction that changes nothing (a pass and 20 bytes
+    // a record): where every one in force changes the view, never.
+    let runs = std::cell::OnceCell::new();
     spans
         .iter()
         .map(|&(lo, hi, order, c)| {
@@ -429,11 +462,50 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             {
                 IfRevoked::Changes
             } else {
-                unchanged(log, (lo, hi), order, c, (&deciders, &names), (&runs, walk))
+                let runs = runs.get_or_init(|| Runs::new(records, &deciders, &names));
+                unchanged(log, (lo, hi), order, c, (&deciders, &names), (runs, walk))
             };
             (order, effect)
         })
         .collect()
+}
+
+/// The last call before with each id (its record index), for a result's
+/// tool.
+///
+/// A result's call is nearly always still waiting for it (`waiting` holds
+/// the same name: a summary that takes a call out of the view empties it),
+/// so the map of every call, a few hundred thousand entries at a million
+/// records (7% of the listing), is made only at the first result whose
+/// call is not waiting, from the records before it: then it answers as
+/// one kept from the first record would.
+struct CallNames<'a> {
+    records: &'a [Record],
+    map: Option<HashMap<&'a str, usize>>,
+}
+
+impl<'a> CallNames<'a> {
+    /// A call the model sees, at the record the sweep is at.
+    fn call(&mut self, id: &'a str, at: usize) {
+        if let Some(map) = &mut self.map {
+            map.insert(id, at);
+        }
+    }
+
+    /// The call `id`, asked at record `i`.
+    fn of(&mut self, i: usize, id: &str) -> Option<usize> {
+        let records = self.records;
+        let map = self.map.get_or_insert_with(|| {
+            (records[..i].iter().enumerate())
+                .filter(|(_, r)| r.body.is_model_visible())
+                .filter_map(|(at, r)| match &r.body {
+                    Body::ToolCall { id, .. } => Some((id.as_str(), at)),
+                    _ => None,
+                })
+                .collect()
+        });
+        map.get(id).copied()
+    }
 }
 
 /// Record indices marked, as a set: [`Marks::insert`] and
@@ -489,11 +561,7 @@ struct Runs {
 }
 
 impl Runs {
-    fn new(
-        records: &[crate::record::Record],
-        deciders: &[Deciders],
-        names: &[Option<&str>],
-    ) -> Runs {
+    fn new(records: &[crate::record::Record], deciders: &[Deciders], names: &Names<'_>) -> Runs {
         let mut starts: Vec<(usize, Option<usize>)> = Vec::new();
         let mut before = Vec::with_capacity(records.len() + 1);
         let mut n = [0u32; 5];
@@ -505,7 +573,7 @@ impl Runs {
                     starts.push((i, key));
                 }
                 let result = matches!(rec.body, Body::ToolResult { .. });
-                let named = names[i].is_some();
+                let named = names.call[i].get().is_some();
                 n[0] += 1;
                 n[1] += u32::from(matches!(rec.body, Body::Reasoning { .. }));
                 n[2] += u32::from(named);
@@ -526,7 +594,7 @@ fn unchanged(
     (lo, hi): (usize, usize),
     order: usize,
     c: &Compaction,
-    (deciders, names): (&[Deciders], &[Option<&str>]),
+    (deciders, names): (&[Deciders], &Names<'_>),
     (runs, walk): (&Runs, bool),
 ) -> IfRevoked {
     let clips = c.clip_chars.is_some() || c.excerpt_chars.is_some();
@@ -536,8 +604,9 @@ fn unchanged(
     let read = |i: usize, count: &mut HashMap<usize, usize>, decides_some: &mut bool| {
         let rec = &log.records()[i];
         let d = deciders[i];
-        let on_tool =
-            names[i].is_some_and(|n| c.tool_calls.is_some() || c.tool_overrides.contains_key(n));
+        let on_tool = names
+            .of(i)
+            .is_some_and(|n| c.tool_calls.is_some() || c.tool_overrides.contains_key(n));
         let acts = c.summary.is_some()
             || (matches!(rec.body, Body::Reasoning { .. }) && c.reasoning.is_some())
             || on_tool
