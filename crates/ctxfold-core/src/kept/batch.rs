@@ -20,6 +20,8 @@
 //! lines naming where a full output was saved count as a compiler error
 //! does (warnings, a compiler's or a log's, do not).
 
+use std::borrow::Cow;
+
 // foldhash: hashing the facts' keys with SipHash was 4% of `c show` at a
 // million events; these keys come from the user's own log.
 use foldhash::{HashMap, HashMapExt};
@@ -122,7 +124,7 @@ impl<'a> Retentions<'a> {
                 if lo <= hi && lo < n {
                     let file_lost = lost.then(|| {
                         let mut l: Vec<String> = (files.lost(file_bounds[q]).into_iter())
-                            .map(|j| occ.file_names[occ.files[j].1 as usize].clone())
+                            .map(|j| occ.file_names[occ.files[j].1 as usize].to_string())
                             .collect();
                         // As a set of paths lists them.
                         l.sort_unstable();
@@ -131,7 +133,7 @@ impl<'a> Retentions<'a> {
                     k.files = tally(file_counts[q], file_lost);
                     let diag_lost = lost.then(|| {
                         (diags.lost(diag_bounds[q]).into_iter())
-                            .map(|j| occ.diag_texts[occ.diags[j].2 as usize].clone())
+                            .map(|j| occ.diag_texts[occ.diags[j].2 as usize].to_owned())
                             .collect()
                     });
                     k.diagnostics = tally(diag_counts[q], diag_lost);
@@ -170,7 +172,7 @@ impl<'a> Retentions<'a> {
         for &(_, key) in &occ.files {
             if !std::mem::replace(&mut seen[key as usize], true) {
                 files.push((
-                    occ.file_names[key as usize].clone(),
+                    occ.file_names[key as usize].to_string(),
                     occ.file_kept[key as usize],
                 ));
             }
@@ -182,12 +184,12 @@ impl<'a> Retentions<'a> {
         let mut seen = vec![false; occ.diag_texts.len()];
         for &(_, check, text) in &occ.diags {
             if !std::mem::replace(&mut seen[text as usize], true) {
-                let shown = occ.diag_texts[text as usize].clone();
+                let shown = occ.diag_texts[text as usize].to_owned();
                 count(&mut k.diagnostics, shown, occ.diag_kept[check as usize]);
             }
         }
         for &(_, key) in &occ.requests {
-            let shown = occ.request_texts[key as usize].clone();
+            let shown = occ.request_texts[key as usize].to_owned();
             count(&mut k.requests, shown, occ.request_kept[key as usize]);
         }
         k.tokens = merged.iter().fold((0, 0), |(raw, shown), &(lo, hi)| {
@@ -238,19 +240,21 @@ fn merge(spans: &[(usize, usize)], adjacent: bool) -> Vec<(usize, usize)> {
 
 /// The facts of the records the ranges cover, each record read once, in
 /// record order, with whether the view keeps each distinct fact.
-struct Occurrences {
+/// The texts are borrowed from the log (a hundred thousand distinct
+/// requests were two copies each, on the listing's one-thread path).
+struct Occurrences<'a> {
     /// (record, file key), a record's paths each once.
     files: Vec<(usize, u32)>,
-    file_names: Vec<String>,
+    file_names: Vec<Cow<'a, str>>,
     file_kept: Vec<bool>,
     /// (record, check key, text key): a record's diagnostics, the first of
     /// each text.
     diags: Vec<(usize, u32, u32)>,
-    diag_texts: Vec<String>,
+    diag_texts: Vec<&'a str>,
     diag_kept: Vec<bool>,
     /// (record, request key).
     requests: Vec<(usize, u32)>,
-    request_texts: Vec<String>,
+    request_texts: Vec<&'a str>,
     request_kept: Vec<bool>,
     /// Prefix sums of the kept requests, by occurrence.
     requests_kept_before: Vec<usize>,
@@ -260,16 +264,16 @@ struct Occurrences {
     raw: Vec<usize>,
 }
 
-impl Occurrences {
-    fn read(r: &Retentions<'_>, covered: &[(usize, usize)]) -> Occurrences {
+impl<'a> Occurrences<'a> {
+    fn read(r: &Retentions<'a>, covered: &[(usize, usize)]) -> Occurrences<'a> {
         let log = r.log;
-        let mut file_keys: HashMap<String, u32> = HashMap::new();
+        let mut file_keys: HashMap<Cow<'a, str>, u32> = HashMap::new();
         // A diagnostic is told by its text, line and location, each
         // numbered once: no key is made for each occurrence.
         let mut diag_keys: HashMap<(u32, u32, u32), u32> = HashMap::new();
         let (mut line_keys, mut location_keys) = (HashMap::new(), HashMap::new());
-        let mut text_keys: HashMap<String, u32> = HashMap::new();
-        let mut request_keys: HashMap<String, u32> = HashMap::new();
+        let mut text_keys: HashMap<&str, u32> = HashMap::new();
+        let mut request_keys: HashMap<&str, u32> = HashMap::new();
         // Per key: whether an item shows it in its own record (kept for
         // certain, `own.rs`); the others are looked for in the view's text.
         let (mut file_shown, mut diag_shown, mut request_shown) = (vec![], vec![], vec![]);
@@ -293,27 +297,27 @@ impl Occurrences {
             o.raw[i + 1] = tokens;
             let shown = |k: usize| r.own.get(i).is_some_and(|s| s & bit(k) != 0);
             for (k, path) in f.files.iter().enumerate() {
-                let key = intern(&mut file_keys, path.as_ref(), |p| {
+                let key = number(&mut file_keys, path.clone(), |p| {
                     file_shown.push(false);
-                    o.file_names.push(p.to_owned());
+                    o.file_names.push(p);
                 });
                 file_shown[key as usize] |= shown(k);
                 o.files.push((i, key));
             }
             let mut texts_here: Vec<u32> = Vec::new();
             for (k, d) in f.diagnostics.iter().enumerate() {
-                let text_key = intern(&mut text_keys, d.text.as_str(), |t| {
-                    o.diag_texts.push(t.to_owned());
+                let text_key = number(&mut text_keys, d.text.as_str(), |t| {
+                    o.diag_texts.push(t);
                 });
                 // A range keeps the first diagnostic of each text.
                 if texts_here.contains(&text_key) {
                     continue;
                 }
                 texts_here.push(text_key);
-                let line = intern(&mut line_keys, d.line.as_str(), |_| {});
+                let line = number(&mut line_keys, d.line.as_str(), |_| {});
                 let location = (d.location.as_deref())
-                    .map_or(0, |l| 1 + intern(&mut location_keys, l, |_| {}));
-                let check = intern(&mut diag_keys, &(text_key, line, location), |_| {
+                    .map_or(0, |l| 1 + number(&mut location_keys, l, |_| {}));
+                let check = number(&mut diag_keys, (text_key, line, location), |_| {
                     diag_shown.push(false);
                     diag_list.push(d);
                 });
@@ -321,9 +325,9 @@ impl Occurrences {
                 o.diags.push((i, check, text_key));
             }
             if let Some(req) = &f.request {
-                let key = intern(&mut request_keys, *req, |q| {
+                let key = number(&mut request_keys, *req, |q| {
                     request_shown.push(false);
-                    o.request_texts.push(q.to_owned());
+                    o.request_texts.push(q);
                 });
                 request_shown[key as usize] |= shown(f.files.len() + f.diagnostics.len());
                 o.requests.push((i, key));
@@ -390,7 +394,7 @@ impl Occurrences {
             let from = self.requests_lost.partition_point(|&j| j < a);
             let to = self.requests_lost.partition_point(|&j| j < b);
             (self.requests_lost[from..to].iter())
-                .map(|&j| self.request_texts[self.requests[j].1 as usize].clone())
+                .map(|&j| self.request_texts[self.requests[j].1 as usize].to_owned())
                 .collect()
         } else {
             Vec::new()
@@ -634,16 +638,14 @@ fn read_facts(
 /// The number of `key` in `keys`, numbered in the order keys are first
 /// seen; `first` is called with a key seen for the first time (to push
 /// what goes with its number).
-fn intern<Q>(keys: &mut HashMap<Q::Owned, u32>, key: &Q, first: impl FnOnce(&Q)) -> u32
-where
-    Q: std::hash::Hash + Eq + ToOwned + ?Sized,
-    Q::Owned: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
-{
-    if let Some(&k) = keys.get(key) {
-        return k;
-    }
+fn number<K: std::hash::Hash + Eq + Clone>(
+    keys: &mut HashMap<K, u32>,
+    key: K,
+    first: impl FnOnce(K),
+) -> u32 {
     let next = keys.len() as u32;
-    first(key);
-    keys.insert(key.to_owned(), next);
-    next
+    *keys.entry(key).or_insert_with_key(|k| {
+        first(k.clone());
+        next
+    })
 }
