@@ -3,10 +3,10 @@
 //! changed, and what the view leaves out that no compaction decided.
 
 use ctxfold_compactor::Effect;
-use ctxfold_core::estimate::{raw_tokens, view_tokens};
+use ctxfold_core::estimate::{item_tokens, raw_tokens, view_tokens};
 use ctxfold_core::kept::{Kept, Retentions};
 use ctxfold_core::planner::Plan;
-use ctxfold_core::projection::{Item, project};
+use ctxfold_core::projection::{Item, View, for_each_item, project};
 use ctxfold_core::report::{TurnReport, timeline, turn_reports};
 use ctxfold_core::{Body, Compaction, Log};
 use serde_json::{Value, json};
@@ -19,6 +19,14 @@ pub fn unpaired_lines(
 ) -> Vec<(Value, String)> {
     use std::collections::HashSet;
     let records = log.records();
+    let unpaired = |d: &&ctxfold_core::projection::Dropped| {
+        d.reason == ctxfold_core::projection::DropReason::Unpaired
+    };
+    // Every call's and result's id is gathered only when one is unpaired:
+    // a long session's ids are many.
+    if !view.dropped.iter().any(|d| unpaired(&d)) {
+        return Vec::new();
+    }
     let mut calls = HashSet::new();
     let mut results = HashSet::new();
     for r in records {
@@ -27,7 +35,7 @@ pub fn unpaired_lines(
     }
     view.dropped
         .iter()
-        .filter(|d| d.reason == ctxfold_core::projection::DropReason::Unpaired)
+        .filter(unpaired)
         .filter_map(|d| {
             let turn = log.turn_of(d.index) + 1;
             let (what, id, why) = match &records[d.index].body {
@@ -98,7 +106,12 @@ impl Before {
         Before {
             turns: log.turn_count(),
             tokens_raw: raw_tokens(log.records()),
-            tokens_before: view_tokens(&project(log)),
+            // Counted as the view is made: it is not held.
+            tokens_before: {
+                let mut tokens = 0;
+                for_each_item(log, |item| tokens += item_tokens(&item));
+                tokens
+            },
         }
     }
 }
@@ -114,15 +127,25 @@ pub fn report(
     effects: &[Effect],
     verb: &'static str,
 ) -> Timeline {
+    report_and_view(before, after, plan, compactions, effects, verb).0
+}
+
+/// [`report`], and the view of `after` it was made from, for a caller
+/// that writes that view next (`compact FILE`): a long session's view is
+/// made once.
+pub fn report_and_view<'a>(
+    before: Before,
+    after: &'a Log,
+    plan: &Plan,
+    compactions: &[Compaction],
+    effects: &[Effect],
+    verb: &'static str,
+) -> (Timeline, View<'a>) {
     let Before {
         turns,
         tokens_raw,
         tokens_before,
     } = before;
-    let view_after = project(after);
-    let tokens_after = view_tokens(&view_after);
-    let reports = turn_reports(after, &view_after);
-    let lines = timeline(&reports);
     // What each compaction's range still shows of the facts an agent needs
     // (the retention report), in the view after the run. Ranges are
     // indices of `after`: the records of `before` with the compactions
@@ -132,7 +155,23 @@ pub fn report(
         .iter()
         .map(|p| (p.range.0, p.range.1.min(after.len().saturating_sub(1))))
         .collect();
-    let kept: Vec<Kept> = Retentions::new(after, &view_after).of(&ranges, true);
+    // The tool results' scans, which the log keeps once made, made here on
+    // this thread: made on the retention's worker threads, they would sit
+    // in those threads' memory, which the allocator keeps after the
+    // threads end (40 MB more at the peak of `compact FILE` on a Codex
+    // session of 61 MB).
+    for &(lo, hi) in &ranges {
+        for i in lo..=hi {
+            after.result_scan(i);
+        }
+    }
+    // Read as the view is made, before the view is held for the rest: on
+    // a long session both are the size of its records again.
+    let kept: Vec<Kept> = Retentions::projecting(after).of(&ranges, true);
+    let view_after = project(after);
+    let tokens_after = view_tokens(&view_after);
+    let reports = turn_reports(after, &view_after);
+    let lines = timeline(&reports);
     let folded = plan
         .planned
         .iter()
@@ -156,7 +195,7 @@ pub fn report(
     };
     let preamble =
         !compactions.is_empty() && view_after.items.iter().any(|i| matches!(i, Item::Preamble));
-    Timeline {
+    let timeline = Timeline {
         turns,
         tokens_raw,
         tokens_before,
@@ -172,7 +211,8 @@ pub fn report(
         unpaired,
         preamble,
         verb,
-    }
+    };
+    (timeline, view_after)
 }
 
 impl Timeline {
@@ -285,5 +325,5 @@ impl Timeline {
 /// together, each record counted once: the retention of a whole replay,
 /// whose firings fold and fold again overlapping ranges.
 pub fn union_retention(log: &Log, ranges: &[(usize, usize)]) -> Kept {
-    Retentions::new(log, &project(log)).union(ranges)
+    Retentions::projecting(log).union(ranges)
 }

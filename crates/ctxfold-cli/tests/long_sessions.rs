@@ -187,3 +187,57 @@ fn a_stored_log_is_exported_as_it_loads_with_its_bad_lines_and_torn_tail() {
     assert!(back == bytes, "the export differs");
     assert!(events.with_file_name("events.jsonl.torn").exists());
 }
+
+#[test]
+fn a_long_codex_rollout_with_bad_lines_compacts_as_it_imports() {
+    // `compact FILE` reads a rollout from the file a line at a time (not
+    // its bytes whole): the same warnings as `c import`, which reads its
+    // bytes, and the bad lines written back.
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    agent_session::codex(&mut bytes, 3_000, Size::Typical).unwrap();
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    bytes.extend_from_slice(b"{\"timestamp\":\"2026-11-01T09:00:00Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"note\",\"text\":\"\xff\"}}\n");
+    bytes.extend_from_slice(b"{\"timestamp\":\"2026");
+    let file = s.path().join("rollout.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let f = file.to_str().unwrap();
+    let out = s.path().join("compacted.jsonl");
+    let compacted = s.run(&[
+        "compact",
+        f,
+        "-t",
+        "-r",
+        "--keep-last",
+        "3",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(compacted.status.success(), "{}", common::stderr(&compacted));
+    let imported = s.run(&["c", "import", f]);
+    assert!(imported.status.success(), "{}", common::stderr(&imported));
+    let warnings = |o: &std::process::Output| -> Vec<String> {
+        common::stderr(o)
+            .lines()
+            .filter(|l| l.contains("rollout.jsonl: line "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let said = warnings(&compacted);
+    assert_eq!(said, warnings(&imported));
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said[0].contains(&format!("line {}: not valid UTF-8", lines + 1)),
+        "{said:?}"
+    );
+    assert!(
+        said[1].contains(&format!("line {}: a torn last line", lines + 2)),
+        "{said:?}"
+    );
+    let written = std::fs::read(&out).unwrap();
+    assert!(written.len() < bytes.len(), "nothing was folded");
+    assert!(
+        written.ends_with(b"\n{\"timestamp\":\"2026"),
+        "the torn line is not written back as it was"
+    );
+}

@@ -89,12 +89,45 @@ pub struct Made {
     pub record: Record,
 }
 
-/// Where each record of the compacted transcript comes from: a view's
-/// item or a raw record the model does not see.
+/// Where a record of the compacted transcript comes from: view item `k`,
+/// or raw record `i` the model does not see, kept where it was (the top
+/// bit set). 8 bytes a record where a (position, place) pair was 24: a
+/// long session's transcript has a million of them.
 #[derive(Clone, Copy)]
-enum Place {
-    Item(usize),
-    Kept(usize),
+struct Place(u64);
+
+/// The bit of a [`Place`] that says it is a raw record.
+const KEPT: u64 = 1 << 63;
+
+impl Place {
+    fn item(k: usize) -> Place {
+        Place(k as u64)
+    }
+
+    fn kept(i: usize) -> Place {
+        Place(i as u64 | KEPT)
+    }
+
+    /// The raw record kept, or else the view item.
+    fn get(self) -> Result<usize, usize> {
+        match self.0 & KEPT {
+            0 => Err(self.0 as usize),
+            _ => Ok((self.0 & !KEPT) as usize),
+        }
+    }
+}
+
+/// Where in the raw log a view item goes: at its record, a summary at
+/// its first, the preamble first of all.
+fn position(item: &Item<'_>) -> usize {
+    match *item {
+        Item::Event { index, .. }
+        | Item::StrippedCall { index, .. }
+        | Item::StrippedResult { index, .. }
+        | Item::Clipped { index, .. } => index,
+        Item::Summary { first, .. } => first,
+        Item::Preamble => 0,
+    }
 }
 
 /// The compacted transcript of a view, made a record at a time
@@ -104,8 +137,8 @@ enum Place {
 pub struct Materialized<'l, 'v, 'a> {
     log: &'l Log,
     view: &'v View<'a>,
-    /// (position in the raw log, what goes there), in order.
-    places: Vec<(usize, Place)>,
+    /// What goes where, in order.
+    places: Vec<Place>,
     len: usize,
 }
 
@@ -113,31 +146,20 @@ impl<'l, 'v, 'a> Materialized<'l, 'v, 'a> {
     /// The order of the compacted transcript of `view`, a view of `log`.
     pub fn new(log: &'l Log, view: &'v View<'a>) -> Self {
         let records = log.records();
-        let mut places: Vec<(usize, Place)> = Vec::with_capacity(view.items.len());
+        let mut places: Vec<Place> = Vec::with_capacity(view.items.len());
         let mut inside_summary = vec![false; records.len()];
         let mut len = 0;
         for (k, item) in view.items.iter().enumerate() {
-            let pos = match *item {
-                Item::Event { index, .. }
-                | Item::StrippedCall { index, .. }
-                | Item::StrippedResult { index, .. }
-                | Item::Clipped { index, .. } => {
-                    len += 1;
-                    index
-                }
+            match *item {
                 Item::Summary { first, last, .. } => {
                     for flag in &mut inside_summary[first + 1..=last] {
                         *flag = true;
                     }
                     len += 2;
-                    first
                 }
-                Item::Preamble => {
-                    len += 1;
-                    0
-                }
-            };
-            places.push((pos, Place::Item(k)));
+                _ => len += 1,
+            }
+            places.push(Place::item(k));
         }
         for (i, r) in records.iter().enumerate() {
             let keep = !r.body.is_model_visible()
@@ -148,14 +170,18 @@ impl<'l, 'v, 'a> Materialized<'l, 'v, 'a> {
                 && !crate::attempt::is_attempt(r)
                 && (r.kind() != Kind::TurnStart || !inside_summary[i]);
             if keep {
-                places.push((i, Place::Kept(i)));
+                places.push(Place::kept(i));
                 len += 1;
             }
         }
+        drop(inside_summary);
         // Stable: at one position the view's own order holds (a preamble
         // before the record it precedes comes first because it was placed
-        // first).
-        places.sort_by_key(|(pos, _)| *pos);
+        // first), and the view's items before the raw records.
+        places.sort_by_key(|p| match p.get() {
+            Ok(i) => i,
+            Err(k) => position(&view.items[k]),
+        });
         Materialized {
             log,
             view,
@@ -189,15 +215,19 @@ impl<'l, 'v, 'a> Materialized<'l, 'v, 'a> {
                 record,
             })
         };
-        for &(pos, place) in &self.places {
+        for &place in &self.places {
+            let pos = match place.get() {
+                Ok(i) => i,
+                Err(k) => position(&self.view.items[k]),
+            };
             let turn = if records.is_empty() {
                 0
             } else {
                 self.log.turn_of(pos)
             };
-            match place {
-                Place::Kept(i) => give(turn, Some(i), records[i].clone())?,
-                Place::Item(k) => match self.view.items[k] {
+            match place.get() {
+                Ok(i) => give(turn, Some(i), records[i].clone())?,
+                Err(k) => match self.view.items[k] {
                     ref item @ (Item::Event { index, .. }
                     | Item::StrippedCall { index, .. }
                     | Item::StrippedResult { index, .. }

@@ -129,23 +129,47 @@ impl Line {
     }
 }
 
-/// The lines of a session file, one at a time, from its bytes: a line
-/// parsed, turned into records and dropped before the next is read, so
-/// only the records kept stay in memory, not every line's JSON tree.
-/// Whether the file started with a UTF-8 byte-order mark (which an editor
-/// may have added) and whether its last line ends with a newline are kept:
-/// an export writes both back as they were.
+/// The lines of a session file, one at a time, from its bytes or read
+/// from the file as they are asked for: a line parsed, turned into
+/// records and dropped before the next is read, so only the records kept
+/// stay in memory, not every line's JSON tree (nor, read from the file,
+/// its bytes). Whether the file started with a UTF-8 byte-order mark
+/// (which an editor may have added) and whether its last line ends with a
+/// newline are kept: an export writes both back as they were.
 pub(crate) struct LineCursor {
     path: std::path::PathBuf,
-    bytes: Vec<u8>,
-    /// Where the next line starts.
-    pos: usize,
-    /// Where the last line ends (before the file's last newline).
-    end: usize,
+    source: LineSource,
     /// Lines read so far.
     number: usize,
     done: bool,
     bom: bool,
+}
+
+/// Where a [`LineCursor`]'s lines come from.
+enum LineSource {
+    /// The file's bytes, read whole.
+    Bytes {
+        bytes: Vec<u8>,
+        /// Where the next line starts.
+        pos: usize,
+        /// Where the last line ends (before the file's last newline).
+        end: usize,
+    },
+    /// The file, read a line at a time.
+    Stream {
+        reader: Box<dyn std::io::BufRead>,
+        /// The line being read, reused.
+        buf: Vec<u8>,
+        /// Bytes read so far, and the most the file may hold.
+        read: u64,
+        limit: u64,
+        /// Whether the last line read ended with a newline (an empty file
+        /// counts as one that does).
+        newline: bool,
+        /// A read that failed, or the file past `limit`: the lines end
+        /// there, and [`LineCursor::error`] says why.
+        error: Option<crate::FormatError>,
+    },
 }
 
 impl LineCursor {
@@ -161,11 +185,34 @@ impl LineCursor {
         LineCursor {
             path: path.to_owned(),
             done: pos == bytes.len(),
-            bytes,
-            pos,
-            end,
+            source: LineSource::Bytes { bytes, pos, end },
             number: 0,
             bom,
+        }
+    }
+
+    /// The lines of the file at `path`, read from `reader` (at its start)
+    /// as they are asked for: the same lines and warnings as
+    /// [`LineCursor::new`] of its bytes. A file of more than `limit` bytes
+    /// ends its lines there with the error [`crate::read_bytes`] gives.
+    pub(crate) fn reading(
+        path: &Path,
+        reader: Box<dyn std::io::BufRead>,
+        limit: u64,
+    ) -> LineCursor {
+        LineCursor {
+            path: path.to_owned(),
+            source: LineSource::Stream {
+                reader,
+                buf: Vec::new(),
+                read: 0,
+                limit,
+                newline: true,
+                error: None,
+            },
+            number: 0,
+            done: false,
+            bom: false,
         }
     }
 
@@ -174,16 +221,31 @@ impl LineCursor {
         &self.path
     }
 
-    /// Whether the file started with a byte-order mark.
+    /// Whether the file started with a byte-order mark (read from the
+    /// file: known once its first line is read).
     pub(crate) fn bom(&self) -> bool {
         self.bom
     }
 
     /// Whether the file's last line ends with a newline (an empty file
-    /// counts as one that does).
+    /// counts as one that does; read from the file: known once every line
+    /// is read).
     pub(crate) fn final_newline(&self) -> bool {
-        self.end != self.bytes.len()
-            || self.bytes.len() == if self.bom { crate::BOM.len() } else { 0 }
+        match &self.source {
+            LineSource::Bytes { bytes, end, .. } => {
+                *end != bytes.len() || bytes.len() == if self.bom { crate::BOM.len() } else { 0 }
+            }
+            LineSource::Stream { newline, .. } => *newline,
+        }
+    }
+
+    /// Why the lines read from the file ended before its end, if they did
+    /// (a read that failed, a file over the input limit).
+    pub(crate) fn error(&mut self) -> Option<crate::FormatError> {
+        match &mut self.source {
+            LineSource::Stream { error, .. } => error.take(),
+            LineSource::Bytes { .. } => None,
+        }
     }
 
     /// The next line, `None` after the last. A line that is not UTF-8 is
@@ -193,51 +255,117 @@ impl LineCursor {
         if self.done {
             return None;
         }
-        let rest = &self.bytes[self.pos..self.end];
-        let (raw, last) = match rest.iter().position(|&b| b == b'\n') {
-            Some(nl) => (&rest[..nl], false),
-            None => (rest, true),
+        let first = self.number == 0;
+        let (raw, torn) = match &mut self.source {
+            LineSource::Bytes { bytes, pos, end } => {
+                let rest = &bytes[*pos..*end];
+                let (raw, last) = match rest.iter().position(|&b| b == b'\n') {
+                    Some(nl) => (&rest[..nl], false),
+                    None => (rest, true),
+                };
+                if last {
+                    self.done = true;
+                } else {
+                    *pos += raw.len() + 1;
+                }
+                // The last line is torn when the file does not end with a
+                // newline.
+                (raw, last && *end == bytes.len())
+            }
+            LineSource::Stream {
+                reader,
+                buf,
+                read,
+                limit,
+                newline,
+                error,
+            } => {
+                buf.clear();
+                // One byte past the limit tells a file over it.
+                let room = limit.saturating_add(1).saturating_sub(*read);
+                let got = std::io::BufRead::read_until(
+                    &mut std::io::Read::take(reader, room),
+                    b'\n',
+                    buf,
+                );
+                match got {
+                    Ok(n) => *read += n as u64,
+                    Err(e) => {
+                        *error = Some(crate::FormatError::io(&self.path, e));
+                        self.done = true;
+                        return None;
+                    }
+                }
+                if *read > *limit {
+                    // As `read_bytes` says it of a file read whole.
+                    *error = Some(crate::FormatError::Unreadable {
+                        path: self.path.clone(),
+                        detail: format!(
+                            "more than {limit} bytes, the input limit; set {} to raise it",
+                            crate::MAX_INPUT_VAR
+                        ),
+                    });
+                    self.done = true;
+                    return None;
+                }
+                if first && buf.starts_with(crate::BOM) {
+                    self.bom = true;
+                    buf.drain(..crate::BOM.len());
+                }
+                // Only the file's end leaves a line without its newline:
+                // the last line, or nothing at all after the last newline.
+                let last = buf.last() != Some(&b'\n');
+                if last {
+                    self.done = true;
+                    if buf.is_empty() {
+                        return None;
+                    }
+                } else {
+                    buf.pop();
+                }
+                *newline = !last;
+                (&buf[..], last)
+            }
         };
         self.number += 1;
-        let number = self.number;
-        let text = match std::str::from_utf8(raw) {
-            Ok(s) => s.to_owned(),
-            Err(_) => {
-                warnings.push(format!(
-                    "{}: line {number}: not valid UTF-8; kept with the bad bytes replaced",
-                    self.path.display()
-                ));
-                String::from_utf8_lossy(raw).into_owned()
-            }
-        };
-        if last {
-            self.done = true;
-        } else {
-            self.pos += raw.len() + 1;
+        Some(line_of(&self.path, self.number, raw, torn, warnings))
+    }
+}
+
+/// Line `number` of the file at `path`, its bytes `raw`; `torn` when it
+/// is the last and no newline ends it.
+fn line_of(path: &Path, number: usize, raw: &[u8], torn: bool, warnings: &mut Vec<String>) -> Line {
+    let text = match std::str::from_utf8(raw) {
+        Ok(s) => s.to_owned(),
+        Err(_) => {
+            warnings.push(format!(
+                "{}: line {number}: not valid UTF-8; kept with the bad bytes replaced",
+                path.display()
+            ));
+            String::from_utf8_lossy(raw).into_owned()
         }
-        let value = match serde_json::from_str::<Value>(&text) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                if !text.trim().is_empty() {
-                    let torn = last && !self.final_newline();
-                    warnings.push(format!(
-                        "{}: line {number}: {}: {e}; kept as it is",
-                        self.path.display(),
-                        if torn {
-                            "a torn last line (no newline, not JSON)"
-                        } else {
-                            "not JSON"
-                        }
-                    ));
-                }
-                None
+    };
+    let value = match serde_json::from_str::<Value>(&text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            if !text.trim().is_empty() {
+                warnings.push(format!(
+                    "{}: line {number}: {}: {e}; kept as it is",
+                    path.display(),
+                    if torn {
+                        "a torn last line (no newline, not JSON)"
+                    } else {
+                        "not JSON"
+                    }
+                ));
             }
-        };
-        Some(Line {
-            number,
-            text,
-            value,
-        })
+            None
+        }
+    };
+    Line {
+        number,
+        text,
+        value,
     }
 }
 

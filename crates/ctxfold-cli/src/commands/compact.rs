@@ -8,10 +8,12 @@ use anyhow::bail;
 use ctxfold_compactor::{Conversation, Fallback};
 use ctxfold_core::kept::Kept;
 use ctxfold_core::materialize::Materialized;
-use ctxfold_core::projection::project;
 use ctxfold_core::{Compaction, Log, Record};
+use ctxfold_formats::codex::Rollout;
 use ctxfold_formats::output::{Protect, default_output, size_of};
-use ctxfold_formats::{Aside, Format, Opened, RecordSource, Transcript};
+use ctxfold_formats::{
+    Aside, Format, FormatError, Opened, RecordSource, SessionRecords, Transcript,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -127,38 +129,36 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let settings = ctx.settings()?;
     // The hints of an agent's session's records, held apart from them.
     let mut aside: Option<Aside> = None;
-    let (in_format, mut t) =
-        match ctxfold_formats::open_detected(&args.file, args.input_format.format())? {
-            Opened::Whole(f, t) => (f, t),
-            // An agent's session written back in its own format: its records'
-            // hints (the lines they came from) held as text while the whole log
-            // is in memory, a JSON tree again only as each is written. Apart
-            // from the records (by their place in the session), so the copies
-            // the report and the output make do not copy them; a replay
-            // (`--auto`) places its compactions between the records: they
-            // stay in the records.
-            Opened::Records(f, mut read)
-                if args.output_format.is_none_or(|o| Format::from(o) == f) =>
-            {
-                let records: Vec<_> = if args.auto {
-                    std::iter::from_fn(|| read.next_packed()).collect()
-                } else {
-                    let mut a = read.aside();
-                    let records = std::iter::from_fn(|| read.next_aside(&mut a)).collect();
-                    aside = Some(a);
-                    records
-                };
-                let mut t = read.finish();
-                t.records = records;
-                (f, t)
+    let (in_format, mut t) = match Session::open(&args.file, args.input_format.format())? {
+        Input::Whole(f, t) => (f, t),
+        // An agent's session written back in its own format: its records'
+        // hints (the lines they came from) held as text while the whole log
+        // is in memory, a JSON tree again only as each is written. Apart
+        // from the records (by their place in the session), so the copies
+        // the report and the output make do not copy them; a replay
+        // (`--auto`) places its compactions between the records: they
+        // stay in the records.
+        Input::Session(f, mut read) if args.output_format.is_none_or(|o| Format::from(o) == f) => {
+            let mut records = Vec::with_capacity(read.bound());
+            if args.auto {
+                records.extend(std::iter::from_fn(|| read.next_packed()));
+            } else {
+                let mut a = read.aside();
+                records.extend(std::iter::from_fn(|| read.next_aside(&mut a)));
+                aside = Some(a);
             }
-            Opened::Records(f, mut read) => {
-                let records: Vec<_> = read.by_ref().collect();
-                let mut t = read.finish();
-                t.records = records;
-                (f, t)
-            }
-        };
+            let mut t = read.finish()?;
+            t.records = records;
+            (f, t)
+        }
+        Input::Session(f, mut read) => {
+            let mut records = Vec::with_capacity(read.bound());
+            records.extend(std::iter::from_fn(|| read.next()));
+            let mut t = read.finish()?;
+            t.records = records;
+            (f, t)
+        }
+    };
     let out_format: Format = args.output_format.map_or(in_format, Format::from);
     // An agent's session goes out as a new session beside the original.
     let session = ctxfold_formats::new_session(&mut t.extras, out_format);
@@ -235,7 +235,9 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
         }
     };
     let size_before = size_of(&args.file);
-    let mut timeline = timeline::report(before, &after, &plan, &compactions, &effects, "folded");
+    // The view after the run, made once: for the report, then written.
+    let (mut timeline, view) =
+        timeline::report_and_view(before, &after, &plan, &compactions, &effects, "folded");
     // A replay's compactions are records of the replayed log, between the
     // transcript's own: each says its seq there (the transcript's records
     // before it keep theirs less the compactions before them).
@@ -266,6 +268,7 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     let output = if compactions.is_empty() && aside.is_none() {
         // Nothing folded: the output is the input, record for record (no
         // preamble, no unpaired event left out), written whole.
+        drop(view);
         let mut whole = head;
         whole.records = input_records(after);
         if stdout {
@@ -277,15 +280,15 @@ pub fn run(ctx: &Context, args: CompactFileArgs) -> anyhow::Result<Folded> {
     } else {
         // The records come one at a time, made as they are written, each
         // with its hints put back.
-        let (unchanged, view, made);
+        let (unchanged, made);
         let records: &dyn RecordSource = if compactions.is_empty() {
+            drop(view);
             unchanged = Unchanged {
                 records: input_records(after),
                 aside,
             };
             &unchanged
         } else {
-            view = project(&after);
             made = Made {
                 made: Materialized::new(&after, &view),
                 aside,
@@ -352,5 +355,78 @@ impl RecordSource for Made<'_, '_, '_, '_> {
             }
             f(&r)
         })
+    }
+}
+
+/// A transcript opened: an agent's session record by record, or another
+/// format whole.
+enum Input {
+    Session(Format, Session),
+    Whole(Format, Transcript),
+}
+
+/// An agent's session read record by record: a Codex rollout from its
+/// file a line at a time (the file's bytes never held whole beside its
+/// records), another from its bytes.
+enum Session {
+    Rollout(Box<Rollout>),
+    Records(SessionRecords),
+}
+
+impl Session {
+    /// The transcript at `path`, as [`ctxfold_formats::open_detected`]
+    /// reads it.
+    fn open(path: &Path, format: Option<Format>) -> Result<Input, FormatError> {
+        if let Some(r) = Rollout::open(path, format)? {
+            return Ok(Input::Session(Format::Codex, Session::Rollout(Box::new(r))));
+        }
+        Ok(match ctxfold_formats::open_detected(path, format)? {
+            Opened::Records(f, r) => Input::Session(f, Session::Records(r)),
+            Opened::Whole(f, t) => Input::Whole(f, t),
+        })
+    }
+
+    /// At least as many records as the session reads into, when known
+    /// (else 0).
+    fn bound(&self) -> usize {
+        match self {
+            Session::Rollout(r) => r.bound(),
+            Session::Records(_) => 0,
+        }
+    }
+
+    fn next(&mut self) -> Option<Record> {
+        match self {
+            Session::Rollout(r) => r.next(),
+            Session::Records(r) => r.next(),
+        }
+    }
+
+    fn next_packed(&mut self) -> Option<Record> {
+        match self {
+            Session::Rollout(r) => r.next_packed(),
+            Session::Records(r) => r.next_packed(),
+        }
+    }
+
+    fn aside(&self) -> Aside {
+        match self {
+            Session::Rollout(r) => r.aside(),
+            Session::Records(r) => r.aside(),
+        }
+    }
+
+    fn next_aside(&mut self, aside: &mut Aside) -> Option<Record> {
+        match self {
+            Session::Rollout(r) => r.next_aside(aside),
+            Session::Records(r) => r.next_aside(aside),
+        }
+    }
+
+    fn finish(self) -> Result<Transcript, FormatError> {
+        match self {
+            Session::Rollout(r) => r.finish(),
+            Session::Records(r) => Ok(r.finish()),
+        }
     }
 }

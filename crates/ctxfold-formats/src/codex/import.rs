@@ -62,6 +62,22 @@ impl Reader {
         }
     }
 
+    /// The rollout at `path` read from `reader` (at the file's start) a
+    /// line at a time, at most `limit` bytes of it.
+    pub(crate) fn reading(path: &Path, reader: Box<dyn std::io::BufRead>, limit: u64) -> Reader {
+        Reader {
+            cursor: LineCursor::reading(path, reader, limit),
+            seq: Sequencer::new(KEY),
+            extras: Object::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Why the lines read from the file ended before its end, if they did.
+    pub(crate) fn error(&mut self) -> Option<FormatError> {
+        self.cursor.error()
+    }
+
     /// The records of the next line to `out`; `false` after the last.
     pub(crate) fn step(&mut self, out: &mut Vec<Record>) -> bool {
         let Some(mut line) = self.cursor.next_line(&mut self.warnings) else {

@@ -52,11 +52,13 @@
 mod export;
 mod import;
 mod line;
+mod rollout;
 
 pub(crate) use export::export_records;
 pub use export::{export_bytes, export_to};
 pub(crate) use import::Reader;
 pub use import::{import, import_bytes, looks_like};
+pub use rollout::Rollout;
 
 /// Key of the hints in a record's `extra`, of the format's extras, and the
 /// kind of the records that keep a line whole.

@@ -92,8 +92,13 @@ impl Aside {
             Held::Hints => {
                 ctxfold_core::Object::from(std::mem::take(&mut r.extra)).shift_remove(&hints)
             }
+            // The map replaced by an empty one, not emptied: an emptied map
+            // keeps its room (a third of the records of a Codex session keep
+            // a line whole).
             Held::Fields => match &mut r.body {
-                Body::Other { fields, .. } => fields.shift_remove(PACKED_FIELDS),
+                Body::Other { fields, .. } => {
+                    std::mem::take(&mut **fields).shift_remove(PACKED_FIELDS)
+                }
                 _ => None,
             },
             Held::Nothing => None,
