@@ -7,16 +7,13 @@ use ctxfold_core::projection::Standing;
 use ctxfold_core::{Body, Log};
 use serde_json::{Value, json};
 
-/// One line per compaction for `conversation show`, and the same as JSON;
-/// with `lost`, the JSON lists what each compaction lost (with ranges
-/// nested from the first record, those lists grow with the square of the
-/// conversation: the text needs only the counts).
-pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
-    let mut json = Vec::new();
+/// One line per compaction for `conversation show`, with what it kept of
+/// its range's facts, counted.
+pub fn listing_text(log: &Log) -> String {
     let mut text = String::new();
-    for listed in listing(log, lost) {
-        let (n, i, standing, kept) = (listed.number, listed.index, listed.standing, listed.kept);
-        let Body::Compaction(c) = &log.records()[i].body else {
+    for listed in listing(log, false) {
+        let (n, standing) = (listed.number, listed.standing);
+        let Body::Compaction(c) = &log.records()[listed.index].body else {
             continue;
         };
         let status = standing.map(|s| s.to_string()).unwrap_or_default();
@@ -34,7 +31,7 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
             status,
             source_name(c.source)
         ));
-        if let Some(k) = &kept {
+        if let Some(k) = &listed.kept {
             text.push_str(&format!("      {}\n", k.line()));
         }
         // In force but deciding nothing: say so rather than a figure of
@@ -58,6 +55,21 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
         if let Some(f) = &c.budget {
             text.push_str(&format!("      {}\n", f.line()));
         }
+    }
+    text
+}
+
+/// The listing as JSON, each compaction's report listing what it lost
+/// (made apart from the text: ten thousand compactions' JSON was a twentieth
+/// of a text `show`, made and thrown away).
+pub fn listing_json(log: &Log) -> Vec<Value> {
+    let mut json = Vec::new();
+    for listed in listing(log, true) {
+        let (n, i, standing) = (listed.number, listed.index, listed.standing);
+        let Body::Compaction(c) = &log.records()[i].body else {
+            continue;
+        };
+        let status = standing.map(|s| s.to_string()).unwrap_or_default();
         let mut v = serde_json::to_value(c.as_ref()).unwrap_or_default();
         if let Value::Object(m) = &mut v {
             m.insert("number".into(), json!(n));
@@ -70,13 +82,13 @@ pub fn compaction_listing(log: &Log, lost: bool) -> (Vec<Value>, String) {
             if let Some(Standing::Superseded { by, .. }) = standing {
                 m.insert("superseded_by".into(), json!(by));
             }
-            if let Some(k) = kept {
+            if let Some(k) = listed.kept {
                 m.insert("kept".into(), json!(k));
             }
         }
         json.push(v);
     }
-    (json, text)
+    json
 }
 
 fn enum_name<T: serde::Serialize>(v: &T) -> String {

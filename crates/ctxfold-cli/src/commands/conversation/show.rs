@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cli::IdArg;
 use crate::context::Context;
-use crate::listing::compaction_listing;
+use crate::listing::{listing_json, listing_text};
 use crate::render::Report;
 
 /// A conversation as `show` shows it. The compaction listing is made when
@@ -30,7 +30,7 @@ impl Report for Shown {}
 impl Serialize for Shown {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let meta = &self.meta;
-        let (compactions, _) = compaction_listing(self.log, true);
+        let compactions = listing_json(self.log);
         let running = self.running;
         json!({
             "id": meta.id,
@@ -61,7 +61,7 @@ impl std::fmt::Display for Shown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let m = &self.meta;
         let counts = self.log.counts();
-        let (_, compactions_text) = compaction_listing(self.log, false);
+        let compactions_text = listing_text(self.log);
         let mut s = format!(
             "{}  {}\n  created {}, last used {}\n",
             m.id,
