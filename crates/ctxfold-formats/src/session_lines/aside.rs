@@ -19,16 +19,6 @@ enum Held {
     Fields,
 }
 
-/// Where a record's packed text is in [`Aside`]: its chunk, and where in
-/// the chunk's text.
-#[derive(Clone, Copy)]
-struct Span {
-    chunk: u32,
-    start: u32,
-    len: u32,
-    held: Held,
-}
-
 /// Texts are gathered into chunks of about this size, each compressed
 /// once full: the hints of a session's lines repeat the same keys and
 /// values line after line (the session's id, its folder, the agent's
@@ -41,7 +31,7 @@ const CHUNK: usize = 1 << 20;
 /// record's place in the session (issue 48): while `ctxfold compact FILE`
 /// holds the records the compaction reads none of them, and a record
 /// copied for the report or made into the output need not copy them.
-/// Held compressed, in chunks, with 16 bytes of bookkeeping a record
+/// Held compressed, in chunks, with 5 bytes of bookkeeping a record
 /// instead of a map of its own; [`Aside::restore`] puts them back into a
 /// record as it is written (records are written in the session's order,
 /// so each chunk is inflated about once a pass).
@@ -51,7 +41,12 @@ pub struct Aside {
     sealed: Vec<Box<[u8]>>,
     /// The chunk being filled.
     open: String,
-    spans: Vec<Span>,
+    /// By record: where its text ends in its chunk (it starts where the
+    /// record before it ends, or at its chunk's start), and what it was.
+    ends: Vec<u32>,
+    held: Vec<Held>,
+    /// The first record of each chunk after the first.
+    firsts: Vec<u32>,
     /// The last chunk inflated, by number.
     inflated: RefCell<Option<(u32, String)>>,
 }
@@ -63,7 +58,9 @@ impl Aside {
             key,
             sealed: Vec::new(),
             open: String::new(),
-            spans: Vec::new(),
+            ends: Vec::new(),
+            held: Vec::new(),
+            firsts: Vec::new(),
             inflated: RefCell::new(None),
         }
     }
@@ -103,31 +100,21 @@ impl Aside {
             },
             Held::Nothing => None,
         };
-        let span = match text {
-            Some(Value::String(t)) => self.put(&t, held),
-            _ => Span {
-                chunk: 0,
-                start: 0,
-                len: 0,
-                held: Held::Nothing,
-            },
+        let held = match text {
+            Some(Value::String(t)) => {
+                if !self.open.is_empty() && self.open.len() + t.len() > CHUNK {
+                    self.seal();
+                    // Records are fewer than 4 Gi: their vector is in memory.
+                    self.firsts.push(self.ends.len() as u32);
+                }
+                self.open.push_str(&t);
+                held
+            }
+            _ => Held::Nothing,
         };
-        self.spans.push(span);
-    }
-
-    fn put(&mut self, t: &str, held: Held) -> Span {
-        if !self.open.is_empty() && self.open.len() + t.len() > CHUNK {
-            self.seal();
-        }
-        let start = self.open.len();
-        self.open.push_str(t);
         // Within u32: a chunk is 1 MiB or one text, which `take` checked.
-        Span {
-            chunk: self.sealed.len() as u32,
-            start: start as u32,
-            len: t.len() as u32,
-            held,
-        }
+        self.ends.push(self.open.len() as u32);
+        self.held.push(held);
     }
 
     /// Compress the chunk being filled and start another.
@@ -145,17 +132,17 @@ impl Aside {
     /// record or one made from it. Nothing for an index past the
     /// session's records (a compaction the run appended).
     pub fn restore(&self, r: &mut Record, index: usize) {
-        let Some(&s) = self.spans.get(index) else {
+        let Some(&held) = self.held.get(index) else {
             return;
         };
-        if matches!(s.held, Held::Nothing) {
+        if matches!(held, Held::Nothing) {
             return;
         }
-        let Some(text) = self.text(s) else {
+        let Some(text) = self.text(index) else {
             return;
         };
         let text = Value::String(text);
-        match s.held {
+        match held {
             Held::Nothing => {}
             Held::Hints => {
                 r.extra.insert(packed_key(self.key), text);
@@ -168,20 +155,30 @@ impl Aside {
         }
     }
 
-    /// The text of `s`, from the chunk being filled or a sealed one
-    /// inflated (kept until another is asked for).
-    fn text(&self, s: Span) -> Option<String> {
-        let (start, end) = (s.start as usize, s.start as usize + s.len as usize);
-        let Some(packed) = self.sealed.get(s.chunk as usize) else {
+    /// The text of record `index`, from the chunk being filled or a sealed
+    /// one inflated (kept until another is asked for).
+    fn text(&self, index: usize) -> Option<String> {
+        let chunk = self.firsts.partition_point(|&f| f as usize <= index);
+        let first = match chunk {
+            0 => 0,
+            c => self.firsts[c - 1] as usize,
+        };
+        let start = match index {
+            i if i == first => 0,
+            i => *self.ends.get(i - 1)? as usize,
+        };
+        let end = *self.ends.get(index)? as usize;
+        let Some(packed) = self.sealed.get(chunk) else {
             return self.open.get(start..end).map(str::to_owned);
         };
         let mut inflated = self.inflated.borrow_mut();
-        if inflated.as_ref().is_none_or(|(n, _)| *n != s.chunk) {
+        let n = chunk as u32;
+        if inflated.as_ref().is_none_or(|(k, _)| *k != n) {
             let mut text = String::new();
             flate2::read::DeflateDecoder::new(&packed[..])
                 .read_to_string(&mut text)
                 .ok()?;
-            *inflated = Some((s.chunk, text));
+            *inflated = Some((n, text));
         }
         inflated
             .as_ref()
