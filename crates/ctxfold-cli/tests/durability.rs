@@ -220,3 +220,110 @@ fn two_processes_appending_at_once_lose_and_interleave_nothing() {
     assert_eq!(next["a"], BATCHES * PER_BATCH);
     assert_eq!(next["b"], BATCHES * PER_BATCH);
 }
+
+/// `c export` of an agent's session reads the log a record at a time
+/// (issue 48), up to its size when it was opened, under the shared lock.
+/// While another process appends, every export is the log as it was at
+/// some moment: whole lines, the imported session byte for byte, then
+/// the appended messages in order, none missing between the first and
+/// the last, none twice.
+#[test]
+fn an_export_while_another_process_appends_is_a_whole_prefix_of_the_log() {
+    use ctxfold_testkit::agent_session::{self, Size};
+    const BATCHES: usize = 60;
+    const PER_BATCH: usize = 10;
+    let s = Scratch::new();
+    let mut session = Vec::new();
+    agent_session::claude_code(&mut session, 500, Size::Short).unwrap();
+    let file = s.path().join("session.jsonl");
+    std::fs::write(&file, &session).unwrap();
+    let id = s.import(&file);
+    let appender = {
+        let (dir, id) = (s.path().to_owned(), id.clone());
+        std::thread::spawn(move || {
+            for batch in 0..BATCHES {
+                let input: String = (0..PER_BATCH)
+                    .map(|i| {
+                        let n = batch * PER_BATCH + i;
+                        json!({"type": "user", "content": format!("appended-{n}.")}).to_string()
+                            + "\n"
+                    })
+                    .collect();
+                let out = common::command_in(&dir)
+                    .args(["c", "append", &id])
+                    .output_with_stdin(&input);
+                assert!(out.status.success(), "{}", stderr(&out));
+                // Room for exports between the appends.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    // The appended messages an export holds, in the order it holds them.
+    let appended = |out: &[u8]| -> Vec<usize> {
+        assert!(
+            out.starts_with(&session),
+            "the imported session, byte for byte"
+        );
+        let rest = std::str::from_utf8(&out[session.len()..]).unwrap();
+        let mut found = Vec::new();
+        for line in rest.lines() {
+            serde_json::from_str::<Value>(line).expect("every line whole");
+            if let Some(at) = line.find("appended-") {
+                let digits: String = line[at + 9..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                found.push(digits.parse::<usize>().unwrap());
+            }
+        }
+        found
+    };
+    let mut seen_during = Vec::new();
+    let mut exports = 0;
+    while !appender.is_finished() {
+        let to = s.path().join(format!("export-{exports}.jsonl"));
+        s.ok(&[
+            "c",
+            "export",
+            &id,
+            "--output-format",
+            "claude-code",
+            "-o",
+            to.to_str().unwrap(),
+        ]);
+        let found = appended(&std::fs::read(&to).unwrap());
+        assert_eq!(
+            found,
+            (0..found.len()).collect::<Vec<_>>(),
+            "export {exports}: the appended messages from the first, in order, none twice"
+        );
+        assert_eq!(
+            found.len() % PER_BATCH,
+            0,
+            "an append is read whole or not at all"
+        );
+        seen_during.push(found.len());
+        std::fs::remove_file(&to).unwrap();
+        exports += 1;
+    }
+    appender.join().unwrap();
+    let to = s.path().join("after.jsonl");
+    s.ok(&[
+        "c",
+        "export",
+        &id,
+        "--output-format",
+        "claude-code",
+        "-o",
+        to.to_str().unwrap(),
+    ]);
+    let all = appended(&std::fs::read(&to).unwrap());
+    assert_eq!(all, (0..BATCHES * PER_BATCH).collect::<Vec<_>>());
+    // The exports ran while the appends did: some read part of them.
+    assert!(
+        seen_during
+            .iter()
+            .any(|&n| 0 < n && n < BATCHES * PER_BATCH),
+        "no export overlapped the appends: {seen_during:?}"
+    );
+}
