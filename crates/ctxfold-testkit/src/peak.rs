@@ -7,6 +7,12 @@ use std::process::Command;
 /// Run `cmd` to its end, its output thrown away; its peak resident
 /// memory in bytes. An error when it cannot be started or does not exit
 /// with 0 (its stderr then in the message).
+///
+/// Linux carries a process's peak over `exec`: a child forked from a
+/// process that holds much (a bench that has just generated a large log)
+/// reports at least that, whatever the command uses. Run `cmd` from a
+/// process that holds little (the `load` bench generates its log in a
+/// child of its own for this).
 // The child is waited for by `wait4` (which std's `Child` does not see).
 #[allow(clippy::zombie_processes)]
 pub fn run(cmd: &mut Command) -> Result<u64, String> {
