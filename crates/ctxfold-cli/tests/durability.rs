@@ -278,10 +278,9 @@ fn an_export_while_another_process_appends_is_a_whole_prefix_of_the_log() {
         }
         found
     };
-    let mut seen_during = Vec::new();
-    let mut exports = 0;
-    while !appender.is_finished() {
-        let to = s.path().join(format!("export-{exports}.jsonl"));
+    // An export to a file of its own, read back: the appended messages.
+    let export = |name: &str| {
+        let to = s.path().join(name);
         s.ok(&[
             "c",
             "export",
@@ -291,7 +290,14 @@ fn an_export_while_another_process_appends_is_a_whole_prefix_of_the_log() {
             "-o",
             to.to_str().unwrap(),
         ]);
-        let found = appended(&std::fs::read(&to).unwrap());
+        let bytes = std::fs::read(&to).unwrap();
+        std::fs::remove_file(&to).unwrap();
+        appended(&bytes)
+    };
+    let mut seen_during = Vec::new();
+    let mut exports = 0;
+    while !appender.is_finished() {
+        let found = export(&format!("export-{exports}.jsonl"));
         assert_eq!(
             found,
             (0..found.len()).collect::<Vec<_>>(),
@@ -303,21 +309,10 @@ fn an_export_while_another_process_appends_is_a_whole_prefix_of_the_log() {
             "an append is read whole or not at all"
         );
         seen_during.push(found.len());
-        std::fs::remove_file(&to).unwrap();
         exports += 1;
     }
     appender.join().unwrap();
-    let to = s.path().join("after.jsonl");
-    s.ok(&[
-        "c",
-        "export",
-        &id,
-        "--output-format",
-        "claude-code",
-        "-o",
-        to.to_str().unwrap(),
-    ]);
-    let all = appended(&std::fs::read(&to).unwrap());
+    let all = export("after.jsonl");
     assert_eq!(all, (0..BATCHES * PER_BATCH).collect::<Vec<_>>());
     // The exports ran while the appends did: some read part of them.
     assert!(
