@@ -241,3 +241,44 @@ fn a_long_codex_rollout_with_bad_lines_compacts_as_it_imports() {
         "the torn line is not written back as it was"
     );
 }
+
+#[test]
+fn compact_file_says_what_detection_says_before_it_reads_a_rollout() {
+    // The rollout read a line at a time is told from its first line;
+    // everything else is said as before: a folder, then a bad limit,
+    // then a file over the limit.
+    let s = Scratch::new();
+    let mut bytes = Vec::new();
+    agent_session::codex(&mut bytes, 50, Size::Short).unwrap();
+    let file = s.path().join("rollout.jsonl");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = s.path().join("out.jsonl");
+    let run = |input: &Path, limit: &str| {
+        let got = s
+            .command()
+            .args([
+                "compact",
+                input.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ])
+            .env("CTXFOLD_MAX_INPUT_BYTES", limit)
+            .output()
+            .unwrap();
+        assert!(!got.status.success());
+        common::stderr(&got)
+    };
+    let folder = run(s.path(), "abc");
+    assert!(
+        folder.contains("cannot tell the transcript format"),
+        "{folder}"
+    );
+    let limit = run(&file, "abc");
+    assert!(limit.contains("`abc` is not a number of bytes"), "{limit}");
+    let over = run(&file, "100");
+    assert!(
+        over.contains("more than 100 bytes, the input limit"),
+        "{over}"
+    );
+    assert!(!out.exists());
+}

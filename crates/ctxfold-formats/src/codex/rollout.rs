@@ -44,11 +44,17 @@ impl Rollout {
         let Ok(meta) = std::fs::metadata(path) else {
             return Ok(None);
         };
-        let limit = crate::max_input_bytes()?;
         if !meta.is_file()
-            || meta.len() > limit
             || format.is_none() && path.file_name().is_some_and(|n| n == "events.json")
         {
+            return Ok(None);
+        }
+        // A limit that is not a number, or a file over it: `open_detected`
+        // says so, after what it checks first.
+        let Ok(limit) = crate::max_input_bytes() else {
+            return Ok(None);
+        };
+        if meta.len() > limit {
             return Ok(None);
         }
         let Ok(mut file) = std::fs::File::open(path) else {
