@@ -40,6 +40,7 @@ mod finder;
 mod listing;
 mod own;
 mod paths;
+mod workers;
 pub use batch::Retentions;
 pub use listing::{Listed, listing};
 

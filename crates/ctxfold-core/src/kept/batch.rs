@@ -28,6 +28,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::finder::{Finder, Resolution};
 use super::own::{Shown, bit};
+use super::workers::with_workers;
 use super::{
     Kept, RecordFacts, Tally, appears, diagnostic_appears, path_char, record_facts, word_char,
 };
@@ -293,7 +294,7 @@ impl<'a> Occurrences<'a> {
             raw: vec![0; log.len() + 1],
         };
         let covered_records = covered.iter().flat_map(|&(lo, hi)| lo..=hi);
-        for (i, tokens, f) in read_facts(log, covered_records) {
+        read_facts(log, covered_records, |i, tokens, f| {
             o.raw[i + 1] = tokens;
             let shown = |k: usize| r.own.get(i).is_some_and(|s| s & bit(k) != 0);
             for (k, path) in f.files.iter().enumerate() {
@@ -332,7 +333,7 @@ impl<'a> Occurrences<'a> {
                 request_shown[key as usize] |= shown(f.files.len() + f.diagnostics.len());
                 o.requests.push((i, key));
             }
-        }
+        });
         for i in 1..o.raw.len() {
             o.raw[i] += o.raw[i - 1];
         }
@@ -595,44 +596,34 @@ fn sum_between(prefix: &[usize], lo: usize, hi: usize) -> usize {
 /// Records read at a time: the facts of this many are held at once.
 const CHUNK: usize = 1 << 14;
 
-/// Each record's tokens and facts, in order. Reading them (the diagnostics
-/// recognizer over every tool result, the paths in every call's arguments,
-/// the token estimate) is most of the cost of a report over a long log, and
-/// each record is read alone, so a chunk at a time is read on every core;
-/// the result is the same as reading them one after another.
-fn read_facts(
-    log: &Log,
+/// Each record's tokens and facts, in order, given to `visit`. Reading
+/// them (the diagnostics recognizer over every tool result, the paths in
+/// every call's arguments, the token estimate) is most of the cost of a
+/// report over a long log, and each record is read alone, so a chunk at a
+/// time is read on every core (`workers.rs`); the result is the same as
+/// reading them one after another.
+fn read_facts<'a>(
+    log: &'a Log,
     records: impl Iterator<Item = usize>,
-) -> impl Iterator<Item = (usize, usize, RecordFacts<'_>)> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let mut records = records.peekable();
-    std::iter::from_fn(move || {
-        records.peek()?;
-        let chunk: Vec<usize> = records.by_ref().take(CHUNK).collect();
-        let read = |i: usize| {
-            (
-                i,
-                crate::estimate::record_tokens(&log.records()[i]),
-                record_facts(log, i),
-            )
-        };
-        if threads == 1 || chunk.len() < 1024 {
-            return Some(chunk.into_iter().map(read).collect::<Vec<_>>());
+    mut visit: impl FnMut(usize, usize, RecordFacts<'a>),
+) {
+    let read = |part: &[usize]| -> Vec<(usize, usize, RecordFacts<'a>)> {
+        (part.iter())
+            .map(|&i| {
+                let tokens = crate::estimate::record_tokens(&log.records()[i]);
+                (i, tokens, record_facts(log, i))
+            })
+            .collect()
+    };
+    with_workers(read, |run| {
+        let mut records = records.peekable();
+        while records.peek().is_some() {
+            let chunk: Vec<usize> = records.by_ref().take(CHUNK).collect();
+            for (i, tokens, facts) in run(chunk) {
+                visit(i, tokens, facts);
+            }
         }
-        let per = chunk.len().div_ceil(threads);
-        let parts: Vec<Vec<_>> = std::thread::scope(|s| {
-            let handles: Vec<_> = chunk
-                .chunks(per)
-                .map(|part| s.spawn(move || part.iter().map(|&i| read(i)).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        Some(parts.into_iter().flatten().collect())
-    })
-    .flatten()
+    });
 }
 
 /// The number of `key` in `keys`, numbered in the order keys are first

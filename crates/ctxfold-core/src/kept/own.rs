@@ -12,6 +12,7 @@
 //! Deciding "kept" so is never wrong, only sometimes not decisive: a fact
 //! not in its own item is looked for everywhere, as before.
 
+use super::workers::with_workers;
 use super::{
     Collapsed, RecordFacts, appears, diagnostic_appears, path_char, record_facts, word_char,
 };
@@ -48,69 +49,55 @@ const CHUNK: usize = 1 << 14;
 /// which of its record's facts it shows. A stripped result's line, a
 /// clipped text and a stripped call's arguments are made once, for both.
 /// Each item is read alone, so a chunk at a time is read on every core
-/// (as `batch.rs` reads records); the result is the same.
+/// (`workers.rs`, as `batch.rs` reads records); the result is the same.
 pub(super) fn read(log: &Log, view: &View<'_>) -> Items {
-    let mut r = Reader::new(log);
-    for chunk in view.items.chunks(CHUNK) {
-        r.chunk(chunk);
-    }
-    r.out
+    let mut out = Items::new(log);
+    with_workers(
+        |part: &[Item<'_>]| part.iter().filter_map(|i| one(log, i)).collect(),
+        |run| {
+            for chunk in view.items.chunks(CHUNK) {
+                out.add(run(chunk.to_vec()));
+            }
+        },
+    );
+    out
 }
 
 /// [`read`] of the view `log` projects to as it is, its items taken as
 /// the projection makes them: the view is never held whole (a million
 /// items are 60 MB).
 pub(super) fn read_projecting(log: &Log) -> Items {
-    let mut r = Reader::new(log);
-    let mut buf = Vec::with_capacity(CHUNK);
-    crate::projection::for_each_item(log, |item| {
-        buf.push(item);
-        if buf.len() == CHUNK {
-            r.chunk(&buf);
-            buf.clear();
-        }
-    });
-    r.chunk(&buf);
-    r.out
+    let mut out = Items::new(log);
+    with_workers(
+        |part: &[Item<'_>]| part.iter().filter_map(|i| one(log, i)).collect(),
+        |run| {
+            let mut buf = Vec::with_capacity(CHUNK);
+            crate::projection::for_each_item(log, |item| {
+                buf.push(item);
+                if buf.len() == CHUNK {
+                    out.add(run(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK))));
+                }
+            });
+            out.add(run(buf));
+        },
+    );
+    out
 }
 
-/// Items read a chunk at a time into their figures.
-struct Reader<'l> {
-    log: &'l Log,
-    threads: usize,
-    out: Items,
-}
-
-impl<'l> Reader<'l> {
-    fn new(log: &'l Log) -> Self {
-        Reader {
-            log,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
-            out: Items {
-                tokens: vec![0; log.len() + 1],
-                shown: vec![0; log.len()],
-            },
+impl Items {
+    fn new(log: &Log) -> Self {
+        Items {
+            tokens: vec![0; log.len() + 1],
+            shown: vec![0; log.len()],
         }
     }
 
-    fn chunk(&mut self, chunk: &[Item<'_>]) {
-        let log = self.log;
-        let parts: Vec<Vec<(usize, usize, Shown)>> = if self.threads == 1 || chunk.len() < 1024 {
-            vec![chunk.iter().filter_map(|i| one(log, i)).collect()]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (chunk.chunks(chunk.len().div_ceil(self.threads)))
-                    .map(|part| s.spawn(move || part.iter().filter_map(|i| one(log, i)).collect()))
-                    .collect();
-                (handles.into_iter())
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            })
-        };
-        // Sums and unions: the items' order does not matter.
-        for (start, tokens, shown) in parts.into_iter().flatten() {
-            self.out.tokens[start + 1] += tokens;
-            self.out.shown[start] |= shown;
+    /// Items read: their tokens summed, and what they show joined, by
+    /// their first record (their order does not matter).
+    fn add(&mut self, read: Vec<(usize, usize, Shown)>) {
+        for (start, tokens, shown) in read {
+            self.tokens[start + 1] += tokens;
+            self.shown[start] |= shown;
         }
     }
 }
