@@ -8,6 +8,7 @@
 #![allow(rustdoc::broken_intra_doc_links)]
 
 mod agents;
+mod allocator;
 mod auto;
 mod cli;
 mod commands;
@@ -35,13 +36,6 @@ use clap::Parser;
 use cli::{Cli, Command, ConfigCommand, ConversationCommand, StoreCommand};
 use context::Context;
 
-// mimalloc gives freed memory back: with glibc's allocator a long-running
-// proxy's resident memory grew with its traffic and varied twofold from
-// run to run (docs/PERFORMANCE.md, "The allocator"); loading large logs
-// is faster too.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     #[cfg(unix)]
     {
@@ -49,7 +43,10 @@ fn main() -> ExitCode {
         let mut args = std::env::args_os().skip(1);
         match args.next() {
             Some(a) if a == ctxfold_host::reaper::ARG => ctxfold_host::reaper::run(args),
-            Some(a) if a == snapshot_later::ARG => snapshot_later::run(args),
+            Some(a) if a == snapshot_later::ARG => {
+                allocator::purge_sooner();
+                snapshot_later::run(args)
+            }
             _ => {}
         }
         if let Ok(me) = std::env::current_exe() {
@@ -57,6 +54,13 @@ fn main() -> ExitCode {
         }
     }
     let cli = Cli::parse();
+    let serves = matches!(
+        cli.command,
+        Command::Proxy(_) | Command::Ui(_) | Command::Mcp(_) | Command::Run(_) | Command::Query(_)
+    );
+    if !serves {
+        allocator::purge_sooner();
+    }
     // `run`'s agent owns the terminal: the proxy's log goes to a file.
     let log_file = matches!(cli.command, Command::Run(_)).then(commands::run::log_path);
     logging(cli.verbose, log_file.as_deref());
