@@ -4,7 +4,7 @@
 //! the system (its `purge_delay`, 1,000 ms; mimalloc 2 waited 10 ms). A
 //! command that reads a long session or log frees much of what it read
 //! while it still runs, and that memory stayed resident: `compact FILE`
-//! of a 61 MB Codex session peaked at 2.8x–3.1x the file, 2.5x with
+//! of a 61 MB Codex session peaked at 2.8x–3.1x the file, 2.5x–2.7x with
 //! 10 ms, no slower (docs/PERFORMANCE.md, issue 48). A command that ends
 //! gives everything back at its end anyway, so it waits 10 ms; a server
 //! (the proxy, the pages, the MCP server, an agent's run or query) keeps

@@ -685,7 +685,7 @@ pub fn revoked_seqs(records: &[Record]) -> std::collections::HashSet<u64> {
     revoked_in(records.iter())
 }
 
-/// [`revoked_seqs`] of `records`, in log order (the others than
+/// [`revoked_seqs`] of `records`, in log order (records other than
 /// compactions and resets are passed over).
 fn revoked_in<'r>(records: impl Iterator<Item = &'r Record>) -> std::collections::HashSet<u64> {
     let mut revoked = std::collections::HashSet::new();

@@ -241,6 +241,7 @@ fn merge(spans: &[(usize, usize)], adjacent: bool) -> Vec<(usize, usize)> {
 
 /// The facts of the records the ranges cover, each record read once, in
 /// record order, with whether the view keeps each distinct fact.
+///
 /// The texts are borrowed from the log (a hundred thousand distinct
 /// requests were two copies each, on the listing's one-thread path).
 struct Occurrences<'a> {

@@ -36,22 +36,30 @@ where
 {
     let each = &each;
     std::thread::scope(|s| {
-        let helpers: Vec<Helper<I, O>> = (1..threads())
-            .map(|_| {
-                let (parts, part) = channel::<Vec<I>>();
-                let (read, reads) = channel::<Vec<O>>();
-                s.spawn(move || {
-                    for p in part {
-                        if read.send(each(&p)).is_err() {
-                            break;
-                        }
-                    }
-                });
-                (parts, reads)
-            })
-            .collect();
+        // Started with the first chunk long enough to split: a short log's
+        // report starts no thread.
+        let mut helpers: Vec<Helper<I, O>> = Vec::new();
         let mut run = |mut chunk: Vec<I>| -> Vec<O> {
-            if helpers.is_empty() || chunk.len() < SPLIT_FROM {
+            if chunk.len() < SPLIT_FROM {
+                return each(&chunk);
+            }
+            if helpers.is_empty() {
+                helpers = (1..threads())
+                    .map(|_| {
+                        let (parts, part) = channel::<Vec<I>>();
+                        let (read, reads) = channel::<Vec<O>>();
+                        s.spawn(move || {
+                            for p in part {
+                                if read.send(each(&p)).is_err() {
+                                    break;
+                                }
+                            }
+                        });
+                        (parts, reads)
+                    })
+                    .collect();
+            }
+            if helpers.is_empty() {
                 return each(&chunk);
             }
             let per = chunk.len().div_ceil(helpers.len() + 1);
