@@ -704,6 +704,53 @@ mod tests {
     use crate::projection::fixtures::{compaction, log_of, turn};
     use crate::projection::status::compaction_status;
 
+    /// A result whose call one summary took and which another summary
+    /// stands for is still its call's tool's: a policy for that tool over
+    /// it is superseded by the summary over it (not of no effect, as for
+    /// a record no policy of its tool acts on). No call waits for the
+    /// result (the first summary took it), so the tool is found from the
+    /// records before.
+    #[test]
+    fn a_result_whose_call_a_summary_took_is_still_its_tools() {
+        let mut bodies = turn(0, "a", false);
+        bodies.extend(turn(1, "b", false));
+        bodies.extend(turn(2, "c", false));
+        let summary = |from, to| {
+            let mut c = Compaction::new(0, 0, Source::User);
+            (c.from_seq, c.to_seq) = (Some(from), Some(to));
+            c.summary = Some(Summary {
+                text: format!("records {from} to {to}"),
+                provenance: Provenance::Supplied {
+                    author: Source::User,
+                },
+            });
+            c
+        };
+        // Turn 0's call is record 3, its result record 4.
+        let mut policy = Compaction::new(0, 0, Source::User);
+        (policy.from_seq, policy.to_seq) = (Some(4), Some(4));
+        policy
+            .tool_overrides
+            .insert("edit".into(), ToolOverride::Strip);
+        bodies.push(compaction(summary(0, 3)));
+        bodies.push(compaction(summary(4, 5)));
+        bodies.push(compaction(policy));
+        let log = log_of(bodies);
+        let (first, second, policy) = (18, 19, 20);
+        let (active, _) = compaction_status(&log);
+        assert_eq!(active, [first, second, policy]);
+        let effects = effects(&log, &active);
+        assert_eq!(
+            effects[&policy],
+            IfRevoked::Superseded {
+                by: second,
+                more: 0
+            },
+            "{effects:?}"
+        );
+        assert_eq!(effects, effects_with(&log, &active, true));
+    }
+
     /// Reading a superseded compaction's range a summary's run at a time
     /// says what reading it record by record says, on logs whose
     /// compactions nest, overlap and repeat, of every kind.
