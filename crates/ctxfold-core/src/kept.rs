@@ -41,7 +41,7 @@ mod listing;
 mod own;
 mod paths;
 mod workers;
-pub use batch::Retentions;
+pub use batch::{RangeFacts, Retentions};
 pub use listing::{Listed, listing};
 
 /// User requests up to this many characters must be kept word for word.

@@ -14,7 +14,7 @@
 
 use ctxfold_core::compaction::{Provenance, ReasoningPolicy, Source, Summary, ToolPolicy};
 use ctxfold_core::kept::{
-    Facts, Kept, Listed, Retentions, facts, kept, listing, retention, view_text,
+    Facts, Kept, Listed, RangeFacts, Retentions, facts, kept, listing, retention, view_text,
 };
 use ctxfold_core::projection::{
     Standing, covered_indices, project, project_as_of, project_with, standings,
@@ -304,6 +304,16 @@ proptest! {
                 ranges.iter().map(|&r| retention(&log, r, &view, &text)).collect();
             let r = Retentions::new(&log, &view);
             prop_assert_eq!(&r.of(&ranges, true), &one_by_one);
+            // The facts read before the view is (as the listing reads
+            // them); read for other ranges, or of another log, they are
+            // read again: the same reports.
+            let ahead = RangeFacts::read(&log, &ranges);
+            prop_assert_eq!(&r.of_read(ahead, &ranges, true), &one_by_one);
+            let fewer = RangeFacts::read(&log, &ranges[..1]);
+            prop_assert_eq!(&r.of_read(fewer, &ranges, true), &one_by_one);
+            let other = build(&steps);
+            let elsewhere = RangeFacts::read(&other, &ranges);
+            prop_assert_eq!(&r.of_read(elsewhere, &ranges, true), &one_by_one);
             let counted: Vec<Kept> = one_by_one.into_iter().map(without_lost).collect();
             prop_assert_eq!(r.of(&ranges, false), counted);
         }

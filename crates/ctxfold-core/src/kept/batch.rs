@@ -97,15 +97,26 @@ impl<'a> Retentions<'a> {
     /// for the one-line report, since with nested ranges those lists alone
     /// grow with the square of the conversation.
     pub fn of(&self, ranges: &[(usize, usize)], lost: bool) -> Vec<Kept> {
+        self.of_read(RangeFacts::read(self.log, ranges), ranges, lost)
+    }
+
+    /// [`of`](Retentions::of), with the facts of `ranges` read already
+    /// ([`RangeFacts::read`] of the same log and ranges; read again if
+    /// they were read for other ranges).
+    pub fn of_read(
+        &self,
+        facts: RangeFacts<'a>,
+        ranges: &[(usize, usize)],
+        lost: bool,
+    ) -> Vec<Kept> {
         let n = self.log.len();
-        // What `facts` reads of a range: `lo..=hi` within the log.
         let clamp = |&(lo, hi): &(usize, usize)| (lo, hi.min(n.saturating_sub(1)));
-        let spans: Vec<(usize, usize)> = ranges
-            .iter()
-            .map(clamp)
-            .filter(|(lo, hi)| lo <= hi && *lo < n)
-            .collect();
-        let occ = Occurrences::read(self, &merge(&spans, false));
+        let facts = if std::ptr::eq(facts.log, self.log) && facts.covered == covered_by(n, ranges) {
+            facts
+        } else {
+            RangeFacts::read(self.log, ranges)
+        };
+        let occ = facts.occ.resolve(self);
         let files = Distinct::new(&occ.files, |k| occ.file_kept[k as usize]);
         let diags = Distinct::new(&occ.diags, |k| occ.diag_kept[k as usize]);
         let file_bounds: Vec<(usize, usize)> = ranges
@@ -164,7 +175,7 @@ impl<'a> Retentions<'a> {
             .copied()
             .collect();
         let merged = merge(&spans, true);
-        let occ = Occurrences::read(self, &merged);
+        let occ = Occurrences::read(self.log, &merged).resolve(self);
         let mut k = Kept::default();
         // Every record once: each file and diagnostic text first where it
         // first occurs.
@@ -205,6 +216,39 @@ impl<'a> Retentions<'a> {
     fn shown_between(&self, lo: usize, hi: usize) -> usize {
         sum_between(&self.shown, lo, hi)
     }
+}
+
+/// The facts of the records some ranges cover, read and numbered, before
+/// any view is: reading them does not depend on the view, so the listing
+/// reads them while the view is made ([`Retentions::of_read`] decides what
+/// the view keeps of them).
+pub struct RangeFacts<'a> {
+    log: &'a Log,
+    /// The records read: the ranges within the log, merged.
+    covered: Vec<(usize, usize)>,
+    occ: Occurrences<'a>,
+}
+
+impl<'a> RangeFacts<'a> {
+    /// Read the facts of the records of `log` that `ranges` (indices,
+    /// inclusive) cover, as [`Retentions::of`] would.
+    pub fn read(log: &'a Log, ranges: &[(usize, usize)]) -> Self {
+        let covered = covered_by(log.len(), ranges);
+        let occ = Occurrences::read(log, &covered);
+        RangeFacts { log, covered, occ }
+    }
+}
+
+/// The records `ranges` cover within a log of `n` records (what `facts`
+/// reads of each: `lo..=hi` clipped to the log), merged where they
+/// overlap, in order.
+fn covered_by(n: usize, ranges: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let spans: Vec<(usize, usize)> = ranges
+        .iter()
+        .map(|&(lo, hi)| (lo, hi.min(n.saturating_sub(1))))
+        .filter(|(lo, hi)| lo <= hi && *lo < n)
+        .collect();
+    merge(&spans, false)
 }
 
 fn count(t: &mut Tally, shown: String, is_kept: bool) {
@@ -253,6 +297,8 @@ struct Occurrences<'a> {
     /// each text.
     diags: Vec<(usize, u32, u32)>,
     diag_texts: Vec<&'a str>,
+    /// By check key: the diagnostic first seen with it.
+    diag_list: Vec<&'a Diagnostic>,
     diag_kept: Vec<bool>,
     /// (record, request key).
     requests: Vec<(usize, u32)>,
@@ -262,13 +308,31 @@ struct Occurrences<'a> {
     requests_kept_before: Vec<usize>,
     /// The occurrences of the requests the view does not keep.
     requests_lost: Vec<usize>,
+    /// Which bit of its record's [`Shown`] each occurrence is (until the
+    /// view is read).
+    bits: Bits,
     /// Raw tokens of the covered records before index `i`.
     raw: Vec<usize>,
 }
 
+/// For each occurrence of [`Occurrences`]' lists, its fact's place among
+/// its record's facts (as [`bit`] takes it; 64 and past: none).
+#[derive(Default)]
+struct Bits {
+    files: Vec<u8>,
+    diags: Vec<u8>,
+    requests: Vec<u8>,
+}
+
+/// A fact's place among its record's, as kept in [`Bits`].
+fn bit_at(k: usize) -> u8 {
+    k.min(64) as u8
+}
+
 impl<'a> Occurrences<'a> {
-    fn read(r: &Retentions<'a>, covered: &[(usize, usize)]) -> Occurrences<'a> {
-        let log = r.log;
+    /// The facts of the `covered` records of `log` (in order), numbered;
+    /// what a view keeps of them is left to [`resolve`](Self::resolve).
+    fn read(log: &'a Log, covered: &[(usize, usize)]) -> Occurrences<'a> {
         let mut file_keys: HashMap<Cow<'a, str>, u32> = HashMap::new();
         // A diagnostic is told by its text, line and location, each
         // numbered once: no key is made for each occurrence.
@@ -276,35 +340,29 @@ impl<'a> Occurrences<'a> {
         let (mut line_keys, mut location_keys) = (HashMap::new(), HashMap::new());
         let mut text_keys: HashMap<&str, u32> = HashMap::new();
         let mut request_keys: HashMap<&str, u32> = HashMap::new();
-        // Per key: whether an item shows it in its own record (kept for
-        // certain, `own.rs`); the others are looked for in the view's text.
-        let (mut file_shown, mut diag_shown, mut request_shown) = (vec![], vec![], vec![]);
-        let mut diag_list: Vec<&Diagnostic> = Vec::new();
         let mut o = Occurrences {
             files: vec![],
             file_names: vec![],
             file_kept: vec![],
             diags: vec![],
             diag_texts: vec![],
+            diag_list: vec![],
             diag_kept: vec![],
             requests: vec![],
             request_texts: vec![],
             request_kept: vec![],
             requests_kept_before: vec![],
             requests_lost: vec![],
+            bits: Bits::default(),
             raw: vec![0; log.len() + 1],
         };
         let covered_records = covered.iter().flat_map(|&(lo, hi)| lo..=hi);
         read_facts(log, covered_records, |i, tokens, f| {
             o.raw[i + 1] = tokens;
-            let shown = |k: usize| r.own.get(i).is_some_and(|s| s & bit(k) != 0);
             for (k, path) in f.files.iter().enumerate() {
-                let key = number(&mut file_keys, path.clone(), |p| {
-                    file_shown.push(false);
-                    o.file_names.push(p);
-                });
-                file_shown[key as usize] |= shown(k);
+                let key = number(&mut file_keys, path.clone(), |p| o.file_names.push(p));
                 o.files.push((i, key));
+                o.bits.files.push(bit_at(k));
             }
             let mut texts_here: Vec<u32> = Vec::new();
             for (k, d) in f.diagnostics.iter().enumerate() {
@@ -320,24 +378,47 @@ impl<'a> Occurrences<'a> {
                 let location = (d.location.as_deref())
                     .map_or(0, |l| 1 + number(&mut location_keys, l, |_| {}));
                 let check = number(&mut diag_keys, (text_key, line, location), |_| {
-                    diag_shown.push(false);
-                    diag_list.push(d);
+                    o.diag_list.push(d);
                 });
-                diag_shown[check as usize] |= shown(f.files.len() + k);
                 o.diags.push((i, check, text_key));
+                o.bits.diags.push(bit_at(f.files.len() + k));
             }
             if let Some(req) = &f.request {
-                let key = number(&mut request_keys, *req, |q| {
-                    request_shown.push(false);
-                    o.request_texts.push(q);
-                });
-                request_shown[key as usize] |= shown(f.files.len() + f.diagnostics.len());
+                let key = number(&mut request_keys, *req, |q| o.request_texts.push(q));
                 o.requests.push((i, key));
+                o.bits
+                    .requests
+                    .push(bit_at(f.files.len() + f.diagnostics.len()));
             }
         });
         for i in 1..o.raw.len() {
             o.raw[i] += o.raw[i - 1];
         }
+        o
+    }
+
+    /// Decide which facts `r`'s view keeps.
+    fn resolve(mut self, r: &Retentions<'a>) -> Occurrences<'a> {
+        // Per key: whether an item shows it in its own record (kept for
+        // certain, `own.rs`); the others are looked for in the view's text.
+        let shown = |list: &[(usize, u32)], bits: &[u8], keys: usize| {
+            let mut out = vec![false; keys];
+            for (&(i, key), &b) in list.iter().zip(bits) {
+                out[key as usize] |= r.own.get(i).is_some_and(|s| s & bit(b as usize) != 0);
+            }
+            out
+        };
+        let file_shown = shown(&self.files, &self.bits.files, self.file_names.len());
+        let request_shown = shown(
+            &self.requests,
+            &self.bits.requests,
+            self.request_texts.len(),
+        );
+        let diag_shown = {
+            let checks: Vec<(usize, u32)> = self.diags.iter().map(|&(i, c, _)| (i, c)).collect();
+            shown(&checks, &self.bits.diags, self.diag_list.len())
+        };
+        self.bits = Bits::default();
         // Only the facts no item shows in its own record go into the
         // search: in a view that strips (the view as long as the log) that
         // is next to none, and then the view's text is not made at all.
@@ -345,13 +426,13 @@ impl<'a> Occurrences<'a> {
         let check = |shown: bool, look: &mut dyn FnMut() -> Resolution| {
             if shown { Resolution::Kept } else { look() }
         };
-        let file_checks: Vec<Resolution> = (file_shown.iter().zip(&o.file_names))
+        let file_checks: Vec<Resolution> = (file_shown.iter().zip(&self.file_names))
             .map(|(&s, f)| check(s, &mut || finder.whole(f, path_char)))
             .collect();
-        let diag_checks: Vec<Resolution> = (diag_shown.iter().zip(&diag_list))
+        let diag_checks: Vec<Resolution> = (diag_shown.iter().zip(&self.diag_list))
             .map(|(&s, d)| check(s, &mut || finder.diagnostic(d)))
             .collect();
-        let request_checks: Vec<Resolution> = (request_shown.iter().zip(&o.request_texts))
+        let request_checks: Vec<Resolution> = (request_shown.iter().zip(&self.request_texts))
             .map(|(&s, q)| check(s, &mut || finder.whole(q, word_char)))
             .collect();
         // `None`: the automaton could not be built (too many needles for
@@ -366,15 +447,16 @@ impl<'a> Occurrences<'a> {
             (Resolution::Found(at), Some(found)) => found[*at],
             _ => fallback(r.text()),
         };
-        o.file_kept = (file_checks.iter().zip(&o.file_names))
+        self.file_kept = (file_checks.iter().zip(&self.file_names))
             .map(|(c, f)| resolve(c, &|text| appears(text, f, path_char)))
             .collect();
-        o.diag_kept = (diag_checks.iter().zip(&diag_list))
+        self.diag_kept = (diag_checks.iter().zip(&self.diag_list))
             .map(|(c, d)| resolve(c, &|text| diagnostic_appears(text, d)))
             .collect();
-        o.request_kept = (request_checks.iter().zip(&o.request_texts))
+        self.request_kept = (request_checks.iter().zip(&self.request_texts))
             .map(|(c, q)| resolve(c, &|text| appears(text, q, word_char)))
             .collect();
+        let o = &mut self;
         o.requests_kept_before = std::iter::once(0)
             .chain(o.requests.iter().scan(0, |n, &(_, key)| {
                 *n += usize::from(o.request_kept[key as usize]);
@@ -384,7 +466,7 @@ impl<'a> Occurrences<'a> {
         o.requests_lost = (0..o.requests.len())
             .filter(|&j| !o.request_kept[o.requests[j].1 as usize])
             .collect();
-        o
+        self
     }
 
     fn requests_in(&self, range: (usize, usize), lost: bool) -> Tally {

@@ -274,7 +274,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
     let tag = Tag::of(log).unwrap_or_default();
     let mut next_span = 0;
 
-    for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
+    for (i, rec) in records.iter().enumerate() {
         while next_span < spans.len() && spans[next_span].0 <= i {
             let (_, hi, order, c) = spans[next_span];
             let entry = (order, hi);
@@ -403,14 +403,14 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
                         index: i,
                         record: rec,
                         tool: &tool,
-                        scan,
+                        scan: log.scan_cell(i),
                         keep_diagnostics,
                         tag,
                         at: 0,
                     }
                     .stripped_line()
                 };
-                let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
+                let clip = |c| clipped(&by_order, c, (i, rec, log.scan_cell(i)), content, tag);
                 // What the result becomes: its line (made with this many
                 // diagnostics), or its text clipped by this compaction.
                 // Compared without being made where the answer is plain:
@@ -440,7 +440,7 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             Body::User { content, .. } => {
                 let (c1, c2) = top2(&mut clip_heap, i);
                 deciders[i].clip = Who::of(c1);
-                let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
+                let clip = |c| clipped(&by_order, c, (i, rec, log.scan_cell(i)), content, tag);
                 if let Some(c1) = c1
                     && clip(Some(c1)) != clip(c2)
                 {
