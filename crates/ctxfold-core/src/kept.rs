@@ -214,6 +214,20 @@ pub fn record_facts(log: &Log, i: usize) -> RecordFacts<'_> {
     out
 }
 
+/// [`record_tokens`](crate::estimate::record_tokens) of record `i` of
+/// `log`, a tool result's from the characters the log's scan of it
+/// counted: a report reads every result's scan for its diagnostics, and
+/// counting the characters of every result again was a twentieth of a
+/// listing (issue 48).
+pub(crate) fn record_tokens_at(log: &Log, i: usize) -> usize {
+    use crate::estimate::{BLOCK_OVERHEAD, CHARS_PER_TOKEN, record_tokens};
+    let record = &log.records()[i];
+    match log.result_scan(i) {
+        Some(scan) => scan.chars.div_ceil(CHARS_PER_TOKEN) + BLOCK_OVERHEAD,
+        None => record_tokens(record),
+    }
+}
+
 /// The text of a view as the model reads it, whitespace collapsed: what
 /// "appears in the view" is looked for in.
 pub fn view_text(view: &View<'_>) -> String {
@@ -450,6 +464,50 @@ mod tests {
             log.push(Record::new(log.next_seq(), "t", b));
         }
         log
+    }
+
+    #[test]
+    fn a_records_tokens_read_from_its_scan_are_its_tokens() {
+        let result = |id: &str, content: String| Body::ToolResult {
+            id: id.into(),
+            content,
+            is_error: false,
+        };
+        let log = log_of(vec![
+            Body::User {
+                content: "héllo wörld".into(),
+                author: None,
+            },
+            result("a", String::new()),
+            // Multi-byte characters: characters, not bytes, are counted.
+            result("b", "ß→ü ".repeat(33)),
+            result("c", format!("error: boom\n{}", "é".repeat(4001))),
+            Body::Assistant {
+                content: "done".into(),
+            },
+        ]);
+        for i in 0..log.len() {
+            let r = &log.records()[i];
+            assert_eq!(
+                record_tokens_at(&log, i),
+                crate::estimate::record_tokens(r),
+                "{i}"
+            );
+        }
+        // And from a scan the log was given (a snapshot's), the same.
+        let made: Vec<_> = (0..log.len())
+            .filter_map(|i| log.result_scan(i).map(|s| (i, s.clone())))
+            .collect();
+        let given =
+            log_of(log.records().iter().map(|r| r.body.clone()).collect()).with_result_scans(made);
+        for i in 0..given.len() {
+            let r = &given.records()[i];
+            assert_eq!(
+                record_tokens_at(&given, i),
+                crate::estimate::record_tokens(r),
+                "{i}"
+            );
+        }
     }
 
     #[test]

@@ -300,7 +300,11 @@ struct Occurrences<'a> {
     /// By check key: the diagnostic first seen with it.
     diag_list: Vec<&'a Diagnostic>,
     diag_kept: Vec<bool>,
-    /// (record, request key).
+    /// (record, request key): each occurrence its own key (a request is
+    /// counted wherever it occurs, and whether the view keeps its text is
+    /// the same for every occurrence: hashing a hundred thousand user
+    /// messages to number them was a twentieth of a listing; the finder
+    /// numbers the texts it looks for).
     requests: Vec<(usize, u32)>,
     request_texts: Vec<&'a str>,
     request_kept: Vec<bool>,
@@ -339,7 +343,6 @@ impl<'a> Occurrences<'a> {
         let mut diag_keys: HashMap<(u32, u32, u32), u32> = HashMap::new();
         let (mut line_keys, mut location_keys) = (HashMap::new(), HashMap::new());
         let mut text_keys: HashMap<&str, u32> = HashMap::new();
-        let mut request_keys: HashMap<&str, u32> = HashMap::new();
         let mut o = Occurrences {
             files: vec![],
             file_names: vec![],
@@ -384,7 +387,8 @@ impl<'a> Occurrences<'a> {
                 o.bits.diags.push(bit_at(f.files.len() + k));
             }
             if let Some(req) = &f.request {
-                let key = number(&mut request_keys, *req, |q| o.request_texts.push(q));
+                let key = o.request_texts.len() as u32;
+                o.request_texts.push(req);
                 o.requests.push((i, key));
                 o.bits
                     .requests
@@ -693,7 +697,7 @@ fn read_facts<'a>(
     let read = |part: &[usize]| -> Vec<(usize, usize, RecordFacts<'a>)> {
         (part.iter())
             .map(|&i| {
-                let tokens = crate::estimate::record_tokens(&log.records()[i]);
+                let tokens = super::record_tokens_at(log, i);
                 (i, tokens, record_facts(log, i))
             })
             .collect()

@@ -159,6 +159,10 @@ fn one(log: &Log, item: &Item<'_>) -> Option<(usize, usize, Shown)> {
             }
             None => (Texts::None, item_tokens(item)),
         },
+        // A result shown as it is: its tokens from its scan's count.
+        (Body::ToolResult { content, .. }, Item::Event { .. }) => {
+            (Texts::Whole(content), super::record_tokens_at(log, index))
+        }
         (Body::ToolResult { content, .. } | Body::User { content, .. }, _) => {
             (Texts::Whole(content), item_tokens(item))
         }
