@@ -225,6 +225,21 @@ pub(super) fn effects(log: &Log, active: &[usize]) -> HashMap<usize, IfRevoked> 
 /// by record rather than a summary's run at a time (the reference the
 /// tests hold the runs to).
 fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRevoked> {
+    effects_keeping(log, active, walk, false)
+        .or_else(|| effects_keeping(log, active, walk, true))
+        .unwrap_or_default()
+}
+
+/// [`effects_with`], the record-by-record deciders kept (`keep`, or where
+/// a range lies wholly under others': see [`some_range_under_others`]);
+/// `None` when a compaction changes nothing and they were not kept (the
+/// caller then sweeps again, keeping them).
+fn effects_keeping(
+    log: &Log,
+    active: &[usize],
+    walk: bool,
+    keep: bool,
+) -> Option<HashMap<usize, IfRevoked>> {
     let records = log.records();
     let mut spans: Vec<(usize, usize, usize, &Compaction)> = active
         .iter()
@@ -239,9 +254,14 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
     // Nothing in force, nothing superseded: and none of the per-record
     // vectors below (a hundred MB at a million records) is made.
     if spans.is_empty() {
-        return HashMap::new();
+        return Some(HashMap::new());
     }
     spans.sort_by_key(|s| s.0);
+    // Who decides each record is read only to explain a compaction that
+    // changes nothing (16 bytes a record): kept when one may, else the
+    // sweep is made again in the rare case one does.
+    let keep = keep || some_range_under_others(&spans);
+    let per_record = |n: usize| if keep { n } else { 0 };
     let by_order: HashMap<usize, &Compaction> = spans.iter().map(|s| (s.2, s.3)).collect();
     // The turns each summary names (as the sweep's `span_turns`).
     let visible = |k: &usize| records[*k].body.is_model_visible();
@@ -264,10 +284,10 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
     // By record index: the compaction there changes the view (set at
     // nearly every record of a long log, so no hashing).
     let mut changes = Marks(vec![false; records.len()]);
-    let mut deciders: Vec<Deciders> = vec![Deciders::default(); records.len()];
+    let mut deciders: Vec<Deciders> = vec![Deciders::default(); per_record(records.len())];
     let mut names = Names {
         records,
-        call: vec![Who::default(); records.len()],
+        call: vec![Who::default(); per_record(records.len())],
     };
     let mut call_names = CallNames { records, map: None };
     let mut waiting: HashMap<&str, Waiting<'_>> = HashMap::new();
@@ -301,11 +321,11 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         // The tool of a call or result, whoever decides it (to say what
         // supersedes a tool policy).
         match &rec.body {
-            Body::ToolCall { id, .. } => {
+            Body::ToolCall { id, .. } if keep => {
                 call_names.call(id, i);
                 names.call[i] = Who::of(Some(i));
             }
-            Body::ToolResult { id, .. } => {
+            Body::ToolResult { id, .. } if keep => {
                 names.call[i] = Who::of(match waiting.get(id.as_str()) {
                     Some(w) => Some(w.at),
                     None => call_names.of(i, id),
@@ -315,7 +335,9 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         }
         let (s1, s2) = top2(&mut summary_heap, i);
         if let Some(s1) = s1 {
-            deciders[i].summary = Who::of(Some(s1));
+            if let Some(d) = deciders.get_mut(i) {
+                d.summary = Who::of(Some(s1));
+            }
             // Calls waiting for a result leave the view (or never were in
             // it) with or without whatever decided how they show; their
             // results then do too.
@@ -338,7 +360,9 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
         match &rec.body {
             Body::Reasoning { .. } => {
                 let (r1, r2) = top2(&mut reasoning_heap, i);
-                deciders[i].policy = Who::of(r1);
+                if let Some(d) = deciders.get_mut(i) {
+                    d.policy = Who::of(r1);
+                }
                 let strips = |o: Option<usize>| {
                     o.and_then(|o| by_order[&o].reasoning) == Some(ReasoningPolicy::Strip)
                 };
@@ -350,7 +374,9 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             }
             Body::ToolCall { id, name, .. } => {
                 let (t1, t2) = tool_top2(i, name, &mut tools_heap, &mut tool_heaps);
-                deciders[i].policy = Who::of(t1);
+                if let Some(d) = deciders.get_mut(i) {
+                    d.policy = Who::of(t1);
+                }
                 let (p1, p2) = (
                     tool_override(&by_order, t1, name),
                     tool_override(&by_order, t2, name),
@@ -379,11 +405,13 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
                 }
                 let (t1, t2) = tool_top2(i, w.name, &mut tools_heap, &mut tool_heaps);
                 let (c1, c2) = top2(&mut clip_heap, i);
-                deciders[i] = Deciders {
-                    summary: Who::default(),
-                    policy: Who::of(t1),
-                    clip: Who::of(c1),
-                };
+                if let Some(d) = deciders.get_mut(i) {
+                    *d = Deciders {
+                        summary: Who::default(),
+                        policy: Who::of(t1),
+                        clip: Who::of(c1),
+                    };
+                }
                 let long = more_chars_than(content, KEEP_RESULT_CHARS);
                 let strips = |o: Option<usize>| {
                     long && matches!(
@@ -439,7 +467,9 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
             }
             Body::User { content, .. } => {
                 let (c1, c2) = top2(&mut clip_heap, i);
-                deciders[i].clip = Who::of(c1);
+                if let Some(d) = deciders.get_mut(i) {
+                    d.clip = Who::of(c1);
+                }
                 let clip = |c| clipped(&by_order, c, (i, rec, log.scan_cell(i)), content, tag);
                 if let Some(c1) = c1
                     && clip(Some(c1)) != clip(c2)
@@ -461,13 +491,46 @@ fn effects_with(log: &Log, active: &[usize], walk: bool) -> HashMap<usize, IfRev
                 || (unsure.contains(&order) && changes_when_revoked(log, order))
             {
                 IfRevoked::Changes
+            } else if !keep {
+                return None;
             } else {
                 let runs = runs.get_or_init(|| Runs::new(records, &deciders, &names));
                 unchanged(log, (lo, hi), order, c, (&deciders, &names), (runs, walk))
             };
-            (order, effect)
+            Some((order, effect))
         })
         .collect()
+}
+
+/// Whether some of `spans` (record ranges, sorted by their start) lies
+/// wholly under the others: no record of it is covered by it alone. Only
+/// such a compaction can be superseded; one with a record of its own
+/// changes the view there unless it acts on nothing there (no effect,
+/// rare), which the sweep finds out too.
+fn some_range_under_others(spans: &[(usize, usize, usize, &Compaction)]) -> bool {
+    if spans.len() < 2 {
+        return false;
+    }
+    // The ranges' ends cut the records into pieces, each covered by the
+    // same ranges throughout; a range lies under others when it has no
+    // piece that it alone covers.
+    let mut cuts: Vec<usize> = spans.iter().flat_map(|s| [s.0, s.1 + 1]).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let at = |x: usize| cuts.partition_point(|&c| c < x);
+    let mut depth = vec![0isize; cuts.len()];
+    for s in spans {
+        depth[at(s.0)] += 1;
+        depth[at(s.1 + 1)] -= 1;
+    }
+    // alone[k]: the pieces before cut `k` that one range alone covers.
+    let mut alone = vec![0usize; cuts.len()];
+    let mut d = 0;
+    for k in 0..cuts.len().saturating_sub(1) {
+        d += depth[k];
+        alone[k + 1] = alone[k] + usize::from(d == 1);
+    }
+    spans.iter().any(|s| alone[at(s.1 + 1)] == alone[at(s.0)])
 }
 
 /// The last call before with each id (its record index), for a result's
@@ -763,7 +826,7 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (state >> 33) % m
         };
-        let mut superseded = 0;
+        let (mut superseded, mut swept_again) = (0, 0);
         for _ in 0..300 {
             let turns = 2 + next(12) as u32;
             let mut bodies: Vec<Body> = (0..turns)
@@ -806,11 +869,42 @@ mod tests {
             let (active, _) = compaction_status(&log);
             let by_runs = effects(&log, &active);
             assert_eq!(by_runs, effects_with(&log, &active, true));
+            // The deciders kept from the start: the same (without them the
+            // sweep is made again where one changes nothing).
+            let kept = effects_keeping(&log, &active, false, true);
+            assert_eq!(Some(&by_runs), kept.as_ref());
+            let once = effects_keeping(&log, &active, false, false);
+            swept_again += usize::from(once.is_none());
+            assert!(once.is_none_or(|once| once == by_runs));
             superseded += by_runs
                 .values()
                 .filter(|e| matches!(e, IfRevoked::Superseded { .. }))
                 .count();
         }
         assert!(superseded > 50, "only {superseded} superseded compactions");
+        assert!(swept_again > 0, "no log swept again");
+    }
+
+    #[test]
+    fn a_range_lies_under_others_when_no_record_of_it_is_its_alone() {
+        let c = Compaction::new(0, 0, Source::User);
+        let under = |ranges: &[(usize, usize)]| {
+            let mut spans: Vec<_> = (ranges.iter().enumerate())
+                .map(|(k, &(lo, hi))| (lo, hi, k, &c))
+                .collect();
+            spans.sort_by_key(|s| s.0);
+            some_range_under_others(&spans)
+        };
+        // Side by side, overlapping by a few records, one alone.
+        assert!(!under(&[(0, 9), (10, 19)]));
+        assert!(!under(&[(0, 14), (10, 24), (20, 34)]));
+        assert!(!under(&[(3, 3)]));
+        // Nested, the same twice, or covered by two that overlap.
+        assert!(under(&[(0, 9), (0, 19)]));
+        assert!(under(&[(2, 5), (0, 19)]));
+        assert!(under(&[(4, 8), (4, 8)]));
+        assert!(under(&[(0, 10), (5, 15), (11, 20)]));
+        // Touching the next one's start is not under it.
+        assert!(!under(&[(0, 10), (5, 15), (12, 20)]));
     }
 }
