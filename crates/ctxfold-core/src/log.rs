@@ -21,7 +21,7 @@ use crate::record::{Body, Kind, Record};
 mod scans;
 
 pub use scans::ResultScans;
-use scans::{Cells, NO_CELL, is_result};
+use scans::{Cells, NO_CELL, carries_scan, is_result};
 
 /// A conversation log with its turn index.
 #[derive(Debug, Clone, Default)]
@@ -256,6 +256,26 @@ impl Log {
             }
             None => &NO_CELL,
         }
+    }
+
+    /// The scan cells, one for each record, in order (see
+    /// [`scan_cell`](Log::scan_cell)): a view item that stands for a tool
+    /// result carries its record's.
+    pub(crate) fn scans(&self) -> impl Iterator<Item = &ScanCell> + '_ {
+        let cells = self.cells();
+        let mut next = cells.cells.iter();
+        self.records.iter().enumerate().map(move |(idx, r)| {
+            if !carries_scan(&r.body) {
+                return &*NO_CELL;
+            }
+            match next.next() {
+                Some(cell) => {
+                    self.fill_known(idx, cell);
+                    cell
+                }
+                None => &*NO_CELL,
+            }
+        })
     }
 
     fn cells(&self) -> &Cells {
@@ -759,9 +779,7 @@ mod tests {
         assert!(log.cells.get().is_none(), "no cell made by loading");
         assert_eq!(log.result_scan(2).map(|s| s.chars), Some(2));
         // One cell for each result and user message; others share one.
-        let cells: Vec<*const ScanCell> = (0..log.len())
-            .map(|k| log.scan_cell(k) as *const _)
-            .collect();
+        let cells: Vec<*const ScanCell> = log.scans().map(|c| c as *const _).collect();
         assert_eq!(cells.len(), 3);
         assert!(std::ptr::eq(cells[1], &*NO_CELL));
         assert!(!std::ptr::eq(cells[0], cells[2]));
@@ -769,10 +787,11 @@ mod tests {
         for k in 3..200 {
             log.push(rec(k, if k % 3 == 0 { result("c") } else { call("c") }));
         }
-        assert_eq!(log.len(), 200);
+        assert_eq!(log.scans().count(), 200);
         for k in 0..200 {
             let own = !std::ptr::eq(log.scan_cell(k), &*NO_CELL);
             assert_eq!(own, k == 0 || k == 2 || (k >= 3 && k % 3 == 0), "{k}");
+            assert!(std::ptr::eq(log.scans().nth(k).unwrap(), log.scan_cell(k)));
         }
         assert_eq!(log.result_scan(198).map(|s| s.chars), Some(2));
     }

@@ -436,8 +436,15 @@ impl<'a> Occurrences<'a> {
         let diag_checks: Vec<Resolution> = (diag_shown.iter().zip(&self.diag_list))
             .map(|(&s, d)| check(s, &mut || finder.diagnostic(d)))
             .collect();
+        // A request no item shows as its own is looked for once per text
+        // (the same words asked again and again, each folded away).
+        let mut asked: HashMap<&str, Resolution> = HashMap::new();
         let request_checks: Vec<Resolution> = (request_shown.iter().zip(&self.request_texts))
-            .map(|(&s, q)| check(s, &mut || finder.whole(q, word_char)))
+            .map(|(&s, q)| {
+                check(s, &mut || {
+                    *(asked.entry(q)).or_insert_with(|| finder.whole(q, word_char))
+                })
+            })
             .collect();
         // `None`: the automaton could not be built (too many needles for
         // its state ids); every fact is then decided one by one.

@@ -12,6 +12,7 @@ use crate::diagnostics::{Diagnostic, collapse};
 /// index), by the reference function where the pass cannot (an empty
 /// needle), or known kept without a search (a request the view shows as
 /// it is).
+#[derive(Clone, Copy)]
 pub(super) enum Resolution {
     Found(usize),
     Direct,

@@ -294,7 +294,7 @@ fn effects_keeping(
     let tag = Tag::of(log).unwrap_or_default();
     let mut next_span = 0;
 
-    for (i, rec) in records.iter().enumerate() {
+    for (i, (rec, scan)) in records.iter().zip(log.scans()).enumerate() {
         while next_span < spans.len() && spans[next_span].0 <= i {
             let (_, hi, order, c) = spans[next_span];
             let entry = (order, hi);
@@ -431,14 +431,14 @@ fn effects_keeping(
                         index: i,
                         record: rec,
                         tool: &tool,
-                        scan: log.scan_cell(i),
+                        scan,
                         keep_diagnostics,
                         tag,
                         at: 0,
                     }
                     .stripped_line()
                 };
-                let clip = |c| clipped(&by_order, c, (i, rec, log.scan_cell(i)), content, tag);
+                let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
                 // What the result becomes: its line (made with this many
                 // diagnostics), or its text clipped by this compaction.
                 // Compared without being made where the answer is plain:
@@ -470,7 +470,7 @@ fn effects_keeping(
                 if let Some(d) = deciders.get_mut(i) {
                     d.clip = Who::of(c1);
                 }
-                let clip = |c| clipped(&by_order, c, (i, rec, log.scan_cell(i)), content, tag);
+                let clip = |c| clipped(&by_order, c, (i, rec, scan), content, tag);
                 if let Some(c1) = c1
                     && clip(Some(c1)) != clip(c2)
                 {
