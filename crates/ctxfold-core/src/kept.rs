@@ -486,28 +486,20 @@ mod tests {
                 content: "done".into(),
             },
         ]);
-        for i in 0..log.len() {
-            let r = &log.records()[i];
-            assert_eq!(
-                record_tokens_at(&log, i),
-                crate::estimate::record_tokens(r),
-                "{i}"
-            );
-        }
+        let all_counted = |log: &Log| {
+            for (i, r) in log.records().iter().enumerate() {
+                let from_scan = record_tokens_at(log, i);
+                assert_eq!(from_scan, crate::estimate::record_tokens(r), "{i}");
+            }
+        };
+        all_counted(&log);
         // And from a scan the log was given (a snapshot's), the same.
         let made: Vec<_> = (0..log.len())
             .filter_map(|i| log.result_scan(i).map(|s| (i, s.clone())))
             .collect();
         let given =
             log_of(log.records().iter().map(|r| r.body.clone()).collect()).with_result_scans(made);
-        for i in 0..given.len() {
-            let r = &given.records()[i];
-            assert_eq!(
-                record_tokens_at(&given, i),
-                crate::estimate::record_tokens(r),
-                "{i}"
-            );
-        }
+        all_counted(&given);
     }
 
     #[test]
