@@ -64,7 +64,13 @@ impl CountText for Heuristic {
 /// Tokens of `text` by the heuristic: characters / [`CHARS_PER_TOKEN`],
 /// rounded up (characters, not bytes).
 pub fn text_tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(CHARS_PER_TOKEN)
+    chars_tokens(text.chars().count())
+}
+
+/// Tokens by the heuristic of a text of `chars` characters (as
+/// [`text_tokens`], for a count made already: a tool result's scan).
+pub fn chars_tokens(chars: usize) -> usize {
+    chars.div_ceil(CHARS_PER_TOKEN)
 }
 
 /// Tokens of one raw record as the model sees it, texts counted by `c`:

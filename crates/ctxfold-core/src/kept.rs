@@ -220,10 +220,10 @@ pub fn record_facts(log: &Log, i: usize) -> RecordFacts<'_> {
 /// counting the characters of every result again was a twentieth of a
 /// listing (issue 48).
 pub(crate) fn record_tokens_at(log: &Log, i: usize) -> usize {
-    use crate::estimate::{BLOCK_OVERHEAD, CHARS_PER_TOKEN, record_tokens};
+    use crate::estimate::{BLOCK_OVERHEAD, chars_tokens, record_tokens};
     let record = &log.records()[i];
     match log.result_scan(i) {
-        Some(scan) => scan.chars.div_ceil(CHARS_PER_TOKEN) + BLOCK_OVERHEAD,
+        Some(scan) => chars_tokens(scan.chars) + BLOCK_OVERHEAD,
         None => record_tokens(record),
     }
 }
